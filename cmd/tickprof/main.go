@@ -1,0 +1,43 @@
+// Command tickprof is an eBPF profiler that reports every time with a
+// confidence interval. See README.md for a tour.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tickprof",
+		Short: "eBPF profiler whose every time comes with a confidence interval",
+		Long: `tickprof times functions and kernel paths with coarse clock ticks counted in
+BPF, samples stacks, and reports each time with a confidence interval. Its
+profiles open in go tool pprof.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+	// Each command adds itself here: newPlanCmd(), newEstimateCmd(), ...
+	)
+	return root
+}
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "tickprof:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// exitCode maps an error to the process exit status: 2 for usage errors
+// (bad flags or values), 1 for everything else.
+func exitCode(err error) int {
+	var u usageError
+	if errorsAs(err, &u) {
+		return 2
+	}
+	return 1
+}

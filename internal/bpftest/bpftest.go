@@ -1,0 +1,59 @@
+// Package bpftest decides whether a test that needs root and BPF can run.
+//
+// Such a test calls Require first. Where BPF is unavailable (not root, no
+// BPF syscall, no BTF) the test is skipped with the reason, unless the
+// environment sets TICKPROF_REQUIRE_BPF=1, as CI does: then it fails, so a
+// machine that silently lost BPF cannot turn the suite green.
+package bpftest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// EnvRequire is the environment variable that turns skips into failures.
+const EnvRequire = "TICKPROF_REQUIRE_BPF"
+
+// Require skips t (or fails it under TICKPROF_REQUIRE_BPF=1) unless the
+// process is root and can load a BPF program of the kprobe type.
+func Require(t testing.TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("BPF required (%s=1) but unavailable: %v", EnvRequire, err)
+		}
+		t.Skipf("skipping: BPF unavailable: %v (set %s=1 to make this a failure)", err, EnvRequire)
+	}
+}
+
+// Available reports why BPF tests cannot run here, or nil when they can.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return fmt.Errorf("no kernel BTF: %w", err)
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("raise memlock rlimit: %w", err)
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.Kprobe,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("load a trivial kprobe-type program: %w", err)
+	}
+	prog.Close()
+	return nil
+}
