@@ -20,7 +20,7 @@ profiles open in go tool pprof.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-	// Each command adds itself here: newPlanCmd(), newEstimateCmd(), ...
+		newPlanCmd(), newEstimateCmd(),
 	)
 	return root
 }
