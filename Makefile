@@ -30,14 +30,21 @@ generate:
 check-generate:
 	@if [ -d bpf ]; then \
 		$(MAKE) --no-print-directory generate && \
-		git diff --exit-code --stat -- bpf/ || { echo "committed BPF objects are stale: run 'make generate' and commit"; exit 1; }; \
+		if [ -n "$$(git status --porcelain -- bpf/)" ]; then \
+			git status --short -- bpf/; \
+			echo "committed BPF objects are stale: run 'make generate' and commit"; exit 1; \
+		fi; \
 	fi
 
+# Benchmarks against baselines measured in the same run (root; about 6 min);
+# writes bench/RESULTS.md. BENCH_REPS=N changes the repetitions.
 bench:
-	@echo "make bench: not yet"
+	bench/run.sh
 
-demo:
-	@echo "make demo: not yet"
+# A bundled workload timed and sampled, with the known truth beside each
+# interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.
+demo: build
+	$(BIN) demo
 
 test-kernels:
 	@echo "make test-kernels: not yet"

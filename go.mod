@@ -3,17 +3,18 @@ module github.com/tickprof/tickprof
 go 1.26.0
 
 require (
-	github.com/chzyer/readline v1.5.1 // indirect
-	github.com/cilium/ebpf v0.22.0 // indirect
-	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe // indirect
-	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b // indirect
+	github.com/cilium/ebpf v0.22.0
+	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/arch v0.32.0
+	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
+	gonum.org/v1/gonum v0.17.0
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	golang.org/x/arch v0.32.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
-	gonum.org/v1/gonum v0.17.0 // indirect
 )
 
 tool github.com/cilium/ebpf/cmd/bpf2go

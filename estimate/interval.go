@@ -277,3 +277,8 @@ func finite(xs ...float64) bool {
 	}
 	return true
 }
+
+// Z returns the two-sided standard normal quantile for a confidence level:
+// the z with P(|N(0,1)| <= z) = conf, e.g. 1.96 for 0.95. It turns a
+// reported symmetric interval back into a standard error.
+func Z(conf float64) float64 { return zQuantile(conf) }

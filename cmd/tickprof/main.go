@@ -20,6 +20,13 @@ profiles open in go tool pprof.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		// Each command adds itself here: newPlanCmd(), newEstimateCmd(), ...
+		newDoctorCmd(),
+		newSampleCmd(),
+		newReportCmd(),
+		newDiffCmd(),
+		newTimeCmd(),
+		newCalibrateCmd(), newDemoCmd(),
 		newPlanCmd(), newEstimateCmd(),
 	)
 	return root

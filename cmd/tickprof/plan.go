@@ -85,6 +85,7 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 	fl.StringVar(&f.loop, "loop", "", "loop period `DUR` (one execution per cycle) for the run time, e.g. 10ms")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object (keys executions, resolution_ns, expect_ns, confidence, half_width_ns, rel_half_width, run_time_ns)")
 	cmd.SetFlagErrorFunc(flagError)
+	addPlanFrom(cmd)
 	return cmd
 }
 

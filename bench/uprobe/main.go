@@ -1,0 +1,357 @@
+// Command uprobe measures what timing a user function with tickprof costs
+// (issue "Benchmark"): a C target calls a ~200 ns function in a loop, run
+// unprobed, with an empty uprobe+uretprobe pair (the floor), with tickprof's
+// programs in each clock mode, and with bpftrace's latency one-liner. It
+// prints the per-call cost each adds, the ratio to the floor, tickprof's BPF
+// program time per call (ebpf.EnableStats) and ring-buffer records per call.
+//
+// Run as root from the repository root:
+//
+//	go run ./bench/uprobe [-calls 100000] [-reps 5]
+//
+// Figures are medians over the repetitions, modes interleaved so that a
+// change in machine load hits them alike.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// chrt, when set, runs the target under SCHED_FIFO.
+var chrt string
+
+// result is one run of the target under one mode.
+type result struct {
+	nsPerCall float64
+	bpfNs     float64 // BPF run time per call (entry + exit), -1 if unknown
+	records   float64 // ring-buffer records per call, -1 if none
+	meanNs    float64 // tickprof ns mode: the reported mean (ns), else -1
+}
+
+// mode attaches something to the target (pid, binary) and returns a
+// function that detaches it and reports.
+type mode struct {
+	name   string
+	attach func(pid int, bin string) (func(calls int) result, error)
+	endbr  bool // run the target built with endbr64 landing pads
+}
+
+func main() {
+	calls := flag.Int("calls", 100000, "calls per probed run")
+	reps := flag.Int("reps", 5, "repetitions of every mode")
+	iters := flag.Int("iters", 60, "loop iterations of the target function (~200 ns at 60 here)")
+	useBpftrace := flag.Bool("bpftrace", true, "include bpftrace's one-liner")
+	rt := flag.Bool("rt", true, "run the target SCHED_FIFO (chrt -f 50) so that other load does not preempt it")
+	flag.Parse()
+	if *rt {
+		if p, err := exec.LookPath("chrt"); err == nil {
+			chrt = p
+		}
+	}
+	if err := run(*calls, *reps, *iters, *useBpftrace); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(calls, reps, iters int, useBpftrace bool) error {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return err
+	}
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+	}
+	defer stats.Close()
+	dir, err := os.MkdirTemp("", "tickprof-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(dir, "target")
+	// -O0 keeps `push %rbp` first: an instruction the kernel emulates.
+	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-o", bin,
+		filepath.Join(filepath.Dir(file), "target.c")).CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc: %v: %s", err, out)
+	}
+	// The same with an endbr64 landing pad first in every function, which
+	// the kernel cannot emulate: a probe on it is single-stepped.
+	binEndbr := filepath.Join(dir, "target-endbr")
+	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-fcf-protection=full", "-o", binEndbr,
+		filepath.Join(filepath.Dir(file), "target.c")).CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc: %v: %s", err, out)
+	}
+	modes := []mode{
+		{name: "unprobed", attach: func(int, string) (func(int) result, error) {
+			return func(int) result { return result{bpfNs: -1, records: -1, meanNs: -1} }, nil
+		}},
+		{name: "empty pair (floor)", attach: attachEmptyAt(0)},
+		{name: "tickprof jiffies", attach: attachTickprof("jiffies")},
+		{name: "tickprof tick:1ms", attach: attachTickprof("tick:1ms")},
+		{name: "tickprof ns", attach: attachTickprof("ns")},
+	}
+	if _, err := exec.LookPath("bpftrace"); err == nil && useBpftrace {
+		modes = append(modes, mode{name: "bpftrace one-liner", attach: attachBpftrace})
+	}
+	modes = append(modes,
+		mode{name: "endbr64: empty pair on it", attach: attachEmptyAt(-4), endbr: true},
+		mode{name: "endbr64: empty pair after", attach: attachEmptyAt(0), endbr: true},
+		mode{name: "endbr64: tickprof jiffies", attach: attachTickprof("jiffies"), endbr: true},
+	)
+	all := make([][]result, len(modes))
+	for r := 0; r < reps; r++ {
+		for i, m := range modes {
+			n := calls
+			if i == 0 {
+				n = calls * 10
+			}
+			b := bin
+			if m.endbr {
+				b = binEndbr
+			}
+			res, err := runOnce(b, iters, n, m)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			all[i] = append(all[i], res)
+			fmt.Fprintf(os.Stderr, "rep %d %-20s %8.0f ns/call\n", r+1, m.name, res.nsPerCall)
+		}
+	}
+	med := make([]result, len(modes))
+	for i := range modes {
+		med[i] = median(all[i])
+	}
+	base, floor := med[0].nsPerCall, med[1].nsPerCall-med[0].nsPerCall
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "mode\tns/call\tadded ns/call\tx floor\tBPF ns/call\tBPF over empty\trecords/call\t\n")
+	for i, m := range modes {
+		r := med[i]
+		added := r.nsPerCall - base
+		ratio := "-"
+		if i > 0 && floor > 0 {
+			ratio = fmt.Sprintf("%.3f", added/floor)
+		}
+		over := -1.0
+		if r.bpfNs >= 0 && i > 1 {
+			over = r.bpfNs - med[1].bpfNs
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t\n", m.name, r.nsPerCall, added, ratio, opt(r.bpfNs, "%.0f"), opt(over, "%.0f"), opt(r.records, "%.4f"))
+	}
+	tw.Flush()
+	fmt.Printf("median of %d runs; %d calls per probed run; function ~%.0f ns unprobed\n", reps, calls, base)
+	for i, m := range modes {
+		if med[i].meanNs >= 0 {
+			fmt.Printf("probe bias: %s reports the function at %.0f ns; unprobed it takes %.0f ns per loop iteration (call included): +%.0f ns\n",
+				m.name, med[i].meanNs, base, med[i].meanNs-base)
+		}
+	}
+	fmt.Println("BPF ns/call: entry+exit program run time (ebpf.EnableStats), including the ~100 ns the")
+	fmt.Println("statistics and program dispatch cost an empty pair; BPF over empty: tickprof's own code")
+	return nil
+}
+
+func opt(v float64, f string) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf(f, v)
+}
+
+func median(rs []result) result {
+	pick := func(get func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	return result{
+		nsPerCall: pick(func(r result) float64 { return r.nsPerCall }),
+		bpfNs:     pick(func(r result) float64 { return r.bpfNs }),
+		records:   pick(func(r result) float64 { return r.records }),
+		meanNs:    pick(func(r result) float64 { return r.meanNs }),
+	}
+}
+
+// runOnce starts the target, attaches the mode, lets the target run its
+// calls and reports.
+func runOnce(bin string, iters, calls int, m mode) (result, error) {
+	cmd := exec.Command(bin, fmt.Sprint(calls), fmt.Sprint(iters))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return result{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return result{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer cmd.Process.Kill()
+	if chrt != "" {
+		if out, err := exec.Command(chrt, "-f", "-p", "50", fmt.Sprint(cmd.Process.Pid)).CombinedOutput(); err != nil {
+			return result{}, fmt.Errorf("chrt: %v: %s", err, out)
+		}
+	}
+	done, err := m.attach(cmd.Process.Pid, bin)
+	if err != nil {
+		return result{}, err
+	}
+	io.WriteString(stdin, "go\n")
+	sc := bufio.NewScanner(stdout)
+	var ns float64
+	for sc.Scan() {
+		fmt.Sscanf(sc.Text(), "ns_per_call=%g", &ns)
+	}
+	cmd.Wait()
+	res := done(calls)
+	if ns == 0 {
+		return result{}, errors.New("the target printed no timing")
+	}
+	res.nsPerCall = ns
+	return res, nil
+}
+
+func progRuntime(ps ...*ebpf.Program) time.Duration {
+	var d time.Duration
+	for _, p := range ps {
+		if s, err := p.Stats(); err == nil {
+			d += s.Runtime
+		}
+	}
+	return d
+}
+
+// attachEmptyAt attaches the empty entry and exit programs (the floor) at
+// tickprof's probe offset plus delta (-4: on an endbr64 tickprof skips).
+func attachEmptyAt(delta int64) func(int, string) (func(int) result, error) {
+	return func(pid int, bin string) (func(int) result, error) { return attachEmpty(pid, bin, delta) }
+}
+
+func attachEmpty(pid int, bin string, delta int64) (func(int) result, error) {
+	var objs bpf.TimingObjects
+	if err := bpf.LoadTimingObjects(&objs, nil); err != nil {
+		return nil, err
+	}
+	specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+	if err != nil {
+		objs.Close()
+		return nil, err
+	}
+	ex, err := link.OpenExecutable(bin)
+	if err != nil {
+		objs.Close()
+		return nil, err
+	}
+	o := &link.UprobeOptions{Address: uint64(int64(specs[0].Offset) + delta), PID: pid}
+	lr, err := ex.Uretprobe("bench_fn", objs.TpEmptyExit, o)
+	if err != nil {
+		objs.Close()
+		return nil, err
+	}
+	le, err := ex.Uprobe("bench_fn", objs.TpEmptyEntry, o)
+	if err != nil {
+		lr.Close()
+		objs.Close()
+		return nil, err
+	}
+	before := progRuntime(objs.TpEmptyEntry, objs.TpEmptyExit)
+	return func(calls int) result {
+		rt := progRuntime(objs.TpEmptyEntry, objs.TpEmptyExit) - before
+		le.Close()
+		lr.Close()
+		objs.Close()
+		return result{bpfNs: float64(rt) / float64(calls), records: -1, meanNs: -1}
+	}, nil
+}
+
+// attachTickprof attaches tickprof's timing programs with a clock.
+func attachTickprof(clock string) func(int, string) (func(int) result, error) {
+	return func(pid int, bin string) (func(int) result, error) {
+		clk, err := loader.ParseClock(clock)
+		if err != nil {
+			return nil, err
+		}
+		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+		if err != nil {
+			return nil, err
+		}
+		s, err := loader.Open(loader.Options{Clock: clk, PID: pid}, specs)
+		if err != nil {
+			return nil, err
+		}
+		before := progRuntime(s.Programs()...)
+		return func(calls int) result {
+			rt := progRuntime(s.Programs()...) - before
+			s.Stop()
+			p, _ := s.Poll()
+			s.Close()
+			n := float64(p.Totals[0].Calls)
+			if n == 0 {
+				n = 1
+			}
+			mean := -1.0
+			if clk.Kind == loader.ClockNS {
+				mean = float64(p.Totals[0].NsSum) / n
+			}
+			return result{bpfNs: float64(rt) / n, records: float64(p.Records) / n, meanNs: mean}
+		}, nil
+	}
+}
+
+// attachBpftrace runs bpftrace's latency one-liner on the function.
+func attachBpftrace(pid int, bin string) (func(int) result, error) {
+	prog := fmt.Sprintf(`uprobe:%[1]s:bench_fn { @s[tid] = nsecs; } uretprobe:%[1]s:bench_fn /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }`, bin)
+	cmd := exec.Command("bpftrace", "-p", fmt.Sprint(pid), "-e", prog)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(out)
+	attached := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "Attaching") || strings.Contains(sc.Text(), "Attached") {
+			attached = true
+			break
+		}
+	}
+	if !attached {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, errors.New("bpftrace did not attach")
+	}
+	time.Sleep(300 * time.Millisecond) // "Attaching" comes just before the attach
+	go io.Copy(io.Discard, out)
+	return func(int) result {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		return result{bpfNs: -1, records: -1, meanNs: -1}
+	}, nil
+}

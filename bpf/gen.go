@@ -1,0 +1,9 @@
+// Package bpf holds tickprof's BPF C sources and the Go bindings bpf2go
+// generates from them. Regenerate with `make generate` (needs clang and
+// llvm-strip); the generated files are committed.
+//
+// timing.h is the shared timing core (per-target counters, entry state,
+// crossing records); timing.bpf.c holds the user-function programs.
+package bpf
+
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall" -target amd64 -type tp_counts -type tp_stats -type tp_record -type tp_key -type tp_entry Timing timing.bpf.c

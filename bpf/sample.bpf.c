@@ -1,0 +1,333 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+/* PC and stack sampling for `tickprof sample`.
+ *
+ * sample_cpu runs on a software cpu-clock perf event opened per CPU. It keeps
+ * only samples of the target processes (tgid in `targets`, or every
+ * non-idle task when filter_all is set) and pushes one variable-size record
+ * with the kernel and user stacks (frame-pointer walks by bpf_get_stack) to
+ * the ring buffer. Records are written without a wakeup; user space is woken
+ * when a quarter of the buffer is filled, when a process is seen for the
+ * first time (so its memory map can be read while it lives) and on exec.
+ *
+ * sample_stackid is the alternative design kept for measurement: stacks
+ * interned in a stack-trace map and counted in a hash, read at the end.
+ *
+ * count_calls is an entry-only uprobe that counts calls of the functions
+ * given to --count; the attach cookie selects the counter.
+ */
+#include "sample_types.h"
+#include <bpf/bpf_helpers.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define MAX_DEPTH 127 /* kernel.perf_event_max_stack default */
+#define MAX_COUNTED 64
+
+#define REC_SAMPLE 1
+#define REC_EXEC 2
+
+#define FLAG_KERN_FULL 1 /* kernel stack filled MAX_DEPTH: may be cut */
+#define FLAG_USER_FULL 2 /* user stack filled MAX_DEPTH: may be cut */
+#define FLAG_KERN_ERR 4  /* bpf_get_stack failed for the kernel stack */
+#define FLAG_USER_ERR 8  /* bpf_get_stack failed for the user stack */
+#define FLAG_SP_WORD 16  /* sp_word holds the word at the user stack pointer */
+
+/* Set before load: sample every task except the idle task. */
+volatile const __u8 filter_all = 0;
+
+/* Header of a ring-buffer record; kernel then user addresses follow. */
+struct sample_hdr {
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u64 time_ns;
+	__u16 kern_len; /* number of kernel addresses */
+	__u16 user_len; /* number of user addresses */
+	__u32 flags;
+	/* The word at the user stack pointer: the return address when the user
+	 * leaf function has not set up a frame (frameless leaf or prologue),
+	 * which the frame-pointer walk then skips. User space checks it. */
+	__u64 sp_word;
+};
+
+struct sample_buf {
+	struct sample_hdr hdr;
+	__u64 ips[2 * MAX_DEPTH];
+};
+
+/* Counters indexed by STAT_*. */
+enum {
+	STAT_SEEN = 0,    /* perf events taken by the program */
+	STAT_KEPT = 1,    /* samples of a target */
+	STAT_DROPPED = 2, /* ring buffer full: sample lost */
+	STAT_IDLE = 3,    /* samples of the idle task */
+	STAT_NR = 4,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_buf);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_COUNTED);
+	__type(key, __u32);
+	__type(value, __u64);
+} calls SEC(".maps");
+
+static __always_inline void bump(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+	if (v)
+		(*v)++;
+}
+
+static __always_inline int is_target(__u32 tgid)
+{
+	if (tgid == 0)
+		return 0;
+	if (filter_all)
+		return 1;
+	return bpf_map_lookup_elem(&targets, &tgid) != 0;
+}
+
+SEC("perf_event")
+int sample_cpu(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 zero = 0;
+	__u64 wake = BPF_RB_NO_WAKEUP;
+	struct sample_buf *b;
+	long kn, un;
+	__u32 flags = 0;
+	__u64 size;
+
+	bump(STAT_SEEN);
+	if (tgid == 0) {
+		bump(STAT_IDLE);
+		return 0;
+	}
+	if (!is_target(tgid))
+		return 0;
+	bump(STAT_KEPT);
+
+	b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!b)
+		return 0;
+
+	kn = bpf_get_stack(ctx, &b->ips[0], MAX_DEPTH * 8, 0);
+	if (kn < 0) {
+		flags |= FLAG_KERN_ERR;
+		kn = 0;
+	}
+	kn /= 8;
+	if (kn > MAX_DEPTH)
+		kn = MAX_DEPTH;
+	if (kn == MAX_DEPTH)
+		flags |= FLAG_KERN_FULL;
+
+	un = bpf_get_stack(ctx, &b->ips[kn], MAX_DEPTH * 8, BPF_F_USER_STACK);
+	if (un < 0) {
+		flags |= FLAG_USER_ERR;
+		un = 0;
+	}
+	un /= 8;
+	if (un > MAX_DEPTH)
+		un = MAX_DEPTH;
+	if (un == MAX_DEPTH)
+		flags |= FLAG_USER_FULL;
+
+	b->hdr.kind = REC_SAMPLE;
+	b->hdr.pid = tgid;
+	b->hdr.tid = (__u32)id;
+	b->hdr.cpu = bpf_get_smp_processor_id();
+	b->hdr.time_ns = bpf_ktime_get_ns();
+	b->hdr.kern_len = kn;
+	b->hdr.user_len = un;
+	b->hdr.sp_word = 0;
+	if (un > 0) {
+		/* User sp: the sample's own registers when it hit user mode,
+		 * else the task's saved user registers. */
+		__u64 sp = 0;
+		if (kn == 0) {
+			sp = ((struct bpf_perf_event_data *)ctx)->regs.sp;
+		} else {
+			struct sample_pt_regs *regs = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
+			if (regs)
+				bpf_probe_read_kernel(&sp, sizeof(sp), &regs->sp);
+		}
+		if (sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
+			flags |= FLAG_SP_WORD;
+	}
+	b->hdr.flags = flags;
+
+	if (!bpf_map_lookup_elem(&seen, &tgid)) {
+		/* First sample of this process: wake the reader to read its maps
+		 * now. (Look up first: an LRU update allocates even when the key
+		 * exists.) */
+		bpf_map_update_elem(&seen, &tgid, &zero, BPF_ANY);
+		wake = BPF_RB_FORCE_WAKEUP;
+	}
+	else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
+		wake = BPF_RB_FORCE_WAKEUP;
+
+	size = sizeof(struct sample_hdr) + (kn + un) * 8;
+	if (size > sizeof(struct sample_buf))
+		size = sizeof(struct sample_buf);
+	if (bpf_ringbuf_output(&samples, b, size, wake) < 0)
+		bump(STAT_DROPPED);
+	return 0;
+}
+
+/* tracepoint/sched/sched_process_fork, from its format file. */
+struct fork_args {
+	__u64 common;
+	__u32 parent_comm;
+	__s32 parent_pid;
+	__u32 child_comm;
+	__s32 child_pid;
+};
+
+/* Follow children: a process forked by a target becomes a target. */
+SEC("tracepoint/sched/sched_process_fork")
+int follow_fork(struct fork_args *args)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 child = args->child_pid;
+	__u8 one = 1;
+
+	if (filter_all || !bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	if (child == tgid)
+		return 0;
+	bpf_map_update_elem(&targets, &child, &one, BPF_NOEXIST);
+	return 0;
+}
+
+/* tracepoint/sched/sched_process_exec, from its format file. */
+struct exec_args {
+	__u64 common;
+	__u32 filename;
+	__s32 pid;
+	__s32 old_pid;
+};
+
+/* Tell user space that a target replaced its memory map. */
+SEC("tracepoint/sched/sched_process_exec")
+int note_exec(struct exec_args *args)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sample_hdr h = {};
+
+	if (!is_target(tgid))
+		return 0;
+	h.kind = REC_EXEC;
+	h.pid = tgid;
+	h.tid = (__u32)bpf_get_current_pid_tgid();
+	h.cpu = bpf_get_smp_processor_id();
+	h.time_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&samples, &h, sizeof(h), BPF_RB_FORCE_WAKEUP) < 0)
+		bump(STAT_DROPPED);
+	return 0;
+}
+
+/* Entry-only uprobe: one more call of counted function #cookie. */
+SEC("uprobe")
+int count_calls(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 idx = bpf_get_attach_cookie(ctx);
+	__u64 *v;
+
+	if (!is_target(tgid))
+		return 0;
+	v = bpf_map_lookup_elem(&calls, &idx);
+	if (v)
+		(*v)++;
+	return 0;
+}
+
+/* ---- Alternative design, for measurement: in-kernel stack counting. ---- */
+
+#define BPF_MAP_TYPE_STACK_TRACE 7
+
+struct stack_key {
+	__u32 pid;
+	__s32 kern_id;
+	__s32 user_id;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_DEPTH * 8);
+} stackids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct stack_key);
+	__type(value, __u64);
+} stack_counts SEC(".maps");
+
+SEC("perf_event")
+int sample_stackid(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct stack_key k = {};
+	__u64 one = 1, *v;
+
+	bump(STAT_SEEN);
+	if (tgid == 0) {
+		bump(STAT_IDLE);
+		return 0;
+	}
+	if (!is_target(tgid))
+		return 0;
+	bump(STAT_KEPT);
+	k.pid = tgid;
+	k.kern_id = bpf_get_stackid(ctx, &stackids, 0);
+	k.user_id = bpf_get_stackid(ctx, &stackids, BPF_F_USER_STACK);
+	v = bpf_map_lookup_elem(&stack_counts, &k);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	else if (bpf_map_update_elem(&stack_counts, &k, &one, BPF_NOEXIST) < 0)
+		bump(STAT_DROPPED);
+	return 0;
+}

@@ -1,0 +1,204 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * syscall.bpf.c - entry and exit programs for system calls (-s).
+ *
+ * Two ways in, the loader picks one (loader/syscall.go says which and why):
+ *
+ *   sc_raw_enter / sc_raw_exit   raw tracepoints raw_syscalls:sys_enter and
+ *                                sys_exit; the syscall number picks the
+ *                                target through sc_targets (nr -> index+1).
+ *   sc_tp_enter / sc_tp_exit     tracepoints syscalls:sys_enter_NAME and
+ *                                sys_exit_NAME, attached once per syscall
+ *                                with the target index as the BPF cookie.
+ *
+ * A thread is in at most one system call at a time, so its entry state is
+ * one slot, in an array indexed by thread id modulo its size (a power of
+ * two the loader picks from pid_max): an array lookup the verifier inlines,
+ * where task-local storage costs a helper call of about 40 ns on each side
+ * of every syscall here and a hash keyed by thread id more. The slot holds
+ * the thread id, so two threads whose ids collide modulo the size never mix
+ * their times: the call whose slot was taken is counted as an orphan.
+ * (timing.h's tp_task_* stack would serve too, but a syscall cannot nest.)
+ * The counters, records and clocks are timing.h's (tp_account), shared
+ * with the other target kinds.
+ */
+#include "timing.h"
+
+/* Larger than any x86-64 syscall number (the table ends near 470). */
+#define SC_MAX_NR 1024
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct bpf_raw_tracepoint_args {
+	__u64 args[0];
+};
+
+/* Entry state of a thread's system call in flight. */
+struct sc_state {
+	__u32 tid;
+	__u32 target; /* target index + 1; 0 when no timed syscall is in flight */
+	__u64 tick;
+	__u64 ns;
+};
+
+/* Slot mask: the size of sc_slots minus one (set by the loader). */
+volatile const __u32 sc_slot_mask = 65535;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536); /* resized by the loader to sc_slot_mask + 1 */
+	__type(key, __u32);
+	__type(value, struct sc_state);
+} sc_slots SEC(".maps");
+
+/* Syscall number -> target index + 1 (raw tracepoint path); 0: not timed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SC_MAX_NR);
+	__type(key, __u32);
+	__type(value, __u32);
+} sc_targets SEC(".maps");
+
+/* sc_pid_ok is tp_pid_ok returning the pid_tgid it read (*id). */
+static __always_inline int sc_pid_ok(__u64 *id)
+{
+	struct tp_stats *s;
+
+	*id = bpf_get_current_pid_tgid();
+	if (tp_filter_tgid == 0 || (__u32)(*id >> 32) == tp_filter_tgid)
+		return 1;
+	s = tp_stats_get();
+	if (s)
+		s->filtered++;
+	return 0;
+}
+
+/* sc_enter starts timing a call of target (index + 1 in target1) by
+ * thread tid. */
+static __always_inline int sc_enter(__u32 tid, __u32 target1)
+{
+	__u32 slot = tid & sc_slot_mask;
+	struct sc_state *st;
+	__u64 ns = 0;
+
+	st = bpf_map_lookup_elem(&sc_slots, &slot);
+	if (!st)
+		return 0;
+	if (st->target)
+		/* This thread's previous timed call never reached its exit
+		 * (or another thread's whose id collides is still in flight). */
+		tp_orphan(st->target - 1);
+	/* Read the clock last, as close to the timed path as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	st->tid = tid;
+	st->tick = tp_now_tick(ns);
+	st->ns = ns;
+	st->target = target1;
+	return 0;
+}
+
+/* sc_exit ends thread tid's call in flight; returns 0 when one was timed,
+ * -1 when none was (an exit whose entry came before attach, or a syscall
+ * that is not a target). */
+static __always_inline int sc_exit(void *ctx, __u32 tid)
+{
+	__u32 slot = tid & sc_slot_mask, target;
+	struct sc_state *st;
+	struct tp_counts *c;
+	__u64 ns = 0, tick, d, dns = 0;
+
+	/* Read the clock first, as close to the timed path as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+
+	st = bpf_map_lookup_elem(&sc_slots, &slot);
+	if (!st || !st->target || st->tid != tid)
+		return -1;
+	target = st->target - 1;
+	st->target = 0;
+	c = bpf_map_lookup_elem(&tp_counters, &target);
+	if (!c)
+		return 0;
+	d = tick - st->tick;
+	if (tp_exact)
+		dns = ns - st->ns;
+	tp_account(ctx, c, target, d, dns, tp_record_ticks(d, st->ns, ns), BPF_F_USER_STACK);
+	return 0;
+}
+
+SEC("raw_tracepoint/sys_enter")
+int sc_raw_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 nr = (__u32)ctx->args[1], *t;
+	__u64 id;
+
+	if (!sc_pid_ok(&id))
+		return 0;
+	t = bpf_map_lookup_elem(&sc_targets, &nr);
+	if (!t || !*t)
+		return 0;
+	return sc_enter((__u32)id, *t);
+}
+
+SEC("raw_tracepoint/sys_exit")
+int sc_raw_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 id;
+
+	if (!sc_pid_ok(&id))
+		return 0;
+	if (sc_exit(ctx, (__u32)id) < 0) {
+		/* Rare: find out whether a target's entry was missed. */
+		struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+		long nr = -1;
+		__u32 *t;
+
+		bpf_probe_read_kernel(&nr, sizeof(nr), &regs->orig_ax);
+		if (nr < 0 || nr >= SC_MAX_NR)
+			return 0;
+		__u32 key = (__u32)nr;
+		t = bpf_map_lookup_elem(&sc_targets, &key);
+		if (t && *t)
+			tp_orphan(*t - 1);
+	}
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_getppid")
+int sc_tp_enter(void *ctx)
+{
+	__u64 id;
+
+	if (!sc_pid_ok(&id))
+		return 0;
+	return sc_enter((__u32)id, (__u32)bpf_get_attach_cookie(ctx) + 1);
+}
+
+SEC("tracepoint/syscalls/sys_exit_getppid")
+int sc_tp_exit(void *ctx)
+{
+	__u64 id;
+
+	if (!sc_pid_ok(&id))
+		return 0;
+	if (sc_exit(ctx, (__u32)id) < 0)
+		tp_orphan((__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+/* Empty programs: the raw-tracepoint floor for the benchmark. */
+SEC("raw_tracepoint/sys_enter")
+int sc_empty_enter(void *ctx)
+{
+	return 0;
+}
+
+SEC("raw_tracepoint/sys_exit")
+int sc_empty_exit(void *ctx)
+{
+	return 0;
+}

@@ -1,0 +1,49 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * timing.bpf.c - entry and exit programs for user functions.
+ *
+ * One uprobe and one uretprobe program serve every target: the loader
+ * attaches them once per target with the target's index as the BPF
+ * cookie. Both are BPF_PROG_TYPE_KPROBE programs. The work is in
+ * timing.h: the thread's entry stack in task storage (tp_task_enter /
+ * tp_task_exit) and the accounting shared with the syscall,
+ * kernel-function and Go programs (tp_account).
+ */
+#include "timing.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Puts struct tp_record in BTF so bpf2go generates its Go type. */
+const struct tp_record *tp_unused_record __attribute__((unused));
+
+/* No tp_pid_ok() here: the loader attaches each u(ret)probe with the
+ * target's PID, and the kernel's uprobe filter (by mm) already keeps out
+ * every other process; a second check would cost a helper call (~20 ns
+ * here) per event. */
+SEC("uprobe")
+int tp_uentry(struct pt_regs *ctx)
+{
+	return tp_task_enter((__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("uretprobe")
+int tp_uexit(struct pt_regs *ctx)
+{
+	return tp_task_exit(ctx, (__u32)bpf_get_attach_cookie(ctx), BPF_F_USER_STACK);
+}
+
+/* Empty programs: the probe-pair floor for the benchmark and
+ * `tickprof calibrate`. */
+SEC("uprobe")
+int tp_empty_entry(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+SEC("uretprobe")
+int tp_empty_exit(struct pt_regs *ctx)
+{
+	return 0;
+}

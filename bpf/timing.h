@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * timing.h - shared interval-timing core of tickprof's BPF programs.
+ *
+ * Every timing program (user functions, syscalls, kernel functions, Go
+ * RET-site probes) includes this header and calls:
+ *
+ *   tp_pid_ok()                      in-kernel process filter (tgid)
+ *   tp_task_enter(target)            at entry: push the clock reading(s) on
+ *   tp_task_exit(ctx, target, flags) the thread's stack in task storage /
+ *                                    pop, account (the fast path, threads)
+ *   tp_enter(key, target)            the same with the stack in the
+ *   tp_exit(ctx, key, target, flags) tp_entries hash, for any key
+ *   tp_account(ctx, c, target, d, dns, rt, flags)
+ *                                    add one call to the per-CPU counters
+ *                                    and write its crossing record; for
+ *                                    programs keeping their own entry state
+ *
+ * `key` identifies the thread of execution (pid_tgid for threads, a
+ * goroutine address for Go); `target` is the index of the timed target,
+ * the same index the loader uses for tp_counters. For u(ret)probes the
+ * index is the BPF cookie (bpf_get_attach_cookie), so one entry and one
+ * exit program serve all targets.
+ *
+ * Clock (DESIGN.md "The clocks"): tp_clock is a load-time constant, so
+ * the verifier prunes the branches for the clocks not chosen.
+ *   TP_CLOCK_JIFFIES  tick = bpf_jiffies64(), d = measured jiffy period
+ *   TP_CLOCK_TICK     tick = bpf_ktime_get_ns() / tp_tick_ns
+ *   TP_CLOCK_NS       tick = bpf_ktime_get_ns(), d = 1 ns
+ * tp_exact = 1 also reads ns at entry/exit (ns mode and --validate) and
+ * fills the exact-ns sums and the log2 histogram.
+ *
+ * The statistics need n, sum c and sum c^2 (Beilner eq. 4b/6 and 10a/10b,
+ * see estimate/); they live in tp_counters, so a full ring buffer loses only
+ * per-caller detail, never the estimate.
+ */
+#ifndef TICKPROF_TIMING_H
+#define TICKPROF_TIMING_H
+
+#include "common.h"
+#include "timing_math.h"
+
+#define TP_CLOCK_JIFFIES 0
+#define TP_CLOCK_TICK 1
+#define TP_CLOCK_NS 2
+
+/* Nesting depth kept per (key, target); deeper recursion overwrites the
+ * oldest entry and counts it as an orphan. Must be a power of two. */
+#define TP_MAX_DEPTH 16
+#define TP_HIST_BUCKETS 64
+
+/* Load-time constants (.rodata), set by the loader before loading. */
+volatile const __u32 tp_clock = TP_CLOCK_JIFFIES;
+volatile const __u32 tp_exact = 0;
+volatile const __u64 tp_tick_ns = 1;
+volatile const __u32 tp_filter_tgid = 0; /* 0: every process */
+volatile const __u32 tp_want_records = 1;
+/* ns clock only: crossing records follow a grid of tp_record_ns (a call
+ * gets a record when it spans a grid line, ticks = lines spanned), so the
+ * ring traffic stays about ET/tp_record_ns records per call instead of
+ * one per call; 0 or 1 means one record per call. */
+volatile const __u64 tp_record_ns = 0;
+
+/* Per-target, per-CPU counters: value of tp_counters[target].
+ * The *_sq sums are 128-bit (hi:lo) so that a day of one-second calls in
+ * ns (86400 * 1e18 = 8.6e22 > 2^64) cannot overflow; every other field
+ * stays below 2^64 for far longer than that. */
+struct tp_counts {
+	__u64 calls;      /* completed entry/exit pairs */
+	__u64 ticks;      /* sum c_i: tick crossings */
+	__u64 ticks_sq_lo;/* sum c_i^2, low 64 bits */
+	__u64 ticks_sq_hi;/* sum c_i^2, high 64 bits */
+	__u64 orphans;    /* entries or exits without their partner */
+	__u64 crossings;  /* calls that got a record attempt (c_i > 0; ns
+			   * clock: spanned a tp_record_ns grid line) */
+	__u64 ns_sum;     /* exact mode: sum of ns */
+	__u64 ns_sq_lo;   /* exact mode: sum of ns^2, low 64 bits */
+	__u64 ns_sq_hi;   /* exact mode: sum of ns^2, high 64 bits */
+	__u64 ns_min;     /* exact mode: 0 = unset; else min ns + 1 */
+	__u64 ns_max;     /* exact mode: max ns */
+	__u64 hist[TP_HIST_BUCKETS]; /* exact mode: bucket b counts ns with
+				      * floor(log2(ns)) == b (ns = 0 -> 0) */
+};
+
+/* Per-CPU run statistics: value of tp_runstats[0]. */
+struct tp_stats {
+	__u64 ring_drops;  /* bpf_ringbuf_reserve failures */
+	__u64 stack_fails; /* bpf_get_stackid failures (record still sent) */
+	__u64 filtered;    /* events from other processes (tgid filter) */
+};
+
+/* Entry-state key: one stack per (thread-or-goroutine, target). */
+struct tp_key {
+	__u64 id;
+	__u32 target;
+	__u32 pad;
+};
+
+/* Entry state: a ring of TP_MAX_DEPTH clock readings. `depth` counts
+ * pushes minus pops; `floor` is the depth below which readings were
+ * overwritten (lost to recursion deeper than TP_MAX_DEPTH). */
+struct tp_entry {
+	__u32 depth;
+	__u32 floor;
+	__u64 tick[TP_MAX_DEPTH];
+	__u64 ns[TP_MAX_DEPTH];
+};
+
+/* Ring-buffer record: one per call that crossed at least one tick. */
+struct tp_record {
+	__u32 target;
+	__u32 pid;      /* tgid */
+	__u32 tid;
+	__s32 stack_id; /* tp_stacks id of the caller's stack, < 0 if none */
+	__u64 ticks;    /* c_i (ns clock: tp_record_ns grid lines spanned) */
+	__u64 ns;       /* exact ns when tp_exact, else 0 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 256); /* resized by the loader to the target count */
+	__type(key, __u32);
+	__type(value, struct tp_counts);
+} tp_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_stats);
+} tp_runstats SEC(".maps");
+
+/* Bounded: an entry whose exit never comes (thread killed, longjmp) is
+ * evicted by LRU instead of leaking; the loader counts live entries left
+ * at the end as orphans. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tp_key);
+	__type(value, struct tp_entry);
+} tp_entries SEC(".maps");
+
+/* Zero value used to create tp_entries elements (too big for the stack
+ * budget next to the rest). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_entry);
+} tp_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} tp_records SEC(".maps");
+
+/* Caller stacks of crossing records: TP_STACK_DEPTH frames are plenty to
+ * attribute time to callers, and keep the preallocated map at 2 MiB. */
+#define TP_STACK_DEPTH 32
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 8192);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TP_STACK_DEPTH * sizeof(__u64));
+} tp_stacks SEC(".maps");
+
+
+static __always_inline struct tp_stats *tp_stats_get(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&tp_runstats, &zero);
+}
+
+/* tp_pid_ok reports whether the current task belongs to the filtered
+ * process (always true when tp_filter_tgid is 0). */
+static __always_inline int tp_pid_ok(void)
+{
+	struct tp_stats *s;
+
+	if (tp_filter_tgid == 0)
+		return 1;
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == tp_filter_tgid)
+		return 1;
+	s = tp_stats_get();
+	if (s)
+		s->filtered++;
+	return 0;
+}
+
+/* tp_now_tick reads the selected tick clock. */
+static __always_inline __u64 tp_now_tick(__u64 ns)
+{
+	if (tp_clock == TP_CLOCK_JIFFIES)
+		return bpf_jiffies64();
+	if (tp_clock == TP_CLOCK_TICK)
+		return ns / tp_tick_ns;
+	return ns;
+}
+
+/* tp_need_ns reports whether the ns clock is read at all. */
+static __always_inline int tp_need_ns(void)
+{
+	return tp_clock != TP_CLOCK_JIFFIES || tp_exact;
+}
+
+/* tp_enter pushes the clock reading(s) for (id, target). */
+static __always_inline int tp_enter(__u64 id, __u32 target)
+{
+	struct tp_key key = { .id = id, .target = target };
+	struct tp_entry *e;
+	__u64 ns = 0, tick;
+	__u32 slot;
+
+	e = bpf_map_lookup_elem(&tp_entries, &key);
+	if (!e) {
+		__u32 zero = 0;
+		struct tp_entry *z = bpf_map_lookup_elem(&tp_zero, &zero);
+
+		if (!z)
+			return 0;
+		bpf_map_update_elem(&tp_entries, &key, z, BPF_NOEXIST);
+		e = bpf_map_lookup_elem(&tp_entries, &key);
+		if (!e)
+			return 0;
+	}
+	if (e->depth - e->floor >= TP_MAX_DEPTH) {
+		/* The oldest reading is overwritten: its exit will not count. */
+		struct tp_counts *c;
+
+		e->floor++;
+		c = bpf_map_lookup_elem(&tp_counters, &target);
+		if (c)
+			c->orphans++;
+	}
+	slot = e->depth & (TP_MAX_DEPTH - 1);
+	/* Read the clock last, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+	e->tick[slot] = tick;
+	if (tp_exact)
+		e->ns[slot] = ns;
+	e->depth++;
+	return 0;
+}
+
+/* tp_account adds one call to tp_counters[target]: d ticks, dns exact ns
+ * (exact mode), and, when rt > 0 (rt = d except on the ns clock, see
+ * tp_record_ns), writes a tp_record of rt with the stack from
+ * bpf_get_stackid(ctx, stack_flags) (BPF_F_USER_STACK for the caller's
+ * user stack). Every timing program ends a call through it. */
+static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 target,
+				       __u64 d, __u64 dns, __u64 rt, __u64 stack_flags)
+{
+	c->calls++;
+	c->ticks += d;
+	tp_add_sq(&c->ticks_sq_lo, &c->ticks_sq_hi, d);
+	if (tp_exact) {
+		__u32 b = tp_log2(dns);
+
+		c->ns_sum += dns;
+		tp_add_sq(&c->ns_sq_lo, &c->ns_sq_hi, dns);
+		if (c->ns_min == 0 || dns + 1 < c->ns_min)
+			c->ns_min = dns + 1;
+		if (dns > c->ns_max)
+			c->ns_max = dns;
+		/* Keep the bound visible to older verifiers (6.1): clang drops
+		 * a mask it proves redundant. */
+		asm volatile("%0 &= 63" : "+r"(b));
+		c->hist[b]++;
+	}
+	if (rt == 0 || !tp_want_records)
+		return;
+	c->crossings++;
+
+	struct tp_record *r = bpf_ringbuf_reserve(&tp_records, sizeof(*r), 0);
+	if (!r) {
+		struct tp_stats *s = tp_stats_get();
+		if (s)
+			s->ring_drops++;
+		return;
+	}
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	r->target = target;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->ticks = rt;
+	r->ns = dns;
+	r->stack_id = bpf_get_stackid(ctx, &tp_stacks, stack_flags);
+	if (r->stack_id < 0) {
+		struct tp_stats *s = tp_stats_get();
+		if (s)
+			s->stack_fails++;
+	}
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* tp_record_ticks is the rt of tp_account for a call from entry ns e to
+ * exit ns x that crossed d ticks. */
+static __always_inline __u64 tp_record_ticks(__u64 d, __u64 e, __u64 x)
+{
+	if (tp_clock == TP_CLOCK_NS && tp_record_ns > 1)
+		return x / tp_record_ns - e / tp_record_ns;
+	return d;
+}
+
+/* tp_orphan counts an entry or exit of target without its partner. */
+static __always_inline void tp_orphan(__u32 target)
+{
+	struct tp_counts *c = bpf_map_lookup_elem(&tp_counters, &target);
+
+	if (c)
+		c->orphans++;
+}
+
+/* tp_exit pops the reading for (id, target) and accounts the call
+ * (tp_account). */
+static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
+				   __u64 stack_flags)
+{
+	struct tp_key key = { .id = id, .target = target };
+	struct tp_counts *c;
+	struct tp_entry *e;
+	__u64 ns = 0, tick, d, dns = 0, rt;
+	__u32 slot;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+
+	c = bpf_map_lookup_elem(&tp_counters, &target);
+	if (!c)
+		return 0;
+	e = bpf_map_lookup_elem(&tp_entries, &key);
+	if (!e || e->depth == 0) {
+		c->orphans++; /* exit without entry (attached mid-call) */
+		return 0;
+	}
+	e->depth--;
+	if (e->depth < e->floor) {
+		/* Its reading was overwritten (already counted at entry). */
+		e->floor = e->depth;
+		return 0;
+	}
+	slot = e->depth & (TP_MAX_DEPTH - 1);
+	d = tick - e->tick[slot];
+	rt = d;
+	if (tp_exact) {
+		dns = ns - e->ns[slot];
+		rt = tp_record_ticks(d, e->ns[slot], ns);
+	}
+	tp_account(ctx, c, target, d, dns, rt, stack_flags);
+	return 0;
+}
+
+/*
+ * Thread entry state in task-local storage: the fast path for threads
+ * (user functions). One stack per thread holds the entries of every
+ * target, tagged with the target: calls nest, so exits come in the reverse
+ * order of entries. It costs one task-storage access instead of a hash
+ * lookup, and it is freed with the thread, so nothing leaks when an exit
+ * never comes.
+ */
+struct tp_tstack {
+	__u32 depth; /* pushes - pops */
+	__u32 floor; /* depth below which entries were overwritten */
+	__u32 target[TP_MAX_DEPTH];
+	__u64 tick[TP_MAX_DEPTH];
+	__u64 ns[TP_MAX_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_tstack);
+} tp_tasks SEC(".maps");
+
+/* tp_task_enter pushes the clock reading(s) of target on the current
+ * thread's stack. */
+static __always_inline int tp_task_enter(__u32 target)
+{
+	struct tp_tstack *st;
+	__u64 ns = 0;
+	__u32 slot;
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	slot = st->depth & (TP_MAX_DEPTH - 1);
+	if (st->depth - st->floor >= TP_MAX_DEPTH) {
+		/* Overwrite the oldest entry: its exit will not count. */
+		st->floor++;
+		tp_orphan(st->target[slot]);
+	}
+	st->target[slot] = target;
+	/* Read the clock last, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	st->tick[slot] = tp_now_tick(ns);
+	if (tp_exact)
+		st->ns[slot] = ns;
+	st->depth++;
+	return 0;
+}
+
+/* tp_task_exit pops target's entry from the current thread's stack and
+ * accounts the call. When the top entry belongs to another target, either
+ * exits were missed (longjmp, a thread unwound) and target's entry lies
+ * deeper: the entries above it are dropped as orphans; or target's entry
+ * was never seen (the exit probe was attached first): the exit is an
+ * orphan and the stack is left alone. */
+static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_flags)
+{
+	struct tp_tstack *st;
+	struct tp_counts *c;
+	__u64 ns = 0, tick, d, dns = 0, rt;
+	__u32 slot, depth, i;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+
+	c = bpf_map_lookup_elem(&tp_counters, &target);
+	if (!c)
+		return 0;
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!st || st->depth == 0) {
+		c->orphans++; /* exit without entry */
+		return 0;
+	}
+	if (st->depth == st->floor) {
+		/* The exit of an overwritten entry (counted at its overwrite). */
+		st->depth--;
+		st->floor--;
+		return 0;
+	}
+	depth = st->depth;
+	slot = (depth - 1) & (TP_MAX_DEPTH - 1);
+	if (st->target[slot] != target) {
+		/* Rare: look for target's entry below the top. */
+		for (i = 2; i <= TP_MAX_DEPTH; i++) {
+			if (depth - i < st->floor || depth < i)
+				break;
+			if (st->target[(depth - i) & (TP_MAX_DEPTH - 1)] == target)
+				break;
+		}
+		if (i > TP_MAX_DEPTH || depth < i || depth - i < st->floor) {
+			c->orphans++; /* exit without entry */
+			return 0;
+		}
+		/* The i-1 entries above target's lost their exits. */
+		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++)
+			tp_orphan(st->target[(depth - k) & (TP_MAX_DEPTH - 1)]);
+		depth -= i - 1;
+		slot = (depth - 1) & (TP_MAX_DEPTH - 1);
+	}
+	st->depth = depth - 1;
+	d = tick - st->tick[slot];
+	rt = d;
+	if (tp_exact) {
+		dns = ns - st->ns[slot];
+		rt = tp_record_ticks(d, st->ns[slot], ns);
+	}
+	tp_account(ctx, c, target, d, dns, rt, stack_flags);
+	return 0;
+}
+
+#endif /* TICKPROF_TIMING_H */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * timing_math.h - the overflow-free arithmetic of timing.h, in plain C so
+ * that a host test (bpf/timing_math_test.go) compiles it with gcc and
+ * checks it against 128-bit integers at the limits: a day of one-second
+ * calls in ns, and the largest 64-bit durations.
+ *
+ * The includer provides __u32/__u64 and __always_inline.
+ */
+#ifndef TICKPROF_TIMING_MATH_H
+#define TICKPROF_TIMING_MATH_H
+
+/* tp_add_sq adds v*v to the 128-bit sum (*hi:*lo). */
+static __always_inline void tp_add_sq(__u64 *lo, __u64 *hi, __u64 v)
+{
+	__u64 a = v >> 32, b = v & 0xffffffffULL;
+	__u64 l = b * b, h = a * a, cross = a * b, add;
+
+	/* v^2 = a^2 2^64 + 2ab 2^32 + b^2 ; 2ab 2^32 = cross << 33 */
+	h += cross >> 31;
+	add = cross << 33;
+	l += add;
+	if (l < add)
+		h++;
+	*lo += l;
+	if (*lo < l)
+		h++;
+	*hi += h;
+}
+
+/* tp_log2 is floor(log2(v)) for v > 0, 0 for v == 0. */
+static __always_inline __u32 tp_log2(__u64 v)
+{
+	__u32 r = 0, s;
+
+	s = (v > 0xffffffffULL) << 5; v >>= s; r |= s;
+	s = (v > 0xffffULL) << 4;     v >>= s; r |= s;
+	s = (v > 0xffULL) << 3;       v >>= s; r |= s;
+	s = (v > 0xfULL) << 2;        v >>= s; r |= s;
+	s = (v > 0x3ULL) << 1;        v >>= s; r |= s;
+	r |= (v >> 1);
+	return r;
+}
+
+#endif /* TICKPROF_TIMING_MATH_H */

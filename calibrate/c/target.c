@@ -1,0 +1,88 @@
+/*
+ * target.c - tickprof's calibration target: an empty function to time, so
+ * that what tickprof measures on it is its own probe overhead T_ovhd
+ * (Lilja 6.2.1), and a loop on the emptiest system call.
+ *
+ * usage: target MODE SECONDS
+ *   user     call cal_empty() in a loop (first instruction push %rbp,
+ *            which the kernel's uprobe code emulates)
+ *   stepped  call cal_empty_stepped() in a loop (first instruction xor,
+ *            which the kernel must single-step)
+ *   syscall  call getppid() through syscall(2) in a loop
+ * Every 50 ms it sleeps 5 ms (outside any timed call), so that when
+ * calibrate runs it at a real-time priority (no preemption by ordinary
+ * tasks) it never uses up the kernel's real-time budget and gets throttled.
+ * build: gcc -O2 -fno-omit-frame-pointer -o target target.c
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* An empty function with the usual frame-pointer prologue: its first
+ * instruction, push %rbp, is one the uprobe code emulates. Written in
+ * assembly so that no compiler drops the frame. */
+__asm__(".text\n"
+	".globl cal_empty\n"
+	".type cal_empty, @function\n"
+	"cal_empty:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size cal_empty, .-cal_empty\n");
+void cal_empty(void);
+
+/* An empty function whose first instruction is not emulated by the
+ * uprobe code (no push, no branch): every probe hit single-steps it. */
+__asm__(".text\n"
+	".globl cal_empty_stepped\n"
+	".type cal_empty_stepped, @function\n"
+	"cal_empty_stepped:\n"
+	"\txor %eax, %eax\n"
+	"\tret\n"
+	".size cal_empty_stepped, .-cal_empty_stepped\n");
+void cal_empty_stepped(void);
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s user|stepped|syscall SECONDS\n", argv[0]);
+		return 2;
+	}
+	double end = now() + atof(argv[2]);
+	void (*fn)(void) = NULL;
+	if (strcmp(argv[1], "user") == 0)
+		fn = cal_empty;
+	else if (strcmp(argv[1], "stepped") == 0)
+		fn = cal_empty_stepped;
+	else if (strcmp(argv[1], "syscall") != 0) {
+		fprintf(stderr, "%s: unknown mode %s\n", argv[0], argv[1]);
+		return 2;
+	}
+	double rest = now() + 0.05;
+	while (now() < end) {
+		for (int i = 0; i < 1000; i++) {
+			if (fn)
+				fn();
+			else
+				syscall(SYS_getppid);
+		}
+		if (now() >= rest) {
+			struct timespec ts = { 0, 5000000 };
+			nanosleep(&ts, NULL);
+			rest = now() + 0.05;
+		}
+	}
+	return 0;
+}

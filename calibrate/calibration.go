@@ -1,0 +1,296 @@
+// Package calibrate measures, on this machine, what tickprof's numbers
+// rest on: each clock's resolution (the slides' method, seed 002), the
+// probe overhead T_ovhd that tickprof's own entry and exit add to every
+// measured interval (Lilja 6.2.1), and the BPF cost of each clock read and
+// of the whole probe (run-time statistics). A Calibration is saved per
+// machine (kernel release and CPU model) under the user's cache directory.
+//
+// Correcting a measured mean (Lilja 6.2.1):
+//
+//	cal, err := calibrate.Load()          // errors.Is(err, ErrNoCalibration): show the raw mean only
+//	o, ok := cal.Overhead("user")         // or UserProbeKind(binary, offset), "syscall", "go", "kernel"
+//	corrected, err := calibrate.Correct(raw, o)
+package calibrate
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/tickprof/tickprof/estimate"
+)
+
+// ErrNoCalibration is returned by Load when this machine has no saved
+// calibration.
+var ErrNoCalibration = errors.New("no calibration for this machine: run `tickprof calibrate` as root")
+
+// Machine identifies the machine a calibration belongs to.
+type Machine struct {
+	// KernelRelease is uname -r.
+	KernelRelease string `json:"kernel_release"`
+	// CPUModel is the first "model name" of /proc/cpuinfo.
+	CPUModel string `json:"cpu_model"`
+	// CPUs is the number of online CPUs.
+	CPUs int `json:"cpus"`
+}
+
+// ThisMachine describes the running machine.
+func ThisMachine() (Machine, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return Machine{}, fmt.Errorf("uname: %w", err)
+	}
+	m := Machine{KernelRelease: unix.ByteSliceToString(u.Release[:]), CPUModel: "unknown"}
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return m, fmt.Errorf("read the CPU model: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "processor":
+			m.CPUs++
+		case "model name":
+			if m.CPUModel == "unknown" {
+				m.CPUModel = strings.TrimSpace(v)
+			}
+		}
+	}
+	return m, sc.Err()
+}
+
+// ClockResolution is one clock's resolution by the slides' method: read
+// the clock until its value changes, many times; each change gives an
+// increment (in ns) and the period between two changes seen in a row.
+type ClockResolution struct {
+	// Clock is the clock as --clock spells it ("jiffies", "tick:1ms", "ns"),
+	// or a user-space clock ("user:CLOCK_MONOTONIC").
+	Clock string `json:"clock"`
+	// Where says who read it: "bpf" or "user".
+	Where string `json:"where"`
+	// Changes is the number of increments measured.
+	Changes int `json:"changes"`
+	// IncMinNs, IncMeanNs, IncMaxNs: the clock's increment at a change in
+	// ns (min, mean, max: the slides' "clock increment min, ave, max").
+	IncMinNs  float64 `json:"increment_min_ns"`
+	IncMeanNs float64 `json:"increment_mean_ns"`
+	IncMaxNs  float64 `json:"increment_max_ns"`
+	// PeriodMinNs, PeriodMeanNs, PeriodMaxNs: the time between two
+	// changes in a row, read with the ns clock (the slides' r).
+	PeriodMinNs  float64 `json:"period_min_ns"`
+	PeriodMeanNs float64 `json:"period_mean_ns"`
+	PeriodMaxNs  float64 `json:"period_max_ns"`
+	// PeriodLowNs..PeriodHighNs is the interval of the mean period at
+	// Confidence (Student t over the periods seen).
+	PeriodLowNs  float64 `json:"period_low_ns"`
+	PeriodHighNs float64 `json:"period_high_ns"`
+	Confidence   float64 `json:"confidence"`
+}
+
+// Overhead is T_ovhd for one kind of probe: the mean time tickprof's entry
+// and exit add to a measured interval, measured on an empty target with
+// the ns clock.
+type Overhead struct {
+	// Kind is the target kind it applies to, as loader.Kind spells it
+	// ("user", "syscall", ...), or a variant ("user-stepped").
+	Kind string `json:"kind"`
+	// Target is what was timed ("cal_empty", "syscall:getppid").
+	Target string `json:"target"`
+	// Note says what the figure includes.
+	Note string `json:"note,omitempty"`
+	// Calls is the number of timed calls.
+	Calls uint64 `json:"calls"`
+	// MeanNs, LowNs, HighNs: T_ovhd and its interval at Confidence.
+	MeanNs     float64 `json:"mean_ns"`
+	LowNs      float64 `json:"low_ns"`
+	HighNs     float64 `json:"high_ns"`
+	StdErrNs   float64 `json:"stderr_ns"`
+	Confidence float64 `json:"confidence"`
+	// Method is the interval's model (the widest of "observed" and
+	// "batch-means", see estimate.Time).
+	Method string `json:"method,omitempty"`
+	// MinNs is the shortest call seen.
+	MinNs uint64 `json:"min_ns"`
+	// BPFNsPerCall is the run time of tickprof's entry and exit programs
+	// per timed call (run-time statistics); 0 when not measured.
+	BPFNsPerCall float64 `json:"bpf_ns_per_call"`
+}
+
+// Result returns the overhead as an estimate at its own confidence.
+func (o Overhead) Result() estimate.Result {
+	r := estimate.Result{Mean: o.MeanNs, Low: o.LowNs, High: o.HighNs, StdErr: o.StdErrNs,
+		Confidence: o.Confidence, Method: "z", Dist: "z", Calls: o.Calls, Events: o.Calls}
+	if o.MeanNs != 0 {
+		r.RelHalfWidth = (o.HighNs - o.LowNs) / 2 / math.Abs(o.MeanNs)
+	} else {
+		r.RelHalfWidth = math.Inf(1)
+	}
+	return r
+}
+
+// At returns the overhead as an estimate at confidence level conf: the
+// normal interval mean ± z StdErr (the overhead is a mean of many calls).
+func (o Overhead) At(conf float64) estimate.Result {
+	r := o.Result()
+	if conf == o.Confidence || !(conf > 0 && conf < 1) {
+		return r
+	}
+	z := distuv.UnitNormal.Quantile(1 - (1-conf)/2)
+	r.Low, r.High, r.Confidence = o.MeanNs-z*o.StdErrNs, o.MeanNs+z*o.StdErrNs, conf
+	if o.MeanNs != 0 {
+		r.RelHalfWidth = z * o.StdErrNs / math.Abs(o.MeanNs)
+	}
+	return r
+}
+
+// ClockCost is the BPF cost of one read of a clock helper.
+type ClockCost struct {
+	// Helper is the BPF helper ("bpf_jiffies64", "bpf_ktime_get_ns").
+	Helper string `json:"helper"`
+	// NsPerRead is the added run time per read (run-time statistics),
+	// LowNs..HighNs its interval at Confidence over the batches.
+	NsPerRead  float64 `json:"ns_per_read"`
+	LowNs      float64 `json:"low_ns"`
+	HighNs     float64 `json:"high_ns"`
+	Confidence float64 `json:"confidence"`
+	// Reads is the number of reads behind the figure.
+	Reads uint64 `json:"reads"`
+}
+
+// Calibration is everything `tickprof calibrate` measures on a machine.
+type Calibration struct {
+	// Machine is where it was measured.
+	Machine Machine `json:"machine"`
+	// Date is when.
+	Date time.Time `json:"date"`
+	// Clocks are the clock resolutions.
+	Clocks []ClockResolution `json:"clocks"`
+	// Overheads are T_ovhd per probe kind.
+	Overheads []Overhead `json:"overheads"`
+	// ClockCosts are the clock-read costs.
+	ClockCosts []ClockCost `json:"clock_costs"`
+	// Skipped lists what could not be measured, and why.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Overhead returns the T_ovhd measured for kind ("user", "syscall", ...).
+func (c *Calibration) Overhead(kind string) (Overhead, bool) {
+	if c == nil {
+		return Overhead{}, false
+	}
+	for _, o := range c.Overheads {
+		if o.Kind == kind {
+			return o, true
+		}
+	}
+	return Overhead{}, false
+}
+
+// Correct subtracts the probe overhead o from a measured mean r:
+// T_e = T_m - T_ovhd (Lilja 6.2.1), the overhead's uncertainty widening
+// the interval (estimate.SubtractOverhead). The overhead is taken at r's
+// confidence level.
+func Correct(r estimate.Result, o Overhead) (estimate.Result, error) {
+	out, err := estimate.SubtractOverhead(r, o.At(r.Confidence))
+	if err != nil {
+		return estimate.Result{}, fmt.Errorf("correct for the %s probe overhead: %w", o.Kind, err)
+	}
+	return out, nil
+}
+
+// Dir returns the directory calibrations are saved in:
+// os.UserCacheDir()/tickprof.
+func Dir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find the cache directory (set XDG_CACHE_HOME or HOME): %w", err)
+	}
+	return filepath.Join(d, "tickprof"), nil
+}
+
+// FileName returns the file name of machine m's calibration: the kernel
+// release and CPU model, with anything but letters, digits, '.', '-' and
+// '_' replaced.
+func FileName(m Machine) string {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			switch {
+			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	return "calibration-" + clean(m.KernelRelease) + "-" + clean(m.CPUModel) + ".json"
+}
+
+// Save writes c into dir (created if needed) under FileName(c.Machine)
+// and returns the path.
+func (c *Calibration) Save(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("save the calibration: %w", err)
+	}
+	path := filepath.Join(dir, FileName(c.Machine))
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("save the calibration: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("save the calibration: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("save the calibration: %w", err)
+	}
+	return path, nil
+}
+
+// LoadFrom reads machine m's calibration from dir. It returns an error
+// wrapping ErrNoCalibration when there is none, and refuses a file made on
+// another machine.
+func LoadFrom(dir string, m Machine) (*Calibration, error) {
+	path := filepath.Join(dir, FileName(m))
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoCalibration
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the calibration %s: %w", path, err)
+	}
+	var c Calibration
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("read the calibration %s (run `tickprof calibrate` again): %w", path, err)
+	}
+	if c.Machine.KernelRelease != m.KernelRelease || c.Machine.CPUModel != m.CPUModel {
+		return nil, fmt.Errorf("calibration %s was made on kernel %s, CPU %q: %w", path, c.Machine.KernelRelease, c.Machine.CPUModel, ErrNoCalibration)
+	}
+	return &c, nil
+}
+
+// Load reads this machine's calibration from Dir().
+func Load() (*Calibration, error) {
+	m, err := ThisMachine()
+	if err != nil {
+		return nil, err
+	}
+	d, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	return LoadFrom(d, m)
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// calibrateFlags are the options of `tickprof calibrate`.
+type calibrateFlags struct {
+	asJSON     bool
+	duration   time.Duration
+	confidence string
+	noSave     bool
+	dir        string
+	goTarget   float64 // hidden: be the Go calibration target for this many seconds
+}
+
+func newCalibrateCmd() *cobra.Command {
+	var f calibrateFlags
+	cmd := &cobra.Command{
+		Use:   "calibrate [--json]",
+		Short: "Measure clock resolutions and probe overhead on this machine, and save them",
+		Long: `calibrate measures what tickprof's numbers rest on, on this machine:
+
+  - each clock's resolution, read in BPF by the method of reading until the
+    value changes, many times (min, mean and max of the increment and of the
+    period between changes);
+  - the cost of one clock read in BPF (bpf_jiffies64, bpf_ktime_get_ns), from
+    the kernel's BPF run-time statistics;
+  - the probe overhead T_ovhd: the time tickprof's own entry and exit probes
+    add to every measured interval, found by timing an empty C function
+    (built with gcc), an empty Go function (in a copy of tickprof) and
+    getppid with the ns clock, with its interval, and the BPF program time
+    per call. The empty targets run at the lowest real-time priority, so
+    that no ordinary task preempts them inside a probe window.
+
+The result is saved per machine (kernel release and CPU model) under the
+user's cache directory; tickprof time subtracts T_ovhd from its means when a
+calibration for this machine exists. Needs root (or CAP_BPF and
+CAP_PERFMON) and gcc.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCalibrate(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.asJSON, "json", false, "print the calibration as JSON")
+	fl.DurationVar(&f.duration, "duration", 2*time.Second, "how long each probe kind's empty target is timed")
+	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the overhead intervals")
+	fl.BoolVar(&f.noSave, "no-save", false, "do not save the calibration")
+	fl.StringVar(&f.dir, "dir", "", "save into `DIR` instead of the user cache directory's tickprof/")
+	fl.Float64Var(&f.goTarget, "go-target", 0, "run as the Go calibration target for `SECONDS` (used by calibrate itself)")
+	fl.MarkHidden("go-target")
+	return cmd
+}
+
+func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
+	if f.goTarget > 0 {
+		// The Go calibration target: this same binary, calling an empty
+		// Go function in a loop while its parent times it.
+		calibrate.GoLoop(cmd.Context(), time.Duration(f.goTarget*float64(time.Second)))
+		return nil
+	}
+	if f.duration < 100*time.Millisecond {
+		return usagef("--duration %s: want at least 100ms", f.duration)
+	}
+	conf, err := parseConfidence(f.confidence)
+	if err != nil {
+		return usagef("--confidence: %v", err)
+	}
+	if err := loader.CheckPrivileges(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errOut := cmd.ErrOrStderr()
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find tickprof's own executable (the Go calibration target): %w", err)
+	}
+	c, err := calibrate.Run(ctx, calibrate.Options{
+		Overhead: calibrate.OverheadOptions{Duration: f.duration, Confidence: conf,
+			GoTarget: []string{self, "calibrate", "--go-target"}},
+		Progress: func(what string) { fmt.Fprintf(errOut, "tickprof: measuring %s...\n", what) },
+	})
+	if err != nil {
+		return err
+	}
+	path := ""
+	if !f.noSave {
+		dir := f.dir
+		if dir == "" {
+			if dir, err = calibrate.Dir(); err != nil {
+				return err
+			}
+		}
+		if path, err = c.Save(dir); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		return writeJSON(cmd.OutOrStdout(), c)
+	}
+	if err := writeCalibration(cmd.OutOrStdout(), c); err != nil {
+		return err
+	}
+	if path != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "saved %s: the probe overheads that correct measured means on this machine\n", path)
+	}
+	return nil
+}
+
+// writeCalibration prints the calibration tables.
+func writeCalibration(w io.Writer, c *calibrate.Calibration) error {
+	fmt.Fprintf(w, "machine: kernel %s, %s, %d CPUs; %s\n\n", c.Machine.KernelRelease, c.Machine.CPUModel, c.Machine.CPUs, c.Date.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLOCK\tREAD IN\tCHANGES\tINCREMENT min / mean / max\tPERIOD min / mean / max\tMEAN PERIOD INTERVAL")
+	for _, r := range c.Clocks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s / %s / %s\t%s / %s / %s\t[%s, %s] (%s)\n", r.Clock, r.Where, r.Changes,
+			formatNs(r.IncMinNs), formatNs(r.IncMeanNs), formatNs(r.IncMaxNs),
+			formatNs(r.PeriodMinNs), formatNs(r.PeriodMeanNs), formatNs(r.PeriodMaxNs),
+			formatNs(r.PeriodLowNs), formatNs(r.PeriodHighNs), formatPercent(r.Confidence))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(c.ClockCosts) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CLOCK READ (BPF)\tCOST PER READ\tINTERVAL\tREADS")
+		for _, k := range c.ClockCosts {
+			fmt.Fprintf(tw, "%s\t%s\t[%s, %s] (%s)\t%d\n", k.Helper, formatNs(k.NsPerRead), formatNs(k.LowNs), formatNs(k.HighNs), formatPercent(k.Confidence), k.Reads)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROBE KIND\tEMPTY TARGET\tCALLS\tT_ovhd MEAN\tINTERVAL\tMIN\tBPF TIME/CALL (total)")
+	for _, o := range c.Overheads {
+		bpfCost := "-"
+		if o.BPFNsPerCall > 0 {
+			bpfCost = formatNs(o.BPFNsPerCall)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t[%s, %s] (%s)\t%s\t%s\n", o.Kind, o.Target, o.Calls, formatNs(o.MeanNs),
+			formatNs(o.LowNs), formatNs(o.HighNs), formatPercent(o.Confidence), formatNs(float64(o.MinNs)), bpfCost)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, o := range c.Overheads {
+		fmt.Fprintf(w, "  %s: %s\n", o.Kind, o.Note)
+	}
+	for _, s := range c.Skipped {
+		fmt.Fprintf(w, "not measured: %s\n", s)
+	}
+	return nil
+}
+
+// overheadFor returns the probe overhead T_ovhd of this machine's
+// calibration that applies to a timed target, for `time` to subtract with
+// calibrate.Correct (Lilja 6.2.1): by target kind, and for a native user
+// function by whether the kernel emulates or single-steps its probed first
+// instruction (the two differ by an order of magnitude). ok is false when
+// the calibration has no figure for the target (then show the raw mean).
+func overheadFor(cal *calibrate.Calibration, sp loader.Spec) (o calibrate.Overhead, ok bool) {
+	if cal == nil {
+		return calibrate.Overhead{}, false
+	}
+	kind := sp.Kind.String()
+	if sp.Kind == loader.KindUser && sp.Binary != "" {
+		if k, err := calibrate.UserProbeKind(sp.Binary, sp.Offset); err == nil {
+			kind = k
+		}
+	}
+	return cal.Overhead(kind)
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/google/pprof/profile"
+	"github.com/spf13/cobra"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+)
+
+func newReportCmd() *cobra.Command {
+	var (
+		top        int
+		confidence string
+		asJSON     bool
+		byCum      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "report FILE",
+		Short: "the table with intervals for a pprof CPU profile or a tickprof time profile",
+		Long: `report reads a pprof profile and prints its function table with confidence
+intervals: for a CPU profile (tickprof sample, Go's runtime/pprof, perf data
+converted to pprof) each function's flat and cumulative share of the samples
+with its interval and the CPU time it stands for, and time per call where
+calls were counted; for a tickprof time profile each target's mean time per
+call with the interval stored in the profile.`,
+		Example: `  tickprof report cpu.pb.gz
+  tickprof report --top 5 --confidence 99% --json cpu.pprof`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("report takes one profile FILE, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conf, err := parseConfidence(confidence)
+			if err != nil {
+				return usagef("--confidence: %v", err)
+			}
+			if top < 0 {
+				return usagef("--top %d: give a count, or 0 for all", top)
+			}
+			p, err := readProfileFile(args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if export.IsTimeProfile(p) {
+				t, err := export.TimeReport(p)
+				if err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
+				if asJSON {
+					return writeReportJSON(w, t)
+				}
+				return t.WriteText(w, top)
+			}
+			t, err := export.CPUReport(p, estimate.Options{Confidence: conf})
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if byCum {
+				t.SortByCum()
+			}
+			return printCPUTable(w, t, top, asJSON)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&top, "top", 20, "show the top `N` functions (0 for all)")
+	fl.StringVar(&confidence, "confidence", "95%", "confidence level of the share intervals (a time profile keeps its own)")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.BoolVar(&byCum, "cum", false, "order by cumulative share")
+	return cmd
+}
+
+// readProfileFile reads and parses a pprof profile file.
+func readProfileFile(path string) (*profile.Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile: %w", err)
+	}
+	return export.ReadProfile(data, path)
+}
+
+func writeReportJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/spf13/cobra"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/sampler"
+)
+
+// sampleFlags are the options of `tickprof sample`.
+type sampleFlags struct {
+	pid        int
+	all        bool
+	freq       int
+	duration   string
+	out        string
+	count      []string
+	top        int
+	confidence string
+	json       bool
+}
+
+func newSampleCmd() *cobra.Command {
+	f := &sampleFlags{}
+	cmd := &cobra.Command{
+		Use:   "sample [-p PID | --all | -- CMD ARGS...]",
+		Short: "sample stacks on a CPU timer; shares and times with confidence intervals",
+		Long: `sample takes a stack sample of the target on every tick of a per-CPU
+cpu-clock timer (-F per second), symbolizes it and writes a pprof CPU profile
+(open it with go tool pprof). It prints each function's flat and cumulative
+share of the samples with its confidence interval and the CPU time that
+stands for. --count SYMBOL also counts the function's calls with an
+entry-only uprobe and reports its time per call with an interval.
+
+Sampling stops after --duration, when the target exits, or on Ctrl-C; what
+was gathered is written in every case.`,
+		Example: `  tickprof sample -F 999 --duration 10s -p 1234
+  tickprof sample -F 4999 --count main.work -o cpu.pb.gz -- ./server -flag
+  tickprof sample --all --duration 5s`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSample(cmd, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVarP(&f.pid, "pid", "p", 0, "sample the process `PID` (and the children it starts)")
+	fl.BoolVar(&f.all, "all", false, "sample every process")
+	fl.IntVarP(&f.freq, "frequency", "F", 99, "samples per second per CPU (`HZ`)")
+	fl.StringVar(&f.duration, "duration", "", "stop after this long (e.g. 10s; default: until the target exits or Ctrl-C)")
+	fl.StringVarP(&f.out, "output", "o", "sample.pb.gz", "write the pprof CPU profile to `FILE` (\"\" for none)")
+	fl.StringArrayVar(&f.count, "count", nil, "count calls of `[BINARY:]SYMBOL` and report its time per call (repeatable)")
+	fl.IntVar(&f.top, "top", 20, "show the top `N` functions (0 for all)")
+	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
+	fl.BoolVar(&f.json, "json", false, "print the table as JSON")
+	return cmd
+}
+
+func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
+	targets := 0
+	if f.pid != 0 {
+		targets++
+	}
+	if f.all {
+		targets++
+	}
+	if len(args) > 0 {
+		targets++
+	}
+	if targets != 1 {
+		return usagef("sample needs exactly one target: -p PID, --all, or -- CMD ARGS")
+	}
+	if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+		return usagef("put the command after --: tickprof sample [flags] -- %s", args[0])
+	}
+	if f.pid < 0 {
+		return usagef("-p %d: a PID is positive", f.pid)
+	}
+	if f.freq < 1 || f.freq > sampler.MaxFrequency {
+		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
+	}
+	conf, err := parseConfidence(f.confidence)
+	if err != nil {
+		return usagef("--confidence: %v", err)
+	}
+	var dur time.Duration
+	if f.duration != "" {
+		ns, err := parseDuration(f.duration)
+		if err != nil {
+			return usagef("--duration: %v", err)
+		}
+		if ns <= 0 {
+			return usagef("--duration %s: give a positive length such as 10s", f.duration)
+		}
+		dur = time.Duration(ns)
+	}
+	if f.all && len(f.count) > 0 {
+		for _, c := range f.count {
+			if !countSpecHasBinary(c) {
+				return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, c)
+			}
+		}
+	}
+
+	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count}
+	var spawned *sampler.Spawned
+	var exited <-chan struct{}
+	switch {
+	case len(args) > 0:
+		spawned, err = sampler.Spawn(args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		cfg.PIDs, cfg.Exe = []int{spawned.PID()}, spawned.Exe
+		exited = spawned.Done()
+	case f.pid != 0:
+		cfg.PIDs = []int{f.pid}
+		if exited, err = sampler.ExitNotify(f.pid); err != nil {
+			return err
+		}
+	}
+	sess, err := sampler.Start(cfg)
+	if err != nil {
+		if spawned != nil {
+			spawned.Kill()
+		}
+		return err
+	}
+	defer sess.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if dur > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dur)
+		defer cancel()
+	}
+	if spawned != nil {
+		if err := spawned.Release(); err != nil {
+			spawned.Kill()
+			return err
+		}
+	}
+	runErr := sess.Run(ctx, exited)
+	data, err := sess.Result()
+	if err != nil {
+		return err
+	}
+	st := sess.Stats()
+	prof, err := export.EncodeCPU(data)
+	if err != nil {
+		return err
+	}
+	if f.out != "" {
+		if err := writeCPUProfile(f.out, prof); err != nil {
+			return err
+		}
+	}
+	errw := cmd.ErrOrStderr()
+	fmt.Fprintf(errw, "tickprof: %d samples at %d Hz over %s", st.Kept, f.freq, data.Duration.Round(time.Millisecond))
+	if st.Dropped > 0 {
+		fmt.Fprintf(errw, ", %d lost to a full ring buffer", st.Dropped)
+	}
+	if st.Exited > 0 {
+		fmt.Fprintf(errw, ", %d sampled processes exited", st.Exited)
+	}
+	if secs := data.Duration.Seconds(); secs > 0 {
+		fmt.Fprintf(errw, "; own CPU %.2f%% of a core while sampling", st.DrainCPU/1e9/secs*100)
+	}
+	if f.out != "" {
+		fmt.Fprintf(errw, "; profile written to %s (go tool pprof -http=: %s)", f.out, f.out)
+	}
+	fmt.Fprintln(errw)
+	if runErr != nil {
+		return runErr
+	}
+	if spawned != nil && ctx.Err() != nil {
+		// Stopped by --duration or Ctrl-C: the command is cut short.
+		spawned.Kill()
+	}
+	if st.Kept == 0 {
+		return fmt.Errorf("no samples of the target: it was idle or exited at once; sample longer or at a higher -F")
+	}
+	tab, err := export.CPUReport(prof, estimate.Options{Confidence: conf})
+	if err != nil {
+		return err
+	}
+	return printCPUTable(cmd.OutOrStdout(), tab, f.top, f.json)
+}
+
+// countSpecHasBinary reports whether a --count spec names its file ("/bin/x:sym").
+func countSpecHasBinary(spec string) bool {
+	for i := len(spec) - 1; i > 0; i-- {
+		if spec[i] == ':' {
+			for _, c := range spec[:i] {
+				if c == '/' {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// writeCPUProfile writes p gzipped to path.
+func writeCPUProfile(path string, p *profile.Profile) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write profile: %w", err)
+	}
+	if err := p.Write(out); err != nil {
+		out.Close()
+		return fmt.Errorf("write profile %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("write profile %s: %w", path, err)
+	}
+	return nil
+}
+
+// printCPUTable prints a function table as text or JSON.
+func printCPUTable(w io.Writer, t *export.CPUTable, top int, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(t)
+	}
+	return t.WriteText(w, top)
+}

@@ -1,0 +1,183 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+)
+
+// timeJSON is the --json document of `tickprof time`.
+type timeJSON struct {
+	Clock        string           `json:"clock"`
+	ResolutionNs float64          `json:"resolution_ns"`
+	Confidence   float64          `json:"confidence"`
+	Start        time.Time        `json:"start"`
+	DurationS    float64          `json:"duration_s"`
+	PID          int              `json:"pid,omitempty"`
+	Command      []string         `json:"command,omitempty"`
+	StopReason   string           `json:"stop_reason,omitempty"`
+	Validate     bool             `json:"validate,omitempty"`
+	RingDrops    uint64           `json:"ring_drops"`
+	StackFails   uint64           `json:"stack_failures"`
+	Correction   string           `json:"overhead_correction,omitempty"`
+	Go           *goStatsJSON     `json:"go,omitempty"`
+	Targets      []timeTargetJSON `json:"targets"`
+}
+
+type goStatsJSON struct {
+	Morestack   uint64 `json:"morestack_skipped"`
+	Expired     uint64 `json:"expired_entries"`
+	NoGoroutine uint64 `json:"no_goroutine"`
+}
+
+type timeTargetJSON struct {
+	Target       string       `json:"target"`
+	Kind         string       `json:"kind"`
+	Binary       string       `json:"binary,omitempty"`
+	Calls        uint64       `json:"calls"`
+	Ticks        uint64       `json:"ticks"`
+	MeanNs       *float64     `json:"mean_ns"`
+	LowNs        *float64     `json:"low_ns"`
+	HighNs       *float64     `json:"high_ns"`
+	RelHalfWidth *float64     `json:"rel_half_width,omitempty"`
+	Corrected    bool         `json:"corrected,omitempty"`
+	RawMeanNs    *float64     `json:"raw_mean_ns,omitempty"`
+	RawLowNs     *float64     `json:"raw_low_ns,omitempty"`
+	RawHighNs    *float64     `json:"raw_high_ns,omitempty"`
+	OverheadNs   *float64     `json:"overhead_ns,omitempty"`
+	OverheadLow  *float64     `json:"overhead_low_ns,omitempty"`
+	OverheadHigh *float64     `json:"overhead_high_ns,omitempty"`
+	OverheadKind string       `json:"overhead_kind,omitempty"`
+	InlinedInto  []string     `json:"inlined_into,omitempty"`
+	Confidence   float64      `json:"confidence"`
+	Method       string       `json:"method,omitempty"`
+	Error        string       `json:"error,omitempty"`
+	Clock        string       `json:"clock"`
+	ResolutionNs float64      `json:"resolution_ns"`
+	WallNs       float64      `json:"wall_ns"`
+	Crossings    uint64       `json:"crossings"`
+	Orphans      uint64       `json:"orphans"`
+	Dropped      uint64       `json:"dropped_records"`
+	NsSum        *uint64      `json:"ns_sum,omitempty"`
+	NsMean       *float64     `json:"ns_mean,omitempty"`
+	NsLow        *float64     `json:"ns_low,omitempty"`
+	NsHigh       *float64     `json:"ns_high,omitempty"`
+	NsMin        *uint64      `json:"ns_min,omitempty"`
+	NsMax        *uint64      `json:"ns_max,omitempty"`
+	NsLog2Hist   []uint64     `json:"ns_log2_hist,omitempty"`
+	Covered      *bool        `json:"covered,omitempty"`
+	Callers      []callerJSON `json:"callers,omitempty"`
+}
+
+type callerJSON struct {
+	Stack []string `json:"stack"`
+	Calls uint64   `json:"calls"`
+	Ticks uint64   `json:"ticks"`
+}
+
+// maxJSONCallers bounds the callers written per target.
+const maxJSONCallers = 20
+
+func fp(v float64) *float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return nil
+	}
+	return &v
+}
+
+// WriteTimeJSON writes r as one JSON object: run metadata and `targets`,
+// one object per target with target, calls, ticks, mean_ns, low_ns,
+// high_ns, confidence, method, clock, resolution_ns, and the exact-ns
+// fields (ns_*) when the ns clock was read. A target corrected for the
+// probe overhead has corrected: true, its measured figures in raw_mean_ns,
+// raw_low_ns, raw_high_ns and the overhead subtracted in overhead_ns,
+// overhead_low_ns, overhead_high_ns; mean_ns..high_ns are then corrected.
+func WriteTimeJSON(w io.Writer, r *TimeRun) error {
+	doc := timeJSON{
+		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
+		Start: r.Start.UTC(), DurationS: r.Duration.Seconds(), PID: r.PID, Command: r.Command,
+		StopReason: r.StopReason, Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
+		Correction: r.Correction, Targets: []timeTargetJSON{},
+	}
+	if g := r.Go; g != nil {
+		doc.Go = &goStatsJSON{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
+	}
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		j := timeTargetJSON{
+			Target: t.Name, Kind: t.Kind, Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
+			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
+			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
+			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
+		}
+		if t.Err == "" {
+			e := t.Estimate
+			j.MeanNs, j.LowNs, j.HighNs, j.RelHalfWidth = fp(e.Mean), fp(e.Low), fp(e.High), fp(e.RelHalfWidth)
+			j.Method = e.Method
+			if e.Dist != "" && e.Dist != e.Method {
+				j.Method += "/" + e.Dist
+			}
+			if t.Corrected {
+				raw, o := t.Raw, t.Overhead
+				j.Corrected = true
+				j.RawMeanNs, j.RawLowNs, j.RawHighNs = fp(raw.Mean), fp(raw.Low), fp(raw.High)
+				j.OverheadNs, j.OverheadLow, j.OverheadHigh = fp(o.Mean), fp(o.Low), fp(o.High)
+				j.OverheadKind = t.OverheadKind
+			}
+		}
+		if x := t.Exact; x != nil {
+			sum, mn, mx := x.Sum, x.Min, x.Max
+			j.NsSum, j.NsMin, j.NsMax = &sum, &mn, &mx
+			if x.Mean.Calls > 0 {
+				j.NsMean, j.NsLow, j.NsHigh = fp(x.Mean.Mean), fp(x.Mean.Low), fp(x.Mean.High)
+			}
+			j.NsLog2Hist = trimHist(x.Hist)
+		}
+		for k, c := range t.Callers {
+			if k == maxJSONCallers {
+				break
+			}
+			cj := callerJSON{Calls: c.Calls, Ticks: c.Ticks, Stack: []string{}}
+			for _, f := range c.Frames {
+				name := f.Func
+				if name == "" {
+					name = fmt.Sprintf("%#x", f.Addr)
+				}
+				cj.Stack = append(cj.Stack, name)
+			}
+			j.Callers = append(j.Callers, cj)
+		}
+		doc.Targets = append(doc.Targets, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// trimHist drops the empty buckets above the highest used one.
+func trimHist(h []uint64) []uint64 {
+	n := len(h)
+	for n > 0 && h[n-1] == 0 {
+		n--
+	}
+	return h[:n]
+}
+
+// WriteTimeJSONFile writes r as JSON to path.
+func WriteTimeJSONFile(path string, r *TimeRun) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	if err := WriteTimeJSON(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("write JSON %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write JSON %s: %w", path, err)
+	}
+	return nil
+}

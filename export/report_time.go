@@ -1,0 +1,130 @@
+package export
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/google/pprof/profile"
+)
+
+// TimeTable is the interval table read back from a `tickprof time` profile:
+// one row per target with its mean time per call and interval, taken from
+// the numeric labels mean_ns, low_ns and high_ns EncodeTime writes.
+type TimeTable struct {
+	// Confidence is the level of every interval, from the profile's
+	// comments (0 when they do not say).
+	Confidence float64 `json:"confidence"`
+	// Duration is the wall-clock length of the run in ns.
+	Duration float64 `json:"duration_ns"`
+	// Rows are the targets, by estimated total time.
+	Rows []TimeRow `json:"targets"`
+}
+
+// TimeRow is one timed target.
+type TimeRow struct {
+	Target string  `json:"target"`
+	Calls  uint64  `json:"calls"`
+	Ticks  uint64  `json:"ticks"`
+	Wall   float64 `json:"wall_ns"` // estimated total time in the target
+	// HasEstimate is false for a target without calls (no interval).
+	HasEstimate bool    `json:"has_estimate"`
+	Mean        float64 `json:"mean_ns"`
+	Low         float64 `json:"low_ns"`
+	High        float64 `json:"high_ns"`
+}
+
+// IsTimeProfile reports whether p was written by `tickprof time`: sample
+// types calls/count, ticks/count, wall/nanoseconds.
+func IsTimeProfile(p *profile.Profile) bool {
+	if len(p.SampleType) != 3 {
+		return false
+	}
+	st := p.SampleType
+	return st[0].Type == "calls" && st[0].Unit == "count" && st[1].Type == "ticks" && st[2].Type == "wall" && st[2].Unit == "nanoseconds"
+}
+
+var confComment = regexp.MustCompile(`^confidence ([0-9.]+)% for every interval`)
+
+// TimeReport reads the interval table of a `tickprof time` profile.
+func TimeReport(p *profile.Profile) (*TimeTable, error) {
+	if !IsTimeProfile(p) {
+		return nil, fmt.Errorf("not a tickprof time profile (sample types are not calls, ticks, wall)")
+	}
+	t := &TimeTable{Duration: float64(p.DurationNanos)}
+	for _, c := range p.Comments {
+		if m := confComment.FindStringSubmatch(c); m != nil {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 0 && v < 100 {
+				t.Confidence = v / 100
+			}
+		}
+	}
+	rows := map[string]*TimeRow{}
+	var order []string
+	for _, s := range p.Sample {
+		name := ""
+		if v := s.Label["target"]; len(v) > 0 {
+			name = v[0]
+		} else if len(s.Location) > 0 {
+			name = locationFuncs(s.Location[0])[0]
+		}
+		if name == "" {
+			continue
+		}
+		r := rows[name]
+		if r == nil {
+			r = &TimeRow{Target: name}
+			rows[name] = r
+			order = append(order, name)
+		}
+		r.Calls += nonNeg(s.Value[0])
+		r.Ticks += nonNeg(s.Value[1])
+		r.Wall += float64(nonNeg(s.Value[2]))
+		mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
+		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 && lo[0] <= mean[0] && mean[0] <= hi[0] {
+			r.HasEstimate = true
+			r.Mean, r.Low, r.High = float64(mean[0]), float64(lo[0]), float64(hi[0])
+		}
+	}
+	if len(order) == 0 {
+		return nil, ErrNoSamples
+	}
+	for _, n := range order {
+		t.Rows = append(t.Rows, *rows[n])
+	}
+	sort.SliceStable(t.Rows, func(i, j int) bool { return t.Rows[i].Wall > t.Rows[j].Wall })
+	return t, nil
+}
+
+// WriteText writes the time table.
+func (t *TimeTable) WriteText(w io.Writer, top int) error {
+	conf := "unstated confidence"
+	if t.Confidence > 0 {
+		conf = fmt.Sprintf("%g%% confidence", 100*t.Confidence)
+	}
+	fmt.Fprintf(w, "tickprof time profile: %d targets", len(t.Rows))
+	if t.Duration > 0 {
+		fmt.Fprintf(w, " over %s", fmtCPUNs(t.Duration))
+	}
+	fmt.Fprintf(w, "; intervals at %s\n", conf)
+	fmt.Fprintf(w, "%-34s %12s %-34s  %s\n", "mean per call [interval]", "calls", "total = calls x mean [interval]", "target")
+	rows := t.Rows
+	if top > 0 && len(rows) > top {
+		rows = rows[:top]
+	}
+	for _, r := range rows {
+		est, total := "no calls: no estimate", "-"
+		if r.HasEstimate {
+			n := float64(r.Calls)
+			est = fmt.Sprintf("%s [%s, %s]", fmtCPUNs(r.Mean), fmtCPUNs(r.Low), fmtCPUNs(r.High))
+			total = fmt.Sprintf("%s [%s, %s]", fmtCPUNs(n*r.Mean), fmtCPUNs(n*r.Low), fmtCPUNs(n*r.High))
+		}
+		fmt.Fprintf(w, "%-34s %12d %-34s  %s\n", est, r.Calls, total, r.Target)
+	}
+	if len(rows) < len(t.Rows) {
+		fmt.Fprintf(w, "... %d more targets (--top 0 shows all)\n", len(t.Rows)-len(rows))
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package loader
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/tickprof/tickprof/bpf"
+)
+
+// HistBuckets is the number of log2 buckets of the ns histogram: bucket b
+// counts calls whose duration in ns has floor(log2(ns)) == b (0 ns counts
+// in bucket 0).
+const HistBuckets = 64
+
+// U128 is an unsigned 128-bit sum (sums of squares cannot overflow it).
+type U128 struct{ Hi, Lo uint64 }
+
+// Add returns u + v.
+func (u U128) Add(v U128) U128 {
+	lo, c := bits.Add64(u.Lo, v.Lo, 0)
+	hi, _ := bits.Add64(u.Hi, v.Hi, c)
+	return U128{hi, lo}
+}
+
+// Sub returns u - v (v <= u).
+func (u U128) Sub(v U128) U128 {
+	lo, b := bits.Sub64(u.Lo, v.Lo, 0)
+	hi, _ := bits.Sub64(u.Hi, v.Hi, b)
+	return U128{hi, lo}
+}
+
+// Float64 returns u as the nearest float64.
+func (u U128) Float64() float64 { return float64(u.Hi)*math.Exp2(64) + float64(u.Lo) }
+
+// Counters are one target's counters summed over CPUs (cumulative since
+// attach, or one batch's increment).
+type Counters struct {
+	// Calls is the number of completed calls n.
+	Calls uint64
+	// Ticks is sum c_i, the tick crossings.
+	Ticks uint64
+	// TicksSq is sum c_i^2.
+	TicksSq U128
+	// Orphans counts entries or exits seen without their partner.
+	Orphans uint64
+	// Crossings counts calls that crossed at least one tick.
+	Crossings uint64
+	// NsSum, NsSq: exact ns sums (exact mode only).
+	NsSum uint64
+	NsSq  U128
+	// NsMin, NsMax: shortest and longest call in ns (exact mode, cumulative
+	// only; zero in batches).
+	NsMin, NsMax uint64
+	// Hist is the log2 histogram of ns (exact mode).
+	Hist [HistBuckets]uint64
+}
+
+// Sub returns the increment c - prev (min and max are dropped).
+func (c Counters) Sub(prev Counters) Counters {
+	d := Counters{
+		Calls:     c.Calls - prev.Calls,
+		Ticks:     c.Ticks - prev.Ticks,
+		TicksSq:   c.TicksSq.Sub(prev.TicksSq),
+		Orphans:   c.Orphans - prev.Orphans,
+		Crossings: c.Crossings - prev.Crossings,
+		NsSum:     c.NsSum - prev.NsSum,
+		NsSq:      c.NsSq.Sub(prev.NsSq),
+	}
+	for i := range d.Hist {
+		d.Hist[i] = c.Hist[i] - prev.Hist[i]
+	}
+	return d
+}
+
+// addCounters returns the sum of two increments (min and max dropped).
+func addCounters(a, b Counters) Counters {
+	d := Counters{
+		Calls:     a.Calls + b.Calls,
+		Ticks:     a.Ticks + b.Ticks,
+		TicksSq:   a.TicksSq.Add(b.TicksSq),
+		Orphans:   a.Orphans + b.Orphans,
+		Crossings: a.Crossings + b.Crossings,
+		NsSum:     a.NsSum + b.NsSum,
+		NsSq:      a.NsSq.Add(b.NsSq),
+	}
+	for i := range d.Hist {
+		d.Hist[i] = a.Hist[i] + b.Hist[i]
+	}
+	return d
+}
+
+// sumCPUs adds the per-CPU values of one tp_counters element.
+func sumCPUs(per []bpf.TimingTpCounts) Counters {
+	var c Counters
+	var minPlus1 uint64 // the BPF side stores min+1, 0 meaning unset
+	for _, p := range per {
+		c.Calls += p.Calls
+		c.Ticks += p.Ticks
+		c.TicksSq = c.TicksSq.Add(U128{p.TicksSqHi, p.TicksSqLo})
+		c.Orphans += p.Orphans
+		c.Crossings += p.Crossings
+		c.NsSum += p.NsSum
+		c.NsSq = c.NsSq.Add(U128{p.NsSqHi, p.NsSqLo})
+		if p.NsMin != 0 && (minPlus1 == 0 || p.NsMin < minPlus1) {
+			minPlus1 = p.NsMin
+		}
+		if p.NsMax > c.NsMax {
+			c.NsMax = p.NsMax
+		}
+		for i := range c.Hist {
+			c.Hist[i] += p.Hist[i]
+		}
+	}
+	if minPlus1 != 0 {
+		c.NsMin = minPlus1 - 1
+	}
+	return c
+}
+
+// RunStats are the session-wide BPF statistics, summed over CPUs.
+type RunStats struct {
+	// RingDrops counts crossing records lost to a full ring buffer.
+	RingDrops uint64
+	// StackFails counts records whose stack could not be captured.
+	StackFails uint64
+	// Filtered counts events from processes other than the target.
+	Filtered uint64
+}

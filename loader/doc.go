@@ -1,0 +1,67 @@
+// Package loader loads tickprof's timing programs (package bpf), attaches
+// them to targets, polls their per-CPU counters into batches and drains
+// their crossing records.
+//
+// # Use
+//
+//	specs, _ := loader.ResolveUser(pid, "libc:malloc", 256)
+//	s, _ := loader.Open(loader.Options{Clock: clk, PID: pid}, specs)
+//	defer s.Close()
+//	for ... { p, _ := s.Poll() }   // every 200 ms: cumulative counters + a batch
+//	s.Stop()                        // last read, then detach; Poll returns it
+//	final, _ := s.Poll()
+//	callers := s.Callers()          // per-caller attribution from the records
+//
+// A command to start is held before exec with StartHeld (ptrace), so that
+// the probes are in place before its first instruction runs; Release lets
+// it go.
+//
+// # Extension contract (syscall, kernel-function and Go targets)
+//
+// Every target kind shares one set of BPF maps (bpf/timing.h): tp_counters
+// (per-target per-CPU counters, indexed by Target.Index), tp_entries (entry
+// stacks keyed by (id, target): tp_enter/tp_exit, for goroutine keys and
+// kernel functions), tp_tasks (one entry stack per thread in task storage:
+// tp_task_enter/tp_task_exit, the fast path user functions use),
+// tp_records, tp_stacks, tp_runstats, tp_zero, and the load-time constants
+// tp_clock, tp_exact, tp_tick_ns, tp_filter_tgid, tp_want_records,
+// tp_record_ns. A program with its own entry state ends a call with
+// tp_account (counters, histogram, crossing record). A kind
+// other than KindUser is added in its own file (loader/syscall*.go,
+// loader/kfunc*.go, loader/go*.go) by registering an AttachFunc from an
+// init function:
+//
+//	func init() { registerAttacher(KindSyscall, attachSyscalls) }
+//
+//	func attachSyscalls(s *Session, ts []*Target) error {
+//		var objs bpf.SyscallObjects
+//		spec, _ := bpf.LoadSyscall()
+//		if err := s.LoadShared(spec, &objs); err != nil { return err }
+//		s.AddCloser(&objs)
+//		... attach, using t.Index as the counters index (cookie or map) ...
+//		s.AddLink(l)
+//		return nil
+//	}
+//
+// Open calls each kind's AttachFunc once with all targets of that kind,
+// after the shared maps exist. LoadShared sets the timing constants in the
+// given CollectionSpec and replaces its copies of the shared maps by the
+// session's, so a program that includes timing.h and calls tp_enter /
+// tp_exit writes into the same counters the session polls. An AttachFunc
+// may set Target.Name (display name) and must return an error that says
+// what to do when the kernel lacks what it needs. A kind without an
+// AttachFunc fails Open with ErrKindUnsupported. Stop closes links in the
+// reverse order of AddLink, so add every exit link before the entry links:
+// entries are then detached first, and no exit ever pops an entry pushed
+// before its own probe existed.
+//
+// Each kind's resolver (ResolveUser here, ResolveSyscall, ResolveKernelFuncs
+// in their files) turns a command-line argument into Specs; `tickprof time`
+// calls them for -u, -s and -k.
+//
+// Go executables resolve to KindGoUser (ResolveUser checks symtab IsGo); a
+// uretprobe must never touch a Go program, so without a registered
+// KindGoUser attacher Open refuses them with ErrGoBinary.
+//
+// The registry is written only by init functions and read-only afterwards.
+package loader

@@ -1,0 +1,628 @@
+package loader
+
+import (
+	"bufio"
+	"compress/gzip"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// FeatureID names one kernel capability that tickprof depends on.
+type FeatureID string
+
+// The capabilities ProbeFeatures checks, in the order it reports them.
+const (
+	FeatPrivileges    FeatureID = "privileges"
+	FeatBTF           FeatureID = "btf"
+	FeatUprobe        FeatureID = "uprobe"
+	FeatUretprobe     FeatureID = "uretprobe"
+	FeatKprobe        FeatureID = "kprobe"
+	FeatKretprobe     FeatureID = "kretprobe"
+	FeatFentry        FeatureID = "fentry"
+	FeatFexit         FeatureID = "fexit"
+	FeatSyscallTP     FeatureID = "syscall_tracepoints"
+	FeatRawTP         FeatureID = "raw_tracepoints"
+	FeatPerfEvent     FeatureID = "perf_event_sampling"
+	FeatRingBuf       FeatureID = "ring_buffer"
+	FeatCookie        FeatureID = "bpf_cookie"
+	FeatTaskStorage   FeatureID = "task_storage"
+	FeatJiffies64     FeatureID = "bpf_jiffies64"
+	FeatKtimeGetNs    FeatureID = "bpf_ktime_get_ns"
+	FeatTickPeriod    FeatureID = "tick_period"
+	FeatTracefs       FeatureID = "tracefs"
+	FeatFilterFuncs   FeatureID = "available_filter_functions"
+	FeatKernelSymbols FeatureID = "kallsyms"
+)
+
+// FeatureResult is what one probe found: whether the capability works for
+// this process on this kernel, and a one-line detail (the error when it does
+// not, or a measured value when it does).
+type FeatureResult struct {
+	ID     FeatureID `json:"id"`
+	OK     bool      `json:"ok"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Features is the outcome of ProbeFeatures: every capability probed by
+// loading (and where it matters attaching) a tiny BPF program, never guessed
+// from the kernel version.
+type Features struct {
+	// Kernel is the running kernel's release (uname -r).
+	Kernel string `json:"kernel"`
+	// Results holds one entry per FeatureID, in a fixed order.
+	Results []FeatureResult `json:"features"`
+	// TickPeriod is the measured jiffies period (1/CONFIG_HZ), 0 when it
+	// could not be measured.
+	TickPeriod time.Duration `json:"tick_period_ns"`
+	// KernelConfig holds the options of interest read from /proc/config.gz
+	// or /boot/config-RELEASE, empty when neither is readable.
+	KernelConfig map[string]string `json:"kernel_config,omitempty"`
+	// ConfigSource is the file KernelConfig came from, empty when none
+	// was readable.
+	ConfigSource string `json:"kernel_config_source,omitempty"`
+}
+
+// Get returns the result for id (zero value with OK false when unknown).
+func (f *Features) Get(id FeatureID) FeatureResult {
+	for _, r := range f.Results {
+		if r.ID == id {
+			return r
+		}
+	}
+	return FeatureResult{ID: id, Detail: "not probed"}
+}
+
+// Has reports whether capability id works here.
+func (f *Features) Has(id FeatureID) bool { return f.Get(id).OK }
+
+func (f *Features) add(id FeatureID, err error, okDetail string) {
+	r := FeatureResult{ID: id, OK: err == nil, Detail: okDetail}
+	if err != nil {
+		r.Detail = oneLine(err.Error())
+	}
+	f.Results = append(f.Results, r)
+}
+
+// kernelConfigKeys are the options doctor shows and error messages cite.
+var kernelConfigKeys = []string{
+	"CONFIG_KPROBES", "CONFIG_KPROBE_EVENTS", "CONFIG_UPROBES", "CONFIG_UPROBE_EVENTS",
+	"CONFIG_FUNCTION_TRACER", "CONFIG_DYNAMIC_FTRACE", "CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS",
+	"CONFIG_FTRACE_SYSCALLS", "CONFIG_BPF_EVENTS", "CONFIG_DEBUG_INFO_BTF", "CONFIG_BPF_JIT",
+	"CONFIG_HZ",
+}
+
+// ProbeFeatures finds out what this kernel and these privileges allow. It
+// mounts tracefs when it is not mounted, raises the memlock limit, then loads
+// and attaches tiny programs; it leaves nothing attached behind.
+func ProbeFeatures() (*Features, error) {
+	f := &Features{Kernel: kernelRelease()}
+	f.KernelConfig, f.ConfigSource = readKernelConfig(kernelConfigKeys)
+
+	tfs, tfsErr := EnsureTracefs()
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise the memlock rlimit: %w (run as root)", err)
+	}
+
+	f.add(FeatPrivileges, checkPrivileges(), "root or CAP_BPF+CAP_PERFMON")
+	f.add(FeatTracefs, tfsErr, tfs)
+
+	_, btfErr := btf.LoadKernelSpec()
+	f.add(FeatBTF, btfErr, "/sys/kernel/btf/vmlinux")
+
+	exe, off, exeErr := entryOffset("/proc/self/exe")
+	f.add(FeatUprobe, probeUprobe(exe, off, exeErr, false), "")
+	f.add(FeatUretprobe, probeUprobe(exe, off, exeErr, true), "")
+
+	f.add(FeatKprobe, probeKprobe(f, false), "")
+	f.add(FeatKretprobe, probeKprobe(f, true), "")
+	f.add(FeatFentry, probeFentry(f, ebpf.AttachTraceFEntry, btfErr), "")
+	f.add(FeatFexit, probeFentry(f, ebpf.AttachTraceFExit, btfErr), "")
+
+	f.add(FeatSyscallTP, probeSyscallTracepoint(), "syscalls:sys_enter_getppid")
+	f.add(FeatRawTP, probeRawTracepoint(), "raw_syscalls sys_enter")
+	f.add(FeatPerfEvent, probePerfEvent(), "cpu-clock on CPU 0")
+	f.add(FeatRingBuf, features.HaveMapType(ebpf.RingBuf), "")
+	f.add(FeatCookie, features.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie), "")
+	f.add(FeatTaskStorage, probeTaskStorage(), "")
+	f.add(FeatJiffies64, features.HaveProgramHelper(ebpf.Kprobe, asm.FnJiffies64), "")
+	f.add(FeatKtimeGetNs, features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetNs), "")
+
+	period, perr := MeasureTickPeriod(200 * time.Millisecond)
+	detail := ""
+	if perr == nil {
+		f.TickPeriod = period
+		detail = fmt.Sprintf("%v (CONFIG_HZ=%.0f)", period.Round(time.Microsecond), 1/period.Seconds())
+	}
+	f.add(FeatTickPeriod, perr, detail)
+
+	f.add(FeatFilterFuncs, fileReadable(filepath.Join(tfs, "available_filter_functions"), tfsErr), "")
+	f.add(FeatKernelSymbols, kallsymsReadable(), "/proc/kallsyms")
+	return f, nil
+}
+
+// AttachMode says how a kernel function is probed.
+type AttachMode string
+
+// Attach modes for kernel functions (--attach).
+const (
+	AttachAuto   AttachMode = "auto"
+	AttachKprobe AttachMode = "kprobe"
+	AttachFentry AttachMode = "fentry"
+)
+
+// ParseAttachMode parses the --attach flag value.
+func ParseAttachMode(s string) (AttachMode, error) {
+	switch m := AttachMode(s); m {
+	case AttachAuto, AttachKprobe, AttachFentry:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown attach mode %q: use kprobe, fentry or auto", s)
+}
+
+// KernelFuncMethod picks how kernel functions are probed for the requested
+// mode: kprobe/kretprobe when the kernel has kprobes, fentry/fexit when it has
+// BPF trampolines and no kprobes. When neither works the error names the
+// kernel options that are missing.
+func (f *Features) KernelFuncMethod(want AttachMode) (AttachMode, error) {
+	kp := f.Has(FeatKprobe) && f.Has(FeatKretprobe)
+	fe := f.Has(FeatFentry) && f.Has(FeatFexit)
+	switch want {
+	case AttachKprobe:
+		if kp {
+			return AttachKprobe, nil
+		}
+		return "", fmt.Errorf("kprobes unavailable on kernel %s (%s): %s; try --attach fentry",
+			f.Kernel, f.configSays("CONFIG_KPROBES"), f.firstFailure(FeatKprobe, FeatKretprobe))
+	case AttachFentry:
+		if fe {
+			return AttachFentry, nil
+		}
+		return "", fmt.Errorf("fentry/fexit unavailable on kernel %s (%s, needs BTF and BPF trampolines): %s; try --attach kprobe",
+			f.Kernel, f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"), f.firstFailure(FeatFentry, FeatFexit))
+	}
+	if kp {
+		return AttachKprobe, nil
+	}
+	if fe {
+		return AttachFentry, nil
+	}
+	return "", fmt.Errorf("kernel %s can time no kernel function: neither kprobes (%s) nor fentry (%s; BPF trampolines need %s and BTF) work; use a kernel built with either, or time syscalls with -s",
+		f.Kernel, f.configSays("CONFIG_KPROBES"), f.firstFailure(FeatFentry),
+		f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"))
+}
+
+// SyscallMethod is how syscalls are timed: raw_syscalls tracepoints
+// filtered by number where they attach (cheaper, see syscall.go), else the
+// per-syscall tracepoints.
+func (f *Features) SyscallMethod() (string, error) {
+	switch {
+	case f.Has(FeatRawTP):
+		return "raw tracepoint raw_syscalls:sys_enter/sys_exit, filtered by number, task-local entry state", nil
+	case f.Has(FeatSyscallTP):
+		return "tracepoint syscalls:sys_enter_NAME/sys_exit_NAME", nil
+	}
+	return "", fmt.Errorf("kernel %s has neither raw tracepoints nor syscall tracepoints (%s): %s",
+		f.Kernel, f.configSays("CONFIG_FTRACE_SYSCALLS"), f.firstFailure(FeatRawTP, FeatSyscallTP))
+}
+
+// UserFuncMethod is how user functions are timed.
+func (f *Features) UserFuncMethod() (string, error) {
+	if f.Has(FeatUprobe) && f.Has(FeatUretprobe) {
+		return "uprobe + uretprobe (Go binaries: uprobes at RET sites)", nil
+	}
+	return "", fmt.Errorf("uprobes unavailable on kernel %s (%s): %s",
+		f.Kernel, f.configSays("CONFIG_UPROBES"), f.firstFailure(FeatUprobe, FeatUretprobe))
+}
+
+// SamplingMethod is how PC/stack samples are taken.
+func (f *Features) SamplingMethod() (string, error) {
+	if f.Has(FeatPerfEvent) {
+		return "perf_event cpu-clock + BPF perf_event program", nil
+	}
+	return "", fmt.Errorf("perf_event sampling unavailable: %s", f.firstFailure(FeatPerfEvent))
+}
+
+func (f *Features) configSays(key string) string {
+	v, ok := f.KernelConfig[key]
+	switch {
+	case f.ConfigSource == "":
+		return key + " unknown: no kernel config readable"
+	case !ok:
+		return key + " is not set"
+	}
+	return key + "=" + v
+}
+
+func (f *Features) firstFailure(ids ...FeatureID) string {
+	for _, id := range ids {
+		if r := f.Get(id); !r.OK {
+			return string(id) + ": " + r.Detail
+		}
+	}
+	return "ok"
+}
+
+// EnsureTracefs returns the tracefs mount point, mounting tracefs at
+// /sys/kernel/tracing when no tracefs is mounted. Call it before any
+// tracepoint or kprobe attach: the BPF library remembers the first lookup.
+func EnsureTracefs() (string, error) {
+	for _, p := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
+			return p, nil
+		}
+	}
+	const p = "/sys/kernel/tracing"
+	if err := unix.Mount("tracefs", p, "tracefs", 0, ""); err != nil {
+		return p, fmt.Errorf("mount tracefs on %s: %w (mount it: mount -t tracefs tracefs %s)", p, err, p)
+	}
+	return p, nil
+}
+
+func checkPrivileges() error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_PERFMON)) {
+		return nil
+	}
+	return errors.New("not root and lacking CAP_BPF+CAP_PERFMON: run with sudo")
+}
+
+func emptyProg(pt ebpf.ProgramType, at ebpf.AttachType, attachTo string) (*ebpf.Program, error) {
+	return ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+		Type:       pt,
+		AttachType: at,
+		AttachTo:   attachTo,
+		License:    "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+	}, ebpf.ProgramOptions{LogDisabled: true})
+}
+
+// entryOffset returns the file offset of path's ELF entry point: a place
+// that runs once at process start and never again, so a probe there (even a
+// return probe on a Go binary) cannot fire during the check.
+func entryOffset(path string) (string, uint64, error) {
+	target, err := os.Readlink(path)
+	if err != nil {
+		target = path
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		return target, 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer ef.Close()
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && ef.Entry >= p.Vaddr && ef.Entry < p.Vaddr+p.Filesz {
+			return target, ef.Entry - p.Vaddr + p.Off, nil
+		}
+	}
+	return target, 0, fmt.Errorf("entry point of %s is in no executable segment", path)
+}
+
+func probeUprobe(path string, off uint64, pathErr error, ret bool) error {
+	if pathErr != nil {
+		return pathErr
+	}
+	prog, err := emptyProg(ebpf.Kprobe, ebpf.AttachNone, "")
+	if err != nil {
+		return fmt.Errorf("load kprobe-type program: %w", err)
+	}
+	defer prog.Close()
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return err
+	}
+	var l link.Link
+	opts := &link.UprobeOptions{Address: off, PID: os.Getpid()}
+	if ret {
+		l, err = ex.Uretprobe("", prog, opts)
+	} else {
+		l, err = ex.Uprobe("", prog, opts)
+	}
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// kprobeProbeSymbol is a function every kernel of interest has and that
+// kprobes and fentry accept.
+const kprobeProbeSymbol = "vfs_read"
+
+func probeKprobe(f *Features, ret bool) error {
+	prog, err := emptyProg(ebpf.Kprobe, ebpf.AttachNone, "")
+	if err != nil {
+		return fmt.Errorf("load kprobe-type program: %w", err)
+	}
+	defer prog.Close()
+	var l link.Link
+	if ret {
+		l, err = link.Kretprobe(kprobeProbeSymbol, prog, nil)
+	} else {
+		l, err = link.Kprobe(kprobeProbeSymbol, prog, nil)
+	}
+	if err != nil {
+		if !pathExists("/sys/bus/event_source/devices/kprobe") && !pathExists(filepath.Join(tracefsDir(), "kprobe_events")) {
+			return fmt.Errorf("no kprobe PMU and no kprobe_events (%s)", f.configSays("CONFIG_KPROBES"))
+		}
+		return err
+	}
+	return l.Close()
+}
+
+func probeFentry(f *Features, at ebpf.AttachType, btfErr error) error {
+	if btfErr != nil {
+		return fmt.Errorf("needs kernel BTF: %w", btfErr)
+	}
+	prog, err := emptyProg(ebpf.Tracing, at, kprobeProbeSymbol)
+	if err != nil {
+		return fmt.Errorf("load %s program for %s: %w", at, kprobeProbeSymbol, err)
+	}
+	defer prog.Close()
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: at})
+	if err != nil {
+		return fmt.Errorf("attach BPF trampoline (%s): %w", f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"), err)
+	}
+	return l.Close()
+}
+
+func probeSyscallTracepoint() error {
+	prog, err := emptyProg(ebpf.TracePoint, ebpf.AttachNone, "")
+	if err != nil {
+		return fmt.Errorf("load tracepoint program: %w", err)
+	}
+	defer prog.Close()
+	l, err := link.Tracepoint("syscalls", "sys_enter_getppid", prog, nil)
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+func probeRawTracepoint() error {
+	prog, err := emptyProg(ebpf.RawTracepoint, ebpf.AttachNone, "")
+	if err != nil {
+		return fmt.Errorf("load raw tracepoint program: %w", err)
+	}
+	defer prog.Close()
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: prog})
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+func probePerfEvent() error {
+	prog, err := emptyProg(ebpf.PerfEvent, ebpf.AttachNone, "")
+	if err != nil {
+		return fmt.Errorf("load perf_event program: %w", err)
+	}
+	defer prog.Close()
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample: 1000000, // 1 ms period
+		Bits:   unix.PerfBitDisabled,
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("perf_event_open cpu-clock: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
+		return fmt.Errorf("attach BPF program to perf event: %w", err)
+	}
+	return nil
+}
+
+// probeTaskStorage checks both the map type and that a tracepoint-type
+// program may call bpf_task_storage_get (what the syscall programs use).
+func probeTaskStorage() error {
+	if err := features.HaveMapType(ebpf.TaskStorage); err != nil {
+		return err
+	}
+	return features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnTaskStorageGet)
+}
+
+// MeasureTickPeriod measures the jiffies period by running a program that
+// returns bpf_jiffies64() through BPF_PROG_TEST_RUN for about dur, noting
+// when the value changes. A change is located between the start of the
+// read before it and the end of the read that saw it (its window). Of the
+// changes in the first and in the last quarter of the run, the one with
+// the narrowest window is taken; period = time between the two / jiffies
+// advanced. A descheduled measuring thread (a loaded machine, an emulator)
+// widens some windows but cannot bias the choice.
+func MeasureTickPeriod(dur time.Duration) (time.Duration, error) {
+	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+		Type:    ebpf.RawTracepoint,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.FnJiffies64.Call(),
+			asm.Return(),
+		},
+	}, ebpf.ProgramOptions{LogDisabled: true})
+	if err != nil {
+		return 0, fmt.Errorf("load bpf_jiffies64 program: %w", err)
+	}
+	defer prog.Close()
+	type reading struct {
+		j             uint32
+		before, after time.Time
+	}
+	read := func() (reading, error) {
+		r := reading{before: time.Now()}
+		j, err := prog.Run(&ebpf.RunOptions{})
+		r.j, r.after = j, time.Now()
+		if err != nil {
+			return r, fmt.Errorf("test-run bpf_jiffies64 program: %w", err)
+		}
+		return r, nil
+	}
+	type edge struct {
+		j      uint32
+		at     time.Time
+		window time.Duration
+	}
+	prev, err := read()
+	if err != nil {
+		return 0, err
+	}
+	start := prev.before
+	var edges []edge
+	for time.Since(start) < dur {
+		cur, err := read()
+		if err != nil {
+			return 0, err
+		}
+		if cur.j != prev.j {
+			w := cur.after.Sub(prev.before)
+			edges = append(edges, edge{j: cur.j, at: prev.before.Add(w / 2), window: w})
+		}
+		prev = cur
+	}
+	best := func(from, to time.Duration) (edge, bool) {
+		var b edge
+		found := false
+		for _, e := range edges {
+			if off := e.at.Sub(start); off >= from && off < to && (!found || e.window < b.window) {
+				b, found = e, true
+			}
+		}
+		return b, found
+	}
+	first, ok1 := best(0, dur/4)
+	last, ok2 := best(dur*3/4, dur+time.Hour)
+	if !ok1 || !ok2 || last.j == first.j {
+		return 0, fmt.Errorf("jiffies changed %d times in %v: too few to measure the tick period", len(edges), dur)
+	}
+	return last.at.Sub(first.at) / time.Duration(last.j-first.j), nil
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// readKernelConfig returns the values of keys in the running kernel's
+// config (/proc/config.gz, else /boot/config-RELEASE) and the file read; keys
+// that are not set are absent. An unreadable config gives source "".
+func readKernelConfig(keys []string) (map[string]string, string) {
+	var r io.Reader
+	src := "/proc/config.gz"
+	if fh, err := os.Open(src); err == nil {
+		defer fh.Close()
+		if zr, err := gzip.NewReader(fh); err == nil {
+			r = zr
+		}
+	}
+	if r == nil {
+		src = "/boot/config-" + kernelRelease()
+		fh, err := os.Open(src)
+		if err != nil {
+			return map[string]string{}, ""
+		}
+		defer fh.Close()
+		r = fh
+	}
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if ok && want[k] {
+			out[k] = v
+		}
+	}
+	if sc.Err() != nil {
+		return map[string]string{}, ""
+	}
+	return out, src
+}
+
+func tracefsDir() string {
+	for _, p := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if pathExists(filepath.Join(p, "events")) {
+			return p
+		}
+	}
+	return "/sys/kernel/tracing"
+}
+
+func pathExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func fileReadable(p string, prior error) error {
+	if prior != nil {
+		return prior
+	}
+	fh, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	return fh.Close()
+}
+
+// kallsymsReadable checks that /proc/kallsyms shows this process the
+// addresses of kernel functions (kptr_restrict hides them from the
+// unprivileged as zeros).
+func kallsymsReadable() error {
+	fh, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
+			continue
+		}
+		if strings.Trim(f[0], "0") == "" {
+			return errors.New("/proc/kallsyms shows zero addresses (kptr_restrict): run as root")
+		}
+		return nil
+	}
+	return errors.New("/proc/kallsyms lists no kernel function")
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return s
+}

@@ -1,0 +1,234 @@
+package loader
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/symtab"
+)
+
+func init() { registerAttacher(KindGoUser, attachGo) }
+
+// Cookie bits of the Go probes (bpf/gotiming.bpf.c): the target index in
+// the low 32 bits; goCookieCheck marks an entry probe on the stack-bound
+// check's JBE (GO_COOKIE_CHECK); an exit probe's SP adjustment sits at
+// goCookieSPShift (GO_COOKIE_SP_SHIFT).
+const (
+	goCookieCheck   = 1 << 32
+	goCookieSPShift = 40
+)
+
+// GoSite is where one Go target is probed.
+type GoSite struct {
+	// Target is the target's display name.
+	Target string
+	// Sites are the entry and return probe addresses (virtual addresses
+	// in the binary).
+	Sites symtab.ProbeSites
+	// Offsets are the runtime.g offsets the probes read.
+	Offsets symtab.GoOffsets
+	// InlinedInto names the functions into which the target was also
+	// inlined (from DWARF; empty when there is none or no DWARF). Calls
+	// there run none of the target's own code and are not counted: show it
+	// as a warning beside the target's results.
+	InlinedInto []string
+}
+
+// goObjects are the Go programs loaded for one binary, with the sites
+// attached; they are kept with the session's closers.
+type goObjects struct {
+	bpf.GoTimingObjects
+	binary string
+	sites  []GoSite
+}
+
+// GoStats are the Go programs' counters, summed over CPUs.
+type GoStats struct {
+	// Morestack counts entry firings skipped because the stack check
+	// failed: the function runs its prologue again after runtime.morestack
+	// and is counted then.
+	Morestack uint64
+	// Expired counts entries whose RET never came (a panic or
+	// runtime.Goexit), found and expired when the goroutine entered the
+	// function again at the same depth; they are also in the targets'
+	// orphans.
+	Expired uint64
+	// NoGoroutine counts firings where the goroutine could not be read.
+	NoGoroutine uint64
+	// Sites are the probe sites of every Go target.
+	Sites []GoSite
+}
+
+// GoStats returns the Go programs' counters (zero when the session times
+// no Go function).
+func (s *Session) GoStats() (GoStats, error) {
+	var out GoStats
+	for _, c := range s.closers {
+		g, ok := c.(*goObjects)
+		if !ok {
+			continue
+		}
+		out.Sites = append(out.Sites, g.sites...)
+		var per []bpf.GoTimingGoProbeStats
+		if err := g.GoStats.Lookup(uint32(0), &per); err != nil {
+			return out, fmt.Errorf("read Go probe statistics of %s: %w", g.binary, err)
+		}
+		for _, p := range per {
+			out.Morestack += p.Morestack
+			out.Expired += p.Expired
+			out.NoGoroutine += p.NoG
+		}
+	}
+	return out, nil
+}
+
+// attachGo attaches the Go programs to Go functions: a uprobe at entry
+// (on the stack check's JBE where possible) and one on every RET, never a
+// uretprobe. One set of programs is loaded per binary, with that binary's
+// runtime.g offsets.
+func attachGo(s *Session, ts []*Target) error {
+	byBin := map[string][]*Target{}
+	var bins []string
+	for _, t := range ts {
+		if byBin[t.Spec.Binary] == nil {
+			bins = append(bins, t.Spec.Binary)
+		}
+		byBin[t.Spec.Binary] = append(byBin[t.Spec.Binary], t)
+	}
+	for _, bin := range bins {
+		if err := attachGoBinary(s, bin, byBin[bin]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func attachGoBinary(s *Session, bin string, ts []*Target) error {
+	tab, err := symtab.Open(bin)
+	if err != nil {
+		return fmt.Errorf("read symbols of %s: %w", bin, err)
+	}
+	defer tab.Close()
+	if tab.Machine != elf.EM_X86_64 {
+		return fmt.Errorf("%s is a Go executable for %v: tickprof times Go functions on amd64 only so far", bin, tab.Machine)
+	}
+	offs, err := tab.GoRuntimeOffsets()
+	if err != nil {
+		return err
+	}
+	sites := make([]symtab.ProbeSites, len(ts))
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		sites[i], err = goSites(tab, t)
+		if err != nil {
+			return err
+		}
+		names[i] = t.Spec.Symbol
+	}
+	// Best effort: a binary without DWARF cannot tell.
+	inlined, _ := tab.InlinedIntoAll(names)
+
+	spec, err := bpf.LoadGoTiming()
+	if err != nil {
+		return fmt.Errorf("read the Go timing BPF object: %w", err)
+	}
+	if err := setConstants(spec, map[string]any{
+		"go_goid_off":    offs.Goid,
+		"go_stackhi_off": offs.StackHi,
+	}); err != nil {
+		return err
+	}
+	objs := &goObjects{binary: bin}
+	if err := s.LoadShared(spec, &objs.GoTimingObjects); err != nil {
+		return err
+	}
+	s.AddCloser(objs)
+
+	ex, err := link.OpenExecutable(bin)
+	if err != nil {
+		return fmt.Errorf("open %s for uprobes: %w", bin, err)
+	}
+	for i, t := range ts {
+		ps := sites[i]
+		cookie := uint64(t.Index)
+		if ps.EntryCheck {
+			cookie |= goCookieCheck
+		}
+		if err := goUprobe(s, ex, tab, t, ps.Entry, objs.GoEntry, cookie); err != nil {
+			return err
+		}
+		for _, e := range ps.Exits {
+			if e.SPAdjust > 0xff {
+				return fmt.Errorf("%s: exit site %#x: SP adjustment %d out of range", t.Name, e.Addr, e.SPAdjust)
+			}
+			if err := goUprobe(s, ex, tab, t, e.Addr, objs.GoExit, uint64(t.Index)|e.SPAdjust<<goCookieSPShift); err != nil {
+				return err
+			}
+		}
+		objs.sites = append(objs.sites, GoSite{Target: t.Name, Sites: ps, Offsets: offs, InlinedInto: inlined[t.Spec.Symbol]})
+	}
+	return nil
+}
+
+// goSites finds the probe sites of one target and explains when there are
+// none.
+func goSites(tab *symtab.Table, t *Target) (symtab.ProbeSites, error) {
+	sym, ok := tab.FuncSymbol(t.Spec.Addr)
+	if !ok || sym.Value != t.Spec.Addr {
+		return symtab.ProbeSites{}, fmt.Errorf("%s: no function starts at %#x in %s", t.Name, t.Spec.Addr, t.Spec.Binary)
+	}
+	ps, err := tab.ProbeSites(sym)
+	if errors.Is(err, symtab.ErrNoReturn) {
+		return ps, fmt.Errorf("cannot time %v; its entry can still be counted with `tickprof sample --count`", err)
+	}
+	if err != nil {
+		return ps, fmt.Errorf("find the probe sites of %s: %w", t.Name, err)
+	}
+	return ps, nil
+}
+
+// goUprobe attaches prog at the virtual address addr of the target's binary.
+func goUprobe(s *Session, ex *link.Executable, tab *symtab.Table, t *Target, addr uint64, prog *ebpf.Program, cookie uint64) error {
+	off, err := tab.FileOffset(addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	l, err := ex.Uprobe(t.Spec.Symbol, prog, &link.UprobeOptions{Address: off, PID: s.opts.PID, Cookie: cookie})
+	if err != nil {
+		if errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
+		}
+		if errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("attach to %s: %w", t.Name, ErrNotRoot)
+		}
+		return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, off, err)
+	}
+	s.AddLink(l)
+	return nil
+}
+
+// GoNotFoundHint explains why a Go function is missing from a binary's
+// symbols: it was inlined into every caller (named, when DWARF tells).
+// It returns "" when the binary does not say.
+func GoNotFoundHint(binary, name string) string {
+	tab, err := symtab.Open(binary)
+	if err != nil || !tab.IsGo {
+		return ""
+	}
+	defer tab.Close()
+	into, err := tab.InlinedInto(name)
+	if err != nil || len(into) == 0 {
+		return ""
+	}
+	if len(into) > 3 {
+		into = append(into[:3], fmt.Sprintf("%d more", len(into)-3))
+	}
+	return fmt.Sprintf("%s was inlined into %s and has no code of its own to probe: time its caller, or rebuild with //go:noinline on it", name, strings.Join(into, ", "))
+}

@@ -1,0 +1,271 @@
+package loader
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/tickprof/tickprof/bpf"
+)
+
+func init() { registerAttacher(KindKernelFunc, attachKernelFuncs) }
+
+// KernelFuncError lists kernel functions that cannot be probed, each with
+// the reason, found before anything is attached.
+type KernelFuncError struct {
+	Method   AttachMode
+	Problems []string
+}
+
+func (e *KernelFuncError) Error() string {
+	return fmt.Sprintf("kernel functions not attachable with %s: %s", e.Method, strings.Join(e.Problems, "; "))
+}
+
+// kernelFuncMethods probes only what -k needs: kprobes and fentry.
+func kernelFuncMethods() *Features {
+	f := &Features{Kernel: kernelRelease()}
+	f.KernelConfig, f.ConfigSource = readKernelConfig(kernelConfigKeys)
+	_, _ = EnsureTracefs()
+	_, btfErr := btf.LoadKernelSpec()
+	f.add(FeatBTF, btfErr, "")
+	f.add(FeatKprobe, probeKprobe(f, false), "")
+	f.add(FeatKretprobe, probeKprobe(f, true), "")
+	f.add(FeatFentry, probeFentry(f, ebpf.AttachTraceFEntry, btfErr), "")
+	f.add(FeatFexit, probeFentry(f, ebpf.AttachTraceFExit, btfErr), "")
+	return f
+}
+
+// ResolveKernelFuncs turns the -k arguments into specs, after picking the
+// attach method (mode, or for AttachAuto kprobes where the kernel has them,
+// else fentry) and checking that every function can be probed that way:
+// present in /proc/kallsyms as a function, not on the kprobe blacklist
+// (kprobes), present in BTF and patchable by ftrace (fentry). All problems
+// are reported together, by name, before anything starts.
+func ResolveKernelFuncs(names []string, mode AttachMode) ([]Spec, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if mode == "" {
+		mode = AttachAuto
+	}
+	m, err := kernelFuncMethods().KernelFuncMethod(mode)
+	if err != nil {
+		return nil, err
+	}
+	text, err := kernelTextSymbols()
+	if err != nil {
+		return nil, err
+	}
+	var blacklist, traceable map[string]bool
+	var kbtf *btf.Spec
+	switch m {
+	case AttachKprobe:
+		blacklist = kprobeBlacklist()
+	case AttachFentry:
+		if traceable, err = ftraceFunctions(); err != nil {
+			return nil, err
+		}
+		if kbtf, err = btf.LoadKernelSpec(); err != nil {
+			return nil, fmt.Errorf("fentry needs kernel BTF: %w", err)
+		}
+	}
+	var problems []string
+	var out []Spec
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		switch {
+		case !text[name]:
+			p := name + ": not a function in /proc/kallsyms (inlined, static and renamed, or absent from this kernel)"
+			if c := closestNames(name, keys(text), 5); len(c) > 0 {
+				p += " (closest: " + strings.Join(c, ", ") + ")"
+			}
+			problems = append(problems, p)
+			continue
+		case blacklist[name]:
+			problems = append(problems, name+": on the kprobe blacklist (the kernel forbids probing it)")
+			continue
+		case traceable != nil && !traceable[name]:
+			problems = append(problems, name+": not in available_filter_functions (notrace or inlined), so fentry cannot attach; try --attach kprobe on a kernel with kprobes")
+			continue
+		case kbtf != nil:
+			var fn *btf.Func
+			if err := kbtf.TypeByName(name, &fn); errors.Is(err, btf.ErrNotFound) {
+				problems = append(problems, name+": no BTF function record, so fentry cannot attach")
+				continue
+			}
+		}
+		arg := uint64(1)
+		if m == AttachFentry {
+			arg = 2
+		}
+		out = append(out, Spec{Kind: KindKernelFunc, Name: "kernel:" + name, Symbol: name, Arg: arg})
+	}
+	if len(problems) > 0 {
+		return nil, &KernelFuncError{Method: m, Problems: problems}
+	}
+	return out, nil
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// kernelTextSymbols returns the names of the kernel's functions (text
+// symbols of vmlinux; module symbols are left out).
+func kernelTextSymbols() (map[string]bool, error) {
+	fh, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return nil, fmt.Errorf("read kernel symbols: %w", err)
+	}
+	defer fh.Close()
+	out := map[string]bool{}
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && (f[1] == "T" || f[1] == "t") {
+			out[f[2]] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read /proc/kallsyms: %w", err)
+	}
+	return out, nil
+}
+
+// kprobeBlacklist returns the functions kprobes refuse (empty when the
+// list is not readable: the attach itself then reports the refusal).
+func kprobeBlacklist() map[string]bool {
+	out := map[string]bool{}
+	fh, err := os.Open("/sys/kernel/debug/kprobes/blacklist")
+	if err != nil {
+		return out
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 {
+			out[f[1]] = true
+		}
+	}
+	return out
+}
+
+// ftraceFunctions returns the functions ftrace can patch (the ones BPF
+// trampolines can attach to).
+func ftraceFunctions() (map[string]bool, error) {
+	tfs, err := EnsureTracefs()
+	if err != nil {
+		return nil, err
+	}
+	p := filepath.Join(tfs, "available_filter_functions")
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	defer fh.Close()
+	out := map[string]bool{}
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 1 {
+			out[f[0]] = true
+		}
+	}
+	return out, sc.Err()
+}
+
+// kfKprobeObjects are the kprobe-method programs.
+type kfKprobeObjects struct {
+	Entry *ebpf.Program `ebpf:"kf_kprobe_entry"`
+	Exit  *ebpf.Program `ebpf:"kf_kprobe_exit"`
+}
+
+func (o *kfKprobeObjects) Close() error { return errors.Join(o.Entry.Close(), o.Exit.Close()) }
+
+// kfFentryObjects are one function's fentry/fexit programs.
+type kfFentryObjects struct {
+	Entry *ebpf.Program `ebpf:"kf_fentry"`
+	Exit  *ebpf.Program `ebpf:"kf_fexit"`
+}
+
+func (o *kfFentryObjects) Close() error { return errors.Join(o.Entry.Close(), o.Exit.Close()) }
+
+// attachKernelFuncs attaches entry and exit programs to every kernel
+// function target, with the method ResolveKernelFuncs chose (Spec.Arg 1:
+// kprobe, 2: fentry).
+func attachKernelFuncs(s *Session, ts []*Target) error {
+	if _, err := EnsureTracefs(); err != nil {
+		return err
+	}
+	var kp, fe []*Target
+	for _, t := range ts {
+		if t.Spec.Arg == 2 {
+			fe = append(fe, t)
+		} else {
+			kp = append(kp, t)
+		}
+	}
+	if len(kp) > 0 {
+		spec, err := bpf.LoadKfunc()
+		if err != nil {
+			return fmt.Errorf("read the kernel-function BPF object: %w", err)
+		}
+		var objs kfKprobeObjects
+		if err := loadShared(s, spec, &objs); err != nil {
+			return err
+		}
+		s.AddCloser(&objs)
+		for _, t := range kp {
+			opts := &link.KprobeOptions{Cookie: uint64(t.Index)}
+			// The exit first: an exit without its entry is only an orphan.
+			rl, err := link.Kretprobe(t.Spec.Symbol, objs.Exit, opts)
+			if err != nil {
+				return fmt.Errorf("attach kretprobe to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
+			}
+			s.AddLink(rl)
+			l, err := link.Kprobe(t.Spec.Symbol, objs.Entry, opts)
+			if err != nil {
+				return fmt.Errorf("attach kprobe to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
+			}
+			s.AddLink(l)
+		}
+	}
+	for _, t := range fe {
+		spec, err := bpf.LoadKfunc()
+		if err != nil {
+			return fmt.Errorf("read the kernel-function BPF object: %w", err)
+		}
+		spec.Programs["kf_fentry"].AttachTo = t.Spec.Symbol
+		spec.Programs["kf_fexit"].AttachTo = t.Spec.Symbol
+		if err := spec.Variables["kf_target"].Set(t.Index); err != nil {
+			return fmt.Errorf("set kf_target: %w", err)
+		}
+		var objs kfFentryObjects
+		if err := loadShared(s, spec, &objs); err != nil {
+			return fmt.Errorf("load fentry/fexit for %s: %w", t.Spec.Symbol, err)
+		}
+		s.AddCloser(&objs)
+		for _, p := range []*ebpf.Program{objs.Exit, objs.Entry} {
+			l, err := link.AttachTracing(link.TracingOptions{Program: p})
+			if err != nil {
+				return fmt.Errorf("attach BPF trampoline to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
+			}
+			s.AddLink(l)
+		}
+	}
+	return nil
+}

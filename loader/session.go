@@ -1,0 +1,593 @@
+package loader
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/tickprof/tickprof/bpf"
+)
+
+// AttachFunc attaches the timing programs for every target of one Kind.
+// See the package documentation for the contract.
+type AttachFunc func(s *Session, targets []*Target) error
+
+// attachers maps a Kind to its attach method. It is written only by init
+// functions (registerAttacher) and read-only afterwards.
+var attachers = map[Kind]AttachFunc{}
+
+// registerAttacher installs the attach method of a kind. Call it from an
+// init function only.
+func registerAttacher(k Kind, f AttachFunc) {
+	if _, dup := attachers[k]; dup {
+		panic(fmt.Sprintf("loader: two attach methods for kind %v", k))
+	}
+	attachers[k] = f
+}
+
+// Supported reports whether this build can attach targets of kind k.
+func Supported(k Kind) bool { _, ok := attachers[k]; return ok }
+
+// Options configure a Session.
+type Options struct {
+	// Clock is the tick clock. For ClockJiffies a zero Tick is measured.
+	Clock Clock
+	// Exact also reads the ns clock on every call (ns mode, --validate).
+	Exact bool
+	// PID restricts counting to one process (its threads); 0 counts all.
+	PID int
+	// NoRecords turns off the crossing records (and per-caller detail).
+	NoRecords bool
+	// RingSize is the ring buffer size in bytes (a power of two, >= 4096);
+	// 0 means 1 MiB.
+	RingSize int
+	// RecordGrid is, for the ns clock, the grid whose lines decide which
+	// calls get a crossing record (about ET/RecordGrid records per call);
+	// 0 means DefaultRecordGrid.
+	RecordGrid time.Duration
+}
+
+// DefaultRecordGrid is the ns clock's record grid: per-caller attribution
+// from one record per 100 us of timed code keeps the ring traffic of short
+// functions small.
+const DefaultRecordGrid = 100 * time.Microsecond
+
+// Target is one attached target.
+type Target struct {
+	// Index is the target's element in tp_counters (the BPF cookie).
+	Index uint32
+	// Spec is what was asked for.
+	Spec Spec
+	// Name is the display name.
+	Name string
+}
+
+// Session holds the loaded timing objects and the attached probes.
+type Session struct {
+	opts    Options
+	objs    bpf.TimingObjects
+	targets []*Target
+
+	links   []link.Link
+	closers []io.Closer
+	stopped bool
+
+	reader *ringbuf.Reader
+	drain  sync.WaitGroup
+
+	mu      sync.Mutex
+	callers map[callerKey]*callerAgg
+	records uint64
+
+	start    time.Time
+	last     []Counters
+	final    *Poll // the counters read by Stop
+	finalErr error
+	// attachOrphans are the orphans counted while attaching (per target).
+	attachOrphans []uint64
+	// merging makes Poll add its increment to the last batch (Stop).
+	merging bool
+	batches [][]Counters
+	procs   *procMaps
+}
+
+type callerKey struct {
+	target  uint32
+	stackID int32
+}
+
+type callerAgg struct {
+	records, ticks, ns uint64
+}
+
+// Open loads the timing programs, attaches every spec and starts draining
+// the crossing records. The caller must Close the session.
+func Open(opts Options, specs []Spec) (*Session, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("no targets to time: give at least one of -u, -s, -k")
+	}
+	if err := CheckPrivileges(); err != nil {
+		return nil, err
+	}
+	if opts.PID != 0 {
+		if err := CheckProcess(opts.PID); err != nil {
+			return nil, err
+		}
+	}
+	for _, sp := range specs {
+		if _, ok := attachers[sp.Kind]; !ok {
+			if sp.Kind == KindGoUser {
+				return nil, fmt.Errorf("%s %w", sp.Binary, ErrGoBinary)
+			}
+			return nil, fmt.Errorf("%s targets (%s) are %w", sp.Kind, sp.Name, ErrKindUnsupported)
+		}
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise the memlock limit: %w", err)
+	}
+	if opts.Clock.Kind == ClockJiffies && opts.Clock.Tick == 0 {
+		d, err := MeasureJiffy(200 * time.Millisecond)
+		if err != nil {
+			return nil, err
+		}
+		opts.Clock.Tick = d
+	}
+	if opts.Clock.Kind == ClockNS {
+		opts.Clock.Tick = time.Nanosecond
+		opts.Exact = true
+		if opts.RecordGrid <= 0 {
+			opts.RecordGrid = DefaultRecordGrid
+		}
+	} else {
+		opts.RecordGrid = 0
+	}
+	if opts.Clock.Tick <= 0 {
+		return nil, fmt.Errorf("clock %s has no resolution", opts.Clock)
+	}
+	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}}
+	for i, sp := range specs {
+		name := sp.Name
+		if name == "" {
+			name = sp.Symbol
+		}
+		s.targets = append(s.targets, &Target{Index: uint32(i), Spec: sp, Name: name})
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if opts.PID != 0 {
+		s.procs = newProcMaps(opts.PID)
+		s.procs.refresh()
+	}
+	byKind := map[Kind][]*Target{}
+	var kinds []Kind
+	for _, t := range s.targets {
+		if byKind[t.Spec.Kind] == nil {
+			kinds = append(kinds, t.Spec.Kind)
+		}
+		byKind[t.Spec.Kind] = append(byKind[t.Spec.Kind], t)
+	}
+	for _, k := range kinds {
+		if err := attachers[k](s, byKind[k]); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	rd, err := ringbuf.NewReader(s.objs.TpRecords)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open the crossing-record ring buffer: %w", err)
+	}
+	s.reader = rd
+	s.drain.Add(1)
+	go s.drainLoop()
+	s.start = time.Now()
+	s.last = make([]Counters, len(s.targets))
+	s.batches = make([][]Counters, len(s.targets))
+	// Exits are attached before entries, so calls that began while the
+	// entries were being attached end as orphans by construction: not a
+	// sign of trouble, and left out of what Poll reports.
+	s.attachOrphans = make([]uint64, len(s.targets))
+	if p, err := s.read(); err == nil {
+		for i, c := range p.Totals {
+			s.attachOrphans[i] = c.Orphans
+		}
+	}
+	return s, nil
+}
+
+// constants returns the load-time constants of timing.h.
+func (s *Session) constants() map[string]any {
+	exact, records := uint32(0), uint32(1)
+	if s.opts.Exact {
+		exact = 1
+	}
+	if s.opts.NoRecords {
+		records = 0
+	}
+	tick := uint64(1)
+	if s.opts.Clock.Kind == ClockTick {
+		tick = uint64(s.opts.Clock.Tick)
+	}
+	return map[string]any{
+		"tp_clock":        uint32(s.opts.Clock.Kind),
+		"tp_exact":        exact,
+		"tp_tick_ns":      tick,
+		"tp_filter_tgid":  uint32(s.opts.PID),
+		"tp_want_records": records,
+		"tp_record_ns":    uint64(s.opts.RecordGrid),
+	}
+}
+
+func (s *Session) load() error {
+	spec, err := bpf.LoadTiming()
+	if err != nil {
+		return fmt.Errorf("read the timing BPF object: %w", err)
+	}
+	if err := setConstants(spec, s.constants()); err != nil {
+		return err
+	}
+	spec.Maps["tp_counters"].MaxEntries = uint32(len(s.targets))
+	if s.opts.RingSize > 0 {
+		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
+	}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		return loadError(err)
+	}
+	return nil
+}
+
+func setConstants(spec *ebpf.CollectionSpec, consts map[string]any) error {
+	for name, v := range consts {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			continue // an object that does not use this constant
+		}
+		if err := vs.Set(v); err != nil {
+			return fmt.Errorf("set BPF constant %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// loadError turns a load failure into a one-line error with a next step.
+func loadError(err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("the kernel verifier rejected tickprof's BPF program (report this with `tickprof doctor` output): %v", ve)
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("load BPF programs: %w (%v)", ErrNotRoot, err)
+	}
+	return fmt.Errorf("load BPF programs: %w", err)
+}
+
+// LoadShared loads another object that includes timing.h (the syscall,
+// kernel-function or Go programs) into to, with the session's constants
+// and its shared maps in place of the object's own copies. The object's
+// specs of the shared maps are first sized like the session's (tp_counters
+// holds one element per target, tp_records is sized by Options.RingSize),
+// since a replacement must match its spec; an attacher need not size them
+// itself. The caller registers the loaded objects with AddCloser.
+func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
+	if err := setConstants(spec, s.constants()); err != nil {
+		return err
+	}
+	shared := map[string]*ebpf.Map{
+		"tp_counters": s.objs.TpCounters,
+		"tp_entries":  s.objs.TpEntries,
+		"tp_records":  s.objs.TpRecords,
+		"tp_runstats": s.objs.TpRunstats,
+		"tp_stacks":   s.objs.TpStacks,
+		"tp_zero":     s.objs.TpZero,
+		"tp_tasks":    s.objs.TpTasks,
+	}
+	repl := map[string]*ebpf.Map{}
+	for name, m := range shared {
+		if ms, ok := spec.Maps[name]; ok && m != nil {
+			ms.MaxEntries = m.MaxEntries()
+			repl[name] = m
+		}
+	}
+	if err := spec.LoadAndAssign(to, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+		return loadError(err)
+	}
+	return nil
+}
+
+// AddLink keeps a link until Stop or Close, which close links in the
+// reverse order of AddLink: attach exits before entries, so that entries
+// are detached first and calls in flight still complete.
+func (s *Session) AddLink(l link.Link) { s.links = append(s.links, l) }
+
+// AddCloser keeps an object (loaded programs, maps) until Close.
+func (s *Session) AddCloser(c io.Closer) { s.closers = append(s.closers, c) }
+
+// Options returns the session's options, with the clock's resolution
+// filled in.
+func (s *Session) Options() Options { return s.opts }
+
+// Clock returns the clock with its resolution.
+func (s *Session) Clock() Clock { return s.opts.Clock }
+
+// Targets returns the attached targets, in Index order.
+func (s *Session) Targets() []*Target { return s.targets }
+
+// Programs returns the user-function entry and exit programs (for
+// statistics such as ebpf.EnableStats run time).
+func (s *Session) Programs() []*ebpf.Program {
+	return []*ebpf.Program{s.objs.TpUentry, s.objs.TpUexit}
+}
+
+// Poll is the state of every target at one moment.
+type Poll struct {
+	// At is when the counters were read; Elapsed is since Open.
+	At      time.Time
+	Elapsed time.Duration
+	// Totals are the cumulative counters per target (Index order).
+	Totals []Counters
+	// Stats are the run statistics.
+	Stats RunStats
+	// Records is the number of crossing records received so far.
+	Records uint64
+}
+
+// Poll reads every target's counters and appends one batch per target
+// (the increment since the previous Poll). Call it periodically (every
+// 200 ms by default): the batches feed the batch-means interval.
+func (s *Session) Poll() (Poll, error) {
+	if s.stopped && s.final != nil {
+		p := *s.final
+		s.mu.Lock()
+		p.Records = s.records
+		s.mu.Unlock()
+		return p, s.finalErr
+	}
+	p, err := s.read()
+	if err != nil {
+		return p, err
+	}
+	for i := range p.Totals {
+		p.Totals[i].Orphans = subFloor(p.Totals[i].Orphans, s.attachOrphans[i])
+	}
+	for i := range s.targets {
+		inc := p.Totals[i].Sub(s.last[i])
+		if n := len(s.batches[i]); s.merging && n > 0 {
+			s.batches[i][n-1] = addCounters(s.batches[i][n-1], inc)
+		} else {
+			s.batches[i] = append(s.batches[i], inc)
+		}
+		s.last[i] = p.Totals[i]
+	}
+	s.mu.Lock()
+	p.Records = s.records
+	s.mu.Unlock()
+	if s.procs != nil {
+		s.procs.refresh()
+	}
+	return p, nil
+}
+
+// read reads every target's counters and the run statistics.
+func (s *Session) read() (Poll, error) {
+	p := Poll{At: time.Now(), Totals: make([]Counters, len(s.targets))}
+	p.Elapsed = p.At.Sub(s.start)
+	var per []bpf.TimingTpCounts
+	for i, t := range s.targets {
+		if err := s.objs.TpCounters.Lookup(t.Index, &per); err != nil {
+			return p, fmt.Errorf("read counters of %s: %w", t.Name, err)
+		}
+		p.Totals[i] = sumCPUs(per)
+	}
+	var st []bpf.TimingTpStats
+	if err := s.objs.TpRunstats.Lookup(uint32(0), &st); err != nil {
+		return p, fmt.Errorf("read run statistics: %w", err)
+	}
+	for _, c := range st {
+		p.Stats.RingDrops += c.RingDrops
+		p.Stats.StackFails += c.StackFails
+		p.Stats.Filtered += c.Filtered
+	}
+	return p, nil
+}
+
+// subFloor returns a-b, or 0 when b > a.
+func subFloor(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
+
+// Batches returns the per-poll increments of target i (Index order).
+func (s *Session) Batches(i int) []Counters { return s.batches[i] }
+
+// InFlight returns, per target, the entries of the hash-keyed entry state
+// (tp_entries: Go and kernel-function targets) still waiting for their
+// exit: calls in progress when read, or whose exit will never come. After
+// Stop they are orphans. Entries in task storage (user functions) cannot
+// be listed from user space; they are freed with their threads.
+func (s *Session) InFlight() ([]uint64, error) {
+	out := make([]uint64, len(s.targets))
+	var k bpf.TimingTpKey
+	var v bpf.TimingTpEntry
+	it := s.objs.TpEntries.Iterate()
+	for it.Next(&k, &v) {
+		if int(k.Target) < len(out) && v.Depth > v.Floor {
+			out[k.Target] += uint64(v.Depth - v.Floor)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return out, fmt.Errorf("read entry state: %w", err)
+	}
+	return out, nil
+}
+
+// Stop reads the counters one last time (a final Poll), then detaches
+// every probe and waits until the records already in the ring buffer are
+// drained. Detaching is not atomic: between an entry probe's removal and
+// its exit probe's, calls produce exits without entries; reading first
+// keeps such artifacts out of the results. Poll after Stop returns the
+// final counters.
+func (s *Session) Stop() {
+	if s.stopped {
+		return
+	}
+	if s.last != nil {
+		s.merging = true // the short last increment joins the last batch
+		p, err := s.Poll()
+		s.merging = false
+		s.final, s.finalErr = &p, err
+	}
+	s.stopped = true
+	for i := len(s.links) - 1; i >= 0; i-- {
+		s.links[i].Close()
+	}
+	s.links = nil
+	if s.reader != nil {
+		s.reader.Flush()
+		s.drain.Wait()
+	}
+}
+
+// Close stops the session and releases every BPF object.
+func (s *Session) Close() error {
+	s.Stop()
+	if s.reader != nil {
+		s.reader.Close()
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i].Close()
+	}
+	if s.procs != nil {
+		s.procs.close()
+	}
+	return s.objs.Close()
+}
+
+// drainLoop reads crossing records until the reader is flushed by Stop or
+// closed. The BPF side submits with BPF_RB_NO_WAKEUP, so the loop wakes
+// on a short deadline and reads whatever accumulated.
+func (s *Session) drainLoop() {
+	defer s.drain.Done()
+	var rec ringbuf.Record
+	for {
+		s.reader.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		err := s.reader.ReadInto(&rec)
+		switch {
+		case err == nil:
+			s.addRecord(rec.RawSample)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		default: // flushed by Stop, or closed
+			return
+		}
+	}
+}
+
+// recordSize is sizeof(struct tp_record).
+const recordSize = 32
+
+func (s *Session) addRecord(b []byte) {
+	if len(b) < recordSize {
+		return
+	}
+	k := callerKey{
+		target:  binary.LittleEndian.Uint32(b[0:]),
+		stackID: int32(binary.LittleEndian.Uint32(b[12:])),
+	}
+	ticks := binary.LittleEndian.Uint64(b[16:])
+	if s.opts.RecordGrid > 0 {
+		// ns clock: the record counts grid lines; in units of d (1 ns)
+		// that is an unbiased estimate of the call's share of time.
+		ticks *= uint64(s.opts.RecordGrid)
+	}
+	ns := binary.LittleEndian.Uint64(b[24:])
+	s.mu.Lock()
+	a := s.callers[k]
+	if a == nil {
+		a = &callerAgg{}
+		s.callers[k] = a
+	}
+	a.records++
+	a.ticks += ticks
+	a.ns += ns
+	s.records++
+	s.mu.Unlock()
+}
+
+// Frame is one symbolized stack frame.
+type Frame struct {
+	// PC is the address in the process.
+	PC uint64
+	// Func is the function name ("" when unknown).
+	Func string
+	// File is the mapped file holding PC ("" when unknown).
+	File string
+}
+
+// Caller is the crossing records of one target from one caller stack.
+type Caller struct {
+	// Target is the index of the target.
+	Target int
+	// Stack is the caller's stack, innermost first (the return address in
+	// the caller comes first); empty when it could not be captured.
+	Stack []Frame
+	// Records is the number of calls from this stack that crossed at least
+	// one tick; Ticks their crossings; Ns their exact ns (exact mode).
+	Records, Ticks, Ns uint64
+}
+
+// Callers returns the per-caller attribution gathered from the crossing
+// records, largest tick count first. Stacks are symbolized with the
+// process's memory maps as last seen.
+func (s *Session) Callers() []Caller {
+	s.mu.Lock()
+	keys := make([]callerKey, 0, len(s.callers))
+	for k := range s.callers {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	out := make([]Caller, 0, len(keys))
+	pcs := make([]uint64, s.objs.TpStacks.ValueSize()/8)
+	for _, k := range keys {
+		s.mu.Lock()
+		a := *s.callers[k]
+		s.mu.Unlock()
+		c := Caller{Target: int(k.target), Records: a.records, Ticks: a.ticks, Ns: a.ns}
+		if k.stackID >= 0 {
+			if err := s.objs.TpStacks.Lookup(uint32(k.stackID), &pcs); err == nil {
+				for _, pc := range pcs {
+					if pc == 0 {
+						break
+					}
+					c.Stack = append(c.Stack, s.symbolize(pc))
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Ticks != out[j].Ticks {
+			return out[i].Ticks > out[j].Ticks
+		}
+		return out[i].Records > out[j].Records
+	})
+	return out
+}
+
+func (s *Session) symbolize(pc uint64) Frame {
+	if s.procs == nil {
+		return Frame{PC: pc}
+	}
+	return s.procs.symbolize(pc)
+}

@@ -1,0 +1,193 @@
+package sampler
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"io"
+	"sort"
+)
+
+// inlineFrame is one function a program counter is inside of because it was
+// inlined: the function and the position of the call in its caller.
+type inlineFrame struct {
+	Function string
+	File     string // of the call site, in the caller
+	Line     int64
+}
+
+// inliner finds the inlined calls around a program counter from DWARF
+// (DW_TAG_inlined_subroutine), which symtab does not read: Go and C
+// compilers both describe inlining there. Each compile unit's subprograms are
+// indexed by address on first use.
+type inliner struct {
+	d     *dwarf.Data
+	units map[dwarf.Offset]*unitIndex
+	names map[dwarf.Offset]string
+}
+
+// unitIndex holds a compile unit's subprograms sorted by start address and
+// its file table.
+type unitIndex struct {
+	subs  []subRange
+	files []*dwarf.LineFile
+}
+
+type subRange struct {
+	lo, hi uint64
+	off    dwarf.Offset
+}
+
+// newInliner reads the DWARF data of an open ELF file; nil when it has none.
+func newInliner(r io.ReaderAt) *inliner {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil
+	}
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	return &inliner{d: d, units: map[dwarf.Offset]*unitIndex{}, names: map[dwarf.Offset]string{}}
+}
+
+// frames returns the inlined bodies pc lies in, innermost first: each with
+// its function name and the call site (file, line) in the function it was
+// inlined into, which is frames[i+1] or, for the last, the real function
+// that holds pc.
+func (in *inliner) frames(pc uint64) []inlineFrame {
+	r := in.d.Reader()
+	cu, err := r.SeekPC(pc)
+	if err != nil || cu == nil {
+		return nil
+	}
+	u := in.unit(cu)
+	if u == nil {
+		return nil
+	}
+	i := sort.Search(len(u.subs), func(i int) bool { return u.subs[i].lo > pc }) - 1
+	if i < 0 || pc >= u.subs[i].hi {
+		return nil
+	}
+	r.Seek(u.subs[i].off)
+	sub, err := r.Next()
+	if err != nil || sub == nil || !sub.Children {
+		return nil
+	}
+	// Walk the subprogram's tree, descending into inlined subroutines that
+	// hold pc; record them outermost first.
+	var chain []*dwarf.Entry
+	depth := 1
+	for depth > 0 {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			depth--
+			continue
+		}
+		if e.Tag == dwarf.TagInlinedSubroutine || e.Tag == dwarf.TagLexDwarfBlock {
+			if in.contains(e, pc) {
+				if e.Tag == dwarf.TagInlinedSubroutine {
+					chain = append(chain, e)
+				}
+				if e.Children {
+					depth++
+				}
+				continue
+			}
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+	}
+	out := make([]inlineFrame, 0, len(chain))
+	for k := len(chain) - 1; k >= 0; k-- {
+		e := chain[k]
+		fr := inlineFrame{Function: in.name(e)}
+		if fi, ok := e.Val(dwarf.AttrCallFile).(int64); ok && fi >= 0 && int(fi) < len(u.files) && u.files[fi] != nil {
+			fr.File = u.files[fi].Name
+		}
+		if ln, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+			fr.Line = ln
+		}
+		out = append(out, fr)
+	}
+	return out
+}
+
+func (in *inliner) contains(e *dwarf.Entry, pc uint64) bool {
+	rs, err := in.d.Ranges(e)
+	if err != nil {
+		return false
+	}
+	for _, r := range rs {
+		if pc >= r[0] && pc < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// name returns the name of an inlined subroutine from its abstract origin.
+func (in *inliner) name(e *dwarf.Entry) string {
+	if n, ok := e.Val(dwarf.AttrName).(string); ok {
+		return n
+	}
+	off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+	if !ok {
+		return ""
+	}
+	if n, ok := in.names[off]; ok {
+		return n
+	}
+	r := in.d.Reader()
+	r.Seek(off)
+	n := ""
+	if o, err := r.Next(); err == nil && o != nil {
+		n, _ = o.Val(dwarf.AttrName).(string)
+		if n == "" {
+			n, _ = o.Val(dwarf.AttrLinkageName).(string)
+		}
+	}
+	in.names[off] = n
+	return n
+}
+
+// unit indexes the subprograms of compile unit cu.
+func (in *inliner) unit(cu *dwarf.Entry) *unitIndex {
+	if u, ok := in.units[cu.Offset]; ok {
+		return u
+	}
+	u := &unitIndex{}
+	in.units[cu.Offset] = u
+	if lr, err := in.d.LineReader(cu); err == nil && lr != nil {
+		u.files = lr.Files()
+	}
+	if !cu.Children {
+		return u
+	}
+	r := in.d.Reader()
+	r.Seek(cu.Offset)
+	if _, err := r.Next(); err != nil {
+		return u
+	}
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil || e.Tag == 0 {
+			break
+		}
+		if e.Tag == dwarf.TagSubprogram {
+			if rs, err := in.d.Ranges(e); err == nil {
+				for _, rg := range rs {
+					u.subs = append(u.subs, subRange{lo: rg[0], hi: rg[1], off: e.Offset})
+				}
+			}
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+	}
+	sort.Slice(u.subs, func(i, j int) bool { return u.subs[i].lo < u.subs[j].lo })
+	return u
+}

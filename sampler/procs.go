@@ -1,0 +1,238 @@
+package sampler
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tickprof/tickprof/symtab"
+)
+
+// procTable holds what is known of every sampled process: its memory map as
+// it was when first seen (and after each exec) and the mapped files, opened
+// while the process lived.
+type procTable struct {
+	cur    map[int]*procImage
+	all    []*procImage
+	files  map[string]*binFile
+	nextID uint64
+}
+
+// procImage is one memory map of one process.
+type procImage struct {
+	t      *procTable
+	id     uint64
+	pid    int
+	maps   []Mapping          // executable mappings, sorted
+	bins   []*binFile         // parallel to maps; nil for anonymous mappings
+	err    error              // why the map could not be read
+	exe    string             // the main executable's path
+	calls  map[[2]uint64]bool // isCallTo results by (return address, leaf function start)
+	readAt time.Time
+}
+
+// binFile is one mapped file with its symbol table.
+type binFile struct {
+	path  string // as the process names it
+	table *symtab.Table
+	err   error
+	// f stays open so that DWARF inline information can be read at the
+	// end, after the process may have exited.
+	f          *os.File
+	inl        *inliner
+	inlChecked bool
+}
+
+// inliner returns the file's DWARF inline reader, or nil.
+func (b *binFile) inliner() *inliner {
+	if !b.inlChecked {
+		b.inlChecked = true
+		if b.f != nil {
+			b.inl = newInliner(b.f)
+		}
+	}
+	return b.inl
+}
+
+func newProcTable() *procTable {
+	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}}
+}
+
+// image returns the current memory map of pid, reading it on first sight.
+func (t *procTable) image(pid int) *procImage {
+	if img, ok := t.cur[pid]; ok {
+		return img
+	}
+	return t.load(pid)
+}
+
+// exec notes that pid replaced its image: its next sample reads the new
+// map (by then the dynamic loader has usually mapped the libraries; later
+// ones are picked up by refresh).
+func (t *procTable) exec(pid int) {
+	delete(t.cur, pid)
+}
+
+// load reads /proc/PID/maps and opens the mapped files.
+func (t *procTable) load(pid int) *procImage {
+	t.nextID++
+	img := &procImage{t: t, id: t.nextID, pid: pid, readAt: time.Now()}
+	t.cur[pid] = img
+	t.all = append(t.all, img)
+	maps, err := readMaps(pid)
+	if err != nil {
+		img.err = err
+		return img
+	}
+	img.maps = maps
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
+		img.exe = strings.TrimSuffix(exe, " (deleted)")
+	}
+	img.bins = make([]*binFile, len(maps))
+	for i, m := range maps {
+		img.bins[i] = t.file(pid, m)
+	}
+	return img
+}
+
+// isCallTo reports whether ra is a return address right after a direct
+// call (call rel32) of the function holding leaf, both runtime addresses of
+// this image.
+func (img *procImage) isCallTo(ra, leaf uint64) bool {
+	start, ok := img.funcStart(leaf)
+	if !ok || ra < 5 {
+		return false
+	}
+	k := [2]uint64{ra, start}
+	if v, ok := img.calls[k]; ok {
+		return v
+	}
+	v := img.callTarget(ra) == start
+	if img.calls == nil {
+		img.calls = map[[2]uint64]bool{}
+	}
+	img.calls[k] = v
+	return v
+}
+
+// funcStart returns the runtime start address of the function holding addr.
+func (img *procImage) funcStart(addr uint64) (uint64, bool) {
+	mi, ok := findMapping(img.maps, addr)
+	if !ok || img.bins[mi] == nil || img.bins[mi].table == nil {
+		return 0, false
+	}
+	m, tab := img.maps[mi], img.bins[mi].table
+	va, ok := tab.VAddr(addr - m.Start + m.Offset)
+	if !ok {
+		return 0, false
+	}
+	_, start, ok := tab.Func(va)
+	if !ok || start > va {
+		return 0, false
+	}
+	return addr - (va - start), true
+}
+
+// callTarget decodes the instruction ending at ra as call rel32 and returns
+// its target, or 0.
+func (img *procImage) callTarget(ra uint64) uint64 {
+	mi, ok := findMapping(img.maps, ra-5)
+	if !ok || ra > img.maps[mi].Limit || img.bins[mi] == nil || img.bins[mi].f == nil {
+		return 0
+	}
+	m := img.maps[mi]
+	var code [5]byte
+	if _, err := img.bins[mi].f.ReadAt(code[:], int64(ra-5-m.Start+m.Offset)); err != nil || code[0] != 0xe8 {
+		return 0
+	}
+	rel := int32(uint32(code[1]) | uint32(code[2])<<8 | uint32(code[3])<<16 | uint32(code[4])<<24)
+	return ra + uint64(int64(rel))
+}
+
+// refresh re-reads the map of a live process whose sample fell outside it,
+// at most every 20 ms; it reports whether a new image was loaded.
+func (img *procImage) refresh() bool {
+	if time.Since(img.readAt) < 20*time.Millisecond {
+		return false
+	}
+	img.readAt = time.Now()
+	if !alive(img.pid) {
+		return false
+	}
+	img.t.load(img.pid)
+	return true
+}
+
+// file opens the file of mapping m of pid once per (device, inode): through
+// /proc/PID/map_files (which works for deleted files too), else through
+// /proc/PID/root so that containers' files are found.
+func (t *procTable) file(pid int, m Mapping) *binFile {
+	key := m.FileKey()
+	if key == "" || !strings.HasPrefix(m.Path, "/") {
+		return nil
+	}
+	if f, ok := t.files[key]; ok {
+		return f
+	}
+	f := &binFile{path: strings.TrimSuffix(m.Path, " (deleted)")}
+	t.files[key] = f
+	var errs []string
+	for _, p := range []string{
+		fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.Limit),
+		fmt.Sprintf("/proc/%d/root%s", pid, f.path),
+	} {
+		tab, err := symtab.Open(p)
+		if err == nil {
+			f.table = tab
+			if fh, err := os.Open(p); err == nil {
+				f.f = fh
+			}
+			return f
+		}
+		errs = append(errs, err.Error())
+	}
+	f.err = fmt.Errorf("read symbols of %s: %s", f.path, strings.Join(errs, "; "))
+	return f
+}
+
+// exited counts the sampled processes that no longer exist.
+func (t *procTable) exited() int {
+	n := 0
+	for pid := range t.cur {
+		if !alive(pid) {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *procTable) close() {
+	for _, f := range t.files {
+		if f.table != nil {
+			f.table.Close()
+		}
+		if f.f != nil {
+			f.f.Close()
+		}
+	}
+	t.files = map[string]*binFile{}
+}
+
+// alive reports whether pid exists (a zombie counts as gone).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// State is the field after the command name in parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}

@@ -1,0 +1,430 @@
+// Package sampler samples the program counters and stacks of processes with
+// a BPF program on per-CPU cpu-clock perf events, counts calls of chosen
+// functions with entry-only uprobes, and symbolizes what it gathered (ELF
+// and Go symbols through symtab, /proc/kallsyms for the kernel) into an
+// export.CPUData ready to be written as a pprof CPU profile.
+//
+// A process's memory map is read when its first sample arrives (the BPF
+// program wakes the reader for it) and again after exec, and the mapped
+// files are opened at once, so a process that exits before the end keeps
+// symbolized samples.
+package sampler
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	tpbpf "github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/symtab"
+)
+
+// Config says what to sample.
+type Config struct {
+	// Frequency is the sampling rate per CPU in Hz.
+	Frequency int
+	// PIDs are the processes to sample (their children are followed);
+	// ignored when All is set.
+	PIDs []int
+	// All samples every process (the idle task excepted).
+	All bool
+	// Exe is the main executable of the target when it cannot be read from
+	// /proc/PID/exe yet (a command that has not exec'd); optional.
+	Exe string
+	// Count lists functions whose calls are counted: "SYMBOL" in the main
+	// executable or "BINARY:SYMBOL".
+	Count []string
+}
+
+// Stats are the sampler's own counters.
+type Stats struct {
+	Seen    uint64 // perf events handled by the BPF program
+	Kept    uint64 // samples of a target
+	Idle    uint64 // samples of the idle task
+	Dropped uint64 // samples lost because the ring buffer was full
+	Records uint64 // records read from the ring buffer
+	Exited  int    // processes sampled that were gone at the end
+	// DrainCPU is the CPU time (user+system, ns) this process spent while
+	// sampling: draining the ring buffer and reading process maps.
+	DrainCPU float64
+	// SymbolizeCPU is the CPU time (ns) Result took to symbolize.
+	SymbolizeCPU float64
+}
+
+// counted is one --count function.
+type counted struct {
+	spec   string
+	name   string // the function as the profile names it
+	binary string
+	link   link.Link
+}
+
+// Session is a running sampler. Start it, Run it until the target stops,
+// then call Result and Close.
+type Session struct {
+	cfg     Config
+	objs    tpbpf.SampleObjects
+	clocks  []cpuClock
+	links   []link.Link
+	counted []*counted
+	reader  *ringbuf.Reader
+	start   time.Time
+	end     time.Time
+	procs   *procTable
+	stacks  map[string]*rawStack
+	records uint64
+	// CPU time of this process spent in Run and in Result (ns).
+	drainCPU, symCPU float64
+}
+
+// rawStack is one distinct stack of one process image, with its count.
+type rawStack struct {
+	proc  *procImage
+	flags uint32
+	kern  []uint64
+	user  []uint64
+	count int64
+}
+
+// Record kinds and flags, as in bpf/sample.bpf.c.
+const (
+	recSample = 1
+	recExec   = 2
+
+	flagKernFull = 1
+	flagUserFull = 2
+	flagKernErr  = 4
+	flagUserErr  = 8
+	flagSPWord   = 16
+
+	hdrSize = 40
+)
+
+// Start loads the BPF programs, marks the targets, attaches the call counters
+// and starts sampling.
+func Start(cfg Config) (*Session, error) {
+	if cfg.Frequency <= 0 || cfg.Frequency > MaxFrequency {
+		return nil, fmt.Errorf("sampling rate %d Hz is out of range 1..%d", cfg.Frequency, MaxFrequency)
+	}
+	if !cfg.All && len(cfg.PIDs) == 0 {
+		return nil, errors.New("no process to sample: give a PID, a command, or sample all")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise memlock rlimit: %w", err)
+	}
+	spec, err := tpbpf.LoadSample()
+	if err != nil {
+		return nil, fmt.Errorf("load sampling BPF spec: %w", err)
+	}
+	if cfg.All {
+		if err := spec.Variables["filter_all"].Set(uint8(1)); err != nil {
+			return nil, fmt.Errorf("set filter_all: %w", err)
+		}
+	}
+	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %v", ve)
+		}
+		return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	for _, pid := range cfg.PIDs {
+		if err := s.objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
+			return nil, fmt.Errorf("mark process %d as target: %w", pid, err)
+		}
+	}
+	if !cfg.All {
+		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
+		if err != nil {
+			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", err)
+		}
+		s.links = append(s.links, l)
+	}
+	l, err := link.Tracepoint("sched", "sched_process_exec", s.objs.NoteExec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("attach to sched_process_exec: %w", err)
+	}
+	s.links = append(s.links, l)
+	for i, c := range cfg.Count {
+		cc, err := s.attachCounter(i, c)
+		if err != nil {
+			return nil, err
+		}
+		s.counted = append(s.counted, cc)
+	}
+	if s.reader, err = ringbuf.NewReader(s.objs.Samples); err != nil {
+		return nil, fmt.Errorf("open sample ring buffer: %w", err)
+	}
+	s.start = time.Now()
+	if s.clocks, err = openCPUClocks(s.objs.SampleCpu, cfg.Frequency); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// attachCounter resolves "[BINARY:]SYMBOL" and attaches the entry-only
+// counting uprobe at the symbol's file offset, with counter slot idx.
+func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
+	if idx >= 64 {
+		return nil, fmt.Errorf("--count %s: at most 64 functions can be counted", spec)
+	}
+	bin, sym := "", spec
+	if i := strings.LastIndex(spec, ":"); i > 0 && strings.Contains(spec[:i], "/") {
+		bin, sym = spec[:i], spec[i+1:]
+	}
+	if bin == "" {
+		bin = s.cfg.Exe
+		if bin == "" && len(s.cfg.PIDs) > 0 {
+			bin = fmt.Sprintf("/proc/%d/exe", s.cfg.PIDs[0])
+		}
+		if bin == "" {
+			return nil, fmt.Errorf("--count %s: with --all, name the file too: --count BINARY:SYMBOL", spec)
+		}
+	}
+	tab, err := symtab.Open(bin)
+	if err != nil {
+		return nil, fmt.Errorf("--count %s: %w", spec, err)
+	}
+	defer tab.Close()
+	syms := tab.Lookup(sym)
+	if len(syms) == 0 {
+		hint := ""
+		if c := tab.Closest(sym, 3); len(c) > 0 {
+			hint = " (did you mean " + strings.Join(c, ", ") + "?)"
+		}
+		return nil, fmt.Errorf("--count %s: no function %q in %s%s", spec, sym, bin, hint)
+	}
+	fs := syms[0]
+	off, err := tab.FileOffset(fs.Value)
+	if err != nil {
+		return nil, fmt.Errorf("--count %s: %w", spec, err)
+	}
+	ex, err := link.OpenExecutable(bin)
+	if err != nil {
+		return nil, fmt.Errorf("--count %s: open %s for uprobes: %w", spec, bin, err)
+	}
+	opts := &link.UprobeOptions{Address: off, Cookie: uint64(idx)}
+	if !s.cfg.All && len(s.cfg.PIDs) == 1 {
+		opts.PID = s.cfg.PIDs[0]
+	}
+	up, err := ex.Uprobe(fs.Name, s.objs.CountCalls, opts)
+	if err != nil {
+		return nil, fmt.Errorf("--count %s: attach uprobe at %s+%#x: %w", spec, bin, off, err)
+	}
+	return &counted{spec: spec, name: fs.Display, binary: bin, link: up}, nil
+}
+
+// Run drains samples until ctx is done or stop is closed (the target
+// exited), then stops the perf events and drains what is left.
+func (s *Session) Run(ctx context.Context, stop <-chan struct{}) error {
+	c0 := selfCPU()
+	defer func() { s.drainCPU += selfCPU() - c0 }()
+	for {
+		if err := s.drain(time.Now().Add(50 * time.Millisecond)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return s.finish()
+		case <-stop:
+			return s.finish()
+		default:
+		}
+	}
+}
+
+// finish stops sampling and reads the rest of the ring buffer.
+func (s *Session) finish() error {
+	closeCPUClocks(s.clocks)
+	s.clocks = nil
+	s.end = time.Now()
+	return s.drain(time.Now())
+}
+
+// drain reads records until the ring buffer is empty and the deadline
+// passed.
+func (s *Session) drain(deadline time.Time) error {
+	s.reader.SetDeadline(deadline)
+	var rec ringbuf.Record
+	for {
+		err := s.reader.ReadInto(&rec)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil
+			}
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("read sample ring buffer: %w", err)
+		}
+		s.records++
+		s.handle(rec.RawSample)
+	}
+}
+
+// handle parses one ring-buffer record and adds it to the stack counts.
+func (s *Session) handle(b []byte) {
+	if len(b) < hdrSize {
+		return
+	}
+	le := binary.LittleEndian
+	kind := le.Uint32(b[0:])
+	pid := int(le.Uint32(b[4:]))
+	switch kind {
+	case recExec:
+		s.procs.exec(pid)
+		return
+	case recSample:
+	default:
+		return
+	}
+	kn := int(le.Uint16(b[24:]))
+	un := int(le.Uint16(b[26:]))
+	flags := le.Uint32(b[28:])
+	if len(b) < hdrSize+8*(kn+un) {
+		return
+	}
+	img := s.procs.image(pid)
+	addrs := b[hdrSize : hdrSize+8*(kn+un)]
+	// Re-read the map when a user address falls outside it (dlopen, JIT).
+	for i := kn; i < kn+un; i++ {
+		if _, ok := findMapping(img.maps, le.Uint64(addrs[8*i:])); !ok {
+			if img.refresh() {
+				img = s.procs.image(pid)
+			}
+			break
+		}
+	}
+	// A frameless user leaf (or one in its prologue) hides its caller from
+	// the frame-pointer walk; the word at the stack pointer is then the
+	// return address into that caller, which is kept when the instruction
+	// before it is a direct call of the leaf's function.
+	if flags&flagSPWord != 0 && un > 0 {
+		ra := le.Uint64(b[32:])
+		leaf := le.Uint64(addrs[8*kn:])
+		if (un < 2 || le.Uint64(addrs[8*(kn+1):]) != ra) && img.isCallTo(ra, leaf) {
+			withRA := make([]byte, 0, len(addrs)+8)
+			withRA = append(withRA, addrs[:8*(kn+1)]...)
+			withRA = le.AppendUint64(withRA, ra)
+			withRA = append(withRA, addrs[8*(kn+1):]...)
+			addrs = withRA
+			un++
+		}
+	}
+	flags &^= flagSPWord
+	key := make([]byte, 0, 16+len(addrs))
+	key = le.AppendUint64(key, img.id)
+	key = le.AppendUint32(key, flags)
+	key = le.AppendUint16(key, uint16(kn))
+	key = append(key, addrs...)
+	if st, ok := s.stacks[string(key)]; ok {
+		st.count++
+		return
+	}
+	st := &rawStack{proc: img, flags: flags, count: 1}
+	for i := 0; i < kn; i++ {
+		st.kern = append(st.kern, le.Uint64(addrs[8*i:]))
+	}
+	for i := kn; i < kn+un; i++ {
+		st.user = append(st.user, le.Uint64(addrs[8*i:]))
+	}
+	s.stacks[string(key)] = st
+}
+
+// Stats reads the BPF counters.
+func (s *Session) Stats() Stats {
+	st := Stats{Records: s.records}
+	var vals []uint64
+	for i, dst := range []*uint64{&st.Seen, &st.Kept, &st.Dropped, &st.Idle} {
+		if s.objs.Stats == nil {
+			break
+		}
+		if err := s.objs.Stats.Lookup(uint32(i), &vals); err == nil {
+			for _, v := range vals {
+				*dst += v
+			}
+		}
+	}
+	st.Exited = s.procs.exited()
+	st.DrainCPU, st.SymbolizeCPU = s.drainCPU, s.symCPU
+	return st
+}
+
+// Calls returns the call count of every --count function.
+func (s *Session) Calls() ([]CallCount, error) {
+	var out []CallCount
+	for i, c := range s.counted {
+		var vals []uint64
+		if err := s.objs.Calls.Lookup(uint32(i), &vals); err != nil {
+			return nil, fmt.Errorf("read call count of %s: %w", c.spec, err)
+		}
+		var n uint64
+		for _, v := range vals {
+			n += v
+		}
+		out = append(out, CallCount{Function: c.name, Spec: c.spec, Calls: int64(n)})
+	}
+	return out, nil
+}
+
+// CallCount is the number of calls of a --count function.
+type CallCount struct {
+	Function string // as the profile names it
+	Spec     string // as given to --count
+	Calls    int64
+}
+
+// Span returns when sampling started and stopped (now if still running).
+func (s *Session) Span() (time.Time, time.Duration) {
+	end := s.end
+	if end.IsZero() {
+		end = time.Now()
+	}
+	return s.start, end.Sub(s.start)
+}
+
+// selfCPU returns the user+system CPU time of this process in ns.
+func selfCPU() float64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Close detaches everything and releases the BPF objects and open files.
+func (s *Session) Close() error {
+	closeCPUClocks(s.clocks)
+	s.clocks = nil
+	for _, c := range s.counted {
+		c.link.Close()
+	}
+	s.counted = nil
+	for _, l := range s.links {
+		l.Close()
+	}
+	s.links = nil
+	if s.reader != nil {
+		s.reader.Close()
+	}
+	s.procs.close()
+	return s.objs.Close()
+}

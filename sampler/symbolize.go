@@ -1,0 +1,292 @@
+package sampler
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/symtab"
+)
+
+// rootFuncs are the functions a complete user stack ends in; a stack whose
+// outermost frame is another function ended early (a frame without a frame
+// pointer, or a depth limit) and is marked truncated.
+var rootFuncs = []string{
+	"_start", "__libc_start_main", "__libc_start_call_main", "main", "start_thread",
+	"clone", "clone3", "__clone", "__clone3", "thread_start",
+	"runtime.goexit", "runtime.mstart", "runtime.mstart0", "runtime.rt0_go",
+	"runtime.mcall", "runtime.morestack", "runtime.systemstack", "runtime.sigtramp",
+	"runtime.asmcgocall", "runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0",
+}
+
+func isRootFunc(name string) bool {
+	for _, r := range rootFuncs {
+		if name == r {
+			return true
+		}
+	}
+	return false
+}
+
+// isStartFile reports whether a file holds process and thread start code
+// whose symbols are stripped in distributions (glibc's
+// __libc_start_call_main and start_thread are local symbols): a stack
+// ending there without a name is complete.
+func isStartFile(file string) bool {
+	base := path.Base(file)
+	return strings.HasPrefix(base, "libc.so") || strings.HasPrefix(base, "libc-") ||
+		strings.HasPrefix(base, "ld-linux") || strings.HasPrefix(base, "libpthread")
+}
+
+// symbolizer turns raw stacks into export locations and mappings.
+type symbolizer struct {
+	d        *export.CPUData
+	kallsyms *Kallsyms
+	kernMap  int
+	maps     map[string]int
+	locs     map[locKey]int
+}
+
+type locKey struct {
+	mapping int
+	addr    uint64
+	leaf    bool
+	pid     int // for addresses outside every mapping
+}
+
+// Result symbolizes everything gathered so far into a CPU profile. Call it
+// after Run returned and before Close.
+func (s *Session) Result() (*export.CPUData, error) {
+	c0 := selfCPU()
+	defer func() { s.symCPU += selfCPU() - c0 }()
+	start, dur := s.Span()
+	d := &export.CPUData{
+		Period:   int64(1e9 / float64(s.cfg.Frequency)),
+		Start:    start,
+		Duration: dur,
+	}
+	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}}
+	ks, kerr := ReadKallsyms()
+	if kerr == nil {
+		sy.kallsyms = ks
+	} else {
+		d.Comments = append(d.Comments, "kernel frames not symbolized: "+kerr.Error())
+	}
+	pids := map[int]bool{}
+	keys := make([]string, 0, len(s.stacks))
+	for k, st := range s.stacks {
+		keys = append(keys, k)
+		pids[st.proc.pid] = true
+	}
+	sort.Strings(keys) // deterministic output
+	for _, k := range keys {
+		st := s.stacks[k]
+		sample := export.CPUSample{Count: st.count}
+		if s.cfg.All || len(pids) > 1 {
+			sample.Pid = int64(st.proc.pid)
+		}
+		for i, a := range st.kern {
+			sample.Locations = append(sample.Locations, sy.kernel(a, i == 0))
+		}
+		outer, outerFile := "", ""
+		for i, a := range st.user {
+			li, fn := sy.user(st.proc, a, i == 0 && len(st.kern) == 0)
+			sample.Locations = append(sample.Locations, li)
+			outer, outerFile = fn, ""
+			if m := sy.d.Locations[li].Mapping; m >= 0 {
+				outerFile = sy.d.Mappings[m].File
+			}
+		}
+		switch {
+		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0:
+			sample.Truncated = true
+		case len(st.user) == 0:
+			// A user process interrupted without a user stack lost it;
+			// kernel threads (no executable mappings) have none.
+			sample.Truncated = len(st.proc.maps) > 0
+		case !isRootFunc(outer) && !(outer == "" && isStartFile(outerFile)):
+			sample.Truncated = true
+		}
+		d.Samples = append(d.Samples, sample)
+	}
+	calls, err := s.Calls()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range calls {
+		d.Calls = append(d.Calls, export.CallCount{Function: c.Function, Calls: c.Calls})
+	}
+	sy.mainFirst(s.mainExe())
+	st := s.Stats()
+	d.Comments = append(d.Comments, fmt.Sprintf("tickprof sample -F %d: %d samples kept, %d lost to a full ring buffer, %d processes", s.cfg.Frequency, st.Kept, st.Dropped, len(pids)))
+	return d, nil
+}
+
+// mainExe is the executable of the first target, if known.
+func (s *Session) mainExe() string {
+	for _, pid := range s.cfg.PIDs {
+		if img, ok := s.procs.cur[pid]; ok && img.exe != "" {
+			return img.exe
+		}
+	}
+	return s.cfg.Exe
+}
+
+// kernel returns the location of a kernel address.
+func (sy *symbolizer) kernel(addr uint64, leaf bool) int {
+	if sy.kernMap < 0 {
+		m := export.CPUMapping{File: "[kernel.kallsyms]", Start: addr, Limit: addr + 1}
+		if sy.kallsyms != nil {
+			lo, hi := sy.kallsyms.Range()
+			m.Start, m.Limit, m.Symbolized = lo, hi+1, true
+		}
+		sy.kernMap = len(sy.d.Mappings)
+		sy.d.Mappings = append(sy.d.Mappings, m)
+	}
+	m := &sy.d.Mappings[sy.kernMap]
+	if addr < m.Start {
+		m.Start = addr
+	}
+	if addr >= m.Limit {
+		m.Limit = addr + 1
+	}
+	k := locKey{mapping: sy.kernMap, addr: addr, leaf: leaf}
+	if i, ok := sy.locs[k]; ok {
+		return i
+	}
+	loc := export.CPULocation{Address: addr, Mapping: sy.kernMap}
+	if sy.kallsyms != nil {
+		look := addr
+		if !leaf {
+			look-- // a return address: the call is the instruction before
+		}
+		if ks, ok := sy.kallsyms.Lookup(look); ok {
+			loc.Function = ks.Name
+			if ks.Module != "" {
+				loc.Function += " [" + ks.Module + "]"
+			}
+		}
+	}
+	return sy.add(k, loc)
+}
+
+// user returns the location of a user address of a process image and its
+// function name ("" when unknown).
+func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string) {
+	mi, ok := findMapping(img.maps, addr)
+	if !ok {
+		k := locKey{mapping: -1, addr: addr, pid: img.pid}
+		if i, ok := sy.locs[k]; ok {
+			return i, ""
+		}
+		return sy.add(k, export.CPULocation{Address: addr, Mapping: -1}), ""
+	}
+	m := img.maps[mi]
+	bin := img.bins[mi]
+	mk := fmt.Sprintf("%x-%x-%x-%s", m.Start, m.Limit, m.Offset, m.FileKey()+m.Path)
+	pm, ok := sy.maps[mk]
+	if !ok {
+		em := export.CPUMapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.Path}
+		if bin != nil {
+			em.File = bin.path
+			if bin.table != nil {
+				em.BuildID = bin.table.BuildID
+				if em.BuildID == "" {
+					em.BuildID = bin.table.GoBuildID
+				}
+				em.Symbolized = true
+			}
+		}
+		pm = len(sy.d.Mappings)
+		sy.d.Mappings = append(sy.d.Mappings, em)
+		sy.maps[mk] = pm
+	}
+	k := locKey{mapping: pm, addr: addr, leaf: leaf}
+	if i, ok := sy.locs[k]; ok {
+		return i, sy.d.Locations[i].Function
+	}
+	loc := export.CPULocation{Address: addr, Mapping: pm}
+	if bin != nil && bin.table != nil {
+		look := addr
+		if !leaf {
+			look--
+		}
+		if va, ok := bin.table.VAddr(look - m.Start + m.Offset); ok {
+			if name, _, ok := bin.table.Func(va); ok {
+				loc.Function = name
+				if file, line, ok := bin.table.Line(va); ok {
+					loc.File, loc.Line = file, int64(line)
+					sy.d.Mappings[pm].Lines = true
+				}
+				if in := bin.inliner(); in != nil {
+					sy.d.Mappings[pm].Inlines = true
+					expandInlines(&loc, in.frames(va), bin.table.IsGo)
+				}
+			}
+		}
+	}
+	i := sy.add(k, loc)
+	return i, loc.Function
+}
+
+// expandInlines turns a location whose address lies in inlined bodies
+// (inl, innermost first) into its chain of lines: the innermost body at the
+// address's own position, each enclosing one at the call site of the body
+// it holds, and the real function at the outermost call site.
+func expandInlines(loc *export.CPULocation, inl []inlineFrame, isGo bool) {
+	if len(inl) == 0 {
+		return
+	}
+	name := func(n string) string {
+		if isGo {
+			return symtab.GoDisplayName(n)
+		}
+		return n
+	}
+	file, line := loc.File, loc.Line
+	for _, f := range inl {
+		loc.Inlined = append(loc.Inlined, export.CPULine{Function: name(f.Function), File: file, Line: line})
+		file, line = f.File, f.Line
+	}
+	loc.File, loc.Line = file, line
+}
+
+func (sy *symbolizer) add(k locKey, loc export.CPULocation) int {
+	i := len(sy.d.Locations)
+	sy.d.Locations = append(sy.d.Locations, loc)
+	sy.locs[k] = i
+	return i
+}
+
+// mainFirst moves the mappings of the main executable to the front, as Go's
+// profiles have it (pprof takes the first mapping as the main binary).
+func (sy *symbolizer) mainFirst(exe string) {
+	if exe == "" || len(sy.d.Mappings) < 2 {
+		return
+	}
+	order := make([]int, 0, len(sy.d.Mappings))
+	for i, m := range sy.d.Mappings {
+		if m.File == exe {
+			order = append(order, i)
+		}
+	}
+	for i, m := range sy.d.Mappings {
+		if m.File != exe {
+			order = append(order, i)
+		}
+	}
+	newIdx := make([]int, len(order))
+	maps := make([]export.CPUMapping, len(order))
+	for n, old := range order {
+		newIdx[old] = n
+		maps[n] = sy.d.Mappings[old]
+	}
+	sy.d.Mappings = maps
+	for i := range sy.d.Locations {
+		if l := &sy.d.Locations[i]; l.Mapping >= 0 {
+			l.Mapping = newIdx[l.Mapping]
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package sampler
+
+import (
+	"encoding/binary"
+	"os"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+)
+
+//go:noinline
+func symbolizeTarget() uintptr {
+	pc, _, _, _ := runtime.Caller(0)
+	return pc
+}
+
+// record builds a ring-buffer sample record as the BPF program writes it.
+func record(pid uint32, flags uint32, kern, user []uint64) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, hdrSize, hdrSize+8*(len(kern)+len(user)))
+	le.PutUint32(b[0:], recSample)
+	le.PutUint32(b[4:], pid)
+	le.PutUint32(b[8:], pid)
+	le.PutUint64(b[16:], uint64(time.Now().UnixNano()))
+	le.PutUint16(b[24:], uint16(len(kern)))
+	le.PutUint16(b[26:], uint16(len(user)))
+	le.PutUint32(b[28:], flags)
+	for _, a := range append(append([]uint64{}, kern...), user...) {
+		b = le.AppendUint64(b, a)
+	}
+	return b
+}
+
+// TestSymbolizeSelf feeds records with this test binary's own addresses
+// through the aggregation and symbolization (no BPF): Go functions are named
+// through /proc/self/maps (and the load bias, if any), with file and line;
+// addresses outside every mapping keep their address; a stack cut by the
+// depth limit is marked.
+func TestSymbolizeSelf(t *testing.T) {
+	pc := uint64(symbolizeTarget())
+	caller := uint64(reflect.ValueOf(TestSymbolizeSelf).Pointer()) + 1
+	s := &Session{cfg: Config{Frequency: 1000, PIDs: []int{os.Getpid()}}, procs: newProcTable(), stacks: map[string]*rawStack{}}
+	defer s.procs.close()
+	pid := uint32(os.Getpid())
+	for i := 0; i < 3; i++ {
+		s.handle(record(pid, 0, nil, []uint64{pc, caller}))
+	}
+	s.handle(record(pid, flagUserFull, nil, []uint64{pc}))
+	s.handle(record(pid, 0, nil, []uint64{0x10}))
+	s.handle([]byte{1, 2, 3}) // short record: ignored
+	d, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Samples) != 3 {
+		t.Fatalf("want 3 distinct stacks, got %d", len(d.Samples))
+	}
+	var found, truncated, unknown bool
+	for _, smp := range d.Samples {
+		leaf := d.Locations[smp.Locations[0]]
+		switch {
+		case leaf.Function == "github.com/tickprof/tickprof/sampler.symbolizeTarget" && smp.Count == 3:
+			found = true
+			if leaf.File == "" || leaf.Line == 0 {
+				t.Errorf("no file and line for %+v", leaf)
+			}
+			if leaf.Mapping < 0 || d.Mappings[leaf.Mapping].BuildID == "" || !d.Mappings[leaf.Mapping].Symbolized {
+				t.Errorf("leaf mapping %+v", d.Mappings[leaf.Mapping])
+			}
+			if got := d.Locations[smp.Locations[1]].Function; got != "github.com/tickprof/tickprof/sampler.TestSymbolizeSelf" {
+				t.Errorf("caller symbolized as %q", got)
+			}
+		case smp.Truncated && smp.Count == 1 && leaf.Function != "":
+			truncated = true
+		case leaf.Address == 0x10 && leaf.Function == "" && leaf.Mapping == -1:
+			unknown = true
+		}
+	}
+	if !found || !truncated || !unknown {
+		t.Errorf("found %v, truncated %v, unknown %v: %+v", found, truncated, unknown, d.Samples)
+	}
+	exe, _ := os.Executable()
+	if d.Mappings[0].File != exe {
+		t.Errorf("first mapping %s, want the executable %s", d.Mappings[0].File, exe)
+	}
+}

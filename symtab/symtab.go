@@ -1,0 +1,790 @@
+// Package symtab reads the function symbols of an ELF file and answers the
+// questions a profiler asks of them: where is the function with this name (as
+// a file offset, which is what a uprobe needs), which function and source line
+// hold this address (what a sampler needs), and what is the file (PIE or not,
+// build ID, Go or not, Go version).
+//
+// Symbols come from .symtab and .dynsym; a stripped Go binary still carries
+// its function table in .gopclntab, which is read with debug/gosym. Go names
+// are the names Go prints: main.(*T).Method, net/http.(*conn).serve, and
+// generic instantiations as pkg.F[...] (the binary's pkg.F[go.shape.int] is
+// found under both spellings).
+//
+// Address lookups use sorted slices and binary search; source lines (DWARF
+// or the Go line table) are loaded on first use only.
+//
+// For timing Go functions without uretprobes, ProbeSites disassembles a
+// function (golang.org/x/arch/x86/x86asm) for its entry and RET probe
+// sites, GoRuntimeOffsets locates runtime.g's goid and stack top, and
+// InlinedInto tells where a function was inlined.
+package symtab
+
+import (
+	"bytes"
+	"debug/buildinfo"
+	"debug/dwarf"
+	"debug/elf"
+	"debug/gosym"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Source tells where a symbol was read from.
+type Source uint8
+
+// The symbol sources, in order of preference when two name the same function.
+const (
+	FromSymtab    Source = iota + 1 // the .symtab section
+	FromDynsym                      // the .dynsym section
+	FromGoPclntab                   // the Go function table (.gopclntab)
+)
+
+func (s Source) String() string {
+	switch s {
+	case FromSymtab:
+		return ".symtab"
+	case FromDynsym:
+		return ".dynsym"
+	case FromGoPclntab:
+		return ".gopclntab"
+	}
+	return "unknown"
+}
+
+// Symbol is one function of the file.
+type Symbol struct {
+	// Name is the name as the file spells it (for Go generics
+	// pkg.F[go.shape.int]).
+	Name string
+	// Display is the name as Go prints it (pkg.F[...] for generics); equal
+	// to Name for everything else.
+	Display string
+	// Value is the function's virtual address in the file (before any load
+	// bias).
+	Value uint64
+	// Size is the function's size in bytes (0 when the file does not say).
+	Size uint64
+	// Global is true for global and weak symbols, false for local ones.
+	Global bool
+	// Source is the section the symbol was read from.
+	Source Source
+}
+
+// Table holds the functions of one ELF file. It keeps the file open for
+// lazily loaded line tables and for reading machine code; Close releases it.
+// A Table is safe for concurrent use.
+type Table struct {
+	// Path is the file the table was read from.
+	Path string
+	// Machine is the ELF machine (elf.EM_X86_64, elf.EM_AARCH64, ...).
+	Machine elf.Machine
+	// Type is the ELF type: elf.ET_EXEC, or elf.ET_DYN for PIE executables
+	// and shared libraries, which load at a bias.
+	Type elf.Type
+	// BuildID is the GNU build ID (.note.gnu.build-id) in hex, or "".
+	BuildID string
+	// GoBuildID is the Go build ID (.note.go.buildid), or "".
+	GoBuildID string
+	// IsGo is true for executables built by the Go toolchain.
+	IsGo bool
+	// GoVersion is the Go toolchain version from the build info ("go1.26.8"),
+	// or "" when unknown.
+	GoVersion string
+	// GoTextStart is the address of runtime.text, the base of the Go
+	// function table's PCs (0 when the file is not Go).
+	GoTextStart uint64
+
+	f      *elf.File
+	loads  []elf.ProgHeader // PT_LOAD segments
+	syms   []Symbol         // every function, sorted by Value then preference
+	byAddr []int            // index into syms of the preferred symbol per distinct start
+	byName map[string][]int // Name and Display -> indices into syms
+
+	lineOnce sync.Once
+	lines    lineTable
+	lineErr  error
+}
+
+// PIE reports whether the file is position independent (ET_DYN): a PIE
+// executable or a shared library, whose runtime addresses carry a load bias.
+func (t *Table) PIE() bool { return t.Type == elf.ET_DYN }
+
+// Open reads the function symbols of the ELF file at path.
+func Open(path string) (*Table, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	t, err := newTable(path, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close releases the file.
+func (t *Table) Close() error {
+	if t.f == nil {
+		return nil
+	}
+	err := t.f.Close()
+	t.f = nil
+	return err
+}
+
+func newTable(path string, f *elf.File) (*Table, error) {
+	t := &Table{Path: path, Machine: f.Machine, Type: f.Type, f: f, byName: map[string][]int{}}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			t.loads = append(t.loads, p.ProgHeader)
+		}
+	}
+	t.BuildID, t.GoBuildID = buildIDs(f)
+
+	pcln := f.Section(".gopclntab")
+	if pcln == nil {
+		pcln = f.Section(".data.rel.ro.gopclntab")
+	}
+	t.IsGo = pcln != nil || f.Section(".go.buildinfo") != nil
+	if t.IsGo {
+		if bi, err := buildinfo.ReadFile(path); err == nil {
+			t.GoVersion = bi.GoVersion
+		}
+	}
+
+	var syms []Symbol
+	if s, err := f.Symbols(); err == nil {
+		syms = appendFuncs(syms, s, FromSymtab)
+	} else if !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("read .symtab of %s: %w", path, err)
+	}
+	if s, err := f.DynamicSymbols(); err == nil {
+		syms = appendFuncs(syms, s, FromDynsym)
+	} else if !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("read .dynsym of %s: %w", path, err)
+	}
+	if t.IsGo {
+		t.GoTextStart = goTextStart(f, syms, pcln)
+	}
+	if t.IsGo && !hasSource(syms, FromSymtab) && pcln != nil {
+		tab, err := t.goTable(pcln)
+		if err != nil {
+			return nil, fmt.Errorf("read Go function table of %s: %w", path, err)
+		}
+		for i := range tab.Funcs {
+			fn := &tab.Funcs[i]
+			syms = append(syms, Symbol{Name: fn.Name, Value: fn.Entry, Size: fn.End - fn.Entry, Global: true, Source: FromGoPclntab})
+		}
+	}
+	for i := range syms {
+		syms[i].Display = syms[i].Name
+		if t.IsGo {
+			syms[i].Display = GoDisplayName(syms[i].Name)
+		}
+	}
+	t.index(syms)
+	return t, nil
+}
+
+func hasSource(syms []Symbol, src Source) bool {
+	for i := range syms {
+		if syms[i].Source == src {
+			return true
+		}
+	}
+	return false
+}
+
+func appendFuncs(dst []Symbol, src []elf.Symbol, from Source) []Symbol {
+	for _, s := range src {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC && elf.ST_TYPE(s.Info) != elf.STT_GNU_IFUNC {
+			continue
+		}
+		if s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Name == "" {
+			continue
+		}
+		b := elf.ST_BIND(s.Info)
+		dst = append(dst, Symbol{Name: s.Name, Value: s.Value, Size: s.Size, Global: b == elf.STB_GLOBAL || b == elf.STB_WEAK, Source: from})
+	}
+	return dst
+}
+
+// index sorts and deduplicates syms and builds the name and address indexes.
+func (t *Table) index(syms []Symbol) {
+	sort.SliceStable(syms, func(i, j int) bool {
+		a, b := &syms[i], &syms[j]
+		if a.Value != b.Value {
+			return a.Value < b.Value
+		}
+		return better(a, b)
+	})
+	// Drop the .dynsym copy of a .symtab symbol (same name, same address).
+	out := syms[:0]
+	seen := map[string]bool{}
+	var at uint64
+	for _, s := range syms {
+		if s.Value != at {
+			clear(seen)
+			at = s.Value
+		}
+		if seen[s.Name] {
+			continue
+		}
+		seen[s.Name] = true
+		out = append(out, s)
+	}
+	t.syms = out
+	for i := range t.syms {
+		s := &t.syms[i]
+		if i == 0 || s.Value != t.syms[i-1].Value {
+			t.byAddr = append(t.byAddr, i)
+		}
+		t.byName[s.Name] = append(t.byName[s.Name], i)
+		if s.Display != s.Name {
+			t.byName[s.Display] = append(t.byName[s.Display], i)
+		}
+	}
+}
+
+// better orders two symbols at the same address: the one to show first.
+func better(a, b *Symbol) bool {
+	if a.Global != b.Global {
+		return a.Global
+	}
+	if a.Source != b.Source {
+		return a.Source < b.Source
+	}
+	au, bu := strings.HasPrefix(a.Name, "_"), strings.HasPrefix(b.Name, "_")
+	if au != bu {
+		return !au
+	}
+	if (a.Size == 0) != (b.Size == 0) {
+		return a.Size != 0
+	}
+	return a.Name < b.Name
+}
+
+// Symbols returns every function, sorted by address. The slice must not be
+// modified.
+func (t *Table) Symbols() []Symbol { return t.syms }
+
+// Lookup returns the functions named name, as the file spells it or as Go
+// prints it (pkg.F[...] names every instantiation of a generic function).
+// C files can hold several local functions of one name; the result is sorted
+// by address and empty when nothing matches.
+func (t *Table) Lookup(name string) []Symbol {
+	idx := t.byName[name]
+	out := make([]Symbol, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, t.syms[i])
+	}
+	return out
+}
+
+// Glob returns the functions whose name (or Go display name) matches pattern
+// in path.Match syntax, except that '*' and '?' also match '/' so that
+// 'net/http.*' works. At most max symbols are returned: more matches is an
+// error saying how many there were. Brackets start a character class; write
+// \[ for a literal one. A pattern that is itself a function's name matches
+// just that name (Go names hold '*' and brackets: main.(*T).Method,
+// pkg.F[...]).
+func (t *Table) Glob(pattern string, max int) ([]Symbol, error) {
+	if exact := t.Lookup(pattern); len(exact) > 0 {
+		if len(exact) > max {
+			return nil, fmt.Errorf("%q names %d functions in %s, more than the limit of %d: raise the limit", pattern, len(exact), t.Path, max)
+		}
+		return exact, nil
+	}
+	const slash = "\x00"
+	p := strings.ReplaceAll(pattern, "/", slash)
+	if _, err := path.Match(p, ""); err != nil {
+		return nil, fmt.Errorf("bad pattern %q: %w", pattern, err)
+	}
+	var out []Symbol
+	n := 0
+	for i := range t.syms {
+		s := &t.syms[i]
+		ok, _ := path.Match(p, strings.ReplaceAll(s.Name, "/", slash))
+		if !ok && s.Display != s.Name {
+			ok, _ = path.Match(p, strings.ReplaceAll(s.Display, "/", slash))
+		}
+		if !ok {
+			continue
+		}
+		n++
+		if len(out) < max {
+			out = append(out, *s)
+		}
+	}
+	if n > max {
+		return nil, fmt.Errorf("pattern %q matches %d functions in %s, more than the limit of %d: narrow the pattern or raise the limit", pattern, n, t.Path, max)
+	}
+	return out, nil
+}
+
+// FileOffset converts a virtual address of the file to its offset in the
+// file, through the PT_LOAD program headers. A uprobe is attached at a file
+// offset.
+func (t *Table) FileOffset(addr uint64) (uint64, error) {
+	for _, p := range t.loads {
+		if addr >= p.Vaddr && addr < p.Vaddr+p.Filesz {
+			return addr - p.Vaddr + p.Off, nil
+		}
+	}
+	return 0, fmt.Errorf("address %#x of %s is in no loadable segment", addr, t.Path)
+}
+
+// VAddr converts a file offset (as /proc/PID/maps gives: runtime address -
+// mapping start + mapping offset) to the file's virtual address.
+func (t *Table) VAddr(off uint64) (uint64, bool) {
+	for _, p := range t.loads {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			return off - p.Off + p.Vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// Code returns the machine code of a function: Size bytes from its address.
+func (t *Table) Code(s Symbol) ([]byte, error) {
+	if s.Size == 0 {
+		return nil, fmt.Errorf("function %s in %s has no size", s.Display, t.Path)
+	}
+	off, err := t.FileOffset(s.Value)
+	if err != nil {
+		return nil, err
+	}
+	if t.f == nil {
+		return nil, fmt.Errorf("read code of %s: table of %s is closed", s.Display, t.Path)
+	}
+	for _, p := range t.f.Progs {
+		if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value+s.Size <= p.Vaddr+p.Filesz {
+			b := make([]byte, s.Size)
+			if _, err := p.ReadAt(b, int64(s.Value-p.Vaddr)); err != nil {
+				return nil, fmt.Errorf("read code of %s at offset %#x in %s: %w", s.Display, off, t.Path, err)
+			}
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("function %s (%#x+%d) crosses the end of its segment in %s", s.Display, s.Value, s.Size, t.Path)
+}
+
+// Func returns the function holding the virtual address addr: its name as
+// Go prints it (the symbol name for other languages) and its start. A symbol
+// without a size covers addresses up to the next symbol.
+func (t *Table) Func(addr uint64) (name string, start uint64, ok bool) {
+	s, ok := t.FuncSymbol(addr)
+	if !ok {
+		return "", 0, false
+	}
+	return s.Display, s.Value, true
+}
+
+// FuncSymbol is Func returning the whole symbol.
+func (t *Table) FuncSymbol(addr uint64) (Symbol, bool) {
+	k := sort.Search(len(t.byAddr), func(i int) bool { return t.syms[t.byAddr[i]].Value > addr }) - 1
+	if k < 0 {
+		return Symbol{}, false
+	}
+	s := t.syms[t.byAddr[k]]
+	if s.Size != 0 {
+		return s, addr < s.Value+s.Size
+	}
+	// Unsized: take the widest sized alias at this address, else up to the next symbol.
+	for i := t.byAddr[k]; i < len(t.syms) && t.syms[i].Value == s.Value; i++ {
+		if t.syms[i].Size != 0 {
+			return t.syms[i], addr < s.Value+t.syms[i].Size
+		}
+	}
+	// addr is below the next symbol's start (k is the last start <= addr).
+	if !t.inExecSegment(addr) {
+		return Symbol{}, false
+	}
+	return s, true
+}
+
+func (t *Table) inExecSegment(addr uint64) bool {
+	for _, p := range t.loads {
+		if p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr < p.Vaddr+p.Memsz {
+			return true
+		}
+	}
+	return false
+}
+
+// GoDisplayName returns a Go symbol name as Go prints it: the contents of
+// every top-level bracket pair (generic type arguments, or go.shape types)
+// replaced by "...", as in pkg.F[...] and pkg.(*List[...]).Push.
+func GoDisplayName(name string) string {
+	i := strings.IndexByte(name, '[')
+	if i < 0 {
+		return name
+	}
+	var b strings.Builder
+	depth := 0
+	for _, r := range name {
+		switch {
+		case r == '[':
+			if depth == 0 {
+				b.WriteString("[...")
+			}
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+			if depth == 0 {
+				b.WriteByte(']')
+			}
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// buildIDs reads the GNU and Go build IDs from the notes.
+func buildIDs(f *elf.File) (gnu, gobuild string) {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for len(data) >= 12 {
+			namesz := f.ByteOrder.Uint32(data[0:])
+			descsz := f.ByteOrder.Uint32(data[4:])
+			typ := f.ByteOrder.Uint32(data[8:])
+			nameEnd := 12 + align4(namesz)
+			descEnd := nameEnd + align4(descsz)
+			if uint64(len(data)) < descEnd || namesz == 0 {
+				break
+			}
+			name := string(bytes.TrimRight(data[12:12+namesz], "\x00"))
+			desc := data[nameEnd : nameEnd+uint64(descsz)]
+			switch {
+			case name == "GNU" && typ == 3: // NT_GNU_BUILD_ID
+				gnu = hex.EncodeToString(desc)
+			case name == "Go" && typ == 4: // ELF_NOTE_GOBUILDID_TAG
+				gobuild = string(desc)
+			}
+			data = data[descEnd:]
+		}
+	}
+	return gnu, gobuild
+}
+
+func align4(n uint32) uint64 { return (uint64(n) + 3) &^ 3 }
+
+// goTextStart finds runtime.text, the base of the Go function table's PCs:
+// the symbol when present, else the pclntab header's textStart (Go 1.18+),
+// else (PIE, where that word is relocated at load time) the addend of its
+// dynamic relocation, else the start of .text. In cgo and externally linked
+// binaries .text starts with C code, so .text is a last resort.
+func goTextStart(f *elf.File, syms []Symbol, pcln *elf.Section) uint64 {
+	for i := range syms {
+		if syms[i].Name == "runtime.text" {
+			return syms[i].Value
+		}
+	}
+	// runtime.text is a local non-function symbol in some builds.
+	if all, err := f.Symbols(); err == nil {
+		for _, s := range all {
+			if s.Name == "runtime.text" {
+				return s.Value
+			}
+		}
+	}
+	text := uint64(0)
+	if s := f.Section(".text"); s != nil {
+		text = s.Addr
+	}
+	if pcln == nil {
+		return text
+	}
+	hdr := make([]byte, 8+3*8)
+	if _, err := pcln.ReadAt(hdr, 0); err != nil {
+		return text
+	}
+	magic := f.ByteOrder.Uint32(hdr)
+	if magic != 0xfffffff0 && magic != 0xfffffff1 { // Go 1.18 and 1.20 magics
+		return text
+	}
+	ptr := uint64(hdr[7])
+	field := 8 + 2*ptr
+	var v uint64
+	if ptr == 8 {
+		v = f.ByteOrder.Uint64(hdr[field:])
+	} else {
+		v = uint64(f.ByteOrder.Uint32(hdr[field:]))
+	}
+	if v != 0 {
+		return v
+	}
+	if a, ok := relaAddend(f, pcln.Addr+field); ok && a != 0 {
+		return a
+	}
+	if ptr == 8 {
+		if v, ok := moduledataText(f, pcln.Addr); ok {
+			return v
+		}
+	}
+	return text
+}
+
+// Offsets in the runtime's moduledata (Go 1.16 and later, 64-bit): the
+// pcHeader pointer at 0, six slices, findfunctab, minpc, maxpc, then text.
+const (
+	moduledataText64  = 8 + 6*24 + 3*8
+	moduledataMinPC64 = 8 + 6*24 + 8
+)
+
+// moduledataText finds runtime.firstmoduledata, whose first word points to
+// the pclntab, and returns its text field. Externally linked binaries leave
+// the pclntab header's textStart zero, and stripped ones have no
+// runtime.text symbol; the moduledata is what the runtime itself uses.
+func moduledataText(f *elf.File, pclnAddr uint64) (uint64, bool) {
+	word := func(addr uint64) (uint64, bool) {
+		for _, s := range f.Sections {
+			if s.Type != elf.SHT_PROGBITS || addr < s.Addr || addr+8 > s.Addr+s.Size {
+				continue
+			}
+			var b [8]byte
+			if _, err := s.ReadAt(b[:], int64(addr-s.Addr)); err != nil {
+				return 0, false
+			}
+			if v := f.ByteOrder.Uint64(b[:]); v != 0 {
+				return v, true
+			}
+			return relaAddend(f, addr)
+		}
+		return 0, false
+	}
+	check := func(md uint64) (uint64, bool) {
+		text, ok1 := word(md + moduledataText64)
+		minpc, ok2 := word(md + moduledataMinPC64)
+		if ok1 && ok2 && text != 0 && minpc >= text && minpc-text < 1<<30 {
+			return text, true
+		}
+		return 0, false
+	}
+	// Stored directly (non-PIE).
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_WRITE == 0 {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for off := 0; off+8 <= len(data); off += 8 {
+			if f.ByteOrder.Uint64(data[off:]) == pclnAddr {
+				if v, ok := check(s.Addr + uint64(off)); ok {
+					return v, true
+				}
+			}
+		}
+	}
+	// Relocated at load time (PIE): a relocation whose addend is the pclntab.
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA || f.Class != elf.ELFCLASS64 {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for ; len(data) >= 24; data = data[24:] {
+			if f.ByteOrder.Uint64(data[16:]) == pclnAddr {
+				if v, ok := check(f.ByteOrder.Uint64(data)); ok {
+					return v, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// relaAddend returns the addend of the RELA relocation at addr, if any.
+func relaAddend(f *elf.File, addr uint64) (uint64, bool) {
+	if f.Class != elf.ELFCLASS64 {
+		return 0, false
+	}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for len(data) >= 24 {
+			if f.ByteOrder.Uint64(data) == addr {
+				return f.ByteOrder.Uint64(data[16:]), true
+			}
+			data = data[24:]
+		}
+	}
+	return 0, false
+}
+
+// goTable parses the Go function and line table.
+func (t *Table) goTable(pcln *elf.Section) (*gosym.Table, error) {
+	data, err := pcln.Data()
+	if err != nil {
+		return nil, err
+	}
+	return gosym.NewTable(nil, gosym.NewLineTable(data, t.GoTextStart))
+}
+
+// Line returns the source file and line of the instruction at the virtual
+// address addr: from the Go line table for Go binaries, else from DWARF. The
+// tables are loaded on the first call. ok is false when the file has no line
+// information for addr.
+func (t *Table) Line(addr uint64) (file string, line int, ok bool) {
+	t.lineOnce.Do(t.loadLines)
+	if t.lines == nil {
+		return "", 0, false
+	}
+	return t.lines.line(addr)
+}
+
+// LineErr reports why line information is unavailable, after Line was called.
+func (t *Table) LineErr() error { return t.lineErr }
+
+type lineTable interface {
+	line(addr uint64) (string, int, bool)
+}
+
+func (t *Table) loadLines() {
+	if t.f == nil {
+		t.lineErr = fmt.Errorf("table of %s is closed", t.Path)
+		return
+	}
+	if t.IsGo {
+		pcln := t.f.Section(".gopclntab")
+		if pcln == nil {
+			pcln = t.f.Section(".data.rel.ro.gopclntab")
+		}
+		if pcln != nil {
+			tab, err := t.goTable(pcln)
+			if err == nil {
+				t.lines = goLines{tab}
+				return
+			}
+			t.lineErr = fmt.Errorf("read Go line table of %s: %w", t.Path, err)
+		}
+	}
+	d, err := t.f.DWARF()
+	if err != nil {
+		t.lineErr = fmt.Errorf("no line information in %s: %w", t.Path, err)
+		return
+	}
+	dl, err := readDWARFLines(d)
+	if err != nil {
+		t.lineErr = fmt.Errorf("read DWARF lines of %s: %w", t.Path, err)
+		return
+	}
+	t.lines = dl
+}
+
+type goLines struct{ tab *gosym.Table }
+
+func (g goLines) line(addr uint64) (string, int, bool) {
+	file, line, fn := g.tab.PCToLine(addr)
+	return file, line, fn != nil && line != 0
+}
+
+// dwarfLines is every row of every DWARF line program, sorted by address.
+type dwarfLines struct {
+	addrs []uint64
+	files []int32 // index into names; -1 marks an end of sequence
+	lines []int32
+	names []string
+}
+
+func readDWARFLines(d *dwarf.Data) (*dwarfLines, error) {
+	dl := &dwarfLines{}
+	nameIdx := map[string]int32{}
+	type row struct {
+		addr uint64
+		file int32
+		line int32
+	}
+	var rows []row
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(e)
+		if err != nil {
+			return nil, err
+		}
+		r.SkipChildren()
+		if lr == nil {
+			continue
+		}
+		var le dwarf.LineEntry
+		for {
+			if err := lr.Next(&le); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, err
+			}
+			if le.EndSequence {
+				rows = append(rows, row{le.Address, -1, 0})
+				continue
+			}
+			name := ""
+			if le.File != nil {
+				name = le.File.Name
+			}
+			fi, ok := nameIdx[name]
+			if !ok {
+				fi = int32(len(dl.names))
+				nameIdx[name] = fi
+				dl.names = append(dl.names, name)
+			}
+			rows = append(rows, row{le.Address, fi, int32(le.Line)})
+		}
+	}
+	// At one address an end of sequence sorts before the start of the next.
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].addr != rows[j].addr {
+			return rows[i].addr < rows[j].addr
+		}
+		return rows[i].file < 0 && rows[j].file >= 0
+	})
+	dl.addrs = make([]uint64, len(rows))
+	dl.files = make([]int32, len(rows))
+	dl.lines = make([]int32, len(rows))
+	for i, r := range rows {
+		dl.addrs[i], dl.files[i], dl.lines[i] = r.addr, r.file, r.line
+	}
+	return dl, nil
+}
+
+func (dl *dwarfLines) line(addr uint64) (string, int, bool) {
+	k := sort.Search(len(dl.addrs), func(i int) bool { return dl.addrs[i] > addr }) - 1
+	if k < 0 || dl.files[k] < 0 || dl.lines[k] == 0 {
+		return "", 0, false
+	}
+	return dl.names[dl.files[k]], int(dl.lines[k]), true
+}

@@ -1,0 +1,73 @@
+/* burn: two functions burning CPU in a 3:1 ratio of work, for tickprof
+ * sample tests. Usage: burn SECONDS [OUTFILE]
+ * Runs for SECONDS, calling burn_a (3 units of work) and burn_b (1 unit) in
+ * turn, and writes to OUTFILE (or stdout) the CPU time each function took,
+ * measured with CLOCK_THREAD_CPUTIME_ID around every call:
+ *   calls_a N
+ *   ns_a T
+ *   calls_b N
+ *   ns_b T
+ * Build: gcc -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
+ *        -fno-inline -o burn burn.c */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static volatile unsigned long sink;
+
+static long long now_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long now_wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A call makes the burn functions non-leaf, so gcc gives them a frame
+ * pointer even where -mno-omit-leaf-frame-pointer is not honoured. */
+__attribute__((noinline)) void burn_done(void) { __asm__ volatile(""); }
+
+/* The loop is written out in each function so that all of a function's
+ * time is its own (flat) time. */
+#define SPIN(n)                                                                \
+	do {                                                                   \
+		unsigned long x = sink;                                        \
+		for (unsigned long i = 0; i < (n); i++)                        \
+			x = x * 6364136223846793005UL + 1442695040888963407UL; \
+		sink = x;                                                      \
+		burn_done();                                                   \
+	} while (0)
+
+__attribute__((noinline)) void burn_a(void) { SPIN(300000); }
+__attribute__((noinline)) void burn_b(void) { SPIN(100000); }
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 2;
+	long long end = now_wall() + (long long)(secs * 1e9);
+	long long ns_a = 0, ns_b = 0, calls_a = 0, calls_b = 0;
+	while (now_wall() < end) {
+		long long t0 = now_cpu();
+		burn_a();
+		long long t1 = now_cpu();
+		burn_b();
+		long long t2 = now_cpu();
+		ns_a += t1 - t0;
+		ns_b += t2 - t1;
+		calls_a++;
+		calls_b++;
+	}
+	FILE *out = stdout;
+	if (argc > 2 && !(out = fopen(argv[2], "w"))) {
+		perror(argv[2]);
+		return 1;
+	}
+	fprintf(out, "calls_a %lld\nns_a %lld\ncalls_b %lld\nns_b %lld\n", calls_a, ns_a, calls_b, ns_b);
+	return fclose(out) != 0;
+}
