@@ -46,8 +46,10 @@
 // Open calls each kind's AttachFunc once with all targets of that kind,
 // after the shared maps exist. LoadShared sets the timing constants in the
 // given CollectionSpec and replaces its copies of the shared maps by the
-// session's, so a program that includes timing.h and calls tp_enter /
-// tp_exit writes into the same counters the session polls. An AttachFunc
+// session's (sizing them first: tp_counters has one element per target of
+// every kind, tp_records the session's ring size), so a program that
+// includes timing.h and calls tp_enter / tp_exit writes into the same
+// counters the session polls; an attacher need not touch the map specs. An AttachFunc
 // may set Target.Name (display name) and must return an error that says
 // what to do when the kernel lacks what it needs. A kind without an
 // AttachFunc fails Open with ErrKindUnsupported. Stop closes links in the

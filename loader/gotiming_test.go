@@ -392,3 +392,34 @@ func TestGoNotFoundHint(t *testing.T) {
 		t.Error("hint for a function that was not inlined")
 	}
 }
+
+// TestLoadSharedSizesMaps: the Go programs load into a session whose
+// shared maps differ from their specs' sizes (three targets, a 64 KiB ring)
+// without the attacher sizing them: LoadShared does.
+func TestLoadSharedSizesMaps(t *testing.T) {
+	bpftest.Require(t)
+	bin := buildGoTarget(t)
+	var specs []Spec
+	for _, sym := range []string{"main.Work", "main.classify", "main.safe"} {
+		sp, err := ResolveUser(0, bin+":"+sym, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, sp...)
+	}
+	s, err := Open(Options{Clock: Clock{Kind: ClockNS}, RingSize: 1 << 16}, specs)
+	if err != nil {
+		t.Fatalf("Open with 3 Go targets and a 64 KiB ring: %v", err)
+	}
+	defer s.Close()
+	if n := s.objs.TpCounters.MaxEntries(); n != 3 {
+		t.Errorf("tp_counters has %d elements, want 3", n)
+	}
+	if n := s.objs.TpRecords.MaxEntries(); n != 1<<16 {
+		t.Errorf("tp_records is %d bytes, want 65536", n)
+	}
+	g, err := s.GoStats()
+	if err != nil || len(g.Sites) != 3 {
+		t.Errorf("Go sites %d (%v), want 3", len(g.Sites), err)
+	}
+}

@@ -15,7 +15,7 @@ func newDiffCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "diff BASE NEW",
-		Short: "what changed between two profiles, with intervals",
+		Short: "What changed between two profiles, with intervals; significant changes only by default",
 		Long: `diff compares two profiles of the same kind. For CPU profiles it gives each
 function's change in flat and cumulative share of the samples (new - base,
 in percentage points) with a confidence interval for the difference of two

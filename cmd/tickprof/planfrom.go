@@ -193,6 +193,9 @@ func readPilotJSON(data []byte, path string) ([]pilotTarget, error) {
 			MeanNs     *float64 `json:"mean_ns"`
 			LowNs      *float64 `json:"low_ns"`
 			HighNs     *float64 `json:"high_ns"`
+			RawMeanNs  *float64 `json:"raw_mean_ns"`
+			RawLowNs   *float64 `json:"raw_low_ns"`
+			RawHighNs  *float64 `json:"raw_high_ns"`
 			Confidence float64  `json:"confidence"`
 			Error      string   `json:"error"`
 		} `json:"targets"`
@@ -209,7 +212,12 @@ func readPilotJSON(data []byte, path string) ([]pilotTarget, error) {
 		if pt.conf == 0 {
 			pt.conf = doc.Confidence
 		}
-		if t.MeanNs != nil && t.LowNs != nil && t.HighNs != nil {
+		switch {
+		case t.RawMeanNs != nil && t.RawLowNs != nil && t.RawHighNs != nil:
+			// An overhead-corrected run: plan from the measured spread, since
+			// the overhead's own uncertainty does not shrink with more calls.
+			pt.mean, pt.low, pt.high, pt.ok = *t.RawMeanNs, *t.RawLowNs, *t.RawHighNs, true
+		case t.MeanNs != nil && t.LowNs != nil && t.HighNs != nil:
 			pt.mean, pt.low, pt.high, pt.ok = *t.MeanNs, *t.LowNs, *t.HighNs, true
 		}
 		if pt.err == "" && !pt.ok {

@@ -73,6 +73,27 @@ func TestPlanFromTimeJSON(t *testing.T) {
 	}
 }
 
+func TestPlanFromCorrectedJSONUsesRawSpread(t *testing.T) {
+	// A corrected run: the corrected interval (±300 ns) carries the
+	// overhead's uncertainty, which more calls do not shrink; the plan must
+	// come from the raw spread (±100 ns on 1000 ns, as above): 25000 calls
+	// for ±2%. Planning from the corrected figures would ask for far more.
+	path := filepath.Join(t.TempDir(), "pilot.json")
+	doc := `{"clock":"ns","confidence":0.95,"duration_s":1,"targets":[
+	  {"target":"work","calls":1000,"mean_ns":500,"low_ns":200,"high_ns":800,
+	   "raw_mean_ns":1000,"raw_low_ns":900,"raw_high_ns":1100,"corrected":true,"confidence":0.95}]}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := runPlanFromArgs(t, "--from", path, "--precision", "2%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := p.Targets[0]; w.Need < 24990 || w.Need > 25010 {
+		t.Errorf("work: need %d calls, want about 25000 (from the raw spread)", w.Need)
+	}
+}
+
 func TestPlanFromTimeProfile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pilot.pb.gz")
 	run := &export.TimeRun{Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Start: time.Unix(1, 0), Duration: 2 * time.Second,

@@ -21,7 +21,7 @@ func newReportCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "report FILE",
-		Short: "the table with intervals for a pprof CPU profile or a tickprof time profile",
+		Short: "The table with intervals for a pprof CPU profile or a tickprof time profile",
 		Long: `report reads a pprof profile and prints its function table with confidence
 intervals: for a CPU profile (tickprof sample, Go's runtime/pprof, perf data
 converted to pprof) each function's flat and cumulative share of the samples

@@ -35,7 +35,7 @@ func newSampleCmd() *cobra.Command {
 	f := &sampleFlags{}
 	cmd := &cobra.Command{
 		Use:   "sample [-p PID | --all | -- CMD ARGS...]",
-		Short: "sample stacks on a CPU timer; shares and times with confidence intervals",
+		Short: "Sample stacks on a CPU timer: shares and times with confidence intervals",
 		Long: `sample takes a stack sample of the target on every tick of a per-CPU
 cpu-clock timer (-F per second), symbolizes it and writes a pprof CPU profile
 (open it with go tool pprof). It prints each function's flat and cumulative

