@@ -17,6 +17,7 @@ type procTable struct {
 	cur    map[int]*procImage
 	all    []*procImage
 	files  map[string]*binFile
+	vdsos  map[string]*binFile // vDSO images by SHA-256 of their bytes
 	nextID uint64
 }
 
@@ -43,6 +44,9 @@ type binFile struct {
 	f          *os.File
 	inl        *inliner
 	inlChecked bool
+	// vdsoNames, for a vDSO, names each function by its __vdso_ alias
+	// (by start address).
+	vdsoNames map[uint64]string
 }
 
 // inliner returns the file's DWARF inline reader, or nil.
@@ -57,7 +61,7 @@ func (b *binFile) inliner() *inliner {
 }
 
 func newProcTable() *procTable {
-	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}}
+	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}}
 }
 
 // image returns the current memory map of pid, reading it on first sight.
@@ -92,6 +96,10 @@ func (t *procTable) load(pid int) *procImage {
 	}
 	img.bins = make([]*binFile, len(maps))
 	for i, m := range maps {
+		if m.Path == VDSOPath {
+			img.bins[i] = t.vdso(pid, m)
+			continue
+		}
 		img.bins[i] = t.file(pid, m)
 	}
 	return img
@@ -210,14 +218,23 @@ func (t *procTable) exited() int {
 
 func (t *procTable) close() {
 	for _, f := range t.files {
-		if f.table != nil {
-			f.table.Close()
-		}
-		if f.f != nil {
-			f.f.Close()
-		}
+		f.close()
+	}
+	for _, f := range t.vdsos {
+		f.close()
 	}
 	t.files = map[string]*binFile{}
+	t.vdsos = map[string]*binFile{}
+}
+
+// close releases the file's symbol table and open file.
+func (b *binFile) close() {
+	if b.table != nil {
+		b.table.Close()
+	}
+	if b.f != nil {
+		b.f.Close()
+	}
 }
 
 // alive reports whether pid exists (a zombie counts as gone).

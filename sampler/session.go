@@ -7,7 +7,8 @@
 // A process's memory map is read when its first sample arrives (the BPF
 // program wakes the reader for it) and again after exec, and the mapped
 // files are opened at once, so a process that exits before the end keeps
-// symbolized samples.
+// symbolized samples. The vDSO, which has no file, is read from the
+// process's memory at the same moment and parsed as ELF (vdso.go).
 package sampler
 
 import (

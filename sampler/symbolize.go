@@ -214,7 +214,10 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 			look--
 		}
 		if va, ok := bin.table.VAddr(look - m.Start + m.Offset); ok {
-			if name, _, ok := bin.table.Func(va); ok {
+			if name, start, ok := bin.table.Func(va); ok {
+				if n, ok := bin.vdsoNames[start]; ok {
+					name = n
+				}
 				loc.Function = name
 				if file, line, ok := bin.table.Line(va); ok {
 					loc.File, loc.Line = file, int64(line)
@@ -226,6 +229,10 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 				}
 			}
 		}
+	}
+	if loc.Function == "" && m.Path == VDSOPath {
+		// Unnamed vDSO code is one function, not one per address.
+		loc.Function = VDSOPath
 	}
 	i := sy.add(k, loc)
 	return i, loc.Function

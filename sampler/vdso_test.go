@@ -1,0 +1,190 @@
+package sampler
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/bpftest"
+)
+
+// selfVDSO returns this process's vDSO mapping.
+func selfVDSO(t *testing.T) Mapping {
+	t.Helper()
+	maps, err := readMaps(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if m.Path == VDSOPath {
+			return m
+		}
+	}
+	t.Skip("this process has no vDSO mapping")
+	return Mapping{}
+}
+
+// vdsoFunc returns the start address (in the image) of the function the
+// vDSO names __vdso_NAME, failing the test when there is none.
+func vdsoFunc(t *testing.T, v *vdsoImage, name string) uint64 {
+	t.Helper()
+	for a, n := range v.Names {
+		if n == vdsoPrefix+name {
+			return a
+		}
+	}
+	t.Fatalf("vDSO has no %s%s: %v", vdsoPrefix, name, v.Names)
+	return 0
+}
+
+// TestParseVDSOSelf reads this process's own vDSO from /proc/self/mem and
+// parses it from memory: it names clock_gettime by its __vdso_ alias, the
+// symbol table opened through the in-memory file finds the function and the
+// build ID, and a second process's read hits the cache.
+func TestParseVDSOSelf(t *testing.T) {
+	m := selfVDSO(t)
+	b, err := readVDSO(os.Getpid(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b[:4]) != "\x7fELF" {
+		t.Fatalf("vDSO does not start with the ELF magic: % x", b[:4])
+	}
+	v, err := parseVDSO(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := vdsoFunc(t, v, "clock_gettime")
+	tab, f, err := openImage(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	defer tab.Close()
+	if tab.BuildID == "" {
+		t.Errorf("vDSO symbol table has no build ID")
+	}
+	if _, fstart, ok := tab.Func(start + 1); !ok || fstart != start {
+		t.Errorf("Func(%#x) = start %#x, %v; want start %#x", start+1, fstart, ok, start)
+	}
+	var code [1]byte
+	if _, err := f.ReadAt(code[:], int64(start)); err != nil || code[0] != b[start] {
+		t.Errorf("memory file byte at %#x = %#x (%v), image has %#x", start, code[0], err, b[start])
+	}
+	if _, err := parseVDSO(b[:64]); err == nil {
+		t.Errorf("a truncated image parsed")
+	}
+
+	pt := newProcTable()
+	defer pt.close()
+	f1, f2 := pt.vdso(os.Getpid(), m), pt.vdso(os.Getpid(), m)
+	if f1.table == nil || f1 != f2 || len(pt.vdsos) != 1 {
+		t.Errorf("vDSO not cached: %p %p (err %v), %d cached", f1, f2, f1.err, len(pt.vdsos))
+	}
+	if f := pt.vdso(1<<30, m); f.table != nil || f.err == nil {
+		t.Errorf("vDSO of a process that does not exist: %+v", f)
+	}
+}
+
+// TestSymbolizeVDSOSelf symbolizes addresses in this process's vDSO (no
+// BPF): one inside clock_gettime gets the __vdso_ name and the mapping the
+// build ID; two in the ELF header, which no function holds, fold into the
+// one function [vdso] and keep their addresses.
+func TestSymbolizeVDSOSelf(t *testing.T) {
+	m := selfVDSO(t)
+	b, err := readVDSO(os.Getpid(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := parseVDSO(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFunc := m.Start + vdsoFunc(t, v, "clock_gettime") + 4
+	s := &Session{cfg: Config{Frequency: 1000, PIDs: []int{os.Getpid()}}, procs: newProcTable(), stacks: map[string]*rawStack{}}
+	defer s.procs.close()
+	pid := uint32(os.Getpid())
+	for _, a := range []uint64{inFunc, m.Start + 8, m.Start + 16} {
+		s.handle(record(pid, 0, nil, []uint64{a}))
+	}
+	d, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]string{}
+	for _, l := range d.Locations {
+		if l.Mapping < 0 || d.Mappings[l.Mapping].File != VDSOPath {
+			t.Errorf("location %+v not in the vDSO mapping", l)
+			continue
+		}
+		got[l.Address] = l.Function
+		if mp := d.Mappings[l.Mapping]; mp.BuildID == "" || !mp.Symbolized {
+			t.Errorf("vDSO mapping %+v: want build ID and symbolized", mp)
+		}
+	}
+	want := map[uint64]string{inFunc: "__vdso_clock_gettime", m.Start + 8: VDSOPath, m.Start + 16: VDSOPath}
+	for a, fn := range want {
+		if got[a] != fn {
+			t.Errorf("address %#x symbolized as %q, want %q (all: %v)", a, got[a], fn, got)
+		}
+	}
+}
+
+// TestSampleVDSO samples a target that spends its time in clock_gettime:
+// the vDSO frames carry the vDSO's function names, no function is named by
+// a raw vDSO address, and the vDSO mapping carries the build ID.
+func TestSampleVDSO(t *testing.T) {
+	bpftest.Require(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skipf("gcc not installed: %v", err)
+	}
+	exe := filepath.Join(t.TempDir(), "timed")
+	cmd := exec.Command("gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", exe,
+		filepath.Join("..", "testdata", "c", "timed.c"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build timed: %v\n%s", err, b)
+	}
+	d, p, st := sampleCommand(t, 999, nil, exe, "spin500us", "2000") // 1 s
+	if st.Kept < 100 {
+		t.Fatalf("only %d samples", st.Kept)
+	}
+	var inVDSO, named int64
+	for _, s := range d.Samples {
+		l := d.Locations[s.Locations[0]]
+		if l.Mapping < 0 || d.Mappings[l.Mapping].File != VDSOPath {
+			continue
+		}
+		inVDSO += s.Count
+		if strings.HasPrefix(l.Function, vdsoPrefix) {
+			named += s.Count
+		}
+	}
+	t.Logf("%d of %d samples have a vDSO leaf, %d of them named __vdso_*", inVDSO, st.Kept, named)
+	if inVDSO < int64(st.Kept)/4 {
+		t.Errorf("only %d of %d samples in the vDSO", inVDSO, st.Kept)
+	}
+	if named < inVDSO*9/10 {
+		t.Errorf("only %d of %d vDSO leaf samples have a __vdso_ function name", named, inVDSO)
+	}
+	// The report names a location without a function by its mapping and
+	// address; no vDSO row may be left that way.
+	tab, err := export.CPUReport(p, estimate.Options{Confidence: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tab.Rows {
+		if strings.HasPrefix(r.Function, VDSOPath+"+0x") {
+			t.Errorf("report row named by address: %s", r.Function)
+		}
+	}
+	findRow(t, tab, "__vdso_clock_gettime")
+	for _, m := range p.Mapping {
+		if m.File == VDSOPath && (m.BuildID == "" || !m.HasFunctions) {
+			t.Errorf("vDSO mapping %+v: want build ID and functions", m)
+		}
+	}
+}
