@@ -1,6 +1,9 @@
 package estimate
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Difference is an estimated difference between two alternatives with its
 // confidence interval (Lilja ch. 5).
@@ -134,14 +137,23 @@ func DiffResults(base, new Result) (Difference, error) {
 // SubtractOverhead removes the probe overhead T_ovhd measured on an empty
 // function from a measured time: T_e = T_m - T_ovhd (Lilja 6.2.1). The
 // overhead's uncertainty widens the interval (the MOVER combination of
-// DiffResults). The result can reach below zero when the overhead is
-// comparable to the measured time; Lilja's rule of thumb asks for T_e 100 to
-// 1000 times T_ovhd.
+// DiffResults). Lilja's rule of thumb asks for T_e 100 to 1000 times
+// T_ovhd; when the overhead is comparable to the measured time the
+// difference can reach below zero, but a duration cannot: the mean and the
+// lower bound are truncated at 0, which keeps the interval's coverage for
+// every true duration >= 0. When even the upper bound is below zero the
+// overhead is larger than anything the measurement allows (a calibration
+// made under other conditions): that is an error, not an interval.
 func SubtractOverhead(r, ovhd Result) (Result, error) {
 	d, err := DiffResults(ovhd, r)
 	if err != nil {
 		return Result{}, wrapf(err, "subtract overhead")
 	}
+	if d.High < 0 {
+		return Result{}, fmt.Errorf("the probe overhead %.4g ns [%.4g, %.4g] exceeds the measured time's upper bound %.4g ns: recalibrate on an idle machine (tickprof calibrate) or show raw means (--no-correct)",
+			ovhd.Mean, ovhd.Low, ovhd.High, r.High)
+	}
+	d.Diff, d.Low = math.Max(d.Diff, 0), math.Max(d.Low, 0)
 	out := Result{Mean: d.Diff, Low: d.Low, High: d.High, StdErr: d.StdErr,
 		Confidence: d.Confidence, Method: r.Method + "-minus-overhead", Dist: r.Dist,
 		Calls: r.Calls, Events: r.Events, Batches: r.Batches}

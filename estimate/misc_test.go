@@ -287,4 +287,20 @@ func TestComparisons(t *testing.T) {
 	if err != nil || so.Mean != 90 || !near(so.Low, 90-math.Hypot(10, 3), 1e-12) || !near(so.High, 90+math.Hypot(10, 2), 1e-12) {
 		t.Errorf("SubtractOverhead = %+v, %v", so, err)
 	}
+	// Overhead comparable to the time: a duration is not negative, so the
+	// mean and lower bound stop at 0 while the upper bound stays.
+	small := Result{Mean: 12, Low: 0, High: 40, StdErr: 10, Confidence: 0.95}
+	so, err = SubtractOverhead(small, ov)
+	if err != nil || so.Mean != 2 || so.Low != 0 || !near(so.High, 2+math.Hypot(28, 2), 1e-12) {
+		t.Errorf("SubtractOverhead(small) = %+v, %v, want 2 [0, %v]", so, err, 2+math.Hypot(28, 2))
+	}
+	zero := Result{Mean: 0, Low: 0, High: 40, StdErr: 10, Confidence: 0.95}
+	so, err = SubtractOverhead(zero, ov)
+	if err != nil || so.Mean != 0 || so.Low != 0 || so.High <= 0 {
+		t.Errorf("SubtractOverhead(zero crossings) = %+v, %v, want 0 [0, >0]", so, err)
+	}
+	// An overhead above the measurement's upper bound is an error.
+	if so, err := SubtractOverhead(Result{Mean: 2, Low: 1, High: 3, StdErr: 0.5, Confidence: 0.95}, ov); err == nil {
+		t.Errorf("overhead 10 on a 2 [1, 3] measurement gave %+v, want an error", so)
+	}
 }

@@ -212,7 +212,7 @@ func (f *Features) KernelFuncMethod(want AttachMode) (AttachMode, error) {
 func (f *Features) SyscallMethod() (string, error) {
 	switch {
 	case f.Has(FeatRawTP):
-		return "raw tracepoint raw_syscalls:sys_enter/sys_exit, filtered by number, task-local entry state", nil
+		return "raw tracepoint raw_syscalls:sys_enter/sys_exit, filtered by number (per-thread entry slots)", nil
 	case f.Has(FeatSyscallTP):
 		return "tracepoint syscalls:sys_enter_NAME/sys_exit_NAME", nil
 	}

@@ -39,7 +39,7 @@ func BenchmarkGoProbeCost(b *testing.B) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		b.Fatal(err)
 	}
-	bin := buildGoProgram(b, "probecost")
+	bin := goTarget(b, "probecost", "CGO_ENABLED=0")
 	tab, err := symtab.Open(bin)
 	if err != nil {
 		b.Fatal(err)
@@ -261,17 +261,4 @@ func BenchmarkGoProbeCost(b *testing.B) {
 			b.Logf("tickprof / %s = %.2f (budget 0.5)", ref, (best["tickprof"]-base)/(best[ref]-base))
 		}
 	}
-}
-
-// buildGoProgram builds testdata/go/NAME.
-func buildGoProgram(tb testing.TB, name string) string {
-	tb.Helper()
-	dir := tb.TempDir()
-	out := dir + "/" + name
-	cmd := exec.Command("go", "build", "-o", out, "../testdata/go/"+name)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build %s: %v\n%s", name, err, b)
-	}
-	return out
 }

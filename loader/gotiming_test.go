@@ -1,15 +1,11 @@
 package loader
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,22 +19,7 @@ import (
 // buildGoTarget builds testdata/go/timed with extra go build arguments.
 func buildGoTarget(t *testing.T, args ...string) string {
 	t.Helper()
-	return buildGoTargetEnv(t, "CGO_ENABLED=0", args...)
-}
-
-// buildGoTargetEnv is buildGoTarget with CGO_ENABLED set by cgo.
-func buildGoTargetEnv(t *testing.T, cgo string, args ...string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "testdata", "go", "timed")
-	out := filepath.Join(t.TempDir(), "timed")
-	a := append([]string{"build", "-o", out}, args...)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(a, src)...)
-	cmd.Env = append(os.Environ(), cgo)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %v: %v\n%s", a, err, b)
-	}
-	return out
+	return goTarget(t, "timed", "CGO_ENABLED=0", args...)
 }
 
 // goRun is a run of the Go target: its output lines by first word.
@@ -56,18 +37,7 @@ func runGoTarget(t *testing.T, bin string, opts Options, syms []string, args ...
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		t.Fatalf("target did not get ready: %q", sc.Text())
-	}
+	proc := startProc(t, cmd, func(l string) bool { return l == "ready" }, nil)
 	pid := cmd.Process.Pid
 	var specs []Spec
 	for _, s := range syms {
@@ -89,40 +59,23 @@ func runGoTarget(t *testing.T, bin string, opts Options, syms []string, args ...
 	}
 	t.Cleanup(func() { s.Close() })
 	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
+	proc.release(t)
 	r := goRun{lines: map[string]string{}, s: s}
-	done := make(chan struct{})
-	go func() {
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) > 0 {
-				r.lines[f[0]] = sc.Text()
-			}
-		}
-		close(done)
-	}()
 	// Poll into batches while the target runs, as `tickprof time` does.
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case <-tick.C:
-			if _, err := s.Poll(); err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(120 * time.Second):
-			t.Fatal("target did not finish in 120 s")
+	lines, err := proc.wait(t, 120*time.Second, 200*time.Millisecond, func() {
+		if _, err := s.Poll(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := cmd.Wait(); err != nil {
+	})
+	r.dur = time.Since(start)
+	if err != nil {
 		t.Fatalf("target failed under the probes: %v", err)
 	}
-	r.dur = time.Since(start)
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 {
+			r.lines[f[0]] = l
+		}
+	}
 	s.Stop()
 	if r.p, err = s.Poll(); err != nil {
 		t.Fatal(err)
@@ -170,7 +123,7 @@ func TestGoTiming(t *testing.T) {
 	}
 	for _, tc := range variants {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := buildGoTargetEnv(t, tc.cgo, tc.args...)
+			bin := goTarget(t, "timed", tc.cgo, tc.args...)
 			r := runGoTarget(t, bin, Options{Clock: Clock{Kind: ClockTick, Tick: 50 * time.Microsecond}, Exact: true},
 				[]string{"main.Work", "main.(*Counter).Add", "main.Max[...]", "main.classify", "main.risky", "main.safe", "main.leave", "main.half", "main.huge"},
 				"-calls", fmt.Sprint(tc.calls), "-for", tc.dur.String(), "-goroutines", "64")

@@ -225,7 +225,7 @@ func attachKernelFuncs(s *Session, ts []*Target) error {
 			return fmt.Errorf("read the kernel-function BPF object: %w", err)
 		}
 		var objs kfKprobeObjects
-		if err := loadShared(s, spec, &objs); err != nil {
+		if err := s.LoadShared(spec, &objs); err != nil {
 			return err
 		}
 		s.AddCloser(&objs)
@@ -255,7 +255,7 @@ func attachKernelFuncs(s *Session, ts []*Target) error {
 			return fmt.Errorf("set kf_target: %w", err)
 		}
 		var objs kfFentryObjects
-		if err := loadShared(s, spec, &objs); err != nil {
+		if err := s.LoadShared(spec, &objs); err != nil {
 			return fmt.Errorf("load fentry/fexit for %s: %w", t.Spec.Symbol, err)
 		}
 		s.AddCloser(&objs)

@@ -187,7 +187,7 @@ func TestNestedTargets(t *testing.T) {
 
 func TestNonPIEAndGlob(t *testing.T) {
 	bpftest.Require(t)
-	bin := timedBinary(t) + "-nopie"
+	bin := timedBinaryNoPIE(t)
 	g := startGatedBin(t, bin, "spin1us", "300")
 	pid := g.cmd.Process.Pid
 	specs, err := ResolveUser(pid, "tp_spin*", 16)

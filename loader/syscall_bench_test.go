@@ -181,3 +181,71 @@ func (p procCloser) Close() error {
 	p.cmd.Process.Signal(unix.SIGINT)
 	return p.cmd.Wait()
 }
+
+// BenchmarkSyscallProgramTime reports the BPF run time per getppid of the
+// raw_syscalls enter and exit programs (kernel.bpf_stats_enabled), in the
+// jiffies and ns clocks, next to an empty raw-tracepoint program measured
+// the same way (the statistics' own cost, to subtract).
+//
+//	go test -run '^$' -bench SyscallProgramTime -benchtime=1x ./loader/
+func BenchmarkSyscallProgramTime(b *testing.B) {
+	bpftest.Require(b)
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatalf("enable BPF run-time statistics: %v", err)
+	}
+	defer st.Close()
+	const calls = 300000
+	perRun := func(p *ebpf.Program) float64 {
+		ps, err := p.Stats()
+		if err != nil || ps.RunCount == 0 {
+			b.Fatalf("program statistics: %v (%d runs)", err, ps.RunCount)
+		}
+		return float64(ps.Runtime.Nanoseconds()) / float64(ps.RunCount)
+	}
+	for i := 0; i < b.N; i++ {
+		spec, err := bpf.LoadSyscall()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var empty struct {
+			Enter *ebpf.Program `ebpf:"sc_empty_enter"`
+		}
+		if err := spec.LoadAndAssign(&empty, nil); err != nil {
+			b.Fatal(err)
+		}
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: empty.Enter})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := 0; j < calls; j++ {
+			unix.Getppid()
+		}
+		l.Close()
+		floor := perRun(empty.Enter)
+		empty.Enter.Close()
+		b.ReportMetric(floor, "empty-prog-ns/run")
+		for _, clk := range []Clock{{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, {Kind: ClockNS}} {
+			specs, err := ResolveSyscall("getppid", SyscallRaw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := Open(Options{Clock: clk, PID: os.Getpid()}, specs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := 0; j < calls; j++ {
+				unix.Getppid()
+			}
+			for _, c := range s.closers {
+				if o, ok := c.(*scRawObjects); ok {
+					enter, exit := perRun(o.Enter), perRun(o.Exit)
+					b.ReportMetric(enter+exit-2*floor, "raw-"+clk.String()+"-prog-ns/call")
+					b.Logf("%s: enter %.0f ns, exit %.0f ns per run; empty program %.0f ns (statistics' own cost): %.0f ns of BPF work per syscall",
+						clk, enter, exit, floor, enter+exit-2*floor)
+				}
+			}
+			s.Close()
+		}
+	}
+}

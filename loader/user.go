@@ -144,13 +144,30 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 	if len(out) == 0 {
 		return nil, &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(sym, 5)}
 	}
-	if len(out) > 1 && !strings.ContainsAny(sym, "*?[") {
-		// Several local functions of one name: tell them apart.
-		for i := range out {
-			out[i].Name = fmt.Sprintf("%s@%#x", out[i].Name, out[i].Addr)
+	distinctNames(out, prefix)
+	return out, nil
+}
+
+// distinctNames gives targets that would share a name distinct ones: first
+// the symbol as the binary spells it (the instantiations of a generic
+// function, shown alike as pkg.F[...], are pkg.F[go.shape.int] and
+// pkg.F[go.shape.string]), then the address (several local functions of
+// one name).
+func distinctNames(specs []Spec, prefix string) {
+	for _, rename := range []func(*Spec) string{
+		func(s *Spec) string { return prefix + s.Symbol },
+		func(s *Spec) string { return fmt.Sprintf("%s@%#x", s.Name, s.Addr) },
+	} {
+		count := map[string]int{}
+		for _, s := range specs {
+			count[s.Name]++
+		}
+		for i := range specs {
+			if count[specs[i].Name] > 1 {
+				specs[i].Name = rename(&specs[i])
+			}
 		}
 	}
-	return out, nil
 }
 
 // resolveBinary returns the path to open for a -u binary part, and the

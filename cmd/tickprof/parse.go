@@ -375,9 +375,15 @@ func formatPercent(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
-	s := strconv.FormatFloat(100*f, 'g', 3, 64)
+	v := 100 * f
+	s := strconv.FormatFloat(v, 'g', 3, 64)
 	if strings.ContainsAny(s, "e") {
-		s = strconv.FormatFloat(100*f, 'f', -1, 64)
+		if math.Abs(v) >= 1 {
+			// 2369.13 -> "2369", not "2.37e+03" or every digit.
+			s = strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+		} else {
+			s = strconv.FormatFloat(v, 'f', -1, 64)
+		}
 	}
 	return s + "%"
 }

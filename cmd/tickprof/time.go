@@ -534,6 +534,11 @@ func estimateAll(s *loader.Session, p loader.Poll, ts timeSetup) []targetRow {
 	return rows
 }
 
+// minCheckBatches is the number of polling batches below which the table
+// warns that the batch-means interval, which accounts for correlated calls,
+// could not be formed or rests on too little.
+const minCheckBatches = 10
+
 // tickCounts are the estimator's inputs from one target's cumulative
 // counters and its polling batches, and the number of batches with calls.
 func tickCounts(clk loader.Clock, c loader.Counters, batches []loader.Counters) (estimate.Counts, int) {
@@ -551,8 +556,14 @@ func tickCounts(clk loader.Clock, c loader.Counters, batches []loader.Counters) 
 		sumT += b.Ticks
 	}
 	n := len(ec.Batches)
-	if sumC != c.Calls || sumT != c.Ticks {
-		ec.Batches = nil // the totals moved after the last batch
+	switch {
+	case sumC == c.Calls && sumT == c.Ticks:
+	case c.Calls > sumC && c.Ticks >= sumT:
+		// Calls after the last poll (the final read at stop): one last,
+		// partial batch, so the final estimate keeps its batch means.
+		ec.Batches = append(ec.Batches, estimate.Batch{Calls: c.Calls - sumC, Ticks: c.Ticks - sumT})
+	default:
+		ec.Batches = nil // counters that do not add up: no batch means
 	}
 	return ec, n
 }
@@ -810,6 +821,16 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 			fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
 		}
 		fmt.Fprintln(w)
+	}
+	var few []string
+	for _, t := range r.Targets {
+		if t.Calls > 0 && t.Estimate.Batches < minCheckBatches {
+			few = append(few, t.Name)
+		}
+	}
+	if len(few) > 0 {
+		fmt.Fprintf(w, "note: %s: fewer than %d polling batches, too few to check whether calls that overlap in time (several threads or goroutines in the function at once, crossing the same ticks) make the interval too narrow (Beilner eq. 11); time for at least %d x --interval, or shorten --interval\n",
+			strings.Join(few, ", "), minCheckBatches, minCheckBatches)
 	}
 	switch {
 	case corrected:
