@@ -167,22 +167,3 @@ func writeCalibration(w io.Writer, c *calibrate.Calibration) error {
 	}
 	return nil
 }
-
-// overheadFor returns the probe overhead T_ovhd of this machine's
-// calibration that applies to a timed target, for `time` to subtract with
-// calibrate.Correct (Lilja 6.2.1): by target kind, and for a native user
-// function by whether the kernel emulates or single-steps its probed first
-// instruction (the two differ by an order of magnitude). ok is false when
-// the calibration has no figure for the target (then show the raw mean).
-func overheadFor(cal *calibrate.Calibration, sp loader.Spec) (o calibrate.Overhead, ok bool) {
-	if cal == nil {
-		return calibrate.Overhead{}, false
-	}
-	kind := sp.Kind.String()
-	if sp.Kind == loader.KindUser && sp.Binary != "" {
-		if k, err := calibrate.UserProbeKind(sp.Binary, sp.Offset); err == nil {
-			kind = k
-		}
-	}
-	return cal.Overhead(kind)
-}

@@ -471,17 +471,19 @@ func loadCorrection(f timeFlags, specs []loader.Spec, errOut io.Writer) correcti
 	return c
 }
 
-// overheadKind is the calibrated probe kind that applies to a target.
+// overheadKind is the calibrated probe kind whose overhead is subtracted
+// from a target, or "" when none is. Syscalls and kernel functions are not
+// corrected: there is no empty syscall or kernel function, so what
+// `tickprof calibrate` measures for them (getppid's whole path) includes
+// the kernel's own work, and subtracting it would remove real time.
 func overheadKind(sp loader.Spec) (string, error) {
 	switch sp.Kind {
 	case loader.KindUser:
 		return calibrate.UserProbeKind(sp.Binary, sp.Offset)
 	case loader.KindGoUser:
 		return "go", nil
-	case loader.KindSyscall:
-		return "syscall", nil
-	case loader.KindKernelFunc:
-		return "kernel", nil
+	case loader.KindSyscall, loader.KindKernelFunc:
+		return "", nil
 	}
 	return "", fmt.Errorf("no overhead calibration applies to %s targets", sp.Kind)
 }
@@ -831,6 +833,12 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 	if len(few) > 0 {
 		fmt.Fprintf(w, "note: %s: fewer than %d polling batches, too few to check whether calls that overlap in time (several threads or goroutines in the function at once, crossing the same ticks) make the interval too narrow (Beilner eq. 11); time for at least %d x --interval, or shorten --interval\n",
 			strings.Join(few, ", "), minCheckBatches, minCheckBatches)
+	}
+	for _, t := range r.Targets {
+		if r.Correction == "on" && (t.Kind == loader.KindSyscall.String() || t.Kind == loader.KindKernelFunc.String()) {
+			fmt.Fprintln(w, "syscall and kernel-function means are as measured: they include the tracepoint or probe dispatch inside the window (no empty kernel path exists to calibrate it against)")
+			break
+		}
 	}
 	switch {
 	case corrected:
