@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
 )
 
@@ -111,6 +112,10 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 		}
 	}
 
+	// Before a command is started: say what is missing, not what failed.
+	if err := loader.CheckPrivileges(); err != nil {
+		return err
+	}
 	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count}
 	var spawned *sampler.Spawned
 	var exited <-chan struct{}
