@@ -558,14 +558,8 @@ func tickCounts(clk loader.Clock, c loader.Counters, batches []loader.Counters) 
 		sumT += b.Ticks
 	}
 	n := len(ec.Batches)
-	switch {
-	case sumC == c.Calls && sumT == c.Ticks:
-	case c.Calls > sumC && c.Ticks >= sumT:
-		// Calls after the last poll (the final read at stop): one last,
-		// partial batch, so the final estimate keeps its batch means.
-		ec.Batches = append(ec.Batches, estimate.Batch{Calls: c.Calls - sumC, Ticks: c.Ticks - sumT})
-	default:
-		ec.Batches = nil // counters that do not add up: no batch means
+	if sumC != c.Calls || sumT != c.Ticks {
+		ec.Batches = nil // the totals moved after the last batch
 	}
 	return ec, n
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -728,21 +727,5 @@ func TestTimeCommandGo(t *testing.T) {
 	err = runTime(context.Background(), &out, newNoticeWriter(), f, []string{bin, "-now", "-calls", "1"})
 	if !errors.Is(err, loader.ErrSymbolNotFound) || !strings.Contains(err.Error(), "inlined into main.main") {
 		t.Errorf("main.tiny: %v, want a not-found error naming main.main", err)
-	}
-}
-
-func TestTickCountsKeepsCallsAfterLastPoll(t *testing.T) {
-	clk := loader.Clock{Kind: loader.ClockTick, Tick: time.Millisecond}
-	batches := []loader.Counters{{Calls: 10, Ticks: 3}, {Calls: 0}, {Calls: 12, Ticks: 5}}
-	// The final read at stop saw 4 more calls and 2 more ticks than the
-	// last poll: they must form a last batch, not drop the batch means.
-	ec, n := tickCounts(clk, loader.Counters{Calls: 26, Ticks: 10}, batches)
-	want := []estimate.Batch{{Calls: 10, Ticks: 3}, {Calls: 12, Ticks: 5}, {Calls: 4, Ticks: 2}}
-	if n != 2 || !reflect.DeepEqual(ec.Batches, want) {
-		t.Errorf("batches %+v (n %d), want %+v (n 2)", ec.Batches, n, want)
-	}
-	// Totals below the batches' sums cannot be split: no batch means.
-	if ec, _ := tickCounts(clk, loader.Counters{Calls: 20, Ticks: 8}, batches); ec.Batches != nil {
-		t.Errorf("inconsistent totals kept batches %+v", ec.Batches)
 	}
 }
