@@ -6,7 +6,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/tickprof/tickprof/estimate"
 )
 
 // timeJSON is the --json document of `tickprof time`.
@@ -180,4 +183,62 @@ func WriteTimeJSONFile(path string, r *TimeRun) error {
 		return fmt.Errorf("write JSON %s: %w", path, err)
 	}
 	return nil
+}
+
+// ReadTimeJSON reads what WriteTimeJSON wrote, for tools that work from a
+// finished run (plan --from, the demo). Each target's Estimate holds the
+// reported (possibly corrected) mean and interval, Raw the measured one
+// (equal to Estimate when no correction was applied). Callers and the
+// histogram are not read back.
+func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
+	var doc timeJSON
+	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("not a tickprof time JSON document: %w", err)
+	}
+	if doc.Targets == nil {
+		return nil, fmt.Errorf("no \"targets\" in the document: give the file `tickprof time --json` wrote")
+	}
+	run := &TimeRun{
+		Clock: doc.Clock, Resolution: doc.ResolutionNs, Confidence: doc.Confidence, Start: doc.Start,
+		Duration: time.Duration(doc.DurationS * 1e9), PID: doc.PID, Command: doc.Command,
+		StopReason: doc.StopReason, Validate: doc.Validate, RingDrops: doc.RingDrops, StackFails: doc.StackFails,
+		Correction: doc.Correction,
+	}
+	for _, j := range doc.Targets {
+		conf := j.Confidence
+		if conf == 0 {
+			conf = doc.Confidence
+		}
+		t := TimeTarget{
+			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
+			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
+			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
+		}
+		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {
+			if t.Err == "" {
+				t.Err = "no estimate"
+			}
+		} else {
+			method, dist, _ := strings.Cut(j.Method, "/")
+			t.Estimate = estimate.Result{Mean: *j.MeanNs, Low: *j.LowNs, High: *j.HighNs,
+				Confidence: conf, Method: method, Dist: dist, Calls: j.Calls}
+			t.Raw = t.Estimate
+			if j.Corrected && j.RawMeanNs != nil && j.RawLowNs != nil && j.RawHighNs != nil {
+				t.Raw.Mean, t.Raw.Low, t.Raw.High = *j.RawMeanNs, *j.RawLowNs, *j.RawHighNs
+				t.Raw.Method = strings.TrimSuffix(method, "-minus-overhead")
+			}
+			if j.OverheadNs != nil && j.OverheadLow != nil && j.OverheadHigh != nil {
+				t.Overhead = estimate.Result{Mean: *j.OverheadNs, Low: *j.OverheadLow, High: *j.OverheadHigh, Confidence: conf}
+			}
+		}
+		if j.NsSum != nil && j.NsMean != nil && j.NsLow != nil && j.NsHigh != nil {
+			x := &ExactNs{Sum: *j.NsSum, Mean: estimate.Result{Mean: *j.NsMean, Low: *j.NsLow, High: *j.NsHigh, Confidence: conf, Calls: j.Calls}}
+			if j.NsMin != nil && j.NsMax != nil {
+				x.Min, x.Max = *j.NsMin, *j.NsMax
+			}
+			t.Exact = x
+		}
+		run.Targets = append(run.Targets, t)
+	}
+	return run, nil
 }

@@ -167,3 +167,41 @@ func TestWriteTimeJSONCorrected(t *testing.T) {
 		t.Errorf("profile comments: %v", p.Comments)
 	}
 }
+
+func TestReadTimeJSONRoundTrip(t *testing.T) {
+	r := sampleRun()
+	big := &r.Targets[1]
+	big.Raw = big.Estimate
+	big.Overhead = estimate.Result{Mean: 1800, Low: 1700, High: 1900, Confidence: 0.95}
+	big.Estimate = estimate.Result{Mean: 2e6 - 1800, Low: 1.5e6 - 1900, High: 2.5e6 - 1700, Confidence: 0.95, Method: "observed-minus-overhead", Dist: "z"}
+	big.Corrected, big.OverheadKind = true, "user"
+	var buf bytes.Buffer
+	if err := WriteTimeJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadTimeJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Clock != "jiffies" || got.Resolution != 4e6 || got.Duration != 3*time.Second || len(got.Targets) != 3 {
+		t.Fatalf("run %+v", got)
+	}
+	s, b, n := got.Targets[0], got.Targets[1], got.Targets[2]
+	if s.Name != "small" || s.Calls != 1000 || s.Estimate.Mean != 8000 || s.Estimate.Low != 1000 || s.Estimate.High != 29000 ||
+		s.Estimate.Method != "two-point" || s.Estimate.Dist != "exact" || s.Raw.Mean != s.Estimate.Mean || s.Corrected {
+		t.Errorf("small: %+v", s)
+	}
+	if !b.Corrected || b.Estimate.Mean != 2e6-1800 || b.Raw.Mean != 2e6 || b.Raw.Low != 1.5e6 || b.Raw.High != 2.5e6 ||
+		b.Raw.Method != "observed" || b.Overhead.Mean != 1800 || b.OverheadKind != "user" || b.Dropped != 5 {
+		t.Errorf("big: %+v", b)
+	}
+	if n.Err != "no calls" {
+		t.Errorf("never: %+v", n)
+	}
+	if _, err := ReadTimeJSON(strings.NewReader(`{"clock":"ns"}`)); err == nil {
+		t.Error("a document without targets was read")
+	}
+	if _, err := ReadTimeJSON(strings.NewReader(`not json`)); err == nil {
+		t.Error("not JSON was read")
+	}
+}

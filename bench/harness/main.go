@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tickprof/tickprof/export"
 )
 
 func main() {
@@ -201,25 +203,6 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// timeResult is what the harness reads from `tickprof time --json`.
-type timeResult struct {
-	Clock        string  `json:"clock"`
-	ResolutionNs float64 `json:"resolution_ns"`
-	Targets      []struct {
-		Target    string   `json:"target"`
-		Calls     uint64   `json:"calls"`
-		MeanNs    *float64 `json:"mean_ns"`
-		LowNs     *float64 `json:"low_ns"`
-		HighNs    *float64 `json:"high_ns"`
-		Corrected bool     `json:"corrected"`
-		RawMeanNs *float64 `json:"raw_mean_ns"`
-		RawLowNs  *float64 `json:"raw_low_ns"`
-		RawHighNs *float64 `json:"raw_high_ns"`
-		Crossings uint64   `json:"crossings"`
-		Dropped   uint64   `json:"dropped_records"`
-	} `json:"targets"`
-}
-
 // estimateNs is one mean with its interval, in ns.
 type estimateNs struct{ mean, low, high float64 }
 
@@ -234,29 +217,28 @@ func (e estimateNs) holds(v float64) bool { return e.low <= v && v <= e.high }
 // reports too); corrected, when ok, has the calibrated probe overhead
 // subtracted (what the function itself takes).
 func tickprofFigures(c *config) (raw, corrected estimateNs, ok bool, recordsPerCall, etOverD float64, err error) {
-	path := c.jsons[c.median()]
-	var r timeResult
-	b, err := os.ReadFile(path)
+	f, err := os.Open(c.jsons[c.median()])
 	if err != nil {
 		return
 	}
-	if err = json.Unmarshal(b, &r); err != nil {
+	defer f.Close()
+	r, err := export.ReadTimeJSON(f)
+	if err != nil {
 		return
 	}
-	if len(r.Targets) == 0 || r.Targets[0].MeanNs == nil {
-		err = fmt.Errorf("%s: %s: no estimate", c.label, path)
+	if len(r.Targets) == 0 || r.Targets[0].Err != "" {
+		err = fmt.Errorf("%s: %s: no estimate", c.label, f.Name())
 		return
 	}
 	t := r.Targets[0]
-	raw = estimateNs{*t.MeanNs, *t.LowNs, *t.HighNs}
-	if t.Corrected && t.RawMeanNs != nil && t.RawLowNs != nil && t.RawHighNs != nil {
-		corrected, ok = raw, true
-		raw = estimateNs{*t.RawMeanNs, *t.RawLowNs, *t.RawHighNs}
+	raw = estimateNs{t.Raw.Mean, t.Raw.Low, t.Raw.High}
+	if t.Corrected {
+		corrected, ok = estimateNs{t.Estimate.Mean, t.Estimate.Low, t.Estimate.High}, true
 	}
 	recordsPerCall, etOverD = math.NaN(), math.NaN()
 	if t.Calls > 0 && r.Clock != "ns" {
 		recordsPerCall = float64(t.Crossings) / float64(t.Calls)
-		etOverD = raw.mean / r.ResolutionNs
+		etOverD = raw.mean / r.Resolution
 	}
 	return
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/testdata/demo"
 )
@@ -110,8 +110,10 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	}
 
 	// 1. Time, with the jiffies clock, until the precision or the limit.
+	// --no-correct: the table below subtracts the overhead once, the one it
+	// prints (this machine's calibration, or the quick one just made).
 	timeArgs := []string{"--clock", "jiffies", "--precision", f.precision, "--duration", f.limit.String(),
-		"--json", jsonOut, "-o", timeOut}
+		"--no-correct", "--json", jsonOut, "-o", timeOut}
 	for _, fn := range demo.Functions() {
 		timeArgs = append(timeArgs, "-u", fn)
 	}
@@ -138,7 +140,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	}
 
 	// 3. The intervals beside the truth.
-	fmt.Fprintf(out, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", formatNs(targets.resolution))
+	fmt.Fprintf(out, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", formatNs(targets.Resolution))
 	if err := writeDemoTable(out, targets, truth, ovhd); err != nil {
 		return err
 	}
@@ -243,61 +245,44 @@ func readTruth(path string) (map[string]demoTruth, error) {
 	return out, sc.Err()
 }
 
-// demoTargets are the parts of the time JSON the demo shows.
-type demoTargets struct {
-	resolution float64
-	targets    []demoTarget
-}
-
-type demoTarget struct {
-	Target     string   `json:"target"`
-	Calls      uint64   `json:"calls"`
-	MeanNs     *float64 `json:"mean_ns"`
-	LowNs      *float64 `json:"low_ns"`
-	HighNs     *float64 `json:"high_ns"`
-	Confidence float64  `json:"confidence"`
-	Error      string   `json:"error"`
-}
-
-func readTimeJSON(path string) (demoTargets, error) {
-	b, err := os.ReadFile(path)
+// readTimeJSON reads the timing results the demo's `time` run wrote.
+func readTimeJSON(path string) (*export.TimeRun, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return demoTargets{}, fmt.Errorf("demo: read the timing results: %w", err)
+		return nil, fmt.Errorf("demo: read the timing results: %w", err)
 	}
-	var doc struct {
-		Resolution float64      `json:"resolution_ns"`
-		Targets    []demoTarget `json:"targets"`
+	defer f.Close()
+	run, err := export.ReadTimeJSON(f)
+	if err != nil {
+		return nil, fmt.Errorf("demo: read the timing results %s: %w", path, err)
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return demoTargets{}, fmt.Errorf("demo: read the timing results %s: %w", path, err)
-	}
-	return demoTargets{resolution: doc.Resolution, targets: doc.Targets}, nil
+	return run, nil
 }
 
-// resultOf rebuilds an estimate from the JSON figures (normal standard
-// error from the half-width, for the correction's MOVER arms).
-func resultOf(t demoTarget) (estimate.Result, bool) {
-	if t.MeanNs == nil || t.LowNs == nil || t.HighNs == nil || !(t.Confidence > 0 && t.Confidence < 1) {
+// resultOf is a target's measured estimate, with the normal standard error
+// its interval implies (for the correction's combined uncertainty).
+func resultOf(t export.TimeTarget) (estimate.Result, bool) {
+	r := t.Raw
+	if t.Err != "" || !(r.Confidence > 0 && r.Confidence < 1) {
 		return estimate.Result{}, false
 	}
-	r := estimate.Result{Mean: *t.MeanNs, Low: *t.LowNs, High: *t.HighNs, Confidence: t.Confidence, Calls: t.Calls}
-	r.StdErr = (r.High - r.Low) / 2 / estimate.Z(t.Confidence)
+	r.StdErr = (r.High - r.Low) / 2 / estimate.Z(r.Confidence)
 	return r, true
 }
 
 // writeDemoTable prints raw and corrected intervals beside the truth.
-func writeDemoTable(w io.Writer, ts demoTargets, truth map[string]demoTruth, ovhd calibrate.Overhead) error {
+func writeDemoTable(w io.Writer, run *export.TimeRun, truth map[string]demoTruth, ovhd calibrate.Overhead) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "FUNCTION\tCALLS\tMEAN (jiffies)\tINTERVAL\tCORRECTED\tINTERVAL\tTRUTH\tTRUTH INSIDE?\t")
-	for _, t := range ts.targets {
-		tr, haveTruth := truth[t.Target]
+	for _, t := range run.Targets {
+		tr, haveTruth := truth[t.Name]
 		truthS := "-"
 		if haveTruth {
 			truthS = formatNs(tr.mean)
 		}
 		r, ok := resultOf(t)
 		if !ok {
-			fmt.Fprintf(tw, "%s\t%d\t-\tno estimate: %s\t-\t-\t%s\t-\t\n", t.Target, t.Calls, shortErr(t.Error), truthS)
+			fmt.Fprintf(tw, "%s\t%d\t-\tno estimate: %s\t-\t-\t%s\t-\t\n", t.Name, t.Calls, shortErr(t.Err), truthS)
 			continue
 		}
 		conf := formatPercent(r.Confidence)
@@ -310,7 +295,7 @@ func writeDemoTable(w io.Writer, ts demoTargets, truth map[string]demoTruth, ovh
 				inside = map[bool]string{true: "yes", false: "no"}[c.Low <= tr.mean && tr.mean <= c.High]
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t[%s, %s] (%s)\t%s\t%s\t%s\t%s\t\n", t.Target, t.Calls, m, lo, hi, conf, corr, cs, truthS, inside)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t[%s, %s] (%s)\t%s\t%s\t%s\t%s\t\n", t.Name, t.Calls, m, lo, hi, conf, corr, cs, truthS, inside)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -24,14 +24,21 @@ func TestDemoTruthAndTable(t *testing.T) {
 	if truth["demo_short"].calls != 100 || truth["demo_sleep"].mean != 1.06e6 {
 		t.Fatalf("truth %+v", truth)
 	}
-	f := func(v float64) *float64 { return &v }
-	ts := demoTargets{resolution: 4e6, targets: []demoTarget{
-		// Raw 7.3 us includes a 2.2 us overhead: corrected 5.1 us holds the truth.
-		{Target: "demo_short", Calls: 100, MeanNs: f(7300), LowNs: f(7000), HighNs: f(7600), Confidence: 0.95},
-		// An interval far from the truth says so.
-		{Target: "demo_sleep", Calls: 10, MeanNs: f(2e6), LowNs: f(1.9e6), HighNs: f(2.1e6), Confidence: 0.95},
-		{Target: "demo_medium", Calls: 0, Confidence: 0.95, Error: "0 calls: nothing to estimate"},
-	}}
+	// What `time --no-correct --json` wrote, read back as the demo reads it.
+	doc := `{"clock":"jiffies","resolution_ns":4000000,"confidence":0.95,"targets":[
+	  {"target":"demo_short","calls":100,"mean_ns":7300,"low_ns":7000,"high_ns":7600,"confidence":0.95},
+	  {"target":"demo_sleep","calls":10,"mean_ns":2000000,"low_ns":1900000,"high_ns":2100000,"confidence":0.95},
+	  {"target":"demo_medium","calls":0,"mean_ns":null,"low_ns":null,"high_ns":null,"confidence":0.95,"error":"0 calls: nothing to estimate"}]}`
+	jsonPath := filepath.Join(t.TempDir(), "time.json")
+	if err := os.WriteFile(jsonPath, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Raw 7.3 us includes a 2.2 us overhead: corrected 5.1 us holds the
+	// truth; demo_sleep's interval is far from its truth and says so.
+	ts, err := readTimeJSON(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := calibrate.Overhead{Kind: "user", MeanNs: 2200, LowNs: 2100, HighNs: 2300, StdErrNs: 100 / 1.959963984540054, Confidence: 0.95}
 	var out bytes.Buffer
 	if err := writeDemoTable(&out, ts, truth, o); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -182,46 +181,19 @@ func runPlanFrom(cmd *cobra.Command, path string) error {
 	return writePilotPlan(cmd.OutOrStdout(), out)
 }
 
-// readPilotJSON reads the targets of a `tickprof time --json` file.
+// readPilotJSON reads the targets of a `tickprof time --json` file. A
+// corrected run is planned from its measured (raw) spread: the overhead's
+// own uncertainty does not shrink with more calls.
 func readPilotJSON(data []byte, path string) ([]pilotTarget, error) {
-	var doc struct {
-		Confidence float64 `json:"confidence"`
-		DurationS  float64 `json:"duration_s"`
-		Targets    []struct {
-			Target     string   `json:"target"`
-			Calls      uint64   `json:"calls"`
-			MeanNs     *float64 `json:"mean_ns"`
-			LowNs      *float64 `json:"low_ns"`
-			HighNs     *float64 `json:"high_ns"`
-			RawMeanNs  *float64 `json:"raw_mean_ns"`
-			RawLowNs   *float64 `json:"raw_low_ns"`
-			RawHighNs  *float64 `json:"raw_high_ns"`
-			Confidence float64  `json:"confidence"`
-			Error      string   `json:"error"`
-		} `json:"targets"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a tickprof time JSON file: %w", path, err)
-	}
-	if doc.Targets == nil {
-		return nil, fmt.Errorf("%s has no \"targets\": give the file tickprof time --json wrote", path)
+	run, err := export.ReadTimeJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var ts []pilotTarget
-	for _, t := range doc.Targets {
-		pt := pilotTarget{name: t.Target, calls: t.Calls, conf: t.Confidence, err: t.Error, durationSec: doc.DurationS}
-		if pt.conf == 0 {
-			pt.conf = doc.Confidence
-		}
-		switch {
-		case t.RawMeanNs != nil && t.RawLowNs != nil && t.RawHighNs != nil:
-			// An overhead-corrected run: plan from the measured spread, since
-			// the overhead's own uncertainty does not shrink with more calls.
-			pt.mean, pt.low, pt.high, pt.ok = *t.RawMeanNs, *t.RawLowNs, *t.RawHighNs, true
-		case t.MeanNs != nil && t.LowNs != nil && t.HighNs != nil:
-			pt.mean, pt.low, pt.high, pt.ok = *t.MeanNs, *t.LowNs, *t.HighNs, true
-		}
-		if pt.err == "" && !pt.ok {
-			pt.err = "no estimate"
+	for _, t := range run.Targets {
+		pt := pilotTarget{name: t.Name, calls: t.Calls, conf: t.Raw.Confidence, err: t.Err, durationSec: run.Duration.Seconds()}
+		if t.Err == "" {
+			pt.mean, pt.low, pt.high, pt.ok = t.Raw.Mean, t.Raw.Low, t.Raw.High, true
 		}
 		ts = append(ts, pt)
 	}
