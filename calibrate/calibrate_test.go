@@ -2,15 +2,20 @@ package calibrate
 
 import (
 	"context"
+	_ "embed" // for the test target's source
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -39,7 +44,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	m := Machine{KernelRelease: "6.18.0-test", CPUModel: "AMD EPYC 7B13 / x", CPUs: 2}
 	c := &Calibration{Machine: m, Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Overheads: []Overhead{{Kind: "user", MeanNs: 1800, LowNs: 1750, HighNs: 1850, StdErrNs: 25.5, Confidence: 0.95, Calls: 1000}}}
+		Overheads: []Overhead{{Kind: "user", MeanNs: 1800, LowNs: 1750, HighNs: 1850, StdErrNs: 25.5, DF: 4, Confidence: 0.95, Calls: 1000,
+			Runs: 5, RunMeansNs: []float64{1750, 1790, 1800, 1810, 1850}}}}
 	path, err := c.Save(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +58,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	o, ok := got.Overhead("user")
-	if !ok || o != c.Overheads[0] || !got.Date.Equal(c.Date) {
+	if !ok || !reflect.DeepEqual(o, c.Overheads[0]) || !got.Date.Equal(c.Date) {
 		t.Errorf("loaded %+v, want %+v", got, c)
 	}
 	if _, ok := got.Overhead("syscall"); ok {
@@ -116,6 +122,7 @@ func TestCorrectArithmetic(t *testing.T) {
 }
 
 func TestClockResolutionsBPF(t *testing.T) {
+	bpftest.Require(t)
 	needBPF(t)
 	p, err := LoadProbes()
 	if err != nil {
@@ -166,46 +173,61 @@ func TestClockResolutionsBPF(t *testing.T) {
 // on the empty function, time it again, and subtract: the corrected mean's
 // interval holds 0 or lies within 50 ns of it. Calibration and measurement
 // runs alternate, five of each, so that a change in machine load hits both
-// alike; each side's mean is the mean of its runs with a Student t
-// interval (the runs are its batches). The level is 99%: on a shared
-// machine the mean overhead moves with the load (a preemption inside the
-// probe window counts in it), and a 95% test would fail one run in twenty
-// by design.
+// alike; the calibration's runs are combined by CombineRuns, the
+// measurement's mean is the mean of its runs with a Student t interval
+// (the runs are its batches). The level is 99%: on a shared machine the
+// mean overhead moves with the load (a preemption inside the probe window
+// counts in it), and a 95% test would fail one run in twenty by design.
 func TestCorrectedEmptyFunction(t *testing.T) {
-	needBPF(t)
+	bpftest.Require(t)
 	if testing.Short() {
 		t.Skip("short mode")
 	}
 	dir := t.TempDir()
-	opts := OverheadOptions{Duration: 500 * time.Millisecond, Kinds: []string{"user"}}
-	var calRuns, againRuns []float64
+	opts := OverheadOptions{Duration: 500 * time.Millisecond, Runs: 1, Kinds: []string{"user"}}
+	var calRuns []Overhead
+	var calMeans, againRuns []float64
 	for i := 0; i < 5; i++ {
-		for _, side := range []*[]float64{&calRuns, &againRuns} {
+		for _, cal := range []bool{true, false} {
 			ovs, _, err := MeasureOverheads(context.Background(), dir, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ovs) != 1 || ovs[0].Calls < 1000 || ovs[0].MeanNs <= 0 {
-				t.Fatalf("overhead run %+v: too few calls or no overhead", ovs)
+			if len(ovs) != 1 || ovs[0].Calls < 1000 || ovs[0].MeanNs <= 0 || ovs[0].Target != "cal_empty" {
+				t.Fatalf("overhead run %+v: too few calls, no overhead or not cal_empty", ovs)
 			}
-			*side = append(*side, ovs[0].MeanNs)
+			if cal {
+				calRuns, calMeans = append(calRuns, ovs[0]), append(calMeans, ovs[0].MeanNs)
+			} else {
+				againRuns = append(againRuns, ovs[0].MeanNs)
+			}
 		}
 	}
-	cal, err := estimate.MeanOfSamples(calRuns, estimate.Options{Confidence: 0.99})
+	cal, err := estimate.MeanOfSamples(calMeans, estimate.Options{Confidence: 0.99})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// CombineRuns gives the same interval for the mean overhead.
+	comb, err := CombineRuns(calRuns, 0.99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(comb.MeanNs-cal.Mean) > 1e-6 || math.Abs(comb.MeanLowNs-cal.Low) > 1e-6 || math.Abs(comb.MeanHighNs-cal.High) > 1e-6 {
+		t.Errorf("CombineRuns: mean %.1f [%.1f, %.1f], want %.1f [%.1f, %.1f]", comb.MeanNs, comb.MeanLowNs, comb.MeanHighNs, cal.Mean, cal.Low, cal.High)
+	}
+	// Both sides are means of five runs: subtract the mean overhead's
+	// interval (a single later run would need CombineRuns' prediction).
+	o := Overhead{Kind: "user", MeanNs: cal.Mean, LowNs: cal.Low, HighNs: cal.High, StdErrNs: cal.StdErr, DF: 4, Confidence: cal.Confidence, Method: "t over run means"}
 	again, err := estimate.MeanOfSamples(againRuns, estimate.Options{Confidence: 0.99})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Overhead{Kind: "user", MeanNs: cal.Mean, LowNs: cal.Low, HighNs: cal.High, StdErrNs: cal.StdErr, Confidence: cal.Confidence}
 	got, err := Correct(again, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("T_ovhd runs %.0f ns -> %.0f [%.0f, %.0f]; empty function runs %.0f ns; corrected %.0f [%.0f, %.0f] ns",
-		calRuns, cal.Mean, cal.Low, cal.High, againRuns, got.Mean, got.Low, got.High)
+	t.Logf("T_ovhd runs %.0f ns -> %.0f [%.0f, %.0f] (%s); empty function runs %.0f ns; corrected %.0f [%.0f, %.0f] ns",
+		calMeans, o.MeanNs, o.LowNs, o.HighNs, o.Method, againRuns, got.Mean, got.Low, got.High)
 	if !(got.Low <= 50 && got.High >= -50) {
 		t.Errorf("corrected empty function %.0f [%.0f, %.0f] ns: the interval is more than 50 ns from 0", got.Mean, got.Low, got.High)
 	}
@@ -213,6 +235,121 @@ func TestCorrectedEmptyFunction(t *testing.T) {
 	// can tell a missing subtraction.
 	if again.Low <= 50 {
 		t.Errorf("uncorrected empty function %.0f [%.0f, %.0f] ns: no overhead to correct?", again.Mean, again.Low, again.High)
+	}
+}
+
+// spinSource is a test target whose spin() lasts about 200 ns and which
+// measures its own mean duration without probes.
+//
+//go:embed testdata/spin.c
+var spinSource []byte
+
+// TestCorrectedOtherFunction checks the calibration against a function that
+// is not the calibration's own: calibrate T_ovhd as `tickprof calibrate`
+// does (several runs), time spin() (about 200 ns) once with the ns clock as
+// `tickprof time` does, correct, and require the corrected interval to hold
+// spin's own mean, which the target measures on an unprobed copy of the
+// same code. With one run's within-run interval this failed in 4 of 6
+// tries, with the mean overhead's interval in 2 of 10: runs differ by more
+// than their own errors.
+func TestCorrectedOtherFunction(t *testing.T) {
+	bpftest.Require(t)
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	dir := t.TempDir()
+	ovs, _, err := MeasureOverheads(context.Background(), dir, OverheadOptions{Kinds: []string{"user"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ovs) != 1 || ovs[0].Runs != DefaultRuns || len(ovs[0].RunMeansNs) != DefaultRuns {
+		t.Fatalf("calibration %+v: want one kind over %d runs", ovs, DefaultRuns)
+	}
+	o := ovs[0]
+	exe, err := BuildC(dir, "spin", spinSource, []string{"-O2", "-fno-omit-frame-pointer", "-fno-ipa-icf", "-fcf-protection=none"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := symbolOffset(exe, "spin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := UserProbeKind(exe, off); err != nil || k != "user" {
+		t.Fatalf("spin's probe kind %q (%v): the test needs an emulated first instruction", k, err)
+	}
+	out := filepath.Join(dir, "spin.out")
+	d := time.Second
+	raw, err := timeRun(context.Background(), []string{exe, strconv.FormatFloat(d.Seconds()+5, 'f', 1, 64), out}, exe, "user", "spin",
+		d, OverheadOptions{Confidence: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own, n float64
+	if _, err := fmt.Sscan(string(b), &own, &n); err != nil || n < 1000 {
+		t.Fatalf("spin's own mean %q: %v", b, err)
+	}
+	got, err := Correct(raw.Result(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("T_ovhd runs %.0f ns -> %.0f [%.0f, %.0f] (%s); spin raw %.0f [%.0f, %.0f], corrected %.0f [%.0f, %.0f] ns; own mean %.1f ns",
+		o.RunMeansNs, o.MeanNs, o.LowNs, o.HighNs, o.Method, raw.MeanNs, raw.LowNs, raw.HighNs, got.Mean, got.Low, got.High, own)
+	if !(got.Low <= own && own <= got.High) {
+		t.Errorf("corrected spin %.0f [%.0f, %.0f] ns does not hold its own mean %.1f ns", got.Mean, got.Low, got.High, own)
+	}
+}
+
+func TestCombineRuns(t *testing.T) {
+	// Five runs whose own errors (2 ns) are far below their spread: the
+	// interval subtracted is the Student t prediction on 4 df for one new
+	// run, and the mean's own interval is Student t over the run means.
+	var runs []Overhead
+	means := []float64{933, 938, 987, 950, 960}
+	for i, m := range means {
+		runs = append(runs, Overhead{MeanNs: m, StdErrNs: 2, Calls: 1000, MinNs: uint64(700 + i), BPFNsPerCall: 400})
+	}
+	o, err := CombineRuns(runs, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean, sd := 953.6, 0.0
+	for _, m := range means {
+		sd += (m - mean) * (m - mean)
+	}
+	sd = math.Sqrt(sd / 4)
+	const t95 = 2.7764451051977987 // t(0.975, 4)
+	hwMean, hwPred := t95*sd/math.Sqrt(5), t95*sd*math.Sqrt(1+1.0/5)
+	if math.Abs(o.MeanNs-mean) > 1e-9 || math.Abs(o.HighNs-(mean+hwPred)) > 1e-6 || math.Abs(o.LowNs-(mean-hwPred)) > 1e-6 ||
+		math.Abs(o.MeanHighNs-(mean+hwMean)) > 1e-6 || math.Abs(o.MeanLowNs-(mean-hwMean)) > 1e-6 || math.Abs(o.RunSDNs-sd) > 1e-9 ||
+		o.DF != 4 || o.Method != "between-runs-prediction" || o.Runs != 5 || o.Calls != 5000 || o.MinNs != 700 || o.BPFNsPerCall != 400 {
+		t.Errorf("combined %+v, want %.1f ± %.3f (mean ± %.3f) on 4 df", o, mean, hwPred, hwMean)
+	}
+	// The same prediction at 90%: t(0.95, 4), not z.
+	if r := o.At(0.90); math.Abs(r.High-(mean+2.131846786326649*sd*math.Sqrt(1.2))) > 1e-6 || r.Dist != "t" {
+		t.Errorf("at 90%%: %+v", r)
+	}
+	// Runs that agree better than their own errors: the pooled within-run
+	// interval, mean ± z sqrt(sum s_i^2)/k.
+	for i := range runs {
+		runs[i].MeanNs, runs[i].StdErrNs = 950+float64(i)*0.01, 30
+	}
+	o, err = CombineRuns(runs, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1.959963984540054 * math.Sqrt(5*30*30) / 5; math.Abs(o.HighNs-o.MeanNs-want) > 1e-6 || o.DF != 0 || o.Method != "pooled-within-run" {
+		t.Errorf("agreeing runs: %+v, want half-width %.3f pooled", o, want)
+	}
+	// One run: its own error.
+	if o, err := CombineRuns(runs[:1], 0.95); err != nil || math.Abs(o.HighNs-o.MeanNs-1.959963984540054*30) > 1e-6 {
+		t.Errorf("one run: %+v, %v", o, err)
+	}
+	if _, err := CombineRuns(nil, 0.95); err == nil {
+		t.Error("no runs combined without an error")
 	}
 }
 

@@ -115,15 +115,32 @@ type Overhead struct {
 	Note string `json:"note,omitempty"`
 	// Calls is the number of timed calls.
 	Calls uint64 `json:"calls"`
-	// MeanNs, LowNs, HighNs: T_ovhd and its interval at Confidence.
-	MeanNs     float64 `json:"mean_ns"`
-	LowNs      float64 `json:"low_ns"`
-	HighNs     float64 `json:"high_ns"`
-	StdErrNs   float64 `json:"stderr_ns"`
+	// MeanNs, LowNs, HighNs: T_ovhd and the interval Correct subtracts,
+	// at Confidence. Over several runs MeanNs is the mean of the run means
+	// and LowNs..HighNs the interval of one new run's overhead, which holds
+	// the between-run variation (CombineRuns).
+	MeanNs   float64 `json:"mean_ns"`
+	LowNs    float64 `json:"low_ns"`
+	HighNs   float64 `json:"high_ns"`
+	StdErrNs float64 `json:"stderr_ns"`
+	// DF is the degrees of freedom of a Student t interval (runs - 1);
+	// 0 for a normal interval, mean ± z StdErrNs.
+	DF         int     `json:"df,omitempty"`
 	Confidence float64 `json:"confidence"`
-	// Method is the interval's model (the widest of "observed" and
-	// "batch-means", see estimate.Time).
+	// Method is the interval's model: "between-runs-prediction" or
+	// "pooled-within-run" over several runs (CombineRuns); for one run
+	// the widest of "observed" and "batch-means" (estimate.Time).
 	Method string `json:"method,omitempty"`
+	// Runs is the number of independent runs (target processes) behind
+	// the figure, RunMeansNs their means and RunSDNs their standard
+	// deviation; MeanLowNs..MeanHighNs is the interval of the mean
+	// overhead itself (Student t over the run means). All are absent from
+	// files of version 1, which measured one run.
+	Runs       int       `json:"runs,omitempty"`
+	RunMeansNs []float64 `json:"run_means_ns,omitempty"`
+	RunSDNs    float64   `json:"run_sd_ns,omitempty"`
+	MeanLowNs  float64   `json:"mean_low_ns,omitempty"`
+	MeanHighNs float64   `json:"mean_high_ns,omitempty"`
 	// MinNs is the shortest call seen.
 	MinNs uint64 `json:"min_ns"`
 	// BPFNsPerCall is the run time of tickprof's entry and exit programs
@@ -135,6 +152,9 @@ type Overhead struct {
 func (o Overhead) Result() estimate.Result {
 	r := estimate.Result{Mean: o.MeanNs, Low: o.LowNs, High: o.HighNs, StdErr: o.StdErrNs,
 		Confidence: o.Confidence, Method: "z", Dist: "z", Calls: o.Calls, Events: o.Calls}
+	if o.DF > 0 {
+		r.Method, r.Dist = "t", "t"
+	}
 	if o.MeanNs != 0 {
 		r.RelHalfWidth = (o.HighNs - o.LowNs) / 2 / math.Abs(o.MeanNs)
 	} else {
@@ -143,17 +163,22 @@ func (o Overhead) Result() estimate.Result {
 	return r
 }
 
-// At returns the overhead as an estimate at confidence level conf: the
-// normal interval mean ± z StdErr (the overhead is a mean of many calls).
+// At returns the overhead as an estimate at confidence level conf:
+// mean ± q StdErr, q the Student t quantile on DF degrees of freedom when
+// DF > 0 (a prediction over run means, see CombineRuns), else the normal
+// one.
 func (o Overhead) At(conf float64) estimate.Result {
 	r := o.Result()
 	if conf == o.Confidence || !(conf > 0 && conf < 1) {
 		return r
 	}
-	z := distuv.UnitNormal.Quantile(1 - (1-conf)/2)
-	r.Low, r.High, r.Confidence = o.MeanNs-z*o.StdErrNs, o.MeanNs+z*o.StdErrNs, conf
+	q := distuv.UnitNormal.Quantile(1 - (1-conf)/2)
+	if o.DF > 0 {
+		q = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(o.DF)}.Quantile(1 - (1-conf)/2)
+	}
+	r.Low, r.High, r.Confidence = o.MeanNs-q*o.StdErrNs, o.MeanNs+q*o.StdErrNs, conf
 	if o.MeanNs != 0 {
-		r.RelHalfWidth = z * o.StdErrNs / math.Abs(o.MeanNs)
+		r.RelHalfWidth = q * o.StdErrNs / math.Abs(o.MeanNs)
 	}
 	return r
 }
@@ -172,8 +197,19 @@ type ClockCost struct {
 	Reads uint64 `json:"reads"`
 }
 
+// Version is the calibration file format written by this tickprof.
+// Version 1 (files without "version") measured each T_ovhd in one run, its
+// interval the within-run error only; version 2 measures it in several
+// runs and its interval holds the between-run variation (CombineRuns). Both load; a
+// version 1 file corrects with its narrower interval until `tickprof
+// calibrate` is run again.
+const Version = 2
+
 // Calibration is everything `tickprof calibrate` measures on a machine.
 type Calibration struct {
+	// Version is the file format (see the constant Version); 0 in files
+	// of version 1.
+	Version int `json:"version,omitempty"`
 	// Machine is where it was measured.
 	Machine Machine `json:"machine"`
 	// Date is when.

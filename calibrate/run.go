@@ -40,7 +40,7 @@ func Run(ctx context.Context, o Options) (*Calibration, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Calibration{Machine: m, Date: time.Now().UTC().Truncate(time.Second)}
+	c := &Calibration{Version: Version, Machine: m, Date: time.Now().UTC().Truncate(time.Second)}
 	p, err := LoadProbes()
 	if err != nil {
 		return nil, err

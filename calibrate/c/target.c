@@ -8,6 +8,9 @@
  *            which the kernel's uprobe code emulates)
  *   stepped  call cal_empty_stepped() in a loop (first instruction xor,
  *            which the kernel must single-step)
+ *   small    call cal_small() in a loop: a second near-empty target, a
+ *            few instructions after the same push %rbp, so that the
+ *            calibration sees whether T_ovhd depends on the target
  *   syscall  call getppid() through syscall(2) in a loop
  * Every 50 ms it sleeps 5 ms (outside any timed call), so that when
  * calibrate runs it at a real-time priority (no preemption by ordinary
@@ -47,6 +50,25 @@ __asm__(".text\n"
 	".size cal_empty_stepped, .-cal_empty_stepped\n");
 void cal_empty_stepped(void);
 
+/* A near-empty function that is not cal_empty: the same emulated first
+ * instruction, then a short dependent chain (a few cycles) and a store. */
+__asm__(".text\n"
+	".globl cal_small\n"
+	".type cal_small, @function\n"
+	"cal_small:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\tmov cal_small_sink(%rip), %rax\n"
+	"\tadd $3, %rax\n"
+	"\txor $5, %rax\n"
+	"\tadd $7, %rax\n"
+	"\tmov %rax, cal_small_sink(%rip)\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size cal_small, .-cal_small\n");
+void cal_small(void);
+unsigned long cal_small_sink;
+
 static double now(void)
 {
 	struct timespec ts;
@@ -57,7 +79,7 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s user|stepped|syscall SECONDS\n", argv[0]);
+		fprintf(stderr, "usage: %s user|stepped|small|syscall SECONDS\n", argv[0]);
 		return 2;
 	}
 	double end = now() + atof(argv[2]);
@@ -66,6 +88,8 @@ int main(int argc, char **argv)
 		fn = cal_empty;
 	else if (strcmp(argv[1], "stepped") == 0)
 		fn = cal_empty_stepped;
+	else if (strcmp(argv[1], "small") == 0)
+		fn = cal_small;
 	else if (strcmp(argv[1], "syscall") != 0) {
 		fprintf(stderr, "%s: unknown mode %s\n", argv[0], argv[1]);
 		return 2;

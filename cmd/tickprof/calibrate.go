@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -19,6 +21,7 @@ import (
 type calibrateFlags struct {
 	asJSON     bool
 	duration   time.Duration
+	runs       int
 	confidence string
 	noSave     bool
 	dir        string
@@ -41,8 +44,16 @@ func newCalibrateCmd() *cobra.Command {
     add to every measured interval, found by timing an empty C function
     (built with gcc), an empty Go function (in a copy of tickprof) and
     getppid with the ns clock, with its interval, and the BPF program time
-    per call. The empty targets run at the lowest real-time priority, so
-    that no ordinary task preempts them inside a probe window.
+    per call. Each is timed in --runs independent runs (a new target process
+    and newly loaded probes each; the C runs alternate between two near-empty
+    functions). T_ovhd is the mean of the run means, shown with its Student t
+    interval; what tickprof time subtracts is the Student t prediction
+    interval for one new run's overhead (or the pooled within-run interval
+    when that is wider): the overhead varies from run to run and target to
+    target by more than one run's own error, and a later measurement meets
+    that variation. The
+    empty targets run at the lowest real-time priority, so that no ordinary
+    task preempts them inside a probe window.
 
 The result is saved per machine (kernel release and CPU model) under the
 user's cache directory; tickprof time subtracts T_ovhd from its means when a
@@ -55,7 +66,8 @@ CAP_PERFMON) and gcc.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.asJSON, "json", false, "print the calibration as JSON")
-	fl.DurationVar(&f.duration, "duration", 2*time.Second, "how long each probe kind's empty target is timed")
+	fl.DurationVar(&f.duration, "duration", 2500*time.Millisecond, "how long each probe kind is timed in all, over its runs (each run at least 200ms)")
+	fl.IntVar(&f.runs, "runs", calibrate.DefaultRuns, "independent runs per probe kind; the interval spans their spread (at least 2)")
 	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the overhead intervals")
 	fl.BoolVar(&f.noSave, "no-save", false, "do not save the calibration")
 	fl.StringVar(&f.dir, "dir", "", "save into `DIR` instead of the user cache directory's tickprof/")
@@ -74,6 +86,9 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 	if f.duration < 100*time.Millisecond {
 		return usagef("--duration %s: want at least 100ms", f.duration)
 	}
+	if f.runs < 2 {
+		return usagef("--runs %d: want at least 2, so that the interval holds the between-run variation", f.runs)
+	}
 	conf, err := parseConfidence(f.confidence)
 	if err != nil {
 		return usagef("--confidence: %v", err)
@@ -89,7 +104,7 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 		return fmt.Errorf("find tickprof's own executable (the Go calibration target): %w", err)
 	}
 	c, err := calibrate.Run(ctx, calibrate.Options{
-		Overhead: calibrate.OverheadOptions{Duration: f.duration, Confidence: conf,
+		Overhead: calibrate.OverheadOptions{Duration: f.duration, Runs: f.runs, Confidence: conf,
 			GoTarget: []string{self, "calibrate", "--go-target"}},
 		Progress: func(what string) { fmt.Fprintf(errOut, "tickprof: measuring %s...\n", what) },
 	})
@@ -147,14 +162,23 @@ func writeCalibration(w io.Writer, c *calibrate.Calibration) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE KIND\tEMPTY TARGET\tCALLS\tT_ovhd MEAN\tINTERVAL\tMIN\tBPF TIME/CALL (total)")
+	fmt.Fprintln(tw, "PROBE KIND\tEMPTY TARGET\tRUNS\tCALLS\tT_ovhd MEAN\tMEAN'S INTERVAL\tA RUN'S T_ovhd (subtracted)\tRUN MEANS\tMIN\tBPF TIME/CALL (total)")
 	for _, o := range c.Overheads {
 		bpfCost := "-"
 		if o.BPFNsPerCall > 0 {
 			bpfCost = formatNs(o.BPFNsPerCall)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t[%s, %s] (%s)\t%s\t%s\n", o.Kind, o.Target, o.Calls, formatNs(o.MeanNs),
-			formatNs(o.LowNs), formatNs(o.HighNs), formatPercent(o.Confidence), formatNs(float64(o.MinNs)), bpfCost)
+		runs, means, meanIv := max(o.Runs, 1), "-", "-"
+		if len(o.RunMeansNs) > 0 {
+			ms := make([]string, len(o.RunMeansNs))
+			for i, m := range o.RunMeansNs {
+				ms[i] = strconv.FormatFloat(m, 'f', 0, 64)
+			}
+			means = strings.Join(ms, " ") + " ns"
+			meanIv = fmt.Sprintf("[%s, %s] (%s)", formatNs(o.MeanLowNs), formatNs(o.MeanHighNs), formatPercent(o.Confidence))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t[%s, %s] (%s, %s)\t%s\t%s\t%s\n", o.Kind, o.Target, runs, o.Calls, formatNs(o.MeanNs), meanIv,
+			formatNs(o.LowNs), formatNs(o.HighNs), formatPercent(o.Confidence), o.Method, means, formatNs(float64(o.MinNs)), bpfCost)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
