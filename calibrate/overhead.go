@@ -39,11 +39,11 @@ var probeKinds = []probeKind{
 		[]calTarget{{"user", "cal_empty"}, {"small", "cal_small"}}, false},
 	{"user-stepped", "uprobe+uretprobe on an empty function whose first instruction the kernel single-steps",
 		[]calTarget{{"stepped", "cal_empty_stepped"}}, false},
-	{"syscall", "syscall entry+exit on getppid; includes getppid's own kernel path",
+	{"syscall", "syscall entry+exit on getppid; includes getppid's own kernel path, so a reference only: time does not subtract it",
 		[]calTarget{{"syscall", "getppid"}}, false},
 	{"go", "RET-site uprobes on an empty Go function (tickprof's own calibrate.EmptyGo)",
 		[]calTarget{{"go", GoSymbol}}, true},
-	{"kernel", "kprobe+kretprobe (or fentry+fexit) on getppid's kernel handler; includes the handler's own work",
+	{"kernel", "kprobe+kretprobe (or fentry+fexit) on getppid's kernel handler; includes the handler's own work, so a reference only: time does not subtract it",
 		[]calTarget{{"syscall", "__x64_sys_getppid"}}, true},
 }
 
