@@ -108,7 +108,7 @@ static __always_inline int sc_exit(void *ctx, __u32 tid)
 	__u32 slot = tid & sc_slot_mask, target;
 	struct sc_state *st;
 	struct tp_counts *c;
-	__u64 ns = 0, tick, d, dns = 0;
+	__u64 ns = 0, tick;
 
 	/* Read the clock first, as close to the timed path as possible. */
 	if (tp_need_ns())
@@ -123,10 +123,7 @@ static __always_inline int sc_exit(void *ctx, __u32 tid)
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
 		return 0;
-	d = tick - st->tick;
-	if (tp_exact)
-		dns = ns - st->ns;
-	tp_account(ctx, c, target, d, dns, tp_record_ticks(d, st->ns, ns), BPF_F_USER_STACK);
+	tp_close(ctx, c, target, tick, ns, st->tick, st->ns, BPF_F_USER_STACK);
 	return 0;
 }
 

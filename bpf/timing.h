@@ -11,10 +11,13 @@
  *                                    pop, account (the fast path, threads)
  *   tp_enter(key, target)            the same with the stack in the
  *   tp_exit(ctx, key, target, flags) tp_entries hash, for any key
+ *   tp_close(ctx, c, target, tick, ns, etick, ens, flags)
+ *                                    account a call from its entry and
+ *                                    exit readings; for programs keeping
+ *                                    their own entry state
  *   tp_account(ctx, c, target, d, dns, rt, flags)
  *                                    add one call to the per-CPU counters
- *                                    and write its crossing record; for
- *                                    programs keeping their own entry state
+ *                                    and write its crossing record
  *
  * `key` identifies the thread of execution (pid_tgid for threads, a
  * goroutine address for Go); `target` is the index of the timed target,
@@ -304,6 +307,21 @@ static __always_inline __u64 tp_record_ticks(__u64 d, __u64 e, __u64 x)
 	return d;
 }
 
+/* tp_close accounts a call whose entry read etick (and ens, exact mode)
+ * and whose exit read tick and ns: every exit path ends here. */
+static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 target,
+				     __u64 tick, __u64 ns, __u64 etick, __u64 ens,
+				     __u64 stack_flags)
+{
+	__u64 d = tick - etick, dns = 0, rt = d;
+
+	if (tp_exact) {
+		dns = ns - ens;
+		rt = tp_record_ticks(d, ens, ns);
+	}
+	tp_account(ctx, c, target, d, dns, rt, stack_flags);
+}
+
 /* tp_orphan counts an entry or exit of target without its partner. */
 static __always_inline void tp_orphan(__u32 target)
 {
@@ -321,7 +339,7 @@ static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
 	struct tp_key key = { .id = id, .target = target };
 	struct tp_counts *c;
 	struct tp_entry *e;
-	__u64 ns = 0, tick, d, dns = 0, rt;
+	__u64 ns = 0, tick;
 	__u32 slot;
 
 	/* Read the clock first, as close to the timed code as possible. */
@@ -344,13 +362,7 @@ static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
 		return 0;
 	}
 	slot = e->depth & (TP_MAX_DEPTH - 1);
-	d = tick - e->tick[slot];
-	rt = d;
-	if (tp_exact) {
-		dns = ns - e->ns[slot];
-		rt = tp_record_ticks(d, e->ns[slot], ns);
-	}
-	tp_account(ctx, c, target, d, dns, rt, stack_flags);
+	tp_close(ctx, c, target, tick, ns, e->tick[slot], e->ns[slot], stack_flags);
 	return 0;
 }
 
@@ -416,7 +428,7 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 {
 	struct tp_tstack *st;
 	struct tp_counts *c;
-	__u64 ns = 0, tick, d, dns = 0, rt;
+	__u64 ns = 0, tick;
 	__u32 slot, depth, i;
 
 	/* Read the clock first, as close to the timed code as possible. */
@@ -459,13 +471,7 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 		slot = (depth - 1) & (TP_MAX_DEPTH - 1);
 	}
 	st->depth = depth - 1;
-	d = tick - st->tick[slot];
-	rt = d;
-	if (tp_exact) {
-		dns = ns - st->ns[slot];
-		rt = tp_record_ticks(d, st->ns[slot], ns);
-	}
-	tp_account(ctx, c, target, d, dns, rt, stack_flags);
+	tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
 	return 0;
 }
 

@@ -309,7 +309,9 @@ func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d tim
 		return Overhead{}, fmt.Errorf("calibration: %s was not called while timed", symbol)
 	}
 	c := p.Totals[0]
-	r, err := estimate.Time(nsCounts(c, s.Batches(0)), estimate.Options{Confidence: o.Confidence})
+	// The ns clock: ticks are exact ns, and the batches give batch means.
+	counts, _ := loader.EstimatorCounts(s.Clock(), c, s.Batches(0))
+	r, err := estimate.Time(counts, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
 		return Overhead{}, fmt.Errorf("calibration %s: %w", kind, err)
 	}
@@ -334,27 +336,4 @@ func progStats(ps []*ebpf.Program) statSum {
 		}
 	}
 	return s
-}
-
-// nsCounts are the estimator's inputs for exact ns durations: the ns clock
-// is a clock of resolution 1 ns, so the ns sums are tick sums, and the
-// batches give the batch-means interval.
-func nsCounts(c loader.Counters, batches []loader.Counters) estimate.Counts {
-	ec := estimate.Counts{Resolution: 1, Calls: c.Calls, Ticks: c.NsSum}
-	if c.NsSq.Hi == 0 {
-		ec.TicksSq, ec.HasTicksSq = c.NsSq.Lo, true
-	}
-	var calls, ns uint64
-	for _, b := range batches {
-		if b.Calls == 0 {
-			continue
-		}
-		ec.Batches = append(ec.Batches, estimate.Batch{Calls: b.Calls, Ticks: b.NsSum})
-		calls += b.Calls
-		ns += b.NsSum
-	}
-	if calls != c.Calls || ns != c.NsSum {
-		ec.Batches = nil
-	}
-	return ec
 }

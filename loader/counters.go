@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/estimate"
 )
 
 // HistBuckets is the number of log2 buckets of the ns histogram: bucket b
@@ -125,4 +126,31 @@ type RunStats struct {
 	StackFails uint64
 	// Filtered counts events from processes other than the target.
 	Filtered uint64
+}
+
+// EstimatorCounts turns a target's cumulative counters and its polling
+// batches into the estimator's inputs for clock clk (with the ns clock the
+// ticks are exact ns), and returns the number of batches with calls. The
+// batches are dropped when they do not add up to the totals (a final read
+// that moved after the last batch), so the batch-means interval never rests
+// on counts that disagree with the mean.
+func EstimatorCounts(clk Clock, total Counters, batches []Counters) (estimate.Counts, int) {
+	ec := estimate.Counts{Resolution: clk.Resolution(), Calls: total.Calls, Ticks: total.Ticks}
+	if total.TicksSq.Hi == 0 {
+		ec.TicksSq, ec.HasTicksSq = total.TicksSq.Lo, true
+	}
+	var calls, ticks uint64
+	for _, b := range batches {
+		if b.Calls == 0 {
+			continue
+		}
+		ec.Batches = append(ec.Batches, estimate.Batch{Calls: b.Calls, Ticks: b.Ticks})
+		calls += b.Calls
+		ticks += b.Ticks
+	}
+	n := len(ec.Batches)
+	if calls != total.Calls || ticks != total.Ticks {
+		ec.Batches = nil
+	}
+	return ec, n
 }

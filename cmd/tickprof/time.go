@@ -541,34 +541,11 @@ func estimateAll(s *loader.Session, p loader.Poll, ts timeSetup) []targetRow {
 // could not be formed or rests on too little.
 const minCheckBatches = 10
 
-// tickCounts are the estimator's inputs from one target's cumulative
-// counters and its polling batches, and the number of batches with calls.
-func tickCounts(clk loader.Clock, c loader.Counters, batches []loader.Counters) (estimate.Counts, int) {
-	ec := estimate.Counts{Resolution: clk.Resolution(), Calls: c.Calls, Ticks: c.Ticks}
-	if c.TicksSq.Hi == 0 {
-		ec.TicksSq, ec.HasTicksSq = c.TicksSq.Lo, true
-	}
-	var sumC, sumT uint64
-	for _, b := range batches {
-		if b.Calls == 0 {
-			continue
-		}
-		ec.Batches = append(ec.Batches, estimate.Batch{Calls: b.Calls, Ticks: b.Ticks})
-		sumC += b.Calls
-		sumT += b.Ticks
-	}
-	n := len(ec.Batches)
-	if sumC != c.Calls || sumT != c.Ticks {
-		ec.Batches = nil // the totals moved after the last batch
-	}
-	return ec, n
-}
-
 // estimateTarget estimates one target from its cumulative counters c and
 // its polling batches.
 func estimateTarget(clk loader.Clock, c loader.Counters, batches []loader.Counters, ts timeSetup) targetRow {
 	r := targetRow{calls: c.Calls}
-	r.counts, r.batches = tickCounts(clk, c, batches)
+	r.counts, r.batches = loader.EstimatorCounts(clk, c, batches)
 	if clk.Kind == loader.ClockNS {
 		// Exact measurements: the mean of the ns durations (Lilja 4.4.1),
 		// or the batch-means interval over the polling batches when that
