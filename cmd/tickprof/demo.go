@@ -210,7 +210,7 @@ func demoOverhead(ctx context.Context, dir string, errOut io.Writer) (calibrate.
 		return calibrate.Overhead{}, "", err
 	}
 	if len(ovs) != 1 {
-		return calibrate.Overhead{}, "", errors.New("demo: the probe overhead could not be measured")
+		return calibrate.Overhead{}, "", errors.New("demo: the probe overhead could not be measured on the empty function: run `sudo tickprof calibrate` to see why")
 	}
 	return ovs[0], "measured just now (run tickprof calibrate to keep one)", nil
 }
