@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -30,25 +33,37 @@ type probeKind struct {
 }
 
 // A calTarget is one thing timed for a probe kind: the calibration
-// target's mode argument and the function (or system call) timed.
-type calTarget struct{ mode, symbol string }
+// target's mode argument and the function (or system call) timed. A
+// selfTimed target does real work and reports its own unprobed mean, which
+// is subtracted from what tickprof measured to leave the overhead.
+type calTarget struct {
+	mode, symbol string
+	selfTimed    bool
+}
 
 // The kinds measured on the calibration target.
 var probeKinds = []probeKind{
-	{"user", "uprobe+uretprobe on empty functions whose first instruction (push %rbp) the kernel emulates; runs alternate between cal_empty and cal_small (a few instructions)",
-		[]calTarget{{"user", "cal_empty"}, {"small", "cal_small"}}, false},
+	// cal_spin is there because the overhead seen on a function that does
+	// work was about 90-110 ns below the empty functions' on this machine
+	// (two functions of ~200 ns, each against its own unprobed mean): with
+	// empty targets only, corrected intervals of such functions missed
+	// their truth.
+	{"user", "uprobe+uretprobe on functions whose first instruction (push %rbp) the kernel emulates; runs alternate between cal_empty, cal_spin (~200 ns of work, its own unprobed mean subtracted) and cal_small (a few instructions)",
+		[]calTarget{{"user", "cal_empty", false}, {"spin", "cal_spin", true}, {"small", "cal_small", false}}, false},
 	{"user-stepped", "uprobe+uretprobe on an empty function whose first instruction the kernel single-steps",
-		[]calTarget{{"stepped", "cal_empty_stepped"}}, false},
+		[]calTarget{{"stepped", "cal_empty_stepped", false}}, false},
 	{"syscall", "syscall entry+exit on getppid; includes getppid's own kernel path, so a reference only: time does not subtract it",
-		[]calTarget{{"syscall", "getppid"}}, false},
+		[]calTarget{{"syscall", "getppid", false}}, false},
 	{"go", "RET-site uprobes on an empty Go function (tickprof's own calibrate.EmptyGo)",
-		[]calTarget{{"go", GoSymbol}}, true},
+		[]calTarget{{"go", GoSymbol, false}}, true},
 	{"kernel", "kprobe+kretprobe (or fentry+fexit) on getppid's kernel handler; includes the handler's own work, so a reference only: time does not subtract it",
-		[]calTarget{{"syscall", "__x64_sys_getppid"}}, true},
+		[]calTarget{{"syscall", "__x64_sys_getppid", false}}, true},
 }
 
-// DefaultRuns is the number of independent runs T_ovhd is measured in.
-const DefaultRuns = 5
+// DefaultRuns is the number of independent runs T_ovhd is measured in:
+// with the user kind's three targets and runs pinned to the CPUs in turn,
+// six runs put every target on both CPUs of a 2-CPU machine.
+const DefaultRuns = 6
 
 // minRunDuration is the shortest run: a few batches of the poll period.
 const minRunDuration = 200 * time.Millisecond
@@ -109,7 +124,7 @@ func MeasureOverheads(ctx context.Context, dir string, o OverheadOptions) (out [
 		if len(want) > 0 && !want[pk.kind] {
 			continue
 		}
-		ov, err := measureKind(ctx, exe, pk, o)
+		ov, err := measureKind(ctx, dir, exe, pk, o)
 		if err != nil && ctx.Err() == nil && (pk.optional || errors.Is(err, loader.ErrKindUnsupported)) {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", pk.kind, err))
 			continue
@@ -124,7 +139,7 @@ func MeasureOverheads(ctx context.Context, dir string, o OverheadOptions) (out [
 
 // measureKind times o.Runs runs of pk, its targets in turn, and combines
 // them.
-func measureKind(ctx context.Context, exe string, pk probeKind, o OverheadOptions) (Overhead, error) {
+func measureKind(ctx context.Context, dir, exe string, pk probeKind, o OverheadOptions) (Overhead, error) {
 	d := o.Duration / time.Duration(o.Runs)
 	if d < minRunDuration {
 		d = minRunDuration
@@ -135,6 +150,11 @@ func measureKind(ctx context.Context, exe string, pk probeKind, o OverheadOption
 		t := pk.targets[i%len(pk.targets)]
 		secs := strconv.FormatFloat(d.Seconds()+5, 'f', 1, 64)
 		argv, texe := []string{exe, t.mode, secs}, exe
+		own := ""
+		if t.selfTimed {
+			own = filepath.Join(dir, fmt.Sprintf("own-%s-%d", t.symbol, i))
+			argv = append(argv, own)
+		}
 		if t.mode == "go" {
 			if len(o.GoTarget) == 0 {
 				return Overhead{}, errors.New("no Go calibration target given")
@@ -142,9 +162,18 @@ func measureKind(ctx context.Context, exe string, pk probeKind, o OverheadOption
 			texe = o.GoTarget[0]
 			argv = append(append([]string{}, o.GoTarget...), secs)
 		}
-		r, err := timeRun(ctx, argv, texe, pk.kind, t.symbol, d, o)
+		// Pin run i to CPU i mod N: successive runs otherwise tend to land
+		// on the same CPU and agree more closely than a later run on
+		// another CPU does with them (seen: five runs within 7 ns, a
+		// sixth 150 ns away), which made the interval too narrow.
+		r, err := timeRun(ctx, argv, texe, pk.kind, t.symbol, d, i%runtime.NumCPU(), o)
 		if err != nil {
 			return Overhead{}, err
+		}
+		if t.selfTimed {
+			if r, err = subtractOwn(r, own); err != nil {
+				return Overhead{}, fmt.Errorf("calibration %s on %s: %w", pk.kind, t.symbol, err)
+			}
 		}
 		runs = append(runs, r)
 		if i < len(pk.targets) {
@@ -157,6 +186,25 @@ func measureKind(ctx context.Context, exe string, pk probeKind, o OverheadOption
 	}
 	ov.Kind, ov.Target, ov.Note = pk.kind, strings.Join(names, "+"), pk.note
 	return ov, nil
+}
+
+// subtractOwn turns a self-timed target's measured time r into its probe
+// overhead: r minus the mean the target measured on an unprobed copy of
+// the same code (written to path as "MEAN_NS CALLS"). The own mean rests
+// on far more calls than the probed one and is taken as exact.
+func subtractOwn(r Overhead, path string) (Overhead, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Overhead{}, fmt.Errorf("read the target's own mean: %w", err)
+	}
+	var own, n float64
+	if _, err := fmt.Sscan(string(b), &own, &n); err != nil || n < 1000 || !(own > 0) {
+		return Overhead{}, fmt.Errorf("the target's own mean %q: want \"MEAN_NS CALLS\" over at least 1000 calls", strings.TrimSpace(string(b)))
+	}
+	r.MeanNs -= own
+	r.LowNs -= own
+	r.HighNs -= own
+	return r, nil
 }
 
 // CombineRuns combines the T_ovhd of k independent runs into one at
@@ -237,8 +285,8 @@ func CombineRuns(runs []Overhead, conf float64) (Overhead, error) {
 
 // timeRun runs argv (whose executable is exe), times symbol in it with
 // tickprof's probes of kind and the ns clock for d, and returns the run's
-// T_ovhd with its within-run interval.
-func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d time.Duration, o OverheadOptions) (Overhead, error) {
+// T_ovhd with its within-run interval. cpu >= 0 pins the target to that CPU.
+func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d time.Duration, cpu int, o OverheadOptions) (Overhead, error) {
 	// Started held before exec, like `tickprof time -- CMD`: the probes are
 	// in place before its first call.
 	h, err := loader.StartHeld(argv)
@@ -250,6 +298,13 @@ func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d tim
 		h.Wait()
 	}()
 	pid := h.Pid
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(pid, &set); err != nil {
+			return Overhead{}, fmt.Errorf("pin the calibration target to CPU %d: %w", cpu, err)
+		}
+	}
 	if !o.Ordinary {
 		// Threads the target starts later inherit the policy.
 		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}

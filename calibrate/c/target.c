@@ -12,10 +12,19 @@
  *            few instructions after the same push %rbp, so that the
  *            calibration sees whether T_ovhd depends on the target
  *   syscall  call getppid() through syscall(2) in a loop
+ *   spin     call cal_spin() in a loop: a function that does real work
+ *            (it spins about 200 ns on clock_gettime), so that T_ovhd is
+ *            also measured on a target that is not empty. Its own mean
+ *            duration is measured without probes on cal_spin_copy(), the
+ *            same code under another name, timed in blocks of 64 calls;
+ *            the mean (ns per call) and the count are written to OUTFILE
+ *            every 50 ms: usage target spin SECONDS OUTFILE
  * Every 50 ms it sleeps 5 ms (outside any timed call), so that when
  * calibrate runs it at a real-time priority (no preemption by ordinary
  * tasks) it never uses up the kernel's real-time budget and gets throttled.
  * build: gcc -O2 -fno-omit-frame-pointer -o target target.c
+ * (-fno-ipa-icf would keep cal_spin and cal_spin_copy apart; they differ
+ * in the variable they store to, so gcc cannot merge them anyway.)
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -69,6 +78,71 @@ __asm__(".text\n"
 void cal_small(void);
 unsigned long cal_small_sink;
 
+static long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+volatile unsigned long cal_spin_sink, cal_spin_copy_sink;
+
+/* About 200 ns of work: spins on the clock, so probes before it do not
+ * change how long its body takes. */
+__attribute__((noinline)) void cal_spin(void)
+{
+	long t0 = now_ns();
+	while (now_ns() - t0 < 200)
+		;
+	cal_spin_sink++;
+}
+
+/* cal_spin under another name, never probed: its mean is the truth that
+ * cal_spin's measured time is compared with. */
+__attribute__((noinline)) void cal_spin_copy(void)
+{
+	long t0 = now_ns();
+	while (now_ns() - t0 < 200)
+		;
+	cal_spin_copy_sink++;
+}
+
+/* spin_loop runs mode spin: probed calls of cal_spin, and blocks of
+ * unprobed cal_spin_copy whose mean it writes to out. */
+static int spin_loop(double seconds, const char *out)
+{
+	long end = now_ns() + (long)(seconds * 1e9);
+	long rest = now_ns() + 50000000L, write = 0;
+	double own_sum = 0, own_n = 0;
+	char tmp[4096];
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	while (now_ns() < end) {
+		for (int i = 0; i < 64; i++)
+			cal_spin();
+		long t0 = now_ns();
+		for (int i = 0; i < 64; i++)
+			cal_spin_copy();
+		own_sum += now_ns() - t0;
+		own_n += 64;
+		if (now_ns() >= write) {
+			FILE *f = fopen(tmp, "w");
+			if (!f || fprintf(f, "%.3f %.0f\n", own_sum / own_n, own_n) < 0 || fclose(f) != 0 ||
+			    rename(tmp, out) != 0) {
+				perror(out);
+				return 1;
+			}
+			write = now_ns() + 50000000L;
+		}
+		if (now_ns() >= rest) {
+			struct timespec ts = { 0, 5000000 };
+			nanosleep(&ts, NULL);
+			rest = now_ns() + 50000000L;
+		}
+	}
+	return 0;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -78,8 +152,10 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "spin") == 0)
+		return spin_loop(atof(argv[2]), argv[3]);
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s user|stepped|small|syscall SECONDS\n", argv[0]);
+		fprintf(stderr, "usage: %s user|stepped|small|syscall SECONDS, or %s spin SECONDS OUTFILE\n", argv[0], argv[0]);
 		return 2;
 	}
 	double end = now() + atof(argv[2]);
