@@ -23,6 +23,7 @@ import (
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/testdata/demo"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // demoFlags are the options of `tickprof demo`.
@@ -100,7 +101,6 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	}
 	timeOut := filepath.Join(f.dir, "demo-time.pb.gz")
 	cpuOut := filepath.Join(f.dir, "demo-cpu.pb.gz")
-	jsonOut := filepath.Join(work, "time.json")
 	truthFile := filepath.Join(work, "truth.txt")
 
 	// The probe overhead: this machine's calibration, or a quick one now.
@@ -110,23 +110,13 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	}
 
 	// 1. Time, with the jiffies clock, until the precision or the limit.
-	// --no-correct: the table below subtracts the overhead once, the one it
-	// prints (this machine's calibration, or the quick one just made).
-	timeArgs := []string{"--clock", "jiffies", "--precision", f.precision, "--duration", f.limit.String(),
-		"--no-correct", "--json", jsonOut, "-o", timeOut}
-	for _, fn := range demo.Functions() {
-		timeArgs = append(timeArgs, "-u", fn)
-	}
-	timeArgs = append(timeArgs, "--", exe, "-t", truthFile, strconv.Itoa(int(f.limit.Seconds())+30))
-	fmt.Fprintf(out, "== tickprof time %s\n", strings.Join(timeArgs, " "))
-	if err := runSub(ctx, newTimeCmd(), timeArgs, out, errOut); err != nil {
+	// Not corrected: the table below subtracts the overhead once, the one
+	// it prints (this machine's calibration, or the quick one just made).
+	targets, err := demoTime(ctx, out, errOut, f, exe, truthFile, timeOut)
+	if err != nil {
 		return fmt.Errorf("demo: timing: %w", err)
 	}
 	truth, err := readTruth(truthFile)
-	if err != nil {
-		return err
-	}
-	targets, err := readTimeJSON(jsonOut)
 	if err != nil {
 		return err
 	}
@@ -245,18 +235,37 @@ func readTruth(path string) (map[string]demoTruth, error) {
 	return out, sc.Err()
 }
 
-// readTimeJSON reads the timing results the demo's `time` run wrote.
-func readTimeJSON(path string) (*export.TimeRun, error) {
-	f, err := os.Open(path)
+// demoTime times the workload's functions with the jiffies clock until
+// every interval is within the precision or the limit, and prints and
+// writes (to timeOut) what `tickprof time` would.
+func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, timeOut string) (*export.TimeRun, error) {
+	precision, _ := parsePercent(f.precision)
+	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(f.limit.Seconds()) + 30)}
+	cfg := timing.Config{Command: argv, Clock: loader.Clock{Kind: loader.ClockJiffies},
+		Targets:  timing.Targets{Users: demo.Functions(), MaxProbes: 256},
+		Estimate: estimate.Options{Confidence: 0.95}, Precision: precision, Duration: f.limit,
+		Correction: timing.CorrectionOff,
+		Warn:       func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }}
+	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s --no-correct -o %s -u %s -- %s\n",
+		f.precision, f.limit, timeOut, strings.Join(demo.Functions(), " -u "), strings.Join(argv, " "))
+	s, err := timing.Open(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("demo: read the timing results: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	run, err := export.ReadTimeJSON(f)
+	defer s.Close()
+	clk := s.Clock()
+	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in process %d with clock %s (d = %s)\n",
+		len(s.Targets()), s.PID(), clk, formatNs(clk.Resolution()))
+	prog := newProgress(errOut)
+	run, err := s.Run(ctx, prog.update)
+	prog.clear()
 	if err != nil {
-		return nil, fmt.Errorf("demo: read the timing results %s: %w", path, err)
+		return nil, err
 	}
-	return run, nil
+	if err := writeTimeTable(out, run, precision); err != nil {
+		return nil, err
+	}
+	return run, export.WriteTimeProfile(timeOut, run)
 }
 
 // resultOf is a target's measured estimate, with the normal standard error

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/testdata/demo"
 )
 
@@ -35,7 +36,12 @@ func TestDemoTruthAndTable(t *testing.T) {
 	}
 	// Raw 7.3 us includes a 2.2 us overhead: corrected 5.1 us holds the
 	// truth; demo_sleep's interval is far from its truth and says so.
-	ts, err := readTimeJSON(jsonPath)
+	fh, err := os.Open(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	ts, err := export.ReadTimeJSON(fh)
 	if err != nil {
 		t.Fatal(err)
 	}

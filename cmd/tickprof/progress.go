@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/tickprof/tickprof/timing"
 )
 
 // progress shows live estimates while `tickprof time` runs: redrawn in
@@ -22,9 +24,9 @@ func newProgress(w io.Writer) *progress {
 	return &progress{w: w, tty: stdIsTerminal(w)}
 }
 
-// update shows the rows at elapsed; ts.precision is the goal (0: none).
-func (p *progress) update(elapsed time.Duration, rows []targetRow, ts timeSetup) {
-	rel := ts.precision
+// update shows the estimates after a polling batch.
+func (p *progress) update(pr timing.Progress) {
+	rel, elapsed, rows := pr.Precision, pr.Elapsed, pr.Rows
 	now := time.Now()
 	min := time.Second
 	if p.tty {
@@ -35,18 +37,18 @@ func (p *progress) update(elapsed time.Duration, rows []targetRow, ts timeSetup)
 	}
 	p.last = now
 	var b strings.Builder
-	for _, r := range rows {
-		fmt.Fprintf(&b, "%6.1fs  %-28s %10d calls  ", elapsed.Seconds(), r.name, r.calls)
-		if r.err != nil {
+	for i, r := range rows {
+		fmt.Fprintf(&b, "%6.1fs  %-28s %10d calls  ", elapsed.Seconds(), r.Name, r.Calls)
+		if r.Err != nil {
 			b.WriteString("waiting for calls")
 		} else {
-			m, lo, hi := formatInterval(r.res.Mean, r.res.Low, r.res.High)
-			fmt.Fprintf(&b, "%s [%s, %s] (%s)", m, lo, hi, formatPercent(r.res.Confidence))
-			if !math.IsInf(r.res.RelHalfWidth, 0) && !math.IsNaN(r.res.RelHalfWidth) {
-				fmt.Fprintf(&b, " ±%s", formatPercent(r.res.RelHalfWidth))
+			m, lo, hi := formatInterval(r.Result.Mean, r.Result.Low, r.Result.High)
+			fmt.Fprintf(&b, "%s [%s, %s] (%s)", m, lo, hi, formatPercent(r.Result.Confidence))
+			if !math.IsInf(r.Result.RelHalfWidth, 0) && !math.IsNaN(r.Result.RelHalfWidth) {
+				fmt.Fprintf(&b, " ±%s", formatPercent(r.Result.RelHalfWidth))
 			}
 			if rel > 0 {
-				switch need := remaining(r, rel, elapsed, ts); {
+				switch need := pr.Remaining[i]; {
 				case need == 0:
 					b.WriteString("  precision reached")
 				case need > 0:

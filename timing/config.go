@@ -1,0 +1,62 @@
+package timing
+
+import (
+	"time"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// Targets names what to time, as a user writes it.
+type Targets struct {
+	// Users are user functions: SYMBOL, LIB:SYMBOL, PATH:SYMBOL or a glob.
+	Users []string
+	// Syscalls are system calls whose kernel path is timed.
+	Syscalls []string
+	// Kernel are kernel functions, probed by KernelAttach.
+	Kernel       []string
+	KernelAttach loader.AttachMode
+	// MaxProbes is the most functions one glob may expand to.
+	MaxProbes int
+}
+
+// Config is everything a timing run needs.
+type Config struct {
+	// PID is the process to attach to (0: every process). Command, when
+	// given, is started held before exec instead, so that its very first
+	// calls count; it is ended with SIGTERM when timing stops first.
+	PID     int
+	Command []string
+	// Targets are resolved in Open; Specs, when given, are used as they
+	// are instead (already resolved).
+	Targets Targets
+	Specs   []loader.Spec
+	// Clock is the tick clock; Exact also reads the ns clock (the check
+	// of a tick clock against exact times).
+	Clock loader.Clock
+	Exact bool
+	// NoRecords turns off the crossing records (no caller stacks).
+	NoRecords bool
+	// Estimate are the estimator options (the confidence level).
+	Estimate estimate.Options
+	// Interval is the polling period: one batch each (default 200ms).
+	Interval time.Duration
+	// Duration stops the run after this long (0: no limit).
+	Duration time.Duration
+	// Precision stops the run when every interval's half-width is at most
+	// this share of its mean (0: no precision goal); see Reached.
+	Precision float64
+	// Corrector subtracts the calibrated probe overhead; nil leaves the
+	// means raw, and Correction then says why ("off": not wanted, "none":
+	// no calibration).
+	Corrector  Corrector
+	Correction string
+	// Warn receives one line per warning (nil: dropped).
+	Warn func(string)
+}
+
+func (c *Config) warn(format string, args ...any) {
+	if c.Warn != nil {
+		c.Warn(sprintf(format, args...))
+	}
+}
