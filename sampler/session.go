@@ -1,8 +1,9 @@
 // Package sampler samples the program counters and stacks of processes with
 // a BPF program on per-CPU cpu-clock perf events, counts calls of chosen
 // functions with entry-only uprobes, and symbolizes what it gathered (ELF
-// and Go symbols through symtab, /proc/kallsyms for the kernel) into an
-// export.CPUData ready to be written as a pprof CPU profile.
+// and Go symbols through symtab, /proc/kallsyms for the kernel) into a
+// Profile, its own model (package export encodes it as pprof). sampler may
+// import bpf and symtab; it must not import export or cmd.
 //
 // A process's memory map is read when its first sample arrives (the BPF
 // program wakes the reader for it) and again after exec, and the mapped

@@ -2,7 +2,6 @@ package timing
 
 import (
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -21,7 +20,7 @@ type Corrector interface {
 	Correct(kind string, r estimate.Result) (estimate.Result, error)
 }
 
-// Correction modes (export.TimeRun.Correction).
+// Correction modes (Result.Correction).
 const (
 	CorrectionOn   = "on"   // a calibration was applied
 	CorrectionOff  = "off"  // correction not wanted
@@ -47,7 +46,7 @@ func (s *Session) overheadKinds() {
 // correct corrects every target's estimate in run and sets
 // run.Correction; a target whose probe kind was not calibrated keeps its
 // raw mean, with a warning.
-func (s *Session) correct(run *export.TimeRun) {
+func (s *Session) correct(run *Result) {
 	c := s.cfg.Corrector
 	run.Correction = s.cfg.Correction
 	if c != nil {

@@ -13,7 +13,8 @@
 // A caller that must act on the process before it runs (pin it, change its
 // priority) or read the programs' statistics does so between Open and Run.
 //
-// timing may import loader, estimate, symtab (through loader) and export
-// (for the result model); it must not import cmd or calibrate: the overhead
+// The result model (Result, TargetResult, Caller) is this package's own;
+// package export encodes it (pprof, JSON). timing may import loader and
+// estimate; it must not import export, calibrate or cmd: the overhead
 // correction comes in through the Corrector interface.
 package timing

@@ -4,15 +4,14 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 )
 
 // buildRun gathers the final results from the last poll p.
-func (s *Session) buildRun(p loader.Poll, reason string) *export.TimeRun {
+func (s *Session) buildRun(p loader.Poll, reason string) *Result {
 	ls, cfg := s.ls, &s.cfg
 	clk := ls.Clock()
-	run := &export.TimeRun{
+	run := &Result{
 		Clock: clk.String(), Resolution: clk.Resolution(), Confidence: cfg.Estimate.Confidence,
 		Start: s.start, Duration: time.Since(s.start), PID: s.pid, Command: cfg.Command, StopReason: reason,
 		Validate:  cfg.Exact && clk.Kind != loader.ClockNS,
@@ -24,11 +23,11 @@ func (s *Session) buildRun(p loader.Poll, reason string) *export.TimeRun {
 		tg := ls.Targets()[i]
 		if tg.Spec.Kind == loader.KindGoUser && run.Go == nil {
 			if g, err := ls.GoStats(); err == nil {
-				run.Go = &export.GoStats{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
+				run.Go = &GoStats{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
 			}
 		}
 		row := estimateTarget(clk, c, ls.Batches(i), cfg.Estimate)
-		t := export.TimeTarget{
+		t := TargetResult{
 			Name: tg.Name, Kind: tg.Spec.Kind.String(), Binary: tg.Spec.File,
 			Calls: c.Calls, Ticks: c.Ticks, Estimate: row.Result,
 			Orphans: c.Orphans, Crossings: c.Crossings, InlinedInto: s.inlined[tg.Name],
@@ -53,17 +52,17 @@ func (s *Session) buildRun(p loader.Poll, reason string) *export.TimeRun {
 
 // targetCallers are the caller stacks of target i, and the crossing
 // records lost (whose caller is unknown).
-func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]export.TimeCaller, uint64) {
-	var out []export.TimeCaller
+func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]Caller, uint64) {
+	var out []Caller
 	var recs uint64
 	for _, cl := range callers {
 		if cl.Target != i {
 			continue
 		}
 		recs += cl.Records
-		tc := export.TimeCaller{Calls: cl.Records, Ticks: cl.Ticks}
+		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks}
 		for _, fr := range cl.Stack {
-			tc.Frames = append(tc.Frames, export.Frame{Func: fr.Func, File: fr.File, Addr: fr.PC})
+			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC})
 		}
 		out = append(out, tc)
 	}
@@ -72,8 +71,8 @@ func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]export.
 
 // exactFigures are a target's exact-ns figures and, when validating a
 // tick clock, whether its interval holds the exact mean.
-func exactFigures(c loader.Counters, row Row, validate bool, est estimate.Options) (*export.ExactNs, *bool) {
-	x := &export.ExactNs{Sum: c.NsSum, Min: c.NsMin, Max: c.NsMax, Hist: append([]uint64(nil), c.Hist[:]...)}
+func exactFigures(c loader.Counters, row Row, validate bool, est estimate.Options) (*ExactNs, *bool) {
+	x := &ExactNs{Sum: c.NsSum, Min: c.NsMin, Max: c.NsMax, Hist: append([]uint64(nil), c.Hist[:]...)}
 	if m, err := estimate.MeanFromSums(c.Calls, float64(c.NsSum), c.NsSq.Float64(), est); err == nil {
 		x.Mean = m
 	}
@@ -91,7 +90,7 @@ func exactFigures(c loader.Counters, row Row, validate bool, est estimate.Option
 // proportion to their record-grid estimates (ns clock: a record per grid
 // line a call spans, so the estimates are unbiased shares but do not add
 // up to the exact total).
-func scaleCallers(cs []export.TimeCaller, total uint64) {
+func scaleCallers(cs []Caller, total uint64) {
 	var sum uint64
 	for _, c := range cs {
 		sum += c.Ticks

@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -128,7 +127,7 @@ func (s *Session) Close() error {
 	return err
 }
 
-// Stop reasons (export.TimeRun.StopReason).
+// Stop reasons (Result.StopReason).
 const (
 	StopInterrupted = "interrupted"
 	StopDuration    = "duration reached"
@@ -141,7 +140,7 @@ const (
 // counters a last time, ends the command when it still runs, and returns
 // the result. onProgress (nil: none) sees every batch's estimates. A
 // failed read stops the run, and the result holds the last good read.
-func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*export.TimeRun, error) {
+func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, error) {
 	s.start = time.Now()
 	if s.held != nil {
 		s.held.Release()

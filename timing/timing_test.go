@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -84,12 +83,12 @@ func addTotals(a, b loader.Counters) loader.Counters {
 }
 
 func TestScaleCallers(t *testing.T) {
-	cs := []export.TimeCaller{{Ticks: 300}, {Ticks: 100}, {Ticks: 0}}
+	cs := []Caller{{Ticks: 300}, {Ticks: 100}, {Ticks: 0}}
 	scaleCallers(cs, 1001)
 	if cs[0].Ticks+cs[1].Ticks+cs[2].Ticks != 1001 || cs[1].Ticks != 250 || cs[2].Ticks != 0 {
 		t.Errorf("scaled: %+v", cs)
 	}
-	none := []export.TimeCaller{{Ticks: 0}}
+	none := []Caller{{Ticks: 0}}
 	scaleCallers(none, 50)
 	if none[0].Ticks != 0 {
 		t.Errorf("no estimates: %+v", none)
@@ -117,4 +116,3 @@ func TestDedupeSpecs(t *testing.T) {
 		t.Errorf("deduped to %v", names)
 	}
 }
-

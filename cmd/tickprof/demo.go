@@ -22,8 +22,10 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/testdata/demo"
 	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
 )
 
 // demoFlags are the options of `tickprof demo`.
@@ -80,7 +82,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	if err := demoRequirements(); err != nil {
 		return err
 	}
-	if _, err := parsePercent(f.precision); err != nil {
+	if _, err := units.ParsePercent(f.precision); err != nil {
 		return usagef("--precision: %v", err)
 	}
 	if f.limit < time.Second || f.sampleFor < time.Second {
@@ -122,20 +124,21 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	}
 
 	// 2. Sample.
-	sampleArgs := []string{"-F", strconv.Itoa(f.freq), "--duration", f.sampleFor.String(), "-o", cpuOut, "--top", "8",
-		"--", exe, "-t", filepath.Join(work, "truth-sample.txt"), strconv.Itoa(int(f.sampleFor.Seconds()) + 30)}
-	fmt.Fprintf(out, "\n== tickprof sample %s\n", strings.Join(sampleArgs, " "))
-	if err := runSub(ctx, newSampleCmd(), sampleArgs, out, errOut); err != nil {
+	sampleArgv := []string{exe, "-t", filepath.Join(work, "truth-sample.txt"), strconv.Itoa(int(f.sampleFor.Seconds()) + 30)}
+	fmt.Fprintf(out, "\n== tickprof sample -F %d --duration %s -o %s --top 8 -- %s\n", f.freq, f.sampleFor, cpuOut, strings.Join(sampleArgv, " "))
+	rc := sampler.RunConfig{Config: sampler.Config{Frequency: f.freq}, Command: sampleArgv, Duration: f.sampleFor,
+		Stdin: os.Stdin, Stdout: out, Stderr: errOut}
+	if err := sampleAndReport(ctx, out, errOut, rc, sampleOutput{file: cpuOut, top: 8, conf: 0.95}); err != nil {
 		return fmt.Errorf("demo: sampling: %w", err)
 	}
 
 	// 3. The intervals beside the truth.
-	fmt.Fprintf(out, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", formatNs(targets.Resolution))
+	fmt.Fprintf(out, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", units.Ns(targets.Resolution))
 	if err := writeDemoTable(out, targets, truth, ovhd); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "T_ovhd (probe overhead subtracted in CORRECTED) = %s [%s, %s] at %s, %s.\n",
-		formatNs(ovhd.MeanNs), formatNs(ovhd.LowNs), formatNs(ovhd.HighNs), formatPercent(ovhd.Confidence), ovhdFrom)
+		units.Ns(ovhd.MeanNs), units.Ns(ovhd.LowNs), units.Ns(ovhd.HighNs), units.Percent(ovhd.Confidence), ovhdFrom)
 	fmt.Fprintf(out, "\nOpen the profiles:\n  go tool pprof -top %s\n  go tool pprof -http=: %s\n  go tool pprof -top %s\n", timeOut, timeOut, cpuOut)
 	return nil
 }
@@ -205,15 +208,6 @@ func demoOverhead(ctx context.Context, dir string, errOut io.Writer) (calibrate.
 	return ovs[0], "measured just now (run tickprof calibrate to keep one)", nil
 }
 
-// runSub runs one of tickprof's commands with args.
-func runSub(ctx context.Context, c *cobra.Command, args []string, out, errOut io.Writer) error {
-	c.SetArgs(args)
-	c.SetOut(out)
-	c.SetErr(errOut)
-	c.SilenceUsage, c.SilenceErrors = true, true
-	return c.ExecuteContext(ctx)
-}
-
 // readTruth parses the workload's "truth func=F calls=N mean_ns=X sd_ns=S"
 // lines.
 func readTruth(path string) (map[string]demoTruth, error) {
@@ -238,8 +232,8 @@ func readTruth(path string) (map[string]demoTruth, error) {
 // demoTime times the workload's functions with the jiffies clock until
 // every interval is within the precision or the limit, and prints and
 // writes (to timeOut) what `tickprof time` would.
-func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, timeOut string) (*export.TimeRun, error) {
-	precision, _ := parsePercent(f.precision)
+func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, timeOut string) (*timing.Result, error) {
+	precision, _ := units.ParsePercent(f.precision)
 	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(f.limit.Seconds()) + 30)}
 	cfg := timing.Config{Command: argv, Clock: loader.Clock{Kind: loader.ClockJiffies},
 		Targets:  timing.Targets{Users: demo.Functions(), MaxProbes: 256},
@@ -255,14 +249,14 @@ func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, trut
 	defer s.Close()
 	clk := s.Clock()
 	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in process %d with clock %s (d = %s)\n",
-		len(s.Targets()), s.PID(), clk, formatNs(clk.Resolution()))
-	prog := newProgress(errOut)
-	run, err := s.Run(ctx, prog.update)
-	prog.clear()
+		len(s.Targets()), s.PID(), clk, units.Ns(clk.Resolution()))
+	prog := export.NewProgress(errOut)
+	run, err := s.Run(ctx, prog.Update)
+	prog.Clear()
 	if err != nil {
 		return nil, err
 	}
-	if err := writeTimeTable(out, run, precision); err != nil {
+	if err := export.WriteTimeTable(out, run, precision); err != nil {
 		return nil, err
 	}
 	return run, export.WriteTimeProfile(timeOut, run)
@@ -270,7 +264,7 @@ func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, trut
 
 // resultOf is a target's measured estimate, with the normal standard error
 // its interval implies (for the correction's combined uncertainty).
-func resultOf(t export.TimeTarget) (estimate.Result, bool) {
+func resultOf(t timing.TargetResult) (estimate.Result, bool) {
 	r := t.Raw
 	if t.Err != "" || !(r.Confidence > 0 && r.Confidence < 1) {
 		return estimate.Result{}, false
@@ -280,25 +274,25 @@ func resultOf(t export.TimeTarget) (estimate.Result, bool) {
 }
 
 // writeDemoTable prints raw and corrected intervals beside the truth.
-func writeDemoTable(w io.Writer, run *export.TimeRun, truth map[string]demoTruth, ovhd calibrate.Overhead) error {
+func writeDemoTable(w io.Writer, run *timing.Result, truth map[string]demoTruth, ovhd calibrate.Overhead) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "FUNCTION\tCALLS\tMEAN (jiffies)\tINTERVAL\tCORRECTED\tINTERVAL\tTRUTH\tTRUTH INSIDE?\t")
 	for _, t := range run.Targets {
 		tr, haveTruth := truth[t.Name]
 		truthS := "-"
 		if haveTruth {
-			truthS = formatNs(tr.mean)
+			truthS = units.Ns(tr.mean)
 		}
 		r, ok := resultOf(t)
 		if !ok {
-			fmt.Fprintf(tw, "%s\t%d\t-\tno estimate: %s\t-\t-\t%s\t-\t\n", t.Name, t.Calls, shortErr(t.Err), truthS)
+			fmt.Fprintf(tw, "%s\t%d\t-\tno estimate: %s\t-\t-\t%s\t-\t\n", t.Name, t.Calls, export.ShortErr(t.Err), truthS)
 			continue
 		}
-		conf := formatPercent(r.Confidence)
-		m, lo, hi := formatInterval(r.Mean, r.Low, r.High)
+		conf := units.Percent(r.Confidence)
+		m, lo, hi := units.Interval(r.Mean, r.Low, r.High)
 		corr, cs, inside := "-", "-", "-"
 		if c, err := calibrate.Correct(r, ovhd); err == nil {
-			cm, clo, chi := formatInterval(c.Mean, c.Low, c.High)
+			cm, clo, chi := units.Interval(c.Mean, c.Low, c.High)
 			corr, cs = cm, "["+clo+", "+chi+"] ("+conf+")"
 			if haveTruth {
 				inside = map[bool]string{true: "yes", false: "no"}[c.Low <= tr.mean && tr.mean <= c.High]

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/units"
 )
 
 func newReportCmd() *cobra.Command {
@@ -37,7 +37,7 @@ call with the interval stored in the profile.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conf, err := parseConfidence(confidence)
+			conf, err := units.ParseConfidence(confidence)
 			if err != nil {
 				return usagef("--confidence: %v", err)
 			}
@@ -55,7 +55,7 @@ call with the interval stored in the profile.`,
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
 				if asJSON {
-					return writeReportJSON(w, t)
+					return export.WriteJSON(w, t)
 				}
 				return t.WriteText(w, top)
 			}
@@ -84,10 +84,4 @@ func readProfileFile(path string) (*profile.Profile, error) {
 		return nil, fmt.Errorf("read profile: %w", err)
 	}
 	return export.ReadProfile(data, path)
-}
-
-func writeReportJSON(w interface{ Write([]byte) (int, error) }, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -5,22 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
 )
 
 // timeFlags are the flags of `tickprof time`.
@@ -142,14 +140,14 @@ func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
 	if f.duration < 0 {
 		return ts, usagef("--duration %s: want a positive duration", f.duration)
 	}
-	conf, err := parseConfidence(f.confidence)
+	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {
 		return ts, usagef("--confidence: %v", err)
 	}
 	ts.est = estimate.Options{Confidence: conf}
 	ts.interval = f.interval
 	if f.precision != "" {
-		p, err := parsePercent(f.precision)
+		p, err := units.ParsePercent(f.precision)
 		if err != nil || !(p > 0 && p < 1) {
 			return ts, usagef("--precision %q: want a relative half-width such as 5%%", f.precision)
 		}
@@ -208,10 +206,10 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 		where = fmt.Sprintf("process %d", s.PID())
 	}
 	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
-		len(s.Targets()), where, clk, formatNs(clk.Resolution()))
-	prog := newProgress(errOut)
-	run, err := s.Run(ctx, prog.update)
-	prog.clear()
+		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
+	prog := export.NewProgress(errOut)
+	run, err := s.Run(ctx, prog.Update)
+	prog.Clear()
 	if err != nil {
 		return err
 	}
@@ -236,8 +234,8 @@ func timeConfig(f timeFlags, argv []string) (timing.Config, error) {
 }
 
 // writeTimeOutputs prints the table and writes the files asked for.
-func writeTimeOutputs(out io.Writer, run *export.TimeRun, precision float64, f timeFlags) error {
-	if err := writeTimeTable(out, run, precision); err != nil {
+func writeTimeOutputs(out io.Writer, run *timing.Result, precision float64, f timeFlags) error {
+	if err := export.WriteTimeTable(out, run, precision); err != nil {
 		return err
 	}
 	var errs []string
@@ -283,124 +281,4 @@ func loadCorrector(f timeFlags, errOut io.Writer) (timing.Corrector, string) {
 		return nil, timing.CorrectionNone
 	}
 	return calibrate.Corrector{Cal: cal}, timing.CorrectionOn
-}
-
-// fmtMeanIv formats a mean with its interval: "1.23µs [1.20µs, 1.26µs]".
-func fmtMeanIv(r estimate.Result) string {
-	m, lo, hi := formatInterval(r.Mean, r.Low, r.High)
-	return m + " [" + lo + ", " + hi + "]"
-}
-
-// writeTimeTable prints the results: one row per target, then the run.
-func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	conf := formatPercent(r.Confidence)
-	corrected := false
-	for _, t := range r.Targets {
-		corrected = corrected || t.Corrected
-	}
-	hdr := "TARGET\tCALLS\tMEAN\tINTERVAL (" + conf + ")\t±%\t"
-	if corrected {
-		hdr += "RAW MEAN [" + conf + "]\tOVERHEAD [" + conf + "]\t"
-	}
-	hdr += "METHOD\tCROSSINGS\tORPHANS\tDROPPED\t"
-	if r.Validate {
-		hdr += "EXACT MEAN [" + conf + "]\tCOVERED\t"
-	}
-	fmt.Fprintln(tw, hdr)
-	for i := range r.Targets {
-		t := &r.Targets[i]
-		var mean, iv, pct, method string
-		if t.Err != "" {
-			mean, iv, pct, method = "-", "no estimate: "+shortErr(t.Err), "-", "-"
-		} else {
-			m, lo, hi := formatInterval(t.Estimate.Mean, t.Estimate.Low, t.Estimate.High)
-			mean, iv = m, "["+lo+", "+hi+"]"
-			pct = "±" + formatPercent(t.Estimate.RelHalfWidth)
-			if math.IsInf(t.Estimate.RelHalfWidth, 0) || math.IsNaN(t.Estimate.RelHalfWidth) {
-				pct = "-" // a zero mean: only the upper bound says something
-			}
-			method = t.Estimate.Method
-		}
-		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t", t.Name, t.Calls, mean, iv, pct)
-		if corrected {
-			raw, ov := "-", "-"
-			if t.Err == "" {
-				raw = fmtMeanIv(t.Raw)
-			}
-			if t.Corrected {
-				ov = fmtMeanIv(t.Overhead)
-			}
-			line += raw + "\t" + ov + "\t"
-		}
-		line += fmt.Sprintf("%s\t%d\t%d\t%d\t", method, t.Crossings, t.Orphans, t.Dropped)
-		if r.Validate {
-			ex, cov := "-", "-"
-			if t.Exact != nil && t.Exact.Mean.Calls > 0 {
-				ex = fmtMeanIv(t.Exact.Mean)
-			}
-			if t.Covered != nil {
-				cov = map[bool]string{true: "yes", false: "NO"}[*t.Covered]
-			}
-			line += ex + "\t" + cov + "\t"
-		}
-		fmt.Fprintln(tw, line)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "clock %s (d = %s), %s confidence, %.1fs, stopped: %s", r.Clock, formatNs(r.Resolution), conf, r.Duration.Seconds(), r.StopReason)
-	if precision > 0 {
-		fmt.Fprintf(w, ", precision goal ±%s", formatPercent(precision))
-	}
-	fmt.Fprintf(w, "; dropped records %d, stack failures %d\n", r.RingDrops, r.StackFails)
-	if g := r.Go; g != nil {
-		fmt.Fprintf(w, "Go: %d entry firings skipped for stack growth (counted on re-entry), %d entries expired without a RET (panic or Goexit, counted as orphans)",
-			g.Morestack, g.Expired)
-		if g.NoGoroutine > 0 {
-			fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
-		}
-		fmt.Fprintln(w)
-	}
-	var few []string
-	for _, t := range r.Targets {
-		if t.Calls > 0 && t.Estimate.Batches < timing.MinCheckBatches {
-			few = append(few, t.Name)
-		}
-	}
-	if len(few) > 0 {
-		fmt.Fprintf(w, "note: %s: fewer than %d polling batches, too few to check whether calls that overlap in time (several threads or goroutines in the function at once, crossing the same ticks) make the interval too narrow (Beilner eq. 11); time for at least %d x --interval, or shorten --interval\n",
-			strings.Join(few, ", "), timing.MinCheckBatches, timing.MinCheckBatches)
-	}
-	for _, t := range r.Targets {
-		if r.Correction == "on" && (t.Kind == loader.KindSyscall.String() || t.Kind == loader.KindKernelFunc.String()) {
-			fmt.Fprintln(w, "syscall and kernel-function means are as measured: they include the tracepoint or probe dispatch inside the window (no empty kernel path exists to calibrate it against)")
-			break
-		}
-	}
-	switch {
-	case corrected:
-		fmt.Fprintln(w, "MEAN is the measured (RAW) mean minus the calibrated probe overhead, both uncertainties in its interval; --no-correct shows raw means only")
-	case r.Correction == "off":
-		fmt.Fprintln(w, "means include tickprof's probe overhead (--no-correct)")
-	case r.Correction == "none":
-		fmt.Fprintln(w, "note: these means include tickprof's probe overhead; run `sudo tickprof calibrate` once and later runs subtract it")
-	}
-	return nil
-}
-
-func shortErr(s string) string {
-	if i := strings.IndexByte(s, ':'); i > 0 && i < 40 {
-		return s[:i]
-	}
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
-}
-
-// stdIsTerminal reports whether w is a terminal.
-func stdIsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -1,4 +1,4 @@
-package main
+package export
 
 import (
 	"fmt"
@@ -8,24 +8,26 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
 )
 
-// progress shows live estimates while `tickprof time` runs: redrawn in
+// Progress shows live estimates while `tickprof time` runs: redrawn in
 // place at most 4 times a second on a terminal, one plain line per target
 // every second otherwise.
-type progress struct {
+type Progress struct {
 	w     io.Writer
 	tty   bool
 	lines int
 	last  time.Time
 }
 
-func newProgress(w io.Writer) *progress {
-	return &progress{w: w, tty: stdIsTerminal(w)}
+// NewProgress returns a Progress writing to w.
+func NewProgress(w io.Writer) *Progress {
+	return &Progress{w: w, tty: isTerminal(w)}
 }
 
-// update shows the estimates after a polling batch.
-func (p *progress) update(pr timing.Progress) {
+// Update shows the estimates after a polling batch.
+func (p *Progress) Update(pr timing.Progress) {
 	rel, elapsed, rows := pr.Precision, pr.Elapsed, pr.Rows
 	now := time.Now()
 	min := time.Second
@@ -42,17 +44,17 @@ func (p *progress) update(pr timing.Progress) {
 		if r.Err != nil {
 			b.WriteString("waiting for calls")
 		} else {
-			m, lo, hi := formatInterval(r.Result.Mean, r.Result.Low, r.Result.High)
-			fmt.Fprintf(&b, "%s [%s, %s] (%s)", m, lo, hi, formatPercent(r.Result.Confidence))
+			m, lo, hi := units.Interval(r.Result.Mean, r.Result.Low, r.Result.High)
+			fmt.Fprintf(&b, "%s [%s, %s] (%s)", m, lo, hi, units.Percent(r.Result.Confidence))
 			if !math.IsInf(r.Result.RelHalfWidth, 0) && !math.IsNaN(r.Result.RelHalfWidth) {
-				fmt.Fprintf(&b, " ±%s", formatPercent(r.Result.RelHalfWidth))
+				fmt.Fprintf(&b, " ±%s", units.Percent(r.Result.RelHalfWidth))
 			}
 			if rel > 0 {
 				switch need := pr.Remaining[i]; {
 				case need == 0:
 					b.WriteString("  precision reached")
 				case need > 0:
-					fmt.Fprintf(&b, "  ~%s more for ±%s", need.Round(100*time.Millisecond), formatPercent(rel))
+					fmt.Fprintf(&b, "  ~%s more for ±%s", need.Round(100*time.Millisecond), units.Percent(rel))
 				}
 			}
 		}
@@ -68,8 +70,8 @@ func (p *progress) update(pr timing.Progress) {
 	p.lines = len(rows)
 }
 
-// clear removes the live lines on a terminal before the final table.
-func (p *progress) clear() {
+// Clear removes the live lines on a terminal before the final table.
+func (p *Progress) Clear() {
 	if p.tty && p.lines > 0 {
 		fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.lines)
 		p.lines = 0
