@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,17 +12,15 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/demo"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
-	"github.com/tickprof/tickprof/testdata/demo"
 	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/units"
 )
@@ -72,12 +69,6 @@ uprobes (see tickprof doctor).`,
 	return cmd
 }
 
-// demoTruth is one line the workload writes: its own measurement.
-type demoTruth struct {
-	calls      uint64
-	mean, sdev float64
-}
-
 func runDemo(cmd *cobra.Command, f demoFlags) error {
 	if err := demoRequirements(); err != nil {
 		return err
@@ -97,7 +88,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 		return fmt.Errorf("make a build directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-	exe, err := buildWorkload(work)
+	exe, err := demo.Build(work)
 	if err != nil {
 		return err
 	}
@@ -106,7 +97,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	truthFile := filepath.Join(work, "truth.txt")
 
 	// The probe overhead: this machine's calibration, or a quick one now.
-	ovhd, ovhdFrom, err := demoOverhead(ctx, work, errOut)
+	ovhd, ovhdFrom, err := demo.Overhead(ctx, work, errOut)
 	if err != nil {
 		return err
 	}
@@ -118,7 +109,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("demo: timing: %w", err)
 	}
-	truth, err := readTruth(truthFile)
+	truth, err := demo.ReadTruth(truthFile)
 	if err != nil {
 		return err
 	}
@@ -134,7 +125,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 
 	// 3. The intervals beside the truth.
 	fmt.Fprintf(out, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", units.Ns(targets.Resolution))
-	if err := writeDemoTable(out, targets, truth, ovhd); err != nil {
+	if err := export.WriteDemoTable(out, targets, demo.Means(truth), ovhd); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "T_ovhd (probe overhead subtracted in CORRECTED) = %s [%s, %s] at %s, %s.\n",
@@ -161,72 +152,6 @@ func demoRequirements() error {
 		return fmt.Errorf("demo needs %s", strings.Join(missing, "; and "))
 	}
 	return nil
-}
-
-// buildWorkload compiles the bundled workload with gcc.
-func buildWorkload(dir string) (string, error) {
-	src := filepath.Join(dir, "workload.c")
-	exe := filepath.Join(dir, "workload")
-	args := demo.GCCArgs(src, exe)
-	// BuildC takes the flags before and the libraries after the source.
-	var flags, libs []string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "-o" || args[i] == src:
-			if args[i] == "-o" {
-				i++
-			}
-		case strings.HasPrefix(args[i], "-l"):
-			libs = append(libs, args[i])
-		default:
-			flags = append(flags, args[i])
-		}
-	}
-	got, err := calibrate.BuildC(dir, "workload", demo.Source, flags, libs)
-	if err != nil {
-		return "", fmt.Errorf("build the demo workload: %w", err)
-	}
-	return got, nil
-}
-
-// demoOverhead returns the uprobe T_ovhd of this machine's calibration,
-// or measures it now (not saved: `tickprof calibrate` does the full job).
-func demoOverhead(ctx context.Context, dir string, errOut io.Writer) (calibrate.Overhead, string, error) {
-	if c, err := calibrate.Load(); err == nil {
-		if o, ok := c.Overhead("user"); ok {
-			return o, "from this machine's calibration of " + c.Date.Format("2006-01-02 15:04 MST"), nil
-		}
-	}
-	fmt.Fprintln(errOut, "tickprof: no calibration for this machine: measuring the uprobe overhead on an empty function (2s)...")
-	ovs, _, err := calibrate.MeasureOverheads(ctx, dir, calibrate.OverheadOptions{Duration: 2 * time.Second, Kinds: []string{"user"}})
-	if err != nil {
-		return calibrate.Overhead{}, "", err
-	}
-	if len(ovs) != 1 {
-		return calibrate.Overhead{}, "", errors.New("demo: the probe overhead could not be measured on the empty function: run `sudo tickprof calibrate` to see why")
-	}
-	return ovs[0], "measured just now (run tickprof calibrate to keep one)", nil
-}
-
-// readTruth parses the workload's "truth func=F calls=N mean_ns=X sd_ns=S"
-// lines.
-func readTruth(path string) (map[string]demoTruth, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("demo: the workload wrote no measurements of its own (%w)", err)
-	}
-	defer fh.Close()
-	out := map[string]demoTruth{}
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		var fn string
-		var t demoTruth
-		if _, err := fmt.Sscanf(sc.Text(), "truth func=%s calls=%d mean_ns=%g sd_ns=%g", &fn, &t.calls, &t.mean, &t.sdev); err != nil {
-			return nil, fmt.Errorf("demo: workload output %q: %w", sc.Text(), err)
-		}
-		out[fn] = t
-	}
-	return out, sc.Err()
 }
 
 // demoTime times the workload's functions with the jiffies clock until
@@ -260,49 +185,4 @@ func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, trut
 		return nil, err
 	}
 	return run, export.WriteTimeProfile(timeOut, run)
-}
-
-// resultOf is a target's measured estimate, with the normal standard error
-// its interval implies (for the correction's combined uncertainty).
-func resultOf(t timing.TargetResult) (estimate.Result, bool) {
-	r := t.Raw
-	if t.Err != "" || !(r.Confidence > 0 && r.Confidence < 1) {
-		return estimate.Result{}, false
-	}
-	r.StdErr = (r.High - r.Low) / 2 / estimate.Z(r.Confidence)
-	return r, true
-}
-
-// writeDemoTable prints raw and corrected intervals beside the truth.
-func writeDemoTable(w io.Writer, run *timing.Result, truth map[string]demoTruth, ovhd calibrate.Overhead) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "FUNCTION\tCALLS\tMEAN (jiffies)\tINTERVAL\tCORRECTED\tINTERVAL\tTRUTH\tTRUTH INSIDE?\t")
-	for _, t := range run.Targets {
-		tr, haveTruth := truth[t.Name]
-		truthS := "-"
-		if haveTruth {
-			truthS = units.Ns(tr.mean)
-		}
-		r, ok := resultOf(t)
-		if !ok {
-			fmt.Fprintf(tw, "%s\t%d\t-\tno estimate: %s\t-\t-\t%s\t-\t\n", t.Name, t.Calls, export.ShortErr(t.Err), truthS)
-			continue
-		}
-		conf := units.Percent(r.Confidence)
-		m, lo, hi := units.Interval(r.Mean, r.Low, r.High)
-		corr, cs, inside := "-", "-", "-"
-		if c, err := calibrate.Correct(r, ovhd); err == nil {
-			cm, clo, chi := units.Interval(c.Mean, c.Low, c.High)
-			corr, cs = cm, "["+clo+", "+chi+"] ("+conf+")"
-			if haveTruth {
-				inside = map[bool]string{true: "yes", false: "no"}[c.Low <= tr.mean && tr.mean <= c.High]
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t[%s, %s] (%s)\t%s\t%s\t%s\t%s\t\n", t.Name, t.Calls, m, lo, hi, conf, corr, cs, truthS, inside)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "TRUTH: the mean of the function's own clock_gettime measurements over the same run (exact ns, every call).")
-	return nil
 }

@@ -60,7 +60,7 @@ func TestReportRuntimePprofFile(t *testing.T) {
 		}
 		t.Fatalf("report exited %d: %s", code, errs)
 	}
-	for _, s := range []string{"samples of 10ms CPU each", "95% confidence", "flat% [95%]"} {
+	for _, s := range []string{"samples of 10.0 ms CPU each", "95% confidence", "flat% [95%]"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("report output lacks %q:\n%s", s, out)
 		}
