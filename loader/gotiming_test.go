@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/symtab"
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // buildGoTarget builds testdata/go/timed with extra go build arguments.

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 // AttachFunc attaches the timing programs for every target of one Kind.
@@ -120,7 +121,7 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		return nil, err
 	}
 	if opts.PID != 0 {
-		if err := CheckProcess(opts.PID); err != nil {
+		if err := proc.CheckProcess(opts.PID); err != nil {
 			return nil, err
 		}
 	}

@@ -251,17 +251,6 @@ func TestResolveErrors(t *testing.T) {
 	if err != nil || len(specs) != 1 || specs[0].Offset == 0 || specs[0].Kind != KindUser {
 		t.Errorf("PATH:SYMBOL: %+v %v", specs, err)
 	}
-	for _, tc := range []struct{ in, bin, sym string }{
-		{"f", "", "f"}, {"libc:malloc", "libc", "malloc"}, {"/a/b:c", "/a/b", "c"},
-		{"ns::f", "", "ns::f"}, {"lib:ns::f", "lib", "ns::f"},
-	} {
-		if b, s := SplitTarget(tc.in); b != tc.bin || s != tc.sym {
-			t.Errorf("SplitTarget(%q) = %q, %q", tc.in, b, s)
-		}
-	}
-	if !libMatches("libc.so.6", "libc") || !libMatches("libc.so.6", "c") || !libMatches("libfoo-2.3.so", "libfoo") || libMatches("libcrypt.so.1", "libc") {
-		t.Error("libMatches")
-	}
 }
 
 func TestParseClock(t *testing.T) {

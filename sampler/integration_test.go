@@ -19,6 +19,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/sampler"
 )
 
@@ -54,19 +55,17 @@ func goTool(t *testing.T) string {
 func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*sampler.Profile, *profile.Profile, sampler.Stats) {
 	t.Helper()
 	var stderr bytes.Buffer
-	sp, err := sampler.Spawn(args, nil, os.Stdout, &stderr)
+	sp, err := proc.StartHeld(args, proc.Stdio{Out: os.Stdout, Err: &stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := sampler.Start(sampler.Config{Frequency: hz, PIDs: []int{sp.PID()}, Exe: sp.Exe, Count: count})
+	sess, err := sampler.Start(sampler.Config{Frequency: hz, PIDs: []int{sp.Pid}, Exe: sp.Exe, Count: count})
 	if err != nil {
 		sp.Kill()
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	if err := sp.Release(); err != nil {
-		t.Fatal(err)
-	}
+	sp.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := sess.Run(ctx, sp.Done()); err != nil {
@@ -76,8 +75,8 @@ func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*sampl
 		sp.Kill()
 		t.Fatalf("%s did not exit in time", args[0])
 	}
-	if sp.Err() != nil {
-		t.Fatalf("%s failed: %v\n%s", args[0], sp.Err(), stderr.String())
+	if st, err := sp.Wait(); err != nil || !st.Success() {
+		t.Fatalf("%s failed: %v %v\n%s", args[0], st, err, stderr.String())
 	}
 	d, err := sess.Result()
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 // RunConfig is one sampling run: what to sample and for how long.
@@ -36,20 +38,20 @@ type Outcome struct {
 // what was gathered with the error.
 func Record(ctx context.Context, rc RunConfig) (*Outcome, error) {
 	cfg := rc.Config
-	var spawned *Spawned
+	var spawned *proc.Held
 	var exited <-chan struct{}
 	var err error
 	switch {
 	case len(rc.Command) > 0:
-		spawned, err = Spawn(rc.Command, rc.Stdin, rc.Stdout, rc.Stderr)
+		spawned, err = proc.StartHeld(rc.Command, proc.Stdio{In: rc.Stdin, Out: rc.Stdout, Err: rc.Stderr})
 		if err != nil {
 			return nil, err
 		}
-		cfg.PIDs, cfg.Exe = []int{spawned.PID()}, spawned.Exe
+		cfg.PIDs, cfg.Exe = []int{spawned.Pid}, spawned.Exe
 		exited = spawned.Done()
 	case rc.PID != 0:
 		cfg.PIDs = []int{rc.PID}
-		if exited, err = ExitNotify(rc.PID); err != nil {
+		if exited, err = proc.ExitNotify(rc.PID); err != nil {
 			return nil, err
 		}
 	}
@@ -57,6 +59,7 @@ func Record(ctx context.Context, rc RunConfig) (*Outcome, error) {
 	if err != nil {
 		if spawned != nil {
 			spawned.Kill()
+			spawned.Wait()
 		}
 		return nil, err
 	}
@@ -67,10 +70,7 @@ func Record(ctx context.Context, rc RunConfig) (*Outcome, error) {
 		defer cancel()
 	}
 	if spawned != nil {
-		if err := spawned.Release(); err != nil {
-			spawned.Kill()
-			return nil, err
-		}
+		spawned.Release()
 	}
 	runErr := sess.Run(ctx, exited)
 	data, err := sess.Result()
@@ -80,6 +80,7 @@ func Record(ctx context.Context, rc RunConfig) (*Outcome, error) {
 	if spawned != nil && runErr == nil && ctx.Err() != nil {
 		// Stopped by the duration or the caller: the command is cut short.
 		spawned.Kill()
+		spawned.Wait()
 	}
 	return &Outcome{Profile: data, Stats: sess.Stats()}, runErr
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -174,7 +175,7 @@ func (sy *symbolizer) kernel(addr uint64, leaf bool) int {
 // user returns the location of a user address of a process image and its
 // function name ("" when unknown).
 func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string) {
-	mi, ok := findMapping(img.maps, addr)
+	mi, ok := proc.FindMapping(img.maps, addr)
 	if !ok {
 		k := locKey{mapping: -1, addr: addr, pid: img.pid}
 		if i, ok := sy.locs[k]; ok {

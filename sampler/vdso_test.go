@@ -3,12 +3,14 @@ package sampler
 import (
 	"os"
 	"testing"
+
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 // selfVDSO returns this process's vDSO mapping.
-func selfVDSO(t *testing.T) Mapping {
+func selfVDSO(t *testing.T) proc.Mapping {
 	t.Helper()
-	maps, err := readMaps(os.Getpid())
+	maps, err := proc.ReadMaps(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +20,7 @@ func selfVDSO(t *testing.T) Mapping {
 		}
 	}
 	t.Skip("this process has no vDSO mapping")
-	return Mapping{}
+	return proc.Mapping{}
 }
 
 // vdsoFunc returns the start address (in the image) of the function the

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -20,7 +21,8 @@ const DefaultInterval = 200 * time.Millisecond
 type Session struct {
 	cfg     Config
 	pid     int
-	held    *loader.Held
+	held    *proc.Held
+	exited  <-chan struct{} // closed when the timed process exits
 	specs   []loader.Spec
 	kinds   []string // per spec, its calibrated probe kind ("": none)
 	ls      *loader.Session
@@ -38,13 +40,14 @@ func Open(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, pid: cfg.PID}
 	if len(cfg.Command) > 0 {
-		h, err := loader.StartHeld(cfg.Command)
+		h, err := proc.StartHeld(cfg.Command, proc.Stdio{})
 		if err != nil {
 			return nil, err
 		}
-		s.held, s.pid = h, h.Pid
+		s.held, s.pid, s.exited = h, h.Pid, h.Done()
 	} else if s.pid != 0 {
-		if err := loader.CheckProcess(s.pid); err != nil {
+		var err error
+		if s.exited, err = proc.ExitNotify(s.pid); err != nil {
 			return nil, err
 		}
 	}
@@ -168,10 +171,6 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 // loop polls until a stop rule holds; it returns the reason and the last
 // poll that read every counter.
 func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, *loader.Poll) {
-	var exited <-chan struct{}
-	if s.held != nil {
-		exited = s.held.Done()
-	}
 	var deadline <-chan time.Time
 	if s.cfg.Duration > 0 {
 		t := time.NewTimer(s.cfg.Duration)
@@ -187,7 +186,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, 
 			return StopInterrupted, lastGood
 		case <-deadline:
 			return StopDuration, lastGood
-		case <-exited:
+		case <-s.exited:
 			return StopExited, lastGood
 		case <-tick.C:
 		}
@@ -203,9 +202,6 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, 
 		}
 		if s.cfg.Precision > 0 && allReached(rows, s.cfg.Precision) {
 			return StopPrecision, lastGood
-		}
-		if s.held == nil && s.pid != 0 && loader.CheckProcess(s.pid) != nil {
-			return StopExited, lastGood
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -147,5 +148,29 @@ func TestSampleCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(file2); err != nil {
 		t.Errorf("no profile after --duration: %v", err)
+	}
+}
+
+// TestSampleCountLibrary counts a function of a shared library named as
+// -u names it (LIB:SYMBOL): the one target parser serves both commands.
+func TestSampleCountLibrary(t *testing.T) {
+	bpftest.Require(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skipf("gcc not installed: %v", err)
+	}
+	dir := t.TempDir()
+	burn := filepath.Join(dir, "burn")
+	if b, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", burn,
+		filepath.Join("..", "..", "testdata", "sample", "burn.c")).CombinedOutput(); err != nil {
+		t.Fatalf("build burn: %v\n%s", err, b)
+	}
+	out, errs, code := runTickprof(t, "sample", "-F", "99", "-o", "", "--count", "libc:clock_gettime", "--",
+		burn, "1", filepath.Join(dir, "truth"))
+	if code != 0 {
+		t.Fatalf("sample --count libc:clock_gettime exited %d: %s", code, errs)
+	}
+	m := regexp.MustCompile(`clock_gettime .*\((\d+) calls`).FindStringSubmatch(out)
+	if m == nil || m[1] == "0" {
+		t.Errorf("no calls of libc's clock_gettime counted:\n%s", out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/units"
@@ -177,19 +179,11 @@ func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfi
 	return printCPUTable(w, tab, o.top, o.json)
 }
 
-// countSpecHasBinary reports whether a --count spec names its file ("/bin/x:sym").
+// countSpecHasBinary reports whether a --count spec names its file
+// ("/bin/x:sym").
 func countSpecHasBinary(spec string) bool {
-	for i := len(spec) - 1; i > 0; i-- {
-		if spec[i] == ':' {
-			for _, c := range spec[:i] {
-				if c == '/' {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return false
+	bin, _ := proc.SplitTarget(spec)
+	return strings.Contains(bin, "/")
 }
 
 // writeCPUProfile writes p gzipped to path.
