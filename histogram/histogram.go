@@ -110,7 +110,7 @@ func (h *Hist) Total() uint64 {
 }
 
 // Buckets, Count and Bounds make a Hist an estimate.Bucketed.
-func (h *Hist) Buckets() int        { return Buckets }
+func (h *Hist) Buckets() int       { return Buckets }
 func (h *Hist) Count(i int) uint64 { return h.Counts[i] }
 
 // Bounds returns bucket i's bounds as float64 ns (the overflow bucket's
