@@ -3,7 +3,7 @@
  * which records its own durations, for tickprof's quantile tests.
  *
  * tp_qwork spins for a duration drawn from a bimodal law (80% lognormal
- * with median 40 us, 20% lognormal with median 300 us, both with log
+ * with median 200 us, 20% lognormal with median 1.5 ms, both with log
  * standard deviation 0.3) and measures its own duration with
  * clock_gettime. At the end the program prints the empirical quantiles of
  * its own measurements (the order statistic X_(ceil(n p))).
@@ -11,7 +11,7 @@
  * usage: qdist [-g] CALLS SEED
  *   -g  wait for SIGUSR1 before the first call (attach by -p first)
  * Output: "ready pid=N" (with -g), then at the end
- *   calls=N q50=X q90=X q99=X q999=X min=X max=X
+ *   calls=N q50=X q90=X q99=X q999=X min=X max=X mean=X
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -101,12 +101,15 @@ int main(int argc, char **argv)
 		sigwait(&set, &sig);
 	}
 	for (long i = 0; i < calls; i++) {
-		double med = unif() < 0.8 ? 40000 : 300000;
+		double med = unif() < 0.8 ? 200000 : 1500000;
 		tp_qwork((long)(med * exp(0.3 * gauss())));
 	}
+	double sum = 0;
+	for (long i = 0; i < nown; i++)
+		sum += own[i];
 	qsort(own, nown, sizeof(*own), cmp);
-	printf("calls=%ld q50=%ld q90=%ld q99=%ld q999=%ld min=%ld max=%ld\n", nown,
-	       q(0.5), q(0.9), q(0.99), q(0.999), own[0], own[nown - 1]);
+	printf("calls=%ld q50=%ld q90=%ld q99=%ld q999=%ld min=%ld max=%ld mean=%.1f\n", nown,
+	       q(0.5), q(0.9), q(0.99), q(0.999), own[0], own[nown - 1], sum / nown);
 	fflush(stdout);
 	return 0;
 }
