@@ -237,13 +237,18 @@ func (j *HistogramJSON) Hist() (*histogram.Hist, error) {
 }
 
 // QuantileLabels are a target's quantiles as pprof numeric labels (ns):
-// p99_ns, p99_low_ns, p99_high_ns, and p99_min_calls when there were too
-// few calls for an interval (p99_low_ns is then a one-sided bound, and
-// there is no p99_high_ns).
+// p99_ns, p99_low_ns, p99_high_ns, the bucket of the estimate's order
+// statistic as p99_at_low_ns and p99_at_high_ns (diff needs it), and
+// p99_min_calls when there were too few calls for an interval (p99_low_ns
+// is then a one-sided bound, and there is no p99_high_ns).
 func QuantileLabels(qs []estimate.Quantile, labels map[string][]int64) {
 	for _, q := range qs {
 		k := QuantileName(q.P)
 		labels[k+"_ns"] = []int64{int64(math.Round(q.Value))}
+		if q.ValueLow != 0 || q.ValueHigh != 0 {
+			labels[k+"_at_low_ns"] = []int64{int64(math.Floor(q.ValueLow))}
+			labels[k+"_at_high_ns"] = []int64{int64(math.Ceil(q.ValueHigh))}
+		}
 		if q.Low > 0 || !q.TooFew {
 			labels[k+"_low_ns"] = []int64{int64(math.Floor(q.Low))}
 		}
@@ -271,6 +276,12 @@ func QuantilesFromLabels(labels map[string][]int64, conf float64, n uint64) []es
 		q := estimate.Quantile{P: math.Round(pct*1e10) / 1e12, Value: float64(v[0]), Confidence: conf, Calls: n, High: math.Inf(1), Bucketed: true}
 		if lo, ok := labels[name+"_low_ns"]; ok && len(lo) == 1 {
 			q.Low = float64(lo[0])
+		}
+		if a, ok := labels[name+"_at_low_ns"]; ok && len(a) == 1 {
+			q.ValueLow = float64(a[0])
+		}
+		if b, ok := labels[name+"_at_high_ns"]; ok && len(b) == 1 {
+			q.ValueHigh = float64(b[0])
 		}
 		if hi, ok := labels[name+"_high_ns"]; ok && len(hi) == 1 {
 			q.High = float64(hi[0])

@@ -87,7 +87,7 @@ func TestQuantileJSONAndLabelsRoundTrip(t *testing.T) {
 		t.Fatalf("labels gave %d quantiles, want %d", len(lq), len(qs))
 	}
 	for i, q := range qs {
-		if lq[i].P != q.P || lq[i].TooFew != q.TooFew || math.Abs(lq[i].Low-q.Low) > 1 || (!q.TooFew && math.Abs(lq[i].High-q.High) > 1) {
+		if lq[i].P != q.P || lq[i].ValueLow != math.Floor(q.ValueLow) || lq[i].TooFew != q.TooFew || math.Abs(lq[i].Low-q.Low) > 1 || (!q.TooFew && math.Abs(lq[i].High-q.High) > 1) {
 			t.Errorf("labels round trip of %v: %+v", QuantileName(q.P), lq[i])
 		}
 	}
