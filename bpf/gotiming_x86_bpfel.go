@@ -51,6 +51,11 @@ type GoTimingTpKey struct {
 	Pad    uint32
 }
 
+type GoTimingTpQhist struct {
+	_ structs.HostLayout
+	B [529]uint64
+}
+
 type GoTimingTpStats struct {
 	_          structs.HostLayout
 	RingDrops  uint64
@@ -74,6 +79,7 @@ const (
 	GoTimingMapGoStats       = "go_stats"
 	GoTimingMapTpCounters    = "tp_counters"
 	GoTimingMapTpEntries     = "tp_entries"
+	GoTimingMapTpQhist       = "tp_qhist"
 	GoTimingMapTpRecords     = "tp_records"
 	GoTimingMapTpRunstats    = "tp_runstats"
 	GoTimingMapTpStacks      = "tp_stacks"
@@ -87,6 +93,7 @@ const (
 	GoTimingVarTpClock       = "tp_clock"
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
+	GoTimingVarTpQuantiles   = "tp_quantiles"
 	GoTimingVarTpRecordNs    = "tp_record_ns"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
@@ -145,6 +152,7 @@ type GoTimingMapSpecs struct {
 	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -162,6 +170,7 @@ type GoTimingVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
@@ -190,6 +199,7 @@ type GoTimingMaps struct {
 	GoStats    *ebpf.Map `ebpf:"go_stats"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -202,6 +212,7 @@ func (m *GoTimingMaps) Close() error {
 		m.GoStats,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -220,6 +231,7 @@ type GoTimingVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`

@@ -44,6 +44,11 @@ type KfuncTpKey struct {
 	Pad    uint32
 }
 
+type KfuncTpQhist struct {
+	_ structs.HostLayout
+	B [529]uint64
+}
+
 type KfuncTpStats struct {
 	_          structs.HostLayout
 	RingDrops  uint64
@@ -66,6 +71,7 @@ type KfuncTpTstack struct {
 const (
 	KfuncMapTpCounters     = "tp_counters"
 	KfuncMapTpEntries      = "tp_entries"
+	KfuncMapTpQhist        = "tp_qhist"
 	KfuncMapTpRecords      = "tp_records"
 	KfuncMapTpRunstats     = "tp_runstats"
 	KfuncMapTpStacks       = "tp_stacks"
@@ -79,6 +85,7 @@ const (
 	KfuncVarTpClock        = "tp_clock"
 	KfuncVarTpExact        = "tp_exact"
 	KfuncVarTpFilterTgid   = "tp_filter_tgid"
+	KfuncVarTpQuantiles    = "tp_quantiles"
 	KfuncVarTpRecordNs     = "tp_record_ns"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
@@ -138,6 +145,7 @@ type KfuncProgramSpecs struct {
 type KfuncMapSpecs struct {
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -153,6 +161,7 @@ type KfuncVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
@@ -180,6 +189,7 @@ func (o *KfuncObjects) Close() error {
 type KfuncMaps struct {
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -191,6 +201,7 @@ func (m *KfuncMaps) Close() error {
 	return _KfuncClose(
 		m.TpCounters,
 		m.TpEntries,
+		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -207,6 +218,7 @@ type KfuncVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`

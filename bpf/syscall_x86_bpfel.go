@@ -52,6 +52,11 @@ type SyscallTpKey struct {
 	Pad    uint32
 }
 
+type SyscallTpQhist struct {
+	_ structs.HostLayout
+	B [529]uint64
+}
+
 type SyscallTpStats struct {
 	_          structs.HostLayout
 	RingDrops  uint64
@@ -76,6 +81,7 @@ const (
 	SyscallMapScTargets     = "sc_targets"
 	SyscallMapTpCounters    = "tp_counters"
 	SyscallMapTpEntries     = "tp_entries"
+	SyscallMapTpQhist       = "tp_qhist"
 	SyscallMapTpRecords     = "tp_records"
 	SyscallMapTpRunstats    = "tp_runstats"
 	SyscallMapTpStacks      = "tp_stacks"
@@ -91,6 +97,7 @@ const (
 	SyscallVarTpClock       = "tp_clock"
 	SyscallVarTpExact       = "tp_exact"
 	SyscallVarTpFilterTgid  = "tp_filter_tgid"
+	SyscallVarTpQuantiles   = "tp_quantiles"
 	SyscallVarTpRecordNs    = "tp_record_ns"
 	SyscallVarTpTickNs      = "tp_tick_ns"
 	SyscallVarTpWantRecords = "tp_want_records"
@@ -154,6 +161,7 @@ type SyscallMapSpecs struct {
 	ScTargets  *ebpf.MapSpec `ebpf:"sc_targets"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -169,6 +177,7 @@ type SyscallVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
@@ -198,6 +207,7 @@ type SyscallMaps struct {
 	ScTargets  *ebpf.Map `ebpf:"sc_targets"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -211,6 +221,7 @@ func (m *SyscallMaps) Close() error {
 		m.ScTargets,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -227,6 +238,7 @@ type SyscallVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`

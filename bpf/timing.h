@@ -42,6 +42,7 @@
 
 #include "common.h"
 #include "timing_math.h"
+#include "qhist.h"
 
 #define TP_CLOCK_JIFFIES 0
 #define TP_CLOCK_TICK 1
@@ -271,6 +272,8 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 		 * a mask it proves redundant. */
 		asm volatile("%0 &= 63" : "+r"(b));
 		c->hist[b]++;
+		if (tp_quantiles)
+			tp_qh_add(target, dns);
 	}
 	if (rt == 0 || !tp_want_records)
 		return;

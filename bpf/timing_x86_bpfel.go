@@ -44,6 +44,11 @@ type TimingTpKey struct {
 	Pad    uint32
 }
 
+type TimingTpQhist struct {
+	_ structs.HostLayout
+	B [529]uint64
+}
+
 type TimingTpRecord struct {
 	_       structs.HostLayout
 	Target  uint32
@@ -76,6 +81,7 @@ type TimingTpTstack struct {
 const (
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
+	TimingMapTpQhist        = "tp_qhist"
 	TimingMapTpRecords      = "tp_records"
 	TimingMapTpRunstats     = "tp_runstats"
 	TimingMapTpStacks       = "tp_stacks"
@@ -88,6 +94,7 @@ const (
 	TimingVarTpClock        = "tp_clock"
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
+	TimingVarTpQuantiles    = "tp_quantiles"
 	TimingVarTpRecordNs     = "tp_record_ns"
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
@@ -148,6 +155,7 @@ type TimingProgramSpecs struct {
 type TimingMapSpecs struct {
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -162,6 +170,7 @@ type TimingVariableSpecs struct {
 	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
@@ -190,6 +199,7 @@ func (o *TimingObjects) Close() error {
 type TimingMaps struct {
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -201,6 +211,7 @@ func (m *TimingMaps) Close() error {
 	return _TimingClose(
 		m.TpCounters,
 		m.TpEntries,
+		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -216,6 +227,7 @@ type TimingVariables struct {
 	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`

@@ -45,6 +45,10 @@ type Options struct {
 	Clock Clock
 	// Exact also reads the ns clock on every call (ns mode, --validate).
 	Exact bool
+	// Quantiles keeps a log-linear histogram of the exact durations per
+	// target (package histogram; needs Exact). It costs one more map
+	// update per call and 4232 bytes per target per CPU.
+	Quantiles bool
 	// PID restricts counting to one process (its threads); 0 counts all.
 	PID int
 	// NoRecords turns off the crossing records (and per-caller detail).
@@ -227,7 +231,16 @@ func (s *Session) constants() map[string]any {
 		"tp_filter_tgid":  uint32(s.opts.PID),
 		"tp_want_records": records,
 		"tp_record_ns":    uint64(s.opts.RecordGrid),
+		"tp_quantiles":    s.quantilesOn(),
 	}
+}
+
+// quantilesOn is tp_quantiles: 1 when the histograms are kept.
+func (s *Session) quantilesOn() uint32 {
+	if s.opts.Exact && s.opts.Quantiles {
+		return 1
+	}
+	return 0
 }
 
 func (s *Session) load() error {
@@ -239,6 +252,9 @@ func (s *Session) load() error {
 		return err
 	}
 	spec.Maps["tp_counters"].MaxEntries = uint32(len(s.targets))
+	if s.quantilesOn() == 1 {
+		spec.Maps["tp_qhist"].MaxEntries = uint32(len(s.targets))
+	}
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	}
@@ -292,6 +308,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_stacks":   s.objs.TpStacks,
 		"tp_zero":     s.objs.TpZero,
 		"tp_tasks":    s.objs.TpTasks,
+		"tp_qhist":    s.objs.TpQhist,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {

@@ -184,8 +184,10 @@ func (p procCloser) Close() error {
 
 // BenchmarkSyscallProgramTime reports the BPF run time per getppid of the
 // raw_syscalls enter and exit programs (kernel.bpf_stats_enabled), in the
-// jiffies and ns clocks, next to an empty raw-tracepoint program measured
-// the same way (the statistics' own cost, to subtract).
+// jiffies and ns clocks and the ns clock with the quantile histograms,
+// next to an empty raw-tracepoint program measured the same way (the
+// statistics' own cost, to subtract). -benchtime=Nx repeats the
+// configurations in turn (A B C A B C ...).
 //
 //	go test -run '^$' -bench SyscallProgramTime -benchtime=1x ./loader/
 func BenchmarkSyscallProgramTime(b *testing.B) {
@@ -225,12 +227,20 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 		floor := perRun(empty.Enter)
 		empty.Enter.Close()
 		b.ReportMetric(floor, "empty-prog-ns/run")
-		for _, clk := range []Clock{{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, {Kind: ClockNS}} {
+		for _, cfg := range []struct {
+			clk       Clock
+			quantiles bool
+		}{{Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, false}, {Clock{Kind: ClockNS}, false}, {Clock{Kind: ClockNS}, true}} {
+			clk := cfg.clk
+			name := clk.String()
+			if cfg.quantiles {
+				name += "+quantiles"
+			}
 			specs, err := ResolveSyscall("getppid", SyscallRaw)
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := Open(Options{Clock: clk, PID: os.Getpid()}, specs)
+			s, err := Open(Options{Clock: clk, PID: os.Getpid(), Quantiles: cfg.quantiles}, specs)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -240,9 +250,9 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 			for _, c := range s.closers {
 				if o, ok := c.(*scRawObjects); ok {
 					enter, exit := perRun(o.Enter), perRun(o.Exit)
-					b.ReportMetric(enter+exit-2*floor, "raw-"+clk.String()+"-prog-ns/call")
+					b.ReportMetric(enter+exit-2*floor, "raw-"+name+"-prog-ns/call")
 					b.Logf("%s: enter %.0f ns, exit %.0f ns per run; empty program %.0f ns (statistics' own cost): %.0f ns of BPF work per syscall",
-						clk, enter, exit, floor, enter+exit-2*floor)
+						name, enter, exit, floor, enter+exit-2*floor)
 				}
 			}
 			s.Close()

@@ -42,6 +42,9 @@ import (
 // chrt, when set, runs the target under SCHED_FIFO.
 var chrt string
 
+// onlyModes is the -modes flag.
+var onlyModes string
+
 // result is one run of the target under one mode.
 type result struct {
 	nsPerCall float64
@@ -64,7 +67,9 @@ func main() {
 	iters := flag.Int("iters", 60, "loop iterations of the target function (~200 ns at 60 here)")
 	useBpftrace := flag.Bool("bpftrace", true, "include bpftrace's one-liner")
 	rt := flag.Bool("rt", true, "run the target SCHED_FIFO (chrt -f 50) so that other load does not preempt it")
+	only := flag.String("modes", "", "comma-separated names of the modes to run besides unprobed and the floor (default: all)")
 	flag.Parse()
+	onlyModes = *only
 	if *rt {
 		if p, err := exec.LookPath("chrt"); err == nil {
 			chrt = p
@@ -112,6 +117,7 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 		{name: "tickprof jiffies", attach: attachTickprof("jiffies")},
 		{name: "tickprof tick:1ms", attach: attachTickprof("tick:1ms")},
 		{name: "tickprof ns", attach: attachTickprof("ns")},
+		{name: "tickprof ns+quantiles", attach: attachTickprofOpts("ns", true)},
 	}
 	if _, err := exec.LookPath("bpftrace"); err == nil && useBpftrace {
 		modes = append(modes, mode{name: "bpftrace one-liner", attach: attachBpftrace})
@@ -121,6 +127,17 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 		mode{name: "endbr64: empty pair after", attach: attachEmptyAt(0), endbr: true},
 		mode{name: "endbr64: tickprof jiffies", attach: attachTickprof("jiffies"), endbr: true},
 	)
+	if onlyModes != "" {
+		keep := modes[:2]
+		for _, m := range modes[2:] {
+			for _, name := range strings.Split(onlyModes, ",") {
+				if strings.TrimSpace(name) == m.name {
+					keep = append(keep, m)
+				}
+			}
+		}
+		modes = keep
+	}
 	all := make([][]result, len(modes))
 	for r := 0; r < reps; r++ {
 		for i, m := range modes {
@@ -292,6 +309,12 @@ func attachEmpty(pid int, bin string, delta int64) (func(int) result, error) {
 
 // attachTickprof attaches tickprof's timing programs with a clock.
 func attachTickprof(clock string) func(int, string) (func(int) result, error) {
+	return attachTickprofOpts(clock, false)
+}
+
+// attachTickprofOpts is attachTickprof with the quantile histograms on or
+// off (they need the ns clock).
+func attachTickprofOpts(clock string, quantiles bool) func(int, string) (func(int) result, error) {
 	return func(pid int, bin string) (func(int) result, error) {
 		clk, err := loader.ParseClock(clock)
 		if err != nil {

@@ -1,0 +1,167 @@
+// Package histogram owns the log-linear (HDR-style) histogram of exact call
+// durations that tickprof's BPF programs keep per target and per CPU: its
+// bucket layout (the same index function as bpf/timing_math.h's
+// tp_qh_index, tested against it), merging per-CPU copies, and quantiles
+// with their distribution-free intervals (through package estimate).
+//
+// Layout: values below Sub (16) ns have a bucket each; above, every power
+// of two [2^k, 2^(k+1)) is cut into Sub equal sub-buckets of width
+// 2^(k-SubBits), so a bucket's width is at most 1/Sub = 6.25% of its lower
+// bound (3.1% of the value as a half-width around its middle), and 4.3% on
+// average over an octave (ln 2 / 16). Values from 2^(MaxLog2+1) ns (about
+// 69 s) on share the last bucket, whose upper bound is the observed
+// maximum.
+//
+// It imports estimate only.
+package histogram
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/tickprof/tickprof/estimate"
+)
+
+// The layout; bpf/timing_math.h defines the same constants (TP_QH_*).
+const (
+	// SubBits is log2 of the sub-buckets per power of two.
+	SubBits = 4
+	// Sub is the number of sub-buckets per power of two.
+	Sub = 1 << SubBits
+	// MaxLog2 is the largest floor(log2(v)) with buckets of its own.
+	MaxLog2 = 35
+	// Buckets is the number of buckets, the last one the overflow.
+	Buckets = (MaxLog2-SubBits+2)*Sub + 1
+)
+
+// Index returns the bucket of a duration of v ns.
+func Index(v uint64) int {
+	if v < Sub {
+		return int(v)
+	}
+	k := bits.Len64(v) - 1
+	if k > MaxLog2 {
+		return Buckets - 1
+	}
+	return (k-SubBits+1)<<SubBits + int(v>>(k-SubBits)) - Sub
+}
+
+// Bounds returns bucket i's bounds [lo, hi) in ns; the overflow bucket's
+// hi is math.MaxUint64.
+func Bounds(i int) (lo, hi uint64) {
+	switch {
+	case i < 0 || i >= Buckets:
+		panic(fmt.Sprintf("histogram: bucket %d out of range", i))
+	case i == Buckets-1:
+		return 1 << (MaxLog2 + 1), math.MaxUint64
+	case i < 2*Sub:
+		return uint64(i), uint64(i + 1)
+	}
+	k := i>>SubBits + SubBits - 1
+	m := uint64(i&(Sub-1) + Sub)
+	return m << (k - SubBits), (m + 1) << (k - SubBits)
+}
+
+// Hist is a histogram of durations in ns with their exact minimum and
+// maximum.
+type Hist struct {
+	// Counts[i] is the number of durations in bucket i.
+	Counts [Buckets]uint64
+	// Min and Max are the smallest and largest durations (ns); meaningful
+	// when Total() > 0.
+	Min, Max uint64
+}
+
+// Add records one duration.
+func (h *Hist) Add(v uint64) {
+	if h.Total() == 0 || v < h.Min {
+		h.Min = v
+	}
+	if v > h.Max {
+		h.Max = v
+	}
+	h.Counts[Index(v)]++
+}
+
+// Merge adds o's counts to h (per-CPU copies, or successive windows).
+func (h *Hist) Merge(o *Hist) {
+	if o.Total() == 0 {
+		return
+	}
+	if h.Total() == 0 || o.Min < h.Min {
+		h.Min = o.Min
+	}
+	if o.Max > h.Max {
+		h.Max = o.Max
+	}
+	for i, c := range o.Counts {
+		h.Counts[i] += c
+	}
+}
+
+// Total is the number of durations recorded.
+func (h *Hist) Total() uint64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// Buckets, Count and Bounds make a Hist an estimate.Bucketed.
+func (h *Hist) Buckets() int       { return Buckets }
+func (h *Hist) Count(i int) uint64 { return h.Counts[i] }
+
+// Bounds returns bucket i's bounds as float64 ns (the overflow bucket's
+// upper bound is +Inf).
+func (h *Hist) Bounds(i int) (float64, float64) {
+	lo, hi := Bounds(i)
+	if i == Buckets-1 {
+		return float64(lo), math.Inf(1)
+	}
+	return float64(lo), float64(hi)
+}
+
+// Quantile estimates the p-quantile with its interval widened to bucket
+// bounds (estimate.QuantileOfHistogram).
+func (h *Hist) Quantile(p float64, o estimate.Options) (estimate.Quantile, error) {
+	return estimate.QuantileOfHistogram(h, float64(h.Min), float64(h.Max), p, o)
+}
+
+// Round widens [lo, hi] to the bucket bounds that would hold lo and hi: the
+// resolution a histogram keeps (for estimate.PlanQuantile).
+func Round(lo, hi float64) (float64, float64) {
+	a, _ := Bounds(Index(uint64(math.Max(0, lo))))
+	_, b := Bounds(Index(uint64(math.Max(0, hi))))
+	if b == math.MaxUint64 {
+		return float64(a), math.Inf(1)
+	}
+	return float64(a), float64(b)
+}
+
+// Quantiles returns the quantile function of the histogram's durations
+// interpolated linearly within buckets (ns), for planning from an earlier
+// run (estimate.PlanQuantile); nil for an empty histogram.
+func (h *Hist) Quantiles() func(u float64) float64 {
+	n := h.Total()
+	if n == 0 {
+		return nil
+	}
+	return func(u float64) float64 {
+		target := u * float64(n)
+		var c float64
+		for i, k := range h.Counts {
+			if k == 0 {
+				continue
+			}
+			if c+float64(k) >= target {
+				lo, hi := h.Bounds(i)
+				lo, hi = math.Max(lo, float64(h.Min)), math.Min(hi, float64(h.Max))
+				return lo + (hi-lo)*(target-c)/float64(k)
+			}
+			c += float64(k)
+		}
+		return float64(h.Max)
+	}
+}

@@ -1,0 +1,110 @@
+package histogram
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tickprof/tickprof/estimate"
+)
+
+// TestLayout checks that the buckets tile [0, 2^64) without gaps, that
+// Index inverts Bounds at both edges of every bucket, and the width bound.
+func TestLayout(t *testing.T) {
+	if Buckets != 529 {
+		t.Errorf("Buckets = %d, want 529 (the BPF map's value size depends on it)", Buckets)
+	}
+	var next uint64
+	maxRel, sumOct := 0.0, 0.0
+	for i := 0; i < Buckets; i++ {
+		lo, hi := Bounds(i)
+		if lo != next {
+			t.Fatalf("bucket %d starts at %d, want %d", i, lo, next)
+		}
+		if Index(lo) != i || Index(hi-1) != i {
+			t.Fatalf("bucket %d [%d, %d): Index(lo) = %d, Index(hi-1) = %d", i, lo, hi, Index(lo), Index(hi-1))
+		}
+		if i != Buckets-1 && lo >= 2*Sub {
+			rel := float64(hi-lo) / float64(lo)
+			maxRel = math.Max(maxRel, rel)
+			if bits.Len64(lo)-1 == 20 {
+				sumOct += float64(hi-lo) / (float64(hi+lo) / 2)
+			}
+		}
+		next = hi
+	}
+	if next != math.MaxUint64 {
+		t.Errorf("the last bucket ends at %d", next)
+	}
+	// The relative width of a bucket is at most 1/Sub of its lower bound:
+	// 6.25% with 16 sub-buckets (a geometric 2^(1/16) spacing would give
+	// 4.4%; linear sub-buckets are exact integer shifts in BPF).
+	if maxRel != 1.0/Sub {
+		t.Errorf("largest relative width %.4f, want %.4f", maxRel, 1.0/Sub)
+	}
+	// Averaged over an octave, width / middle is about ln 2 / 16 = 4.3%.
+	if m := sumOct / Sub; math.Abs(m-math.Ln2/Sub) > 0.001 {
+		t.Errorf("mean relative width over an octave %.4f, want about %.4f", m, math.Ln2/Sub)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for j := 0; j < 100000; j++ {
+		v := r.Uint64() >> r.IntN(64)
+		lo, hi := Bounds(Index(v))
+		if v < lo || (v >= hi && hi != math.MaxUint64) {
+			t.Fatalf("%d outside its bucket [%d, %d)", v, lo, hi)
+		}
+	}
+}
+
+// TestMergeAndQuantile: per-CPU copies merge into the histogram of all
+// the durations, and its quantile interval is the samples' interval widened
+// to buckets.
+func TestMergeAndQuantile(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var cpu [3]Hist
+	var all Hist
+	xs := make([]float64, 0, 20000)
+	for j := 0; j < 20000; j++ {
+		v := uint64(5000 * math.Exp(r.NormFloat64()))
+		cpu[r.IntN(3)].Add(v)
+		all.Add(v)
+		xs = append(xs, float64(v))
+	}
+	var m Hist
+	for i := range cpu {
+		m.Merge(&cpu[i])
+	}
+	if m != all {
+		t.Fatal("merged per-CPU histograms differ from the histogram of all durations")
+	}
+	for _, p := range []float64{0.5, 0.9, 0.99, 0.999} {
+		qh, err := m.Quantile(p, estimate.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, err := estimate.QuantileOfSamples(xs, p, estimate.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, _ := Round(qs.Low, qs.Low)
+		_, hi := Round(qs.High, qs.High)
+		lo, hi = math.Max(lo, float64(m.Min)), math.Min(hi, float64(m.Max))
+		if qh.Low != lo || qh.High != hi || !(qh.Low <= qs.Value && qs.Value <= qh.High) {
+			t.Errorf("p=%v: histogram [%v, %v], samples [%v, %v] (%v)", p, qh.Low, qh.High, qs.Low, qs.High, qs.Value)
+		}
+		if qf := m.Quantiles(); math.Abs(qf(p)/qs.Value-1) > 1.0/Sub {
+			t.Errorf("p=%v: interpolated quantile %v, sample quantile %v", p, qf(p), qs.Value)
+		}
+	}
+	// Durations beyond the last regular bucket keep an interval up to the
+	// observed maximum.
+	var big Hist
+	for j := 0; j < 1000; j++ {
+		big.Add(1<<40 + uint64(j))
+	}
+	q, err := big.Quantile(0.5, estimate.Options{})
+	if err != nil || q.Low != 1<<40 || q.High != 1<<40+999 {
+		t.Errorf("overflow bucket: %+v %v", q, err)
+	}
+}
