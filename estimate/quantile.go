@@ -532,11 +532,14 @@ type QuantilePlan struct {
 // use a histogram of an earlier run where one exists): the interval between
 // order statistics r and s is expected at [qf(r/(n+1)), qf(s/(n+1))] (the
 // expected value of U_(r) is r/(n+1)), with the ranks of QuantileRanks.
-// round, if not nil, widens an interval to the bounds the data will really
-// be kept at (a histogram's buckets); a precision below what that rounding
-// allows is an error. The plan does not include MinStopEvents; QuantileReached
-// does.
-func PlanQuantile(p, rel float64, qf func(u float64) float64, round func(lo, hi float64) (float64, float64), o Options) (QuantilePlan, error) {
+//
+// bucket, if not nil, is the width (ns) of the histogram bucket at a
+// duration: each end of the interval is widened to its bucket's bound, by
+// half a bucket on average over where the end falls in it, so the expected
+// interval grows by half a bucket at each end. A precision the buckets alone
+// exceed (bucket(ξ_p)/(2 ξ_p) >= rel) is an error. The plan does not include
+// the QuantileStop confirmation look.
+func PlanQuantile(p, rel float64, qf func(u float64) float64, bucket func(x float64) float64, o Options) (QuantilePlan, error) {
 	conf, err := o.confidence()
 	if err != nil {
 		return QuantilePlan{}, err
@@ -551,10 +554,9 @@ func PlanQuantile(p, rel float64, qf func(u float64) float64, round func(lo, hi 
 	if !(xi > 0) || !finite(xi) {
 		return QuantilePlan{}, inputf("assumed %v-quantile %v ns is not a positive duration", p, xi)
 	}
-	if round != nil {
-		lo, hi := round(xi, xi)
-		if (hi-lo)/(2*xi) > rel {
-			return QuantilePlan{}, inputf("precision ±%.3g%% is finer than the histogram's buckets allow at this duration (±%.3g%%)", 100*rel, 100*(hi-lo)/(2*xi))
+	if bucket != nil {
+		if f := bucket(xi) / (2 * xi); f >= rel {
+			return QuantilePlan{}, inputf("precision ±%.3g%% is not above what the histogram's buckets alone take at this duration (±%.3g%%)", 100*rel, 100*f)
 		}
 	}
 	width := func(n uint64) float64 {
@@ -564,10 +566,11 @@ func PlanQuantile(p, rel float64, qf func(u float64) float64, round func(lo, hi 
 		}
 		nf := float64(n) + 1
 		lo, hi := qf(float64(rk.Low)/nf), qf(float64(rk.High)/nf)
-		if round != nil {
-			lo, hi = round(lo, hi)
+		w := hi - lo
+		if bucket != nil {
+			w += (bucket(lo) + bucket(hi)) / 2
 		}
-		return (hi - lo) / (2 * xi)
+		return w / (2 * xi)
 	}
 	lo := MinCallsForQuantile(p, conf)
 	hi := lo
@@ -578,8 +581,7 @@ func PlanQuantile(p, rel float64, qf func(u float64) float64, round func(lo, hi 
 			return QuantilePlan{}, inputf("precision ±%.3g%% needs more than 2^50 calls under this assumption", 100*rel)
 		}
 	}
-	// The width falls with n up to the ranks' discreteness: bisect, then
-	// step to the first n at which it holds.
+	// The width falls with n up to the ranks' discreteness: bisect.
 	for lo+1 < hi {
 		mid := lo + (hi-lo)/2
 		if width(mid) <= rel {

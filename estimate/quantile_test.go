@@ -602,19 +602,34 @@ func TestPlanQuantile(t *testing.T) {
 			t.Errorf("p=%v: planned %d calls give a mean relative half-width %.4f, want 0.05", p, pl.Calls, m)
 		}
 	}
-	// Bucket rounding: a precision finer than the buckets is refused.
-	round := func(lo, hi float64) (float64, float64) {
-		a, _ := ll16Bounds(ll16Index(lo))
-		_, b := ll16Bounds(ll16Index(hi))
-		return a, b
-	}
-	if _, err := PlanQuantile(0.99, 0.01, func(u float64) float64 { return 1000 * LogNormalQuantiles(1)(u) }, round, Options{}); err == nil {
+	// Buckets: a precision the buckets alone exceed is refused; a
+	// reachable one needs more calls than without buckets, and the
+	// simulated bucketed intervals at the planned n average the goal.
+	bucket := func(x float64) float64 { lo, hi := ll16Bounds(ll16Index(x)); return hi - lo }
+	qf := func(u float64) float64 { return 1000 * LogNormalQuantiles(1)(u) }
+	if _, err := PlanQuantile(0.99, 0.01, qf, bucket, Options{}); err == nil {
 		t.Error("±1% accepted with 16 sub-buckets per octave")
 	}
-	pr, err := PlanQuantile(0.99, 0.05, func(u float64) float64 { return 1000 * LogNormalQuantiles(1)(u) }, round, Options{})
-	pn, _ := PlanQuantile(0.99, 0.05, LogNormalQuantiles(1), nil, Options{})
+	pr, err := PlanQuantile(0.99, 0.05, qf, bucket, Options{})
+	pn, _ := PlanQuantile(0.99, 0.05, qf, nil, Options{})
 	if err != nil || pr.Calls < pn.Calls {
-		t.Errorf("with buckets: %+v %v; without: %+v", pr, err, pn)
+		t.Fatalf("with buckets: %+v %v; without: %+v", pr, err, pn)
+	}
+	// The bucket model averages over where the ends fall in their
+	// buckets: check it over medians spread across an octave.
+	rk, _ := QuantileRanks(pr.Calls, 0.99, Options{})
+	src := rand.NewPCG(10, 10)
+	r := rand.New(src)
+	sum := 0.0
+	const reps = 800
+	for i := 0; i < reps; i++ {
+		scale := 1000 * math.Exp2(r.Float64())
+		d := qdist{"lognormal", func(u float64) float64 { return scale * LogNormalQuantiles(1)(u) }, nil, false}
+		q, _ := simQuantile(r, src, qcell{d, 0.99, pr.Calls, true}, rk)
+		sum += (q.High - q.Low) / (2 * d.qf(0.99))
+	}
+	if m := sum / reps; math.Abs(m/0.05-1) > 0.1 {
+		t.Errorf("bucketed: planned %d calls give a mean relative half-width %.4f, want 0.05 within 10%%", pr.Calls, m)
 	}
 }
 

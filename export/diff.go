@@ -42,10 +42,18 @@ type DiffRow struct {
 	Change estimate.Difference `json:"change"`
 	// Cum is the change of the cumulative share (CPU profiles only).
 	Cum *estimate.Difference `json:"cum_change,omitempty"`
+	// Quantiles are the changes of the quantiles both time runs have
+	// (exact clock), each with its interval (estimate.QuantileDiff).
+	Quantiles []QuantileChange `json:"quantile_changes,omitempty"`
 }
 
-// Significant reports whether either change's interval excludes zero.
+// Significant reports whether any change's interval excludes zero.
 func (r DiffRow) Significant() bool {
+	for _, q := range r.Quantiles {
+		if q.Err == "" && q.Diff.Significant {
+			return true
+		}
+	}
 	return r.Change.Significant || (r.Cum != nil && r.Cum.Significant)
 }
 
@@ -175,7 +183,8 @@ func diffTime(base, new *profile.Profile, o estimate.Options) (*DiffTable, error
 		if err != nil {
 			return nil, fmt.Errorf("compare %s: %w", nr.Target, err)
 		}
-		t.Rows = append(t.Rows, DiffRow{Name: nr.Target, Base: br.Mean, New: nr.Mean, Change: d})
+		t.Rows = append(t.Rows, DiffRow{Name: nr.Target, Base: br.Mean, New: nr.Mean, Change: d,
+			Quantiles: QuantileChanges(br.qs, nr.qs)})
 	}
 	if len(t.Rows) == 0 {
 		return nil, errors.New("the two time profiles have no timed target in common")
@@ -195,12 +204,15 @@ func (t *DiffTable) WriteText(w io.Writer) error {
 				fmt.Sprintf("%.2f%% -> %.2f%%", 100*r.Base, 100*r.New), r.Name)
 		}
 	case "time":
-		fmt.Fprintf(w, "change in mean time per call, new - base, %s intervals\n", conf)
+		fmt.Fprintf(w, "change in mean time per call, new - base, %s intervals (quantiles: MOVER on the order-statistic intervals)\n", conf)
 		fmt.Fprintf(w, "%-40s %-24s %s\n", "change [interval]", "base -> new", "target")
 		for _, r := range t.Rows {
 			fmt.Fprintf(w, "%-40s %-24s %s\n",
 				fmt.Sprintf("%s [%s, %s]", fmtSigned(r.Change.Diff), fmtSigned(r.Change.Low), fmtSigned(r.Change.High)),
 				units.Ns(r.Base)+" -> "+units.Ns(r.New), r.Name)
+			for _, q := range r.Quantiles {
+				fmt.Fprintf(w, "    %s\n", q)
+			}
 		}
 	}
 	if len(t.Rows) == 0 {

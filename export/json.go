@@ -38,42 +38,44 @@ type goStatsJSON struct {
 }
 
 type timeTargetJSON struct {
-	Target       string       `json:"target"`
-	Kind         string       `json:"kind"`
-	Binary       string       `json:"binary,omitempty"`
-	Calls        uint64       `json:"calls"`
-	Ticks        uint64       `json:"ticks"`
-	MeanNs       *float64     `json:"mean_ns"`
-	LowNs        *float64     `json:"low_ns"`
-	HighNs       *float64     `json:"high_ns"`
-	RelHalfWidth *float64     `json:"rel_half_width,omitempty"`
-	Corrected    bool         `json:"corrected,omitempty"`
-	RawMeanNs    *float64     `json:"raw_mean_ns,omitempty"`
-	RawLowNs     *float64     `json:"raw_low_ns,omitempty"`
-	RawHighNs    *float64     `json:"raw_high_ns,omitempty"`
-	OverheadNs   *float64     `json:"overhead_ns,omitempty"`
-	OverheadLow  *float64     `json:"overhead_low_ns,omitempty"`
-	OverheadHigh *float64     `json:"overhead_high_ns,omitempty"`
-	OverheadKind string       `json:"overhead_kind,omitempty"`
-	InlinedInto  []string     `json:"inlined_into,omitempty"`
-	Confidence   float64      `json:"confidence"`
-	Method       string       `json:"method,omitempty"`
-	Error        string       `json:"error,omitempty"`
-	Clock        string       `json:"clock"`
-	ResolutionNs float64      `json:"resolution_ns"`
-	WallNs       float64      `json:"wall_ns"`
-	Crossings    uint64       `json:"crossings"`
-	Orphans      uint64       `json:"orphans"`
-	Dropped      uint64       `json:"dropped_records"`
-	NsSum        *uint64      `json:"ns_sum,omitempty"`
-	NsMean       *float64     `json:"ns_mean,omitempty"`
-	NsLow        *float64     `json:"ns_low,omitempty"`
-	NsHigh       *float64     `json:"ns_high,omitempty"`
-	NsMin        *uint64      `json:"ns_min,omitempty"`
-	NsMax        *uint64      `json:"ns_max,omitempty"`
-	NsLog2Hist   []uint64     `json:"ns_log2_hist,omitempty"`
-	Covered      *bool        `json:"covered,omitempty"`
-	Callers      []callerJSON `json:"callers,omitempty"`
+	Target       string         `json:"target"`
+	Kind         string         `json:"kind"`
+	Binary       string         `json:"binary,omitempty"`
+	Calls        uint64         `json:"calls"`
+	Ticks        uint64         `json:"ticks"`
+	MeanNs       *float64       `json:"mean_ns"`
+	LowNs        *float64       `json:"low_ns"`
+	HighNs       *float64       `json:"high_ns"`
+	RelHalfWidth *float64       `json:"rel_half_width,omitempty"`
+	Corrected    bool           `json:"corrected,omitempty"`
+	RawMeanNs    *float64       `json:"raw_mean_ns,omitempty"`
+	RawLowNs     *float64       `json:"raw_low_ns,omitempty"`
+	RawHighNs    *float64       `json:"raw_high_ns,omitempty"`
+	OverheadNs   *float64       `json:"overhead_ns,omitempty"`
+	OverheadLow  *float64       `json:"overhead_low_ns,omitempty"`
+	OverheadHigh *float64       `json:"overhead_high_ns,omitempty"`
+	OverheadKind string         `json:"overhead_kind,omitempty"`
+	InlinedInto  []string       `json:"inlined_into,omitempty"`
+	Confidence   float64        `json:"confidence"`
+	Method       string         `json:"method,omitempty"`
+	Error        string         `json:"error,omitempty"`
+	Clock        string         `json:"clock"`
+	ResolutionNs float64        `json:"resolution_ns"`
+	WallNs       float64        `json:"wall_ns"`
+	Crossings    uint64         `json:"crossings"`
+	Orphans      uint64         `json:"orphans"`
+	Dropped      uint64         `json:"dropped_records"`
+	NsSum        *uint64        `json:"ns_sum,omitempty"`
+	NsMean       *float64       `json:"ns_mean,omitempty"`
+	NsLow        *float64       `json:"ns_low,omitempty"`
+	NsHigh       *float64       `json:"ns_high,omitempty"`
+	NsMin        *uint64        `json:"ns_min,omitempty"`
+	NsMax        *uint64        `json:"ns_max,omitempty"`
+	NsLog2Hist   []uint64       `json:"ns_log2_hist,omitempty"`
+	Covered      *bool          `json:"covered,omitempty"`
+	Quantiles    []QuantileJSON `json:"quantiles,omitempty"`
+	Histogram    *HistogramJSON `json:"histogram,omitempty"`
+	Callers      []callerJSON   `json:"callers,omitempty"`
 }
 
 type callerJSON struct {
@@ -140,6 +142,12 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 			}
 			j.NsLog2Hist = trimHist(x.Hist)
 		}
+		for _, q := range t.Quantiles {
+			j.Quantiles = append(j.Quantiles, NewQuantileJSON(q))
+		}
+		if t.Hist != nil {
+			j.Histogram = NewHistogramJSON(t.Hist)
+		}
 		for k, c := range t.Callers {
 			if k == maxJSONCallers {
 				break
@@ -195,8 +203,9 @@ func WriteTimeJSONFile(path string, r *timing.Result) error {
 // ReadTimeJSON reads what WriteTimeJSON wrote, for tools that work from a
 // finished run (plan --from, the demo). Each target's Estimate holds the
 // reported (possibly corrected) mean and interval, Raw the measured one
-// (equal to Estimate when no correction was applied). Callers and the
-// histogram are not read back.
+// (equal to Estimate when no correction was applied); quantiles and the
+// log-linear histogram are read back. Callers and the log2 histogram are
+// not.
 func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 	var doc timeJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
@@ -244,6 +253,16 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 				x.Min, x.Max = *j.NsMin, *j.NsMax
 			}
 			t.Exact = x
+		}
+		for _, q := range j.Quantiles {
+			t.Quantiles = append(t.Quantiles, q.ToQuantile())
+		}
+		if j.Histogram != nil {
+			h, err := j.Histogram.Hist()
+			if err != nil {
+				return nil, fmt.Errorf("target %s: %w", j.Target, err)
+			}
+			t.Hist = h
 		}
 		run.Targets = append(run.Targets, t)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/units"
 )
 
 // Quantiles: the table cells, terminal histogram, JSON and pprof labels of
@@ -22,20 +23,13 @@ func QuantileName(p float64) string {
 	return "p" + strconv.FormatFloat(100*p, 'f', -1, 64)
 }
 
-// qns formats ns with three significant digits and a unit.
+// qns formats ns with three significant digits and a unit ("inf" for
+// an unbounded interval end).
 func qns(ns float64) string {
-	a := math.Abs(ns)
-	switch {
-	case math.IsInf(ns, 1):
+	if math.IsInf(ns, 1) {
 		return "inf"
-	case a >= 1e9:
-		return strconv.FormatFloat(ns/1e9, 'g', 3, 64) + "s"
-	case a >= 1e6:
-		return strconv.FormatFloat(ns/1e6, 'g', 3, 64) + "ms"
-	case a >= 1e3:
-		return strconv.FormatFloat(ns/1e3, 'g', 3, 64) + "µs"
 	}
-	return strconv.FormatFloat(ns, 'f', 0, 64) + "ns"
+	return units.Ns(ns)
 }
 
 // QuantileCell formats a quantile for a table: "1.23ms [1.20ms, 1.27ms]",
@@ -301,13 +295,14 @@ func QuantilesFromLabels(labels map[string][]int64, conf float64, n uint64) []es
 // QuantileChange is one quantile's change between two runs.
 type QuantileChange struct {
 	// Name is the quantile's column name ("p99").
-	Name string
+	Name string `json:"name"`
 	// Base and New are the two runs' quantiles.
-	Base, New estimate.Quantile
+	Base QuantileJSON `json:"base"`
+	New  QuantileJSON `json:"new"`
 	// Diff is New - Base with its interval (estimate.QuantileDiff); Err
 	// says why there is none.
-	Diff estimate.Difference
-	Err  error
+	Diff estimate.Difference `json:"change"`
+	Err  string              `json:"error,omitempty"`
 }
 
 // QuantileChanges pairs the quantiles of two runs by level and computes
@@ -319,22 +314,27 @@ func QuantileChanges(base, new []estimate.Quantile) []QuantileChange {
 			if n.P != b.P {
 				continue
 			}
-			c := QuantileChange{Name: QuantileName(b.P), Base: b, New: n}
-			c.Diff, c.Err = estimate.QuantileDiff(b, n)
+			c := QuantileChange{Name: QuantileName(b.P), Base: NewQuantileJSON(b), New: NewQuantileJSON(n)}
+			d, err := estimate.QuantileDiff(b, n)
+			if err != nil {
+				c.Err = err.Error()
+			} else {
+				c.Diff = d
+			}
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// String formats a change: "p99 +120µs [+40µs, +210µs] (1.2ms -> 1.32ms)"
-// and "significant" when the interval excludes zero.
+// String formats a change: "p99 +120µs [+40µs, +210µs] (1.2ms -> 1.32ms)
+// significant", or "no significant change" when the interval holds zero.
 func (c QuantileChange) String() string {
-	if c.Err != nil {
-		return fmt.Sprintf("%s: no interval (%v)", c.Name, c.Err)
+	if c.Err != "" {
+		return fmt.Sprintf("%s: no interval (%s)", c.Name, c.Err)
 	}
 	d := c.Diff
-	s := fmt.Sprintf("%s %s [%s, %s] (%s -> %s)", c.Name, signed(d.Diff), signed(d.Low), signed(d.High), qns(c.Base.Value), qns(c.New.Value))
+	s := fmt.Sprintf("%s %s [%s, %s] (%s -> %s)", c.Name, signed(d.Diff), signed(d.Low), signed(d.High), qns(c.Base.ValueNs), qns(c.New.ValueNs))
 	if d.Significant {
 		s += " significant"
 	} else {

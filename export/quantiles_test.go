@@ -98,13 +98,13 @@ func TestQuantileChanges(t *testing.T) {
 	slow := quantilesOf(t, testHist(20001, 1.3e5), 0.5, 0.99)
 	same := quantilesOf(t, testHist(20002, 1e5), 0.5, 0.99)
 	for _, c := range QuantileChanges(base, slow) {
-		if c.Err != nil || !c.Diff.Significant || c.Diff.Low <= 0 {
+		if c.Err != "" || !c.Diff.Significant || c.Diff.Low <= 0 {
 			t.Errorf("30%% slower: %v", c)
 		}
 		t.Log(c)
 	}
 	for _, c := range QuantileChanges(base, same) {
-		if c.Err != nil || c.Diff.Significant {
+		if c.Err != "" || c.Diff.Significant {
 			t.Errorf("same law: %v", c)
 		}
 	}

@@ -6,9 +6,11 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/units"
 )
 
@@ -36,6 +38,12 @@ type TimeRow struct {
 	Mean        float64 `json:"mean_ns"`
 	Low         float64 `json:"low_ns"`
 	High        float64 `json:"high_ns"`
+	// Quantiles, MinNs and MaxNs come from a run with the exact clock.
+	Quantiles []QuantileJSON `json:"quantiles,omitempty"`
+	MinNs     *int64         `json:"min_ns,omitempty"`
+	MaxNs     *int64         `json:"max_ns,omitempty"`
+
+	qs []estimate.Quantile
 }
 
 // IsTimeProfile reports whether p was written by `tickprof time`: sample
@@ -84,6 +92,12 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 		r.Calls += nonNeg(s.Value[0])
 		r.Ticks += nonNeg(s.Value[1])
 		r.Wall += float64(nonNeg(s.Value[2]))
+		if r.qs == nil && r.MinNs == nil {
+			if mn, mx := s.NumLabel["min_ns"], s.NumLabel["max_ns"]; len(mn) == 1 && len(mx) == 1 {
+				r.MinNs, r.MaxNs = &mn[0], &mx[0]
+			}
+			r.qs = QuantilesFromLabels(s.NumLabel, t.Confidence, 0)
+		}
 		mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
 		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 && lo[0] <= mean[0] && mean[0] <= hi[0] {
 			r.HasEstimate = true
@@ -94,7 +108,12 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 		return nil, ErrNoSamples
 	}
 	for _, n := range order {
-		t.Rows = append(t.Rows, *rows[n])
+		r := rows[n]
+		for i := range r.qs {
+			r.qs[i].Calls = r.Calls
+			r.Quantiles = append(r.Quantiles, NewQuantileJSON(r.qs[i]))
+		}
+		t.Rows = append(t.Rows, *r)
 	}
 	sort.SliceStable(t.Rows, func(i, j int) bool { return t.Rows[i].Wall > t.Rows[j].Wall })
 	return t, nil
@@ -127,6 +146,19 @@ func (t *TimeTable) WriteText(w io.Writer, top int) error {
 	}
 	if len(rows) < len(t.Rows) {
 		fmt.Fprintf(w, "... %d more targets (--top 0 shows all)\n", len(t.Rows)-len(rows))
+	}
+	for _, r := range rows {
+		if len(r.qs) == 0 && r.MinNs == nil {
+			continue
+		}
+		var cells []string
+		if r.MinNs != nil {
+			cells = append(cells, "min "+units.Ns(float64(*r.MinNs)), "max "+units.Ns(float64(*r.MaxNs)))
+		}
+		for _, q := range r.qs {
+			cells = append(cells, QuantileName(q.P)+" "+QuantileCell(q))
+		}
+		fmt.Fprintf(w, "%s: %s\n", r.Target, strings.Join(cells, "; "))
 	}
 	return nil
 }

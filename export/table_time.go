@@ -32,6 +32,13 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 		corrected = corrected || t.Corrected
 	}
 	hdr := "TARGET\tCALLS\tMEAN\tINTERVAL (" + conf + ")\t±%\t"
+	levels, extremes := quantileColumns(r)
+	if extremes {
+		hdr += "MIN\tMAX\t"
+	}
+	for _, p := range levels {
+		hdr += strings.ToUpper(QuantileName(p)) + " [" + conf + "]\t"
+	}
 	if corrected {
 		hdr += "RAW MEAN [" + conf + "]\tOVERHEAD [" + conf + "]\t"
 	}
@@ -55,6 +62,7 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 			method = t.Estimate.Method
 		}
 		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t", t.Name, t.Calls, mean, iv, pct)
+		line += quantileCells(t, levels, extremes)
 		if corrected {
 			raw, ov := "-", "-"
 			if t.Err == "" {
@@ -79,6 +87,9 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 		fmt.Fprintln(tw, line)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeQuantileNotes(w, r, levels); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "clock %s (d = %s), %s confidence, %.1fs, stopped: %s", r.Clock, units.Ns(r.Resolution), conf, r.Duration.Seconds(), r.StopReason)

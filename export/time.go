@@ -17,7 +17,9 @@ import (
 // ticks that no record attributes to a caller (calls that crossed no tick,
 // dropped records) go on a sample whose stack is the target alone, so the
 // sums over a target's samples are its exact totals. Each sample carries
-// the target's mean and interval bounds as numeric labels (ns), and the
+// the target's mean and interval bounds as numeric labels (ns), with the
+// exact clock its minimum and maximum (min_ns, max_ns) and its quantiles
+// (p99_ns, p99_low_ns, p99_high_ns, ...: QuantileLabels), and the
 // profile's comments name the clock, resolution and confidence.
 func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 	p := &profile.Profile{
@@ -94,7 +96,15 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 				labels["raw_mean_ns"] = []int64{int64(math.Round(t.Raw.Mean))}
 				labels["overhead_ns"] = []int64{int64(math.Round(t.Overhead.Mean))}
 			}
-			for k := range labels {
+		}
+		// Quantiles with their intervals, and the exact extremes.
+		QuantileLabels(t.Quantiles, labels)
+		if x := t.Exact; x != nil && t.Calls > 0 {
+			labels["min_ns"] = []int64{int64(x.Min)}
+			labels["max_ns"] = []int64{int64(x.Max)}
+		}
+		for k := range labels {
+			if strings.HasSuffix(k, "_ns") {
 				units[k] = []string{"nanoseconds"}
 			}
 		}

@@ -165,3 +165,18 @@ func (h *Hist) Quantiles() func(u float64) float64 {
 		return float64(h.Max)
 	}
 }
+
+// Width is the width (ns) of the bucket holding a duration of x ns (+Inf
+// in the overflow bucket).
+func Width(x float64) float64 {
+	lo, hi := Bounds(Index(uint64(math.Max(0, x))))
+	if hi == math.MaxUint64 {
+		return math.Inf(1)
+	}
+	return float64(hi - lo)
+}
+
+// MeanWidth is a bucket's width averaged over where x falls in its power
+// of two, x ln 2 / Sub: the resolution to plan with when only the shape of
+// the durations is known, not where they fall in the layout.
+func MeanWidth(x float64) float64 { return x * math.Ln2 / Sub }

@@ -46,6 +46,13 @@ type Config struct {
 	// Precision stops the run when every interval's half-width is at most
 	// this share of its mean (0: no precision goal); see Reached.
 	Precision float64
+	// Quantiles are the quantile levels (0.99 for p99) estimated from the
+	// exact durations' histograms; they need the ns clock or Exact (nil:
+	// none). PrecisionQuantile, when set (one of Quantiles), makes
+	// Precision a goal on that quantile's interval instead of the mean's
+	// (estimate.QuantileStop).
+	Quantiles         []float64
+	PrecisionQuantile float64
 	// Corrector subtracts the calibrated probe overhead; nil leaves the
 	// means raw, and Correction then says why ("off": not wanted, "none":
 	// no calibration).

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/histogram"
 )
 
 // Result is the outcome of a timing run: run metadata and one
@@ -73,6 +74,11 @@ type TargetResult struct {
 	Orphans, Crossings, Dropped uint64
 	// Exact holds the exact-ns figures (ns clock and --validate).
 	Exact *ExactNs
+	// Quantiles are the quantiles asked for (Config.Quantiles) with their
+	// intervals, from Hist, the histogram of the exact durations (nil
+	// without quantiles).
+	Quantiles []estimate.Quantile
+	Hist      *histogram.Hist
 	// Covered is the --validate verdict: whether the tick-clock interval
 	// holds the exact mean (nil without --validate).
 	Covered *bool

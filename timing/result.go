@@ -45,6 +45,13 @@ func (s *Session) buildRun(p loader.Poll, reason string) *Result {
 		if cfg.Exact || clk.Kind == loader.ClockNS {
 			t.Exact, t.Covered = exactFigures(c, row, run.Validate, cfg.Estimate)
 		}
+		if len(cfg.Quantiles) > 0 && c.Calls > 0 {
+			if h, qs, err := s.quantiles(i); err != nil {
+				cfg.warn("%s: %v", tg.Name, err)
+			} else {
+				t.Hist, t.Quantiles = h, qs
+			}
+		}
 		run.Targets = append(run.Targets, t)
 	}
 	return run

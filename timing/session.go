@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 )
@@ -29,6 +30,8 @@ type Session struct {
 	inlined map[string][]string
 	start   time.Time
 	last    loader.Poll
+	// qstops are the quantile stop rules, one per target.
+	qstops []estimate.QuantileStop
 }
 
 // Open starts the command held before exec (or checks the process),
@@ -68,7 +71,8 @@ func (s *Session) open() error {
 	}
 	s.specs = specs
 	s.overheadKinds()
-	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords}, specs)
+	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords,
+		Quantiles: len(s.cfg.Quantiles) > 0}, specs)
 	if err != nil {
 		return err
 	}
@@ -200,7 +204,11 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, 
 		if onProgress != nil {
 			onProgress(s.progress(p, rows))
 		}
-		if s.cfg.Precision > 0 && allReached(rows, s.cfg.Precision) {
+		if s.cfg.Precision > 0 && s.cfg.PrecisionQuantile > 0 {
+			if s.quantilesReached() {
+				return StopPrecision, lastGood
+			}
+		} else if s.cfg.Precision > 0 && allReached(rows, s.cfg.Precision) {
 			return StopPrecision, lastGood
 		}
 	}

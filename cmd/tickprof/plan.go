@@ -70,6 +70,7 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object (keys executions, resolution_ns, expect_ns, confidence, half_width_ns, rel_half_width, run_time_ns)")
 	cmd.SetFlagErrorFunc(flagError)
 	addPlanFrom(cmd)
+	addPlanQuantile(cmd)
 	return cmd
 }
 

@@ -35,6 +35,8 @@ type timeFlags struct {
 	interval                time.Duration
 	attach                  string
 	noCorrect               bool
+	quantiles, precisionOf  string
+	quantilesSet            bool
 	// calDir is where the machine's calibration is looked up; "" means
 	// calibrate.Dir() (tests point it at a directory of their own).
 	calDir string
@@ -108,6 +110,9 @@ overhead, carries its uncertainty into each interval, and shows the raw
 	fl.DurationVar(&f.interval, "interval", 200*time.Millisecond, "counter polling period (one batch each)")
 	fl.StringVar(&f.attach, "attach", "auto", "how -k functions are probed: auto, kprobe or fentry")
 	fl.BoolVar(&f.noCorrect, "no-correct", false, "do not subtract the calibrated probe overhead (show raw means only)")
+	fl.StringVar(&f.quantiles, "quantiles", "50,90,99,99.9", "quantiles (percent) with their intervals, exact clock only; none to turn off")
+	fl.StringVar(&f.precisionOf, "precision-of", "mean", "what --precision applies to: mean, or a quantile such as p99")
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) { f.quantilesSet = cmd.Flags().Changed("quantiles") }
 	return cmd
 }
 
@@ -225,6 +230,9 @@ func timeConfig(f timeFlags, argv []string) (timing.Config, error) {
 	cfg := timing.Config{PID: f.pid, Command: argv, Clock: ts.clock, Exact: ts.exact, Estimate: ts.est,
 		Interval: ts.interval, Duration: f.duration, Precision: ts.precision,
 		Targets: timing.Targets{Users: f.users, Syscalls: f.syscalls, Kernel: f.kfuncs, MaxProbes: f.maxProbes}}
+	if err := quantileConfig(&cfg, f.quantiles, f.quantilesSet, f.precisionOf); err != nil {
+		return cfg, err
+	}
 	if len(f.kfuncs) > 0 {
 		if cfg.Targets.KernelAttach, err = loader.ParseAttachMode(f.attach); err != nil {
 			return cfg, usagef("--attach: %v", err)

@@ -1,0 +1,122 @@
+package export
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
+)
+
+// quantileColumns are the quantile levels of a run's table (those of its
+// first target with quantiles) and whether it shows MIN and MAX (exact
+// clock).
+func quantileColumns(r *timing.Result) (levels []float64, extremes bool) {
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		if t.Exact != nil && !r.Validate {
+			extremes = true
+		}
+		if levels == nil && len(t.Quantiles) > 0 {
+			for _, q := range t.Quantiles {
+				levels = append(levels, q.P)
+			}
+		}
+	}
+	return levels, extremes
+}
+
+// quantileCells are a target's MIN, MAX and quantile cells.
+func quantileCells(t *timing.TargetResult, levels []float64, extremes bool) string {
+	var s string
+	if extremes {
+		if x := t.Exact; x != nil && t.Calls > 0 {
+			s += units.Ns(float64(x.Min)) + "\t" + units.Ns(float64(x.Max)) + "\t"
+		} else {
+			s += "-\t-\t"
+		}
+	}
+	for _, p := range levels {
+		cell := "-"
+		for _, q := range t.Quantiles {
+			if q.P == p {
+				cell = QuantileCell(q)
+			}
+		}
+		s += cell + "\t"
+	}
+	return s
+}
+
+// writeQuantileNotes draws each target's histogram with its quantiles
+// marked and says how the quantile intervals are built.
+func writeQuantileNotes(w io.Writer, r *timing.Result, levels []float64) error {
+	if len(levels) == 0 {
+		return nil
+	}
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		if t.Hist == nil || t.Hist.Total() == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		if err := WriteHistogram(w, t.Name, t.Hist, t.Quantiles); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\nquantiles: distribution-free order-statistic intervals (exact binomial ranks) widened to the histogram's buckets (16 per power of two); they are of the measured durations, probe overhead included\n")
+	return err
+}
+
+// QuantilePlan is how many calls a quantile's interval needs for a
+// relative precision (plan --quantile), per target when planned from a
+// run, and the run time at a call rate (JSON keys are part of the
+// interface).
+type QuantilePlan struct {
+	Quantile     float64 `json:"quantile"`
+	RelHalfWidth float64 `json:"rel_half_width"`
+	Confidence   float64 `json:"confidence"`
+	// Assumption states the duration law planned under.
+	Assumption string `json:"assumption"`
+	// Rows: one without a target name when planned from an assumed law.
+	Rows []QuantilePlanRow `json:"plans"`
+}
+
+// QuantilePlanRow is one plan.
+type QuantilePlanRow struct {
+	Target string `json:"target,omitempty"`
+	// Calls is the number of calls needed in all; MinCalls the fewest for
+	// any two-sided interval at this confidence.
+	Calls    uint64 `json:"calls"`
+	MinCalls uint64 `json:"min_calls"`
+	// ExpectedRelHalfWidth is the relative half-width expected at Calls.
+	ExpectedRelHalfWidth float64 `json:"expected_rel_half_width"`
+	// RatePerSec and RunTimeNs: the run time at a call rate, when known.
+	RatePerSec *float64 `json:"rate_per_sec,omitempty"`
+	RunTimeNs  *float64 `json:"run_time_ns,omitempty"`
+	// Err says why there is no plan (e.g. a precision finer than the
+	// histogram's buckets).
+	Err string `json:"error,omitempty"`
+}
+
+// WriteQuantilePlan prints a quantile plan for a person.
+func WriteQuantilePlan(w io.Writer, p QuantilePlan) error {
+	fmt.Fprintf(w, "%s within ±%s at %s confidence, %s\n", QuantileName(p.Quantile), units.Percent(p.RelHalfWidth), units.Percent(p.Confidence), p.Assumption)
+	for _, r := range p.Rows {
+		name := ""
+		if r.Target != "" {
+			name = r.Target + ": "
+		}
+		if r.Err != "" {
+			fmt.Fprintf(w, "%sno plan: %s\n", name, r.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%s%d calls (expected ±%s; at least %d for any interval)", name, r.Calls, units.Percent(r.ExpectedRelHalfWidth), r.MinCalls)
+		if r.RunTimeNs != nil {
+			fmt.Fprintf(w, ", %s at %.4g calls/s", units.LongNs(*r.RunTimeNs), *r.RatePerSec)
+		}
+		fmt.Fprintln(w)
+	}
+	_, err := fmt.Fprintln(w, "the interval is the order-statistic one time reports, widened to the histogram's buckets; time --precision-of stops after it holds at two looks 25% apart, so a run may take up to about 1.6x the calls above")
+	return err
+}
