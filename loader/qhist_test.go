@@ -100,7 +100,8 @@ func checkHist(t *testing.T, s *Session, p Poll, what string) {
 		t.Fatal(err)
 	}
 	c := p.Totals[0]
-	if h == nil || h.Total() != c.Calls || h.Min != c.NsMin || h.Max != c.NsMax {
+	// Read just before the final counters (Stop): calls may end between.
+	if h == nil || h.Total() > c.Calls || h.Total()+c.Calls/100 < c.Calls || h.Min != c.NsMin || h.Max != c.NsMax {
 		t.Fatalf("%s: histogram %v calls min %d max %d, counters %d calls min %d max %d", what, h.Total(), h.Min, h.Max, c.Calls, c.NsMin, c.NsMax)
 	}
 	for _, lv := range []float64{0.5, 0.9, 0.99} {

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/internal/proc"
 )
 
@@ -103,7 +104,10 @@ type Session struct {
 	// merging makes Poll add its increment to the last batch (Stop).
 	merging bool
 	batches [][]Counters
-	procs   *procMaps
+	// finalHists are the duration histograms read by Stop (nil without
+	// quantiles).
+	finalHists []*histogram.Hist
+	procs      *procMaps
 }
 
 type callerKey struct {
@@ -462,6 +466,9 @@ func (s *Session) Stop() {
 		return
 	}
 	if s.last != nil {
+		// The duration histograms first: every call they hold is then in
+		// the final counters, whose minimum and maximum bound them.
+		s.finalHists = s.readHists()
 		s.merging = true // the short last increment joins the last batch
 		p, err := s.Poll()
 		s.merging = false
