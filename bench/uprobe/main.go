@@ -154,7 +154,7 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 			all[i] = append(all[i], res)
-			fmt.Fprintf(os.Stderr, "rep %d %-20s %8.0f ns/call\n", r+1, m.name, res.nsPerCall)
+			fmt.Fprintf(os.Stderr, "rep %d %-20s %8.0f ns/call %6.0f BPF ns/call\n", r+1, m.name, res.nsPerCall, res.bpfNs)
 		}
 	}
 	med := make([]result, len(modes))
@@ -184,6 +184,28 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 			fmt.Printf("probe bias: %s reports the function at %.0f ns; unprobed it takes %.0f ns per loop iteration (call included): +%.0f ns\n",
 				m.name, med[i].meanNs, base, med[i].meanNs-base)
 		}
+	}
+	// The histogram update's cost, paired by repetition (the two modes run
+	// one after the other in every repetition).
+	qi, ni := -1, -1
+	for i, m := range modes {
+		switch m.name {
+		case "tickprof ns":
+			ni = i
+		case "tickprof ns+quantiles":
+			qi = i
+		}
+	}
+	if qi >= 0 && ni >= 0 {
+		var dBPF, dCall []float64
+		for r := range all[qi] {
+			dBPF = append(dBPF, all[qi][r].bpfNs-all[ni][r].bpfNs)
+			dCall = append(dCall, all[qi][r].nsPerCall-all[ni][r].nsPerCall)
+		}
+		sort.Float64s(dBPF)
+		sort.Float64s(dCall)
+		fmt.Printf("quantile histograms, paired by repetition (ns+quantiles - ns): BPF %+.0f ns/call (median; range %+.0f to %+.0f), whole call %+.0f ns (range %+.0f to %+.0f)\n",
+			dBPF[len(dBPF)/2], dBPF[0], dBPF[len(dBPF)-1], dCall[len(dCall)/2], dCall[0], dCall[len(dCall)-1])
 	}
 	fmt.Println("BPF ns/call: entry+exit program run time (ebpf.EnableStats), including the ~100 ns the")
 	fmt.Println("statistics and program dispatch cost an empty pair; BPF over empty: tickprof's own code")
