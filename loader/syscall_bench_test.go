@@ -205,6 +205,20 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 		}
 		return float64(ps.Runtime.Nanoseconds()) / float64(ps.RunCount)
 	}
+	work := map[string][]float64{} // BPF work per syscall, per configuration and iteration
+	defer func() {
+		ns, q := work["ns"], work["ns+quantiles"]
+		if len(ns) == 0 || len(ns) != len(q) {
+			return
+		}
+		d := make([]float64, len(ns))
+		for i := range ns {
+			d[i] = q[i] - ns[i]
+		}
+		sort.Float64s(d)
+		b.Logf("quantile histograms, paired by iteration (ns+quantiles - ns): %+.1f ns of BPF work per syscall (median of %d; range %+.1f to %+.1f)",
+			d[len(d)/2], len(d), d[0], d[len(d)-1])
+	}()
 	for i := 0; i < b.N; i++ {
 		spec, err := bpf.LoadSyscall()
 		if err != nil {
@@ -251,6 +265,7 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 				if o, ok := c.(*scRawObjects); ok {
 					enter, exit := perRun(o.Enter), perRun(o.Exit)
 					b.ReportMetric(enter+exit-2*floor, "raw-"+name+"-prog-ns/call")
+					work[name] = append(work[name], enter+exit-2*floor)
 					b.Logf("%s: enter %.0f ns, exit %.0f ns per run; empty program %.0f ns (statistics' own cost): %.0f ns of BPF work per syscall",
 						name, enter, exit, floor, enter+exit-2*floor)
 				}
