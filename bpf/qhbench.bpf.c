@@ -1,0 +1,59 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qhbench.bpf.c - the cost of one update of the quantile histogram
+ * (qhist.h's tp_qh_add), for bpf/qhbench_test.go: syscall programs run with
+ * BPF_PROG_TEST_RUN loop QH_N times over durations spread across the
+ * buckets (1 us to 1 ms) with the update (qh_add) and without it (qh_none,
+ * which consumes the same durations); with run-time statistics enabled,
+ * (run time - run time of qh_none) / QH_N is the cost of one update.
+ */
+#include "common.h"
+#include "qhist.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define QH_N 1000
+
+__u64 qh_sink;
+
+static __always_inline __u64 qh_dur(__u64 i)
+{
+	return 1000 + ((i * 2654435761ULL) & ((1 << 20) - 1));
+}
+
+static long loop_none(__u64 i, void *c)
+{
+	*(__u64 *)c += qh_dur(i);
+	return 0;
+}
+
+static long loop_add(__u64 i, void *c)
+{
+	__u64 d = qh_dur(i);
+
+	*(__u64 *)c += d;
+	tp_qh_add(0, d);
+	return 0;
+}
+
+SEC("syscall")
+int qh_none(void *ctx)
+{
+	__u64 acc = 0;
+
+	bpf_loop(QH_N, loop_none, &acc, 0);
+	qh_sink = acc;
+	return 0;
+}
+
+SEC("syscall")
+int qh_add(void *ctx)
+{
+	__u64 acc = 0;
+
+	bpf_loop(QH_N, loop_add, &acc, 0);
+	qh_sink = acc;
+	return 0;
+}

@@ -1,0 +1,71 @@
+package bpf
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/bpftest"
+)
+
+// BenchmarkQhistUpdate measures what one update of the quantile histogram
+// (qhist.h's tp_qh_add: lookup, bucket index, increment) costs in BPF:
+// syscall programs loop 1000 times over durations spread across the
+// buckets with the update and without it, run in turn (A B A B) in batches
+// of 200 runs, with run-time statistics; the difference per iteration,
+// mean and 95% interval over the batches (Student t).
+//
+//	go test -run '^$' -bench QhistUpdate -benchtime 1x ./bpf/
+func BenchmarkQhistUpdate(b *testing.B) {
+	bpftest.Require(b)
+	if err := rlimit.RemoveMemlock(); err != nil {
+		b.Fatal(err)
+	}
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatalf("enable BPF run-time statistics: %v", err)
+	}
+	defer st.Close()
+	var objs QhbenchObjects
+	if err := LoadQhbenchObjects(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	const loops, runs, batches = 1000, 200, 30
+	perRun := func(p *ebpf.Program) float64 {
+		before, err := p.Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < runs; i++ {
+			if _, err := p.Run(&ebpf.RunOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		after, err := p.Stats()
+		if err != nil || after.RunCount == before.RunCount {
+			b.Fatalf("program statistics: %v", err)
+		}
+		return float64(after.Runtime-before.Runtime) / float64(after.RunCount-before.RunCount)
+	}
+	for n := 0; n < b.N; n++ {
+		var d []float64
+		var none float64
+		for k := 0; k < batches; k++ {
+			a := perRun(objs.QhNone)
+			u := perRun(objs.QhAdd)
+			d = append(d, (u-a)/loops)
+			none += a / loops / batches
+		}
+		r, err := estimate.MeanOfSamples(d, estimate.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(r.Mean, "ns/update")
+		b.Logf("quantile histogram update: %.1f ns [%.1f, %.1f] (95%%, %d batches) per update, over a loop iteration of %.1f ns without it",
+			r.Mean, r.Low, r.High, batches, none)
+	}
+}
