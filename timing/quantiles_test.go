@@ -35,7 +35,12 @@ func TestQuantilePrecisionStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	run, err := s.Run(context.Background(), nil)
+	run, err := s.Run(context.Background(), func(pr Progress) {
+		// A quantile goal has no time estimate, but one entry per row.
+		if len(pr.Remaining) != len(pr.Rows) || pr.Remaining[0] != -1 {
+			t.Errorf("progress: remaining %v for %d rows, want -1 each", pr.Remaining, len(pr.Rows))
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

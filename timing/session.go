@@ -226,12 +226,15 @@ func (s *Session) Rows(p loader.Poll) []Row {
 
 func (s *Session) progress(p loader.Poll, rows []Row) Progress {
 	pr := Progress{Elapsed: p.Elapsed, Rows: rows, Precision: s.cfg.Precision}
-	// The time still needed is planned for the mean's rule only (a
-	// quantile goal shows none).
-	if s.cfg.Precision > 0 && s.cfg.PrecisionQuantile == 0 {
+	if s.cfg.Precision > 0 {
 		pr.Remaining = make([]time.Duration, len(rows))
 		for i, r := range rows {
-			pr.Remaining[i] = r.Remaining(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+			// The time still needed is planned for the mean's rule
+			// only: unknown (-1) with a goal on a quantile.
+			pr.Remaining[i] = -1
+			if s.cfg.PrecisionQuantile == 0 {
+				pr.Remaining[i] = r.Remaining(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+			}
 		}
 	}
 	return pr
