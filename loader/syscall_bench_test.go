@@ -206,7 +206,7 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 		return float64(ps.Runtime.Nanoseconds()) / float64(ps.RunCount)
 	}
 	work := map[string][]float64{} // BPF work per syscall, per configuration and iteration
-	defer func() {
+	summary := func() {
 		ns, q := work["ns"], work["ns+quantiles"]
 		if len(ns) == 0 || len(ns) != len(q) {
 			return
@@ -216,9 +216,13 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 			d[i] = q[i] - ns[i]
 		}
 		sort.Float64s(d)
+		b.ReportMetric(d[len(d)/2], "quantiles-paired-median-ns/call")
+		b.ReportMetric(d[0], "quantiles-paired-min-ns/call")
+		b.ReportMetric(d[len(d)-1], "quantiles-paired-max-ns/call")
 		b.Logf("quantile histograms, paired by iteration (ns+quantiles - ns): %+.1f ns of BPF work per syscall (median of %d; range %+.1f to %+.1f)",
 			d[len(d)/2], len(d), d[0], d[len(d)-1])
-	}()
+	}
+	defer summary()
 	for i := 0; i < b.N; i++ {
 		spec, err := bpf.LoadSyscall()
 		if err != nil {
