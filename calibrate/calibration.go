@@ -278,6 +278,12 @@ func FileName(m Machine) string {
 // Save writes c into dir (created if needed) under FileName(c.Machine)
 // and returns the path.
 func (c *Calibration) Save(dir string) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = Dir(); err != nil {
+			return "", err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("save the calibration: %w", err)
 	}

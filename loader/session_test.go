@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 // runGated times the given targets of a gated process that makes its
@@ -234,7 +235,7 @@ func TestResolveErrors(t *testing.T) {
 	if !errors.As(err, &se) || len(se.Closest) == 0 || se.Closest[0] != "tp_spin1us" && se.Closest[0] != "tp_spin20us" {
 		t.Errorf("missing symbol: %v", err)
 	}
-	if _, err := ResolveUser(0, "tp_spin1us", 4); err == nil || !strings.Contains(err.Error(), "-p PID") {
+	if _, err := ResolveUser(0, "tp_spin1us", 4); err == nil || !errors.Is(err, proc.ErrNeedProcess) {
 		t.Errorf("bare symbol without a process: %v", err)
 	}
 	if _, err := ResolveUser(0, "/nonexistent/bin:f", 4); err == nil {
