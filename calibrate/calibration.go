@@ -10,6 +10,10 @@
 //	cal, err := calibrate.Load()          // errors.Is(err, ErrNoCalibration): show the raw mean only
 //	o, ok := cal.Overhead("user")         // or UserProbeKind(binary, offset), "syscall", "go", "kernel"
 //	corrected, err := calibrate.Correct(raw, o)
+//
+// calibrate may import bpf, estimate, loader and timing (it times its
+// empty targets through a timing session); it must not import export or
+// cmd.
 package calibrate
 
 import (

@@ -66,4 +66,7 @@
 // KindGoUser attacher Open refuses them with ErrGoBinary.
 //
 // The registry is written only by init functions and read-only afterwards.
+//
+// loader may import bpf, estimate, symtab and internal/proc; it must not
+// import timing, sampler, export or cmd.
 package loader
