@@ -192,13 +192,13 @@ func (f *Features) KernelFuncMethod(want AttachMode) (AttachMode, error) {
 		if kp {
 			return AttachKprobe, nil
 		}
-		return "", fmt.Errorf("kprobes unavailable on kernel %s (%s): %s; try --attach fentry",
+		return "", fmt.Errorf("kprobes unavailable on kernel %s (%s): %s; try attaching with fentry",
 			f.Kernel, f.configSays("CONFIG_KPROBES"), f.firstFailure(FeatKprobe, FeatKretprobe))
 	case AttachFentry:
 		if fe {
 			return AttachFentry, nil
 		}
-		return "", fmt.Errorf("fentry/fexit unavailable on kernel %s (%s, needs BTF and BPF trampolines): %s; try --attach kprobe",
+		return "", fmt.Errorf("fentry/fexit unavailable on kernel %s (%s, needs BTF and BPF trampolines): %s; try attaching with kprobes",
 			f.Kernel, f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"), f.firstFailure(FeatFentry, FeatFexit))
 	}
 	if kp {

@@ -13,14 +13,15 @@ import (
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // runGated times the given targets of a gated process that makes its
 // calls and exits, and returns the final totals and the target's line.
 func runGated(t *testing.T, opts Options, syms []string, args ...string) (*Session, Poll, string) {
 	t.Helper()
-	g := startGated(t, args...)
-	pid := g.cmd.Process.Pid
+	g := testtarget.StartGated(t, timedBinary(t), args...)
+	pid := g.Pid()
 	var specs []Spec
 	for _, s := range syms {
 		sp, err := ResolveUser(pid, s, 16)
@@ -35,8 +36,8 @@ func runGated(t *testing.T, opts Options, syms []string, args ...string) (*Sessi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	g.release(t)
-	line := g.wait(t)
+	g.Release(t)
+	line := finalLine(t, g)
 	s.Stop()
 	p, err := s.Poll()
 	if err != nil {
@@ -189,8 +190,8 @@ func TestNestedTargets(t *testing.T) {
 func TestNonPIEAndGlob(t *testing.T) {
 	bpftest.Require(t)
 	bin := timedBinaryNoPIE(t)
-	g := startGatedBin(t, bin, "spin1us", "300")
-	pid := g.cmd.Process.Pid
+	g := testtarget.StartGated(t, bin, "spin1us", "300")
+	pid := g.Pid()
 	specs, err := ResolveUser(pid, "tp_spin*", 16)
 	if err != nil {
 		t.Fatal(err)
@@ -210,8 +211,8 @@ func TestNonPIEAndGlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	g.release(t)
-	g.wait(t)
+	g.Release(t)
+	finalLine(t, g)
 	s.Stop()
 	p, err := s.Poll()
 	if err != nil {

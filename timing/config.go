@@ -50,7 +50,7 @@ type Config struct {
 	// means raw, and Correction then says why ("off": not wanted, "none":
 	// no calibration).
 	Corrector  Corrector
-	Correction string
+	Correction CorrectionMode
 	// Warn receives one line per warning (nil: dropped).
 	Warn func(string)
 }

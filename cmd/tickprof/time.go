@@ -232,7 +232,7 @@ func timeConfig(f timeFlags, argv []string) (timing.Config, error) {
 
 // loadCorrector finds this machine's calibration, unless --no-correct. A
 // calibration that cannot be read is reported and left out.
-func loadCorrector(f timeFlags, errOut io.Writer) (timing.Corrector, string) {
+func loadCorrector(f timeFlags, errOut io.Writer) (timing.Corrector, timing.CorrectionMode) {
 	if f.noCorrect {
 		return nil, timing.CorrectionOff
 	}
