@@ -48,3 +48,23 @@ func (c Corrector) Correct(kind string, r estimate.Result) (estimate.Result, err
 	}
 	return Correct(r, o)
 }
+
+// LoadCorrector loads this machine's calibration from dir ("": Dir()) as
+// a Corrector.
+func LoadCorrector(dir string) (Corrector, error) {
+	var cal *Calibration
+	var err error
+	if dir != "" {
+		m, merr := ThisMachine()
+		if merr != nil {
+			return Corrector{}, merr
+		}
+		cal, err = LoadFrom(dir, m)
+	} else {
+		cal, err = Load()
+	}
+	if err != nil {
+		return Corrector{}, err
+	}
+	return Corrector{Cal: cal}, nil
+}

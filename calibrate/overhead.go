@@ -126,7 +126,7 @@ func MeasureOverheads(ctx context.Context, dir string, o OverheadOptions) (out [
 			continue
 		}
 		ov, err := measureKind(ctx, dir, exe, pk, o)
-		if err != nil && ctx.Err() == nil && (pk.optional || errors.Is(err, loader.ErrKindUnsupported)) {
+		if err != nil && ctx.Err() == nil && pk.optional {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", pk.kind, err))
 			continue
 		}

@@ -376,3 +376,12 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// WriteCPUTable prints a function table as text (the top rows, 0: all)
+// or JSON.
+func WriteCPUTable(w io.Writer, t *CPUTable, top int, asJSON bool) error {
+	if asJSON {
+		return WriteJSON(w, t)
+	}
+	return t.WriteText(w, top)
+}

@@ -56,3 +56,17 @@ func WriteDemoTable(w io.Writer, run *timing.Result, truth map[string]float64, o
 	fmt.Fprintln(w, "TRUTH: the mean of the function's own clock_gettime measurements over the same run (exact ns, every call).")
 	return nil
 }
+
+// WriteDemoSummary prints the end of the demo: the intervals beside the
+// truth (WriteDemoTable), the overhead subtracted and where it came from,
+// and the commands that open the profiles written.
+func WriteDemoSummary(w io.Writer, run *timing.Result, truth map[string]float64, ovhd calibrate.Overhead, ovhdFrom, timeOut, cpuOut string) error {
+	fmt.Fprintf(w, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", units.Ns(run.Resolution))
+	if err := WriteDemoTable(w, run, truth, ovhd); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "T_ovhd (probe overhead subtracted in CORRECTED) = %s [%s, %s] at %s, %s.\n",
+		units.Ns(ovhd.MeanNs), units.Ns(ovhd.LowNs), units.Ns(ovhd.HighNs), units.Percent(ovhd.Confidence), ovhdFrom)
+	fmt.Fprintf(w, "\nOpen the profiles:\n  go tool pprof -top %s\n  go tool pprof -http=: %s\n  go tool pprof -top %s\n", timeOut, timeOut, cpuOut)
+	return nil
+}

@@ -59,3 +59,40 @@ func WriteDoctor(w io.Writer, rep DoctorReport) error {
 	}
 	return tw.Flush()
 }
+
+// NewDoctorReport is the report on f: the features and the method each
+// target kind will use.
+func NewDoctorReport(f *loader.Features) DoctorReport {
+	return DoctorReport{Features: f, Methods: doctorMethods(f)}
+}
+
+// doctorMethods are the attach methods of every target kind, or why each
+// cannot be used.
+func doctorMethods(f *loader.Features) []DoctorMethod {
+	one := func(kind string, m string, err error) DoctorMethod {
+		if err != nil {
+			return DoctorMethod{Kind: kind, Error: err.Error()}
+		}
+		return DoctorMethod{Kind: kind, Method: m}
+	}
+	um, uerr := f.UserFuncMethod()
+	sm, serr := f.SyscallMethod()
+	km, kerr := f.KernelFuncMethod(loader.AttachAuto)
+	kdesc := ""
+	switch km {
+	case loader.AttachKprobe:
+		kdesc = "kprobe + kretprobe"
+		if f.Has(loader.FeatFentry) {
+			kdesc += " (fentry/fexit also available: --attach fentry)"
+		}
+	case loader.AttachFentry:
+		kdesc = "fentry + fexit (BPF trampolines)"
+	}
+	pm, perr := f.SamplingMethod()
+	return []DoctorMethod{
+		one("user function (-u)", um, uerr),
+		one("syscall (-s)", sm, serr),
+		one("kernel function (-k)", kdesc, kerr),
+		one("sampling (sample)", pm, perr),
+	}
+}

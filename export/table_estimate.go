@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/units"
 )
 
@@ -98,4 +99,17 @@ func WriteShareEstimate(w io.Writer, s SampleShare) error {
 		}
 	}
 	return nil
+}
+
+// NewTimeEstimate is r, a mean time per call estimated from the ticks of a
+// clock of resolution res (ns), as estimate prints it.
+func NewTimeEstimate(r estimate.Result, res float64) TimeEstimate {
+	out := TimeEstimate{MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, Confidence: r.Confidence,
+		Method: r.Method, Dist: r.Dist, Calls: r.Calls, Ticks: r.Events, StdErrNs: r.StdErr,
+		RelHalfWidth: units.JSONFloat(r.RelHalfWidth), ResolutionNs: res, Batches: r.Batches}
+	for _, cd := range r.Candidates {
+		out.Candidates = append(out.Candidates, Candidate{Method: cd.Method, Dist: cd.Dist,
+			LowNs: cd.Low, HighNs: cd.High, StdErrNs: cd.StdErr})
+	}
+	return out
 }

@@ -149,3 +149,28 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// WriteTimeOutputs prints a timing run's table (precision: the goal, 0
+// for none) and writes its JSON and pprof profile where asked ("": not).
+// A file that cannot be written is one error after the table.
+func WriteTimeOutputs(out io.Writer, run *timing.Result, precision float64, jsonPath, pprofPath string) error {
+	if err := WriteTimeTable(out, run, precision); err != nil {
+		return err
+	}
+	var errs []string
+	if jsonPath != "" {
+		if err := WriteTimeJSONFile(jsonPath, run); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if pprofPath != "" {
+		if err := WriteTimeProfile(pprofPath, run); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		// One line: the table above holds the results all the same.
+		return fmt.Errorf("%s (the results are in the table above; check the output path)", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -165,6 +165,11 @@ func WriteTimeProfile(path string, r *timing.Result) error {
 	if err != nil {
 		return err
 	}
+	return WriteProfileFile(path, p)
+}
+
+// WriteProfileFile writes p, gzipped, to the file at path.
+func WriteProfileFile(path string, p *profile.Profile) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write profile: %w", err)
@@ -177,4 +182,13 @@ func WriteTimeProfile(path string, r *timing.Result) error {
 		return fmt.Errorf("write profile %s: %w", path, err)
 	}
 	return nil
+}
+
+// ReadProfileFile reads and parses the pprof profile in the file at path.
+func ReadProfileFile(path string) (*profile.Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile: %w", err)
+	}
+	return ReadProfile(data, path)
 }

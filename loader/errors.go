@@ -17,10 +17,6 @@ var (
 	ErrNoUprobes = errors.New("this kernel does not support uprobes (CONFIG_UPROBE_EVENTS): user functions cannot be timed here")
 	// ErrNoProcess: the process does not exist (or has exited).
 	ErrNoProcess = proc.ErrNoProcess
-	// ErrGoBinary: a Go executable cannot be timed with uretprobes.
-	ErrGoBinary = errors.New("is a Go executable: uretprobes corrupt Go stacks, so tickprof needs RET-site probes for Go, which this build does not include")
-	// ErrKindUnsupported: no attach method is registered for a target kind.
-	ErrKindUnsupported = errors.New("not supported by this build of tickprof")
 	// ErrSymbolNotFound: a symbol does not exist in the binary.
 	ErrSymbolNotFound = errors.New("symbol not found")
 )

@@ -17,8 +17,6 @@ import (
 	"github.com/tickprof/tickprof/symtab"
 )
 
-func init() { registerAttacher(KindUser, attachUser) }
-
 // endbr64 is the CET landing pad some compilers put first in a function.
 // It has no effect, so the probe goes after it: the kernel can emulate
 // the next instruction instead of single-stepping endbr64 (~3.7x cheaper).
@@ -79,7 +77,7 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 	if strings.ContainsAny(sym, "*?[") {
 		syms, err = t.Glob(sym, maxProbes)
 		if err != nil {
-			return nil, fmt.Errorf("%w (--max-probes)", err)
+			return nil, fmt.Errorf("%w (raise the most probes a glob may expand to)", err)
 		}
 		if len(syms) == 0 {
 			return nil, &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(strings.Trim(sym, "*?"), 5)}

@@ -68,18 +68,7 @@ func planTargets(ts []target, goal export.PilotPlan, rate float64) []export.Pilo
 			rows = append(rows, row)
 			continue
 		}
-		row.Need = p.Executions
-		if p.Executions > t.calls {
-			row.More = p.Executions - t.calls
-		}
-		row.RatePerSec = rate
-		if rate == 0 && t.durationSec > 0 {
-			row.RatePerSec = float64(t.calls) / t.durationSec
-		}
-		if row.RatePerSec > 0 {
-			rt := estimate.RunTime(row.More, row.RatePerSec)
-			row.MoreTimeNs = &rt
-		}
+		need(&row, p.Executions, t.calls, rate, t.durationSec)
 		rows = append(rows, row)
 	}
 	return rows
@@ -115,18 +104,7 @@ func planShares(tab *export.CPUTable, goal export.PilotPlan, rate float64) []exp
 			rows = append(rows, row)
 			continue
 		}
-		row.Need = p.Executions
-		if p.Executions > tab.Samples {
-			row.More = p.Executions - tab.Samples
-		}
-		row.RatePerSec = rate
-		if rate == 0 && tab.Duration > 0 {
-			row.RatePerSec = float64(tab.Samples) / (tab.Duration / 1e9)
-		}
-		if row.RatePerSec > 0 {
-			rt := estimate.RunTime(row.More, row.RatePerSec)
-			row.MoreTimeNs = &rt
-		}
+		need(&row, p.Executions, tab.Samples, rate, tab.Duration/1e9)
 		rows = append(rows, row)
 	}
 	return rows
@@ -188,4 +166,22 @@ func FromFile(path string, goal export.PilotPlan, rate float64) (*export.PilotPl
 	out.Kind = "cpu"
 	out.Targets = planShares(tab, out, rate)
 	return &out, nil
+}
+
+// need completes a row: the count needed, the count still to gather beyond
+// have, and the time that takes at rate (0: the pilot's own rate, have
+// over its seconds).
+func need(row *export.PilotRow, executions, have uint64, rate, seconds float64) {
+	row.Need = executions
+	if executions > have {
+		row.More = executions - have
+	}
+	row.RatePerSec = rate
+	if rate == 0 && seconds > 0 {
+		row.RatePerSec = float64(have) / seconds
+	}
+	if row.RatePerSec > 0 {
+		rt := estimate.RunTime(row.More, row.RatePerSec)
+		row.MoreTimeNs = &rt
+	}
 }

@@ -20,22 +20,17 @@ import (
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/sampler"
 )
 
-// buildC compiles testdata/sample/NAME.c with frame pointers into dir.
-func buildC(t *testing.T, dir, name string) string {
+func TestMain(m *testing.M) { testtarget.Main(m) }
+
+// buildC is testdata/sample/NAME.c built with frame pointers, once per
+// test binary.
+func buildC(t *testing.T, name string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", out,
-		filepath.Join("..", "testdata", "sample", name+".c"))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, b)
-	}
-	return out
+	return testtarget.C(t, "sample/"+name+".c", name, "-fno-omit-frame-pointer", "-fno-inline")
 }
 
 // goTool is the go command of the toolchain running the tests.
@@ -145,7 +140,7 @@ func findRow(t *testing.T, tab *export.CPUTable, fn string) export.FuncRow {
 func TestBurnRatioAndCount(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
-	burn := buildC(t, dir, "burn")
+	burn := buildC(t, "burn")
 	truth := filepath.Join(dir, "truth.txt")
 	_, p, st := sampleCommand(t, 1999, []string{"burn_a", "burn_b"}, burn, "2", truth)
 	if st.Kept < 1000 {
@@ -216,7 +211,7 @@ func TestBurnRatioAndCount(t *testing.T) {
 // appear, named from /proc/kallsyms, below the user frames.
 func TestKernelFrames(t *testing.T) {
 	bpftest.Require(t)
-	sys := buildC(t, t.TempDir(), "sys")
+	sys := buildC(t, "sys")
 	d, _, st := sampleCommand(t, 999, nil, sys, "1")
 	if st.Kept < 50 {
 		t.Fatalf("only %d samples", st.Kept)
@@ -251,9 +246,8 @@ func TestKernelFrames(t *testing.T) {
 // program and exits mid-run: the child's samples stay symbolized.
 func TestExitedChildKeepsSamples(t *testing.T) {
 	bpftest.Require(t)
-	dir := t.TempDir()
-	burn := buildC(t, dir, "burn")
-	forker := buildC(t, dir, "forker")
+	burn := buildC(t, "burn")
+	forker := buildC(t, "forker")
 	d, _, st := sampleCommand(t, 999, nil, forker, burn, "0.7")
 	counts := map[string]int64{}
 	pids := map[string]map[int64]bool{}
@@ -432,7 +426,7 @@ func describeStack(d *sampler.Profile, s sampler.Sample) string {
 // target's samples are there, labelled with its pid.
 func TestSampleAll(t *testing.T) {
 	bpftest.Require(t)
-	burn := buildC(t, t.TempDir(), "burn")
+	burn := buildC(t, "burn")
 	target := exec.Command(burn, "2", os.DevNull)
 	if err := target.Start(); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ type Config struct {
 	// means raw, and Correction then says why ("off": not wanted, "none":
 	// no calibration).
 	Corrector  Corrector
-	Correction string
+	Correction CorrectionMode
 	// Warn receives one line per warning (nil: dropped).
 	Warn func(string)
 }
@@ -66,4 +66,19 @@ func (c *Config) warn(format string, args ...any) {
 	if c.Warn != nil {
 		c.Warn(sprintf(format, args...))
 	}
+}
+
+// DefaultClock picks the clock when none is given. User functions:
+// ns, because a uprobe pair costs microseconds here, next to which the
+// ~24 ns clock reads are noise, and an exact clock reaches a precision with
+// orders of magnitude fewer calls than a coarse one (tick crossings need
+// about z^2 d/(ET e^2) calls). Syscalls and kernel functions only (no user function):
+// jiffies, because there the clock reads are a large share of a ~130 ns
+// probe pair and calls are plentiful. Validating (Exact with a tick clock) needs a
+// tick clock: jiffies.
+func DefaultClock(user, validate bool) loader.Clock {
+	if user && !validate {
+		return loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}
+	}
+	return loader.Clock{Kind: loader.ClockJiffies}
 }

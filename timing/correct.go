@@ -20,11 +20,15 @@ type Corrector interface {
 	Correct(kind string, r estimate.Result) (estimate.Result, error)
 }
 
+// CorrectionMode says whether a run's means were corrected for the probe
+// overhead.
+type CorrectionMode string
+
 // Correction modes (Result.Correction).
 const (
-	CorrectionOn   = "on"   // a calibration was applied
-	CorrectionOff  = "off"  // correction not wanted
-	CorrectionNone = "none" // no calibration of this machine
+	CorrectionOn   CorrectionMode = "on"   // a calibration was applied
+	CorrectionOff  CorrectionMode = "off"  // correction not wanted
+	CorrectionNone CorrectionMode = "none" // no calibration of this machine
 )
 
 // overheadKinds asks the corrector for every spec's probe kind.

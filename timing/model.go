@@ -34,7 +34,7 @@ type Result struct {
 	// Correction says whether the probe overhead was subtracted: "on"
 	// (a calibration of this machine was applied), "off" (--no-correct) or
 	// "none" (no calibration: the means include the probe overhead).
-	Correction string
+	Correction CorrectionMode
 	// Go holds the Go probes' statistics; nil when no Go function was
 	// timed.
 	Go *GoStats

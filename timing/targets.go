@@ -1,7 +1,6 @@
 package timing
 
 import (
-	"fmt"
 	"syscall"
 
 	"github.com/tickprof/tickprof/loader"
@@ -32,16 +31,7 @@ func (t Targets) Resolve(pid int) ([]loader.Spec, error) {
 		}
 		specs = append(specs, s...)
 	}
-	specs = dedupeSpecs(specs)
-	for _, s := range specs {
-		if s.Kind == loader.KindGoUser && !loader.Supported(loader.KindGoUser) {
-			return nil, fmt.Errorf("%s %w", s.Binary, loader.ErrGoBinary)
-		}
-		if !loader.Supported(s.Kind) {
-			return nil, fmt.Errorf("%s targets (%s) are %w yet: `tickprof doctor` shows what this build and kernel support", s.Kind, s.Name, loader.ErrKindUnsupported)
-		}
-	}
-	return specs, nil
+	return dedupeSpecs(specs), nil
 }
 
 // dedupeSpecs drops targets that name a function already given (an alias,

@@ -1,3 +1,9 @@
+// Package units parses and formats the quantities people type and read:
+// durations ("16.666ms", "40us", "8.33 ms"), percentages and confidence
+// levels ("95%", "0.95"), rates ("1000/s"), counts and batch files. It
+// holds the one duration format every table prints ("21.1 µs": three
+// significant digits, a space, the unit), which its parser reads back.
+// units may import estimate (for the batch type) and the standard library.
 package units
 
 import (
@@ -14,9 +20,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 )
 
-// This file holds the parsers for what users type on the command line
-// (durations, percentages, rates, batch files) and the formatter that prints
-// durations. Every command reuses them so that `16.666ms`, `95%` and
+// Every command reuses these parsers so that `16.666ms`, `95%` and
 // `1000/s` mean the same thing everywhere.
 
 // durationUnit returns the length in nanoseconds of a duration unit. Both

@@ -111,13 +111,7 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 	}
 	path := ""
 	if !f.noSave {
-		dir := f.dir
-		if dir == "" {
-			if dir, err = calibrate.Dir(); err != nil {
-				return err
-			}
-		}
-		if path, err = c.Save(dir); err != nil {
+		if path, err = c.Save(f.dir); err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -70,7 +68,7 @@ uprobes (see tickprof doctor).`,
 }
 
 func runDemo(cmd *cobra.Command, f demoFlags) error {
-	if err := demoRequirements(); err != nil {
+	if err := demo.Requirements(); err != nil {
 		return err
 	}
 	if _, err := units.ParsePercent(f.precision); err != nil {
@@ -93,7 +91,6 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 		return err
 	}
 	timeOut := filepath.Join(f.dir, "demo-time.pb.gz")
-	cpuOut := filepath.Join(f.dir, "demo-cpu.pb.gz")
 	truthFile := filepath.Join(work, "truth.txt")
 
 	// The probe overhead: this machine's calibration, or a quick one now.
@@ -115,43 +112,22 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	}
 
 	// 2. Sample.
-	sampleArgv := []string{exe, "-t", filepath.Join(work, "truth-sample.txt"), strconv.Itoa(int(f.sampleFor.Seconds()) + 30)}
-	fmt.Fprintf(out, "\n== tickprof sample -F %d --duration %s -o %s --top 8 -- %s\n", f.freq, f.sampleFor, cpuOut, strings.Join(sampleArgv, " "))
-	rc := sampler.RunConfig{Config: sampler.Config{Frequency: f.freq}, Command: sampleArgv, Duration: f.sampleFor,
-		Stdin: os.Stdin, Stdout: out, Stderr: errOut}
-	if err := sampleAndReport(ctx, out, errOut, rc, sampleOutput{file: cpuOut, top: 8, conf: 0.95}); err != nil {
+	cpuOut := filepath.Join(f.dir, "demo-cpu.pb.gz")
+	if err := demoSample(ctx, out, errOut, f, exe, filepath.Join(work, "truth-sample.txt"), cpuOut); err != nil {
 		return fmt.Errorf("demo: sampling: %w", err)
 	}
-
 	// 3. The intervals beside the truth.
-	fmt.Fprintf(out, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", units.Ns(targets.Resolution))
-	if err := export.WriteDemoTable(out, targets, demo.Means(truth), ovhd); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "T_ovhd (probe overhead subtracted in CORRECTED) = %s [%s, %s] at %s, %s.\n",
-		units.Ns(ovhd.MeanNs), units.Ns(ovhd.LowNs), units.Ns(ovhd.HighNs), units.Percent(ovhd.Confidence), ovhdFrom)
-	fmt.Fprintf(out, "\nOpen the profiles:\n  go tool pprof -top %s\n  go tool pprof -http=: %s\n  go tool pprof -top %s\n", timeOut, timeOut, cpuOut)
-	return nil
+	return export.WriteDemoSummary(out, targets, demo.Means(truth), ovhd, ovhdFrom, timeOut, cpuOut)
 }
 
-// demoRequirements says, in one line, everything the demo lacks: root (or
-// CAP_BPF and CAP_PERFMON), gcc, kernel BTF.
-func demoRequirements() error {
-	var missing []string
-	if err := loader.CheckPrivileges(); errors.Is(err, loader.ErrNotRoot) {
-		missing = append(missing, "root (or CAP_BPF and CAP_PERFMON) to load BPF programs: run `sudo tickprof demo`")
-	} else if errors.Is(err, loader.ErrNoBTF) {
-		missing = append(missing, "a kernel with BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y)")
-	} else if err != nil {
-		missing = append(missing, err.Error())
-	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		missing = append(missing, "gcc to build the workload: apt-get install gcc")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("demo needs %s", strings.Join(missing, "; and "))
-	}
-	return nil
+// demoSample samples the workload for f.sampleFor and prints the top
+// functions, as `tickprof sample` would.
+func demoSample(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, cpuOut string) error {
+	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(f.sampleFor.Seconds()) + 30)}
+	fmt.Fprintf(out, "\n== tickprof sample -F %d --duration %s -o %s --top 8 -- %s\n", f.freq, f.sampleFor, cpuOut, strings.Join(argv, " "))
+	rc := sampler.RunConfig{Config: sampler.Config{Frequency: f.freq}, Command: argv, Duration: f.sampleFor,
+		Stdin: os.Stdin, Stdout: out, Stderr: errOut}
+	return sampleAndReport(ctx, out, errOut, rc, sampleOutput{file: cpuOut, top: 8, conf: 0.95})
 }
 
 // demoTime times the workload's functions with the jiffies clock until
@@ -163,21 +139,10 @@ func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, trut
 	cfg := timing.Config{Command: argv, Clock: loader.Clock{Kind: loader.ClockJiffies},
 		Targets:  timing.Targets{Users: demo.Functions(), MaxProbes: 256},
 		Estimate: estimate.Options{Confidence: 0.95}, Precision: precision, Duration: f.limit,
-		Correction: timing.CorrectionOff,
-		Warn:       func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }}
+		Correction: timing.CorrectionOff}
 	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s --no-correct -o %s -u %s -- %s\n",
 		f.precision, f.limit, timeOut, strings.Join(demo.Functions(), " -u "), strings.Join(argv, " "))
-	s, err := timing.Open(cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	clk := s.Clock()
-	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in process %d with clock %s (d = %s)\n",
-		len(s.Targets()), s.PID(), clk, units.Ns(clk.Resolution()))
-	prog := export.NewProgress(errOut)
-	run, err := s.Run(ctx, prog.Update)
-	prog.Clear()
+	run, err := runTiming(ctx, errOut, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -36,11 +36,11 @@ the changes whose interval excludes zero are shown, largest first.`,
 			if err != nil {
 				return usagef("--confidence: %v", err)
 			}
-			base, err := readProfileFile(args[0])
+			base, err := export.ReadProfileFile(args[0])
 			if err != nil {
 				return err
 			}
-			newp, err := readProfileFile(args[1])
+			newp, err := export.ReadProfileFile(args[1])
 			if err != nil {
 				return err
 			}

@@ -26,7 +26,7 @@ sampling) will use. Needs root.`,
 			if err != nil {
 				return fmt.Errorf("probe kernel features: %w", err)
 			}
-			rep := export.DoctorReport{Features: f, Methods: doctorMethods(f)}
+			rep := export.NewDoctorReport(f)
 			if asJSON {
 				return export.WriteJSON(cmd.OutOrStdout(), rep)
 			}
@@ -35,33 +35,4 @@ sampling) will use. Needs root.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
-}
-
-func doctorMethods(f *loader.Features) []export.DoctorMethod {
-	one := func(kind string, m string, err error) export.DoctorMethod {
-		if err != nil {
-			return export.DoctorMethod{Kind: kind, Error: err.Error()}
-		}
-		return export.DoctorMethod{Kind: kind, Method: m}
-	}
-	um, uerr := f.UserFuncMethod()
-	sm, serr := f.SyscallMethod()
-	km, kerr := f.KernelFuncMethod(loader.AttachAuto)
-	kdesc := ""
-	switch km {
-	case loader.AttachKprobe:
-		kdesc = "kprobe + kretprobe"
-		if f.Has(loader.FeatFentry) {
-			kdesc += " (fentry/fexit also available: --attach fentry)"
-		}
-	case loader.AttachFentry:
-		kdesc = "fentry + fexit (BPF trampolines)"
-	}
-	pm, perr := f.SamplingMethod()
-	return []export.DoctorMethod{
-		one("user function (-u)", um, uerr),
-		one("syscall (-s)", sm, serr),
-		one("kernel function (-k)", kdesc, kerr),
-		one("sampling (sample)", pm, perr),
-	}
 }

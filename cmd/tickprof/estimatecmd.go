@@ -25,12 +25,8 @@ var (
 	estimateShareFlags = []string{"samples", "hits", "period", "elapsed"}
 )
 
-func newEstimateCmd() *cobra.Command {
-	var f estimateFlags
-	cmd := &cobra.Command{
-		Use:   "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]",
-		Short: "Mean time with its confidence interval from tick counts, or a share from samples",
-		Long: `estimate runs tickprof's estimator on counts you give it.
+// estimateHelp is the help text of the command.
+const estimateHelp = `estimate runs tickprof's estimator on counts you give it.
 
 Clock counts: an interval executed --calls times, timed with a clock of
 resolution d, crossed --ticks clock ticks in all. Its mean is d*ticks/calls,
@@ -51,7 +47,14 @@ counters over one polling period); text after # is a comment.
 Durations are Go syntax with decimals (16.666ms, 40us, 1.5s); percentages
 are 95% or 0.95. --interval picks the proportion interval: wald (the seeds'
 formula, to reproduce their numbers), wilson or exact; the default uses the
-exact interval below 30 events on the rarer side and Wilson's above.`,
+exact interval below 30 events on the rarer side and Wilson's above.`
+
+func newEstimateCmd() *cobra.Command {
+	var f estimateFlags
+	cmd := &cobra.Command{
+		Use:   "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]",
+		Short: "Mean time with its confidence interval from tick counts, or a share from samples",
+		Long:  estimateHelp,
 		Example: `  # Chan's example: 400 of 2000 runs read one 16.666 ms tick
   tickprof estimate --resolution 16.666ms --calls 2000 --ticks 400 --interval wald
 
@@ -191,13 +194,7 @@ func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (expo
 	if err != nil {
 		return out, estimateErr(err)
 	}
-	out = export.TimeEstimate{MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, Confidence: r.Confidence,
-		Method: r.Method, Dist: r.Dist, Calls: r.Calls, Ticks: r.Events, StdErrNs: r.StdErr,
-		RelHalfWidth: units.JSONFloat(r.RelHalfWidth), ResolutionNs: res, Batches: r.Batches}
-	for _, cd := range r.Candidates {
-		out.Candidates = append(out.Candidates, export.Candidate{Method: cd.Method, Dist: cd.Dist,
-			LowNs: cd.Low, HighNs: cd.High, StdErrNs: cd.StdErr})
-	}
+	out = export.NewTimeEstimate(r, res)
 	return out, nil
 }
 

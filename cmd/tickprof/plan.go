@@ -96,36 +96,9 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 	if err != nil {
 		return out, usagef("--confidence: %v", err)
 	}
-	var goal estimate.Goal
-	set := 0
-	if fl.Changed("precision") {
-		set++
-		p, err := units.ParsePercent(f.precision)
-		if err != nil {
-			return out, usagef("--precision: %v", err)
-		}
-		if !(p > 0) {
-			return out, usagef("--precision %q must be above zero, e.g. 5%%", f.precision)
-		}
-		goal.RelHalfWidth = p
-	}
-	if fl.Changed("abs-error") {
-		set++
-		h, err := positiveDuration("--abs-error", f.absError)
-		if err != nil {
-			return out, err
-		}
-		goal.AbsHalfWidth = h
-	}
-	if fl.Changed("digits") {
-		set++
-		if f.digits < 1 || f.digits > 15 {
-			return out, usagef("--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
-		}
-		goal.Digits = f.digits
-	}
-	if set != 1 {
-		return out, usagef("give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)")
+	goal, err := planGoal(cmd, f)
+	if err != nil {
+		return out, err
 	}
 	if fl.Changed("rate") && fl.Changed("loop") {
 		return out, usagef("give --rate or --loop, not both: the run time follows from one of them")
@@ -156,6 +129,44 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 		out.Note = "the expected duration is a whole number of ticks, where the two-point model predicts no spread at all; time a pilot run and plan from its measured spread"
 	}
 	return out, nil
+}
+
+// planGoal reads the one precision goal given: --precision, --abs-error
+// or --digits.
+func planGoal(cmd *cobra.Command, f planFlags) (estimate.Goal, error) {
+	fl := cmd.Flags()
+	var goal estimate.Goal
+	set := 0
+	if fl.Changed("precision") {
+		set++
+		p, err := units.ParsePercent(f.precision)
+		if err != nil {
+			return goal, usagef("--precision: %v", err)
+		}
+		if !(p > 0) {
+			return goal, usagef("--precision %q must be above zero, e.g. 5%%", f.precision)
+		}
+		goal.RelHalfWidth = p
+	}
+	if fl.Changed("abs-error") {
+		set++
+		h, err := positiveDuration("--abs-error", f.absError)
+		if err != nil {
+			return goal, err
+		}
+		goal.AbsHalfWidth = h
+	}
+	if fl.Changed("digits") {
+		set++
+		if f.digits < 1 || f.digits > 15 {
+			return goal, usagef("--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
+		}
+		goal.Digits = f.digits
+	}
+	if set != 1 {
+		return goal, usagef("give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)")
+	}
+	return goal, nil
 }
 
 // positiveDuration parses a duration flag and requires it to be above zero.

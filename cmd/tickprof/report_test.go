@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/pprof"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // runTickprof runs the root command with args and returns stdout, stderr
@@ -112,15 +112,8 @@ func TestReportBadInput(t *testing.T) {
 // back with `tickprof report`.
 func TestSampleCommand(t *testing.T) {
 	bpftest.Require(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
 	dir := t.TempDir()
-	burn := filepath.Join(dir, "burn")
-	if b, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", burn,
-		filepath.Join("..", "..", "testdata", "sample", "burn.c")).CombinedOutput(); err != nil {
-		t.Fatalf("build burn: %v\n%s", err, b)
-	}
+	burn := testtarget.Burn(t)
 	file := filepath.Join(dir, "cpu.pb.gz")
 	out, errs, code := runTickprof(t, "sample", "-F", "999", "-o", file, "--count", "burn_a", "--top", "3",
 		"--", burn, "1", filepath.Join(dir, "truth"))
@@ -155,15 +148,8 @@ func TestSampleCommand(t *testing.T) {
 // -u names it (LIB:SYMBOL): the one target parser serves both commands.
 func TestSampleCountLibrary(t *testing.T) {
 	bpftest.Require(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
 	dir := t.TempDir()
-	burn := filepath.Join(dir, "burn")
-	if b, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", burn,
-		filepath.Join("..", "..", "testdata", "sample", "burn.c")).CombinedOutput(); err != nil {
-		t.Fatalf("build burn: %v\n%s", err, b)
-	}
+	burn := testtarget.Burn(t)
 	out, errs, code := runTickprof(t, "sample", "-F", "99", "-o", "", "--count", "libc:clock_gettime", "--",
 		burn, "1", filepath.Join(dir, "truth"))
 	if code != 0 {

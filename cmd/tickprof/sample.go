@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
@@ -148,24 +147,11 @@ func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfi
 		return err
 	}
 	if o.file != "" {
-		if err := writeCPUProfile(o.file, prof); err != nil {
+		if err := export.WriteProfileFile(o.file, prof); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(errw, "tickprof: %d samples at %d Hz over %s", st.Kept, rc.Frequency, data.Duration.Round(time.Millisecond))
-	if st.Dropped > 0 {
-		fmt.Fprintf(errw, ", %d lost to a full ring buffer", st.Dropped)
-	}
-	if st.Exited > 0 {
-		fmt.Fprintf(errw, ", %d sampled processes exited", st.Exited)
-	}
-	if secs := data.Duration.Seconds(); secs > 0 {
-		fmt.Fprintf(errw, "; own CPU %.2f%% of a core while sampling", st.DrainCPU/1e9/secs*100)
-	}
-	if o.file != "" {
-		fmt.Fprintf(errw, "; profile written to %s (go tool pprof -http=: %s)", o.file, o.file)
-	}
-	fmt.Fprintln(errw)
+	export.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.file)
 	if runErr != nil {
 		return runErr
 	}
@@ -176,7 +162,7 @@ func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfi
 	if err != nil {
 		return err
 	}
-	return printCPUTable(w, tab, o.top, o.json)
+	return export.WriteCPUTable(w, tab, o.top, o.json)
 }
 
 // countSpecHasBinary reports whether a --count spec names its file
@@ -184,28 +170,4 @@ func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfi
 func countSpecHasBinary(spec string) bool {
 	bin, _ := proc.SplitTarget(spec)
 	return strings.Contains(bin, "/")
-}
-
-// writeCPUProfile writes p gzipped to path.
-func writeCPUProfile(path string, p *profile.Profile) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write profile: %w", err)
-	}
-	if err := p.Write(out); err != nil {
-		out.Close()
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	return nil
-}
-
-// printCPUTable prints a function table as text or JSON.
-func printCPUTable(w io.Writer, t *export.CPUTable, top int, asJSON bool) error {
-	if asJSON {
-		return export.WriteJSON(w, t)
-	}
-	return t.WriteText(w, top)
 }

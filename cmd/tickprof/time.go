@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/units"
@@ -42,12 +42,8 @@ type timeFlags struct {
 	calDir string
 }
 
-func newTimeCmd() *cobra.Command {
-	var f timeFlags
-	cmd := &cobra.Command{
-		Use:   "time [flags] (-p PID | -- CMD ARGS...)",
-		Short: "Time functions and kernel paths, each mean with its confidence interval",
-		Long: `time attaches to functions of a running process (-p PID) or of a command it
+// timeHelp is the help text of the command.
+const timeHelp = `time attaches to functions of a running process (-p PID) or of a command it
 starts held before exec (-- CMD ARGS, so the very first calls count), counts
 clock ticks crossed inside every call in BPF, and reports each target's mean
 time per call with a confidence interval.
@@ -77,7 +73,14 @@ Probe overhead: every probe pair adds its own cost to the time it measures.
 When ` + "`tickprof calibrate`" + ` has measured this machine, time subtracts that
 overhead, carries its uncertainty into each interval, and shows the raw
 (measured) mean beside the corrected one; --no-correct shows raw means only.
---precision applies to the measured interval.`,
+--precision applies to the measured interval.`
+
+func newTimeCmd() *cobra.Command {
+	var f timeFlags
+	cmd := &cobra.Command{
+		Use:   "time [flags] (-p PID | -- CMD ARGS...)",
+		Short: "Time functions and kernel paths, each mean with its confidence interval",
+		Long:  timeHelp,
 		Example: `  tickprof time -u libc:malloc -p 1234 --precision 2%
   tickprof time -u 'sqlite3_*' --duration 10s -o prof.pb.gz -- ./app
   tickprof time -u work --clock jiffies --validate -- ./bench
@@ -159,7 +162,7 @@ func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
 		ts.precision = p
 	}
 	if f.clock == "" {
-		ts.clock = defaultClock(len(f.users) > 0, f.validate)
+		ts.clock = timing.DefaultClock(len(f.users) > 0, f.validate)
 	} else {
 		ts.clock, err = loader.ParseClock(f.clock)
 		if err != nil {
@@ -175,21 +178,6 @@ func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
 	return ts, nil
 }
 
-// defaultClock picks the clock when --clock is not given. User functions:
-// ns, because a uprobe pair costs microseconds here, next to which the
-// ~24 ns clock reads are noise, and an exact clock reaches a precision with
-// orders of magnitude fewer calls than a coarse one (tick crossings need
-// about z^2 d/(ET e^2) calls). Syscalls and kernel functions only (no -u):
-// jiffies, because there the clock reads are a large share of a ~130 ns
-// probe pair and calls are plentiful. --validate needs a tick clock:
-// jiffies.
-func defaultClock(user, validate bool) loader.Clock {
-	if user && !validate {
-		return loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}
-	}
-	return loader.Clock{Kind: loader.ClockJiffies}
-}
-
 func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []string) error {
 	cfg, err := timeConfig(f, argv)
 	if err != nil {
@@ -198,11 +186,24 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	if err := loader.CheckPrivileges(); err != nil {
 		return err
 	}
-	cfg.Warn = func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }
 	cfg.Corrector, cfg.Correction = loadCorrector(f, errOut)
-	s, err := timing.Open(cfg)
+	run, err := runTiming(ctx, errOut, cfg)
+	if errors.Is(err, proc.ErrNeedProcess) {
+		return usagef("%v: add -p PID or -- CMD", err)
+	}
 	if err != nil {
 		return err
+	}
+	return export.WriteTimeOutputs(out, run, cfg.Precision, f.jsonOut, f.pprofOut)
+}
+
+// runTiming runs a timing session, saying on errOut what it times and
+// showing its progress there.
+func runTiming(ctx context.Context, errOut io.Writer, cfg timing.Config) (*timing.Result, error) {
+	cfg.Warn = func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }
+	s, err := timing.Open(cfg)
+	if err != nil {
+		return nil, err
 	}
 	defer s.Close()
 	clk := s.Clock()
@@ -213,12 +214,8 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
 		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
 	prog := export.NewProgress(errOut)
-	run, err := s.Run(ctx, prog.Update)
-	prog.Clear()
-	if err != nil {
-		return err
-	}
-	return writeTimeOutputs(out, run, cfg.Precision, f)
+	defer prog.Clear()
+	return s.Run(ctx, prog.Update)
 }
 
 // timeConfig validates the flags into a timing configuration.
@@ -241,52 +238,18 @@ func timeConfig(f timeFlags, argv []string) (timing.Config, error) {
 	return cfg, nil
 }
 
-// writeTimeOutputs prints the table and writes the files asked for.
-func writeTimeOutputs(out io.Writer, run *timing.Result, precision float64, f timeFlags) error {
-	if err := export.WriteTimeTable(out, run, precision); err != nil {
-		return err
-	}
-	var errs []string
-	if f.jsonOut != "" {
-		if err := export.WriteTimeJSONFile(f.jsonOut, run); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if f.pprofOut != "" {
-		if err := export.WriteTimeProfile(f.pprofOut, run); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if len(errs) > 0 {
-		// One line: the table above holds the results all the same.
-		return fmt.Errorf("%s (the results are in the table above; check the output path)", strings.Join(errs, "; "))
-	}
-	return nil
-}
-
 // loadCorrector finds this machine's calibration, unless --no-correct. A
 // calibration that cannot be read is reported and left out.
-func loadCorrector(f timeFlags, errOut io.Writer) (timing.Corrector, string) {
+func loadCorrector(f timeFlags, errOut io.Writer) (timing.Corrector, timing.CorrectionMode) {
 	if f.noCorrect {
 		return nil, timing.CorrectionOff
 	}
-	var cal *calibrate.Calibration
-	var err error
-	if f.calDir != "" {
-		m, merr := calibrate.ThisMachine()
-		if merr != nil {
-			err = merr
-		} else {
-			cal, err = calibrate.LoadFrom(f.calDir, m)
-		}
-	} else {
-		cal, err = calibrate.Load()
-	}
+	c, err := calibrate.LoadCorrector(f.calDir)
 	if err != nil {
 		if !errors.Is(err, calibrate.ErrNoCalibration) {
 			fmt.Fprintf(errOut, "tickprof: warning: %v; means are not corrected for the probe overhead\n", err)
 		}
 		return nil, timing.CorrectionNone
 	}
-	return calibrate.Corrector{Cal: cal}, timing.CorrectionOn
+	return c, timing.CorrectionOn
 }

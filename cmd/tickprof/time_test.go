@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,41 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 )
 
-var (
-	timedOnce sync.Once
-	timedPath string
-	timedErr  error
-)
+func TestMain(m *testing.M) { testtarget.Main(m) }
 
-// timedTarget builds testdata/c/timed.c with gcc once per test binary.
-func timedTarget(t *testing.T) string {
-	t.Helper()
-	timedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tickprof-time-test")
-		if err != nil {
-			timedErr = err
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "c", "timed.c")
-		timedPath = filepath.Join(dir, "timed")
-		if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", timedPath, src).CombinedOutput(); err != nil {
-			timedErr = fmt.Errorf("gcc: %v: %s", err, out)
-		}
-	})
-	if timedErr != nil {
-		t.Fatalf("build the C target: %v", timedErr)
-	}
-	return timedPath
-}
+// timedTarget is testdata/c/timed.c, built once per test binary.
+func timedTarget(t *testing.T) string { return testtarget.Timed(t) }
 
 // noticeWriter collects stderr and closes ready at the "timing" notice.
 type noticeWriter struct {
@@ -198,40 +173,14 @@ func regexpLine(s, name string) bool {
 	return false
 }
 
-// startGatedTarget starts timed -g ... and waits until it is ready.
-func startGatedTarget(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner) {
-	t.Helper()
-	cmd := exec.Command(timedTarget(t), append([]string{"-g"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	// SCHED_FIFO: other load on the machine cannot preempt the target at
-	// the probes' trap returns, so its own timing and tickprof's differ by
-	// the probe bias only.
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 10}
-	if err := unix.SchedSetAttr(cmd.Process.Pid, &attr, 0); err != nil {
-		t.Logf("SCHED_FIFO for the target: %v", err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready") {
-		t.Fatalf("target not ready: %q", sc.Text())
-	}
-	return cmd, sc
-}
-
 func TestTimeCommandPIDClocks(t *testing.T) {
 	bpftest.Require(t)
 	for _, clock := range []string{"jiffies", "tick:50us"} {
 		t.Run(clock, func(t *testing.T) {
-			cmd, sc := startGatedTarget(t, "-t", "2", "spin500us", "200")
+			g := testtarget.StartGated(t, timedTarget(t), "-t", "2", "spin500us", "200")
 			js := filepath.Join(t.TempDir(), "run.json")
 			f := timeFlags{
-				users: []string{"tp_spin500us"}, clock: clock, validate: true, pid: cmd.Process.Pid,
+				users: []string{"tp_spin500us"}, clock: clock, validate: true, pid: g.Pid(),
 				confidence: "99.9%", maxProbes: 256, interval: 200 * time.Millisecond, jsonOut: js,
 				calDir: t.TempDir(),
 			}
@@ -244,11 +193,9 @@ func TestTimeCommandPIDClocks(t *testing.T) {
 			case err := <-done:
 				t.Fatalf("tickprof: %v\n%s", err, errOut)
 			}
-			cmd.Process.Signal(syscall.SIGUSR1)
-			var line string
-			for sc.Scan() {
-				line = sc.Text()
-			}
+			g.Release(t)
+			lines, _ := g.Wait(t, 60*time.Second, 0, nil)
+			line := testtarget.LastLine(lines)
 			if err := <-done; err != nil {
 				t.Fatalf("tickprof: %v\n%s", err, errOut)
 			}

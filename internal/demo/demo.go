@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/loader"
 )
 
 // Source is c/workload.c.
@@ -115,4 +117,24 @@ func Means(truth map[string]Truth) map[string]float64 {
 		out[fn] = t.Mean
 	}
 	return out
+}
+
+// Requirements says, in one line, everything the demo lacks: root (or
+// CAP_BPF and CAP_PERFMON), gcc, kernel BTF.
+func Requirements() error {
+	var missing []string
+	if err := loader.CheckPrivileges(); errors.Is(err, loader.ErrNotRoot) {
+		missing = append(missing, "root (or CAP_BPF and CAP_PERFMON) to load BPF programs: run `sudo tickprof demo`")
+	} else if errors.Is(err, loader.ErrNoBTF) {
+		missing = append(missing, "a kernel with BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y)")
+	} else if err != nil {
+		missing = append(missing, err.Error())
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		missing = append(missing, "gcc to build the workload: apt-get install gcc")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("demo needs %s", strings.Join(missing, "; and "))
+	}
+	return nil
 }

@@ -18,6 +18,9 @@ var (
 	// ErrNotPrivileged: the process lacks the privileges to load BPF
 	// programs.
 	ErrNotPrivileged = errors.New("loading BPF programs needs root (or CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run with sudo")
+	// ErrNeedProcess: a target names no file and there is no process to
+	// find it in.
+	ErrNeedProcess = errors.New("needs a process")
 	// ErrNoProcess: the process does not exist (or has exited).
 	ErrNoProcess = errors.New("no such process")
 )

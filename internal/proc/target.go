@@ -2,7 +2,6 @@ package proc
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,7 +40,7 @@ func SplitTarget(arg string) (bin, sym string) {
 func ResolveBinary(pid int, bin string) (path, display string, err error) {
 	switch {
 	case bin == "" && pid == 0:
-		return "", "", errors.New("a bare SYMBOL needs a process to look in, or write PATH:SYMBOL")
+		return "", "", fmt.Errorf("a bare SYMBOL %w to look in, or write PATH:SYMBOL", ErrNeedProcess)
 	case bin == "":
 		exe := fmt.Sprintf("/proc/%d/exe", pid)
 		target, err := os.Readlink(exe)
@@ -59,7 +58,7 @@ func ResolveBinary(pid int, bin string) (path, display string, err error) {
 	// A library name: first what the process has mapped, then what its
 	// executable needs (not mapped yet when held before exec).
 	if pid == 0 {
-		return "", "", fmt.Errorf("library %q needs a process to search: give a process, or the library's path", bin)
+		return "", "", fmt.Errorf("library %q %w to search, or give the library's path", bin, ErrNeedProcess)
 	}
 	maps, err := ReadMaps(pid)
 	if err != nil {
