@@ -3,12 +3,12 @@ package loader
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // TestQuantilesOwnDurations times testdata/c/qdist, whose calls have a known
@@ -36,12 +36,12 @@ func TestQuantilesOwnDurations(t *testing.T) {
 		// path is checked on the host; the matrix checks kernel paths.
 		t.Skip("kernel matrix: user-function quantiles are checked on the host")
 	}
-	bin := cTarget(t, "c/qdist.c", "qdist", "-Wl,--no-as-needed", "-lm")
+	bin := testtarget.C(t, "c/qdist.c", "qdist", "-Wl,--no-as-needed", "-lm")
 	const runs, calls = 3, 4000
 	levels := []float64{0.5, 0.9, 0.99, 0.999}
 	for run := 0; run < runs; run++ {
-		p := startProc(t, exec.Command(bin, "-g", fmt.Sprint(calls), fmt.Sprint(run+1)), readyPrefix, func(pid int) { setFIFO(t, pid) })
-		pid := p.cmd.Process.Pid
+		p := testtarget.StartGated(t, bin, fmt.Sprint(calls), fmt.Sprint(run+1))
+		pid := p.Pid()
 		specs, err := ResolveUser(pid, "tp_qwork", 16)
 		if err != nil {
 			t.Fatal(err)
@@ -50,8 +50,8 @@ func TestQuantilesOwnDurations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.release(t)
-		lines, err := p.wait(t, 120e9, 0, nil)
+		p.Release(t)
+		lines, err := p.Wait(t, 120e9, 0, nil)
 		if err != nil {
 			t.Fatalf("qdist: %v", err)
 		}
@@ -68,8 +68,8 @@ func TestQuantilesOwnDurations(t *testing.T) {
 		var n int
 		var own [4]float64
 		var omin, omax, omean float64
-		if _, err := fmt.Sscanf(lastLine(lines), "calls=%d q50=%g q90=%g q99=%g q999=%g min=%g max=%g mean=%g", &n, &own[0], &own[1], &own[2], &own[3], &omin, &omax, &omean); err != nil {
-			t.Fatalf("qdist output %q: %v", lastLine(lines), err)
+		if _, err := fmt.Sscanf(testtarget.LastLine(lines), "calls=%d q50=%g q90=%g q99=%g q999=%g min=%g max=%g mean=%g", &n, &own[0], &own[1], &own[2], &own[3], &omin, &omax, &omean); err != nil {
+			t.Fatalf("qdist output %q: %v", testtarget.LastLine(lines), err)
 		}
 		if h.Total() != uint64(n) || n != calls {
 			t.Fatalf("run %d: histogram holds %d calls, the target made %d", run, h.Total(), n)

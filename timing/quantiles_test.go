@@ -2,13 +2,11 @@ package timing
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -16,14 +14,11 @@ import (
 // with the exact clock and --precision 10% on p50: the run must stop on
 // the precision, before the target ends, with every quantile estimated
 // from a histogram that holds every call, and p50's interval within 10%.
+func TestMain(m *testing.M) { testtarget.Main(m) }
+
 func TestQuantilePrecisionStop(t *testing.T) {
 	bpftest.Require(t)
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "testdata", "c", "qdist.c")
-	bin := filepath.Join(t.TempDir(), "qdist")
-	if out, err := exec.Command("gcc", "-O1", "-g", "-o", bin, src, "-lm").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := testtarget.C(t, "c/qdist.c", "qdist", "-Wl,--no-as-needed", "-lm")
 	cfg := Config{
 		Command: []string{bin, "200000", "7"}, Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond},
 		Targets:   Targets{Users: []string{"tp_qwork"}, MaxProbes: 1},
