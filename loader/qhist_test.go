@@ -128,7 +128,7 @@ func TestQuantilesSyscall(t *testing.T) {
 	bpftest.Require(t)
 	for _, m := range []SyscallAttach{SyscallRaw, SyscallTracepoint} {
 		s, p := timeSysloop(t, Options{Clock: Clock{Kind: ClockNS}, Quantiles: true},
-			mustSyscall(t, "getppid", m), "getppid", "5000")
+			mustSyscall(t, "getppid", m), "getppid", "2000")
 		checkHist(t, s, p, "getppid "+m.String())
 	}
 }
@@ -147,7 +147,7 @@ func TestQuantilesKernelFunc(t *testing.T) {
 			if err := os.WriteFile(file, []byte("tickprof"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s, p := timeSysloop(t, Options{Clock: Clock{Kind: ClockNS}, Quantiles: true}, specs, "readfile", "2000", file)
+			s, p := timeSysloop(t, Options{Clock: Clock{Kind: ClockNS}, Quantiles: true}, specs, "readfile", "500", file)
 			checkHist(t, s, p, "vfs_read "+string(m))
 		})
 	}
