@@ -6,5 +6,5 @@
 // (WriteJSON).
 //
 // export may import the libraries it presents (timing, sampler, calibrate,
-// loader, estimate) and units; none of them may import export.
+// loader, estimate, histogram) and units; none of them may import export.
 package export

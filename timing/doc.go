@@ -14,7 +14,7 @@
 // priority) or read the programs' statistics does so between Open and Run.
 //
 // The result model (Result, TargetResult, Caller) is this package's own;
-// package export encodes it (pprof, JSON). timing may import loader and
-// estimate and histogram; it must not import export, calibrate or cmd: the overhead
-// correction comes in through the Corrector interface.
+// package export encodes it (pprof, JSON). timing may import loader,
+// estimate and histogram; it must not import export, calibrate or cmd: the
+// overhead correction comes in through the Corrector interface.
 package timing
