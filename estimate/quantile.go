@@ -500,10 +500,16 @@ type QuantileStop struct {
 	hits     int
 }
 
+// Due reports whether a Check with this many calls would take a look
+// (callers can skip estimating the quantile until then).
+func (s *QuantileStop) Due(calls uint64) bool {
+	return s.lastLook == 0 || float64(calls) >= QuantileStopGrowth*float64(s.lastLook)
+}
+
 // Check takes a look at q, when q has grown enough since the last look,
 // and reports whether the run may stop.
 func (s *QuantileStop) Check(q Quantile) bool {
-	if s.lastLook > 0 && float64(q.Calls) < QuantileStopGrowth*float64(s.lastLook) {
+	if !s.Due(q.Calls) {
 		return false
 	}
 	s.lastLook = max(q.Calls, 1)

@@ -666,6 +666,9 @@ func TestQuantileSequentialCoverage(t *testing.T) {
 					mn, mx = math.Min(mn, x), math.Max(mx, x)
 				}
 				n += batch
+				if !stop.Due(uint64(n)) {
+					continue
+				}
 				q, err := QuantileOfHistogram(h, mn, mx, c.p, Options{})
 				if err != nil {
 					outs[i].err = err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/loader"
 )
 
 // DefaultQuantiles are the quantile levels `time` reports with the exact
@@ -36,10 +37,10 @@ func (s *Session) quantiles(i int) (*histogram.Hist, []estimate.Quantile, error)
 }
 
 // quantilesReached is the precision stop rule on a quantile
-// (Config.PrecisionQuantile): every target's QuantileStop says stop. A
-// target without calls, or whose histogram cannot be read, has not
+// (Config.PrecisionQuantile) after poll p: every target's QuantileStop says
+// stop. A target without calls, or whose histogram cannot be read, has not
 // reached it.
-func (s *Session) quantilesReached() bool {
+func (s *Session) quantilesReached(p loader.Poll) bool {
 	ts := s.ls.Targets()
 	if s.qstops == nil {
 		s.qstops = make([]estimate.QuantileStop, len(ts))
@@ -49,6 +50,11 @@ func (s *Session) quantilesReached() bool {
 	}
 	all := len(ts) > 0
 	for i := range ts {
+		// Read the histogram only when the rule will look.
+		if i >= len(p.Totals) || !s.qstops[i].Due(p.Totals[i].Calls) {
+			all = false
+			continue
+		}
 		h, err := s.ls.Histogram(i)
 		if err != nil || h == nil || h.Total() == 0 {
 			all = false

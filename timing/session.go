@@ -205,7 +205,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, 
 			onProgress(s.progress(p, rows))
 		}
 		if s.cfg.Precision > 0 && s.cfg.PrecisionQuantile > 0 {
-			if s.quantilesReached() {
+			if s.quantilesReached(p) {
 				return StopPrecision, lastGood
 			}
 		} else if s.cfg.Precision > 0 && allReached(rows, s.cfg.Precision) {
