@@ -268,6 +268,10 @@ func QuantilesFromLabels(labels map[string][]int64, conf float64, n uint64) []es
 			continue
 		}
 		q := estimate.Quantile{P: math.Round(pct*1e10) / 1e12, Value: float64(v[0]), Confidence: conf, Calls: n, High: math.Inf(1), Bucketed: true}
+		q.Ranks.Method = "order-statistics"
+		if conf > 0 && conf < 1 {
+			q.Ranks.MinCalls = estimate.MinCallsForQuantile(q.P, conf)
+		}
 		if lo, ok := labels[name+"_low_ns"]; ok && len(lo) == 1 {
 			q.Low = float64(lo[0])
 		}
