@@ -506,6 +506,13 @@ func (c correction) apply(run *export.TimeRun, errOut io.Writer) {
 			continue
 		}
 		r, err := calibrate.Correct(t.Estimate, o)
+		if kind == "user-stepped" {
+			// The single step's cost depends on load: a one-sided
+			// correction (calibrate.CorrectStepped). Without a "user"
+			// figure the floor is 0.
+			floor, _ := c.cal.Overhead("user")
+			r, err = calibrate.CorrectStepped(t.Estimate, o, floor)
+		}
 		if err != nil {
 			fmt.Fprintf(errOut, "tickprof: warning: %s: %v; its mean includes the probe overhead\n", t.Name, err)
 			continue
