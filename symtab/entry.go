@@ -97,6 +97,16 @@ func nativeEntrySite(code []byte, start, size uint64) NativeEntry {
 	if first.Emulated {
 		return first
 	}
+	if bytes.HasPrefix(code, endbr64) && len(insts) > 1 && !branchTargetIn(insts, start+1, insts[1].pc) {
+		// Where no emulated instruction can take the probe, it still
+		// goes past endbr64, as it always did: both are stepped, and
+		// the landing pad is left out of the measured time.
+		first = NativeEntry{Skip: uint64(len(endbr64)), Insn: insts[1].Inst.String(),
+			Emulated: KernelEmulates(code[len(endbr64):]), Skipped: []string{"endbr64"}}
+		if first.Emulated {
+			return first
+		}
+	}
 	var skipped []string
 	for i, in := range insts {
 		if i > maxEntrySkip {
