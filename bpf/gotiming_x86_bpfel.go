@@ -65,6 +65,7 @@ type GoTimingTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -58,6 +58,7 @@ type KfuncTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -66,6 +66,7 @@ type SyscallTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.

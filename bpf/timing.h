@@ -380,6 +380,7 @@ struct tp_tstack {
 	__u32 target[TP_MAX_DEPTH];
 	__u64 tick[TP_MAX_DEPTH];
 	__u64 ns[TP_MAX_DEPTH];
+	__u64 frame[TP_MAX_DEPTH]; /* uprobes: sp at entry; 0: unknown */
 };
 
 struct {
@@ -389,9 +390,10 @@ struct {
 	__type(value, struct tp_tstack);
 } tp_tasks SEC(".maps");
 
-/* tp_task_enter pushes the clock reading(s) of target on the current
- * thread's stack. */
-static __always_inline int tp_task_enter(__u32 target)
+/* tp_task_enter_frame pushes the clock reading(s) of target on the current
+ * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
+ * address of the return address; 0 when unknown, see tp_task_uexit). */
+static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 {
 	struct tp_tstack *st;
 	__u64 ns = 0;
@@ -408,6 +410,7 @@ static __always_inline int tp_task_enter(__u32 target)
 		tp_orphan(st->target[slot]);
 	}
 	st->target[slot] = target;
+	st->frame[slot] = frame;
 	/* Read the clock last, as close to the timed code as possible. */
 	if (tp_need_ns())
 		ns = bpf_ktime_get_ns();
@@ -418,23 +421,24 @@ static __always_inline int tp_task_enter(__u32 target)
 	return 0;
 }
 
+/* tp_task_enter pushes target's clock reading(s) with no frame tag. */
+static __always_inline int tp_task_enter(__u32 target)
+{
+	return tp_task_enter_frame(target, 0);
+}
+
 /* tp_task_exit pops target's entry from the current thread's stack and
  * accounts the call. When the top entry belongs to another target, either
  * exits were missed (longjmp, a thread unwound) and target's entry lies
  * deeper: the entries above it are dropped as orphans; or target's entry
  * was never seen (the exit probe was attached first): the exit is an
  * orphan and the stack is left alone. */
-static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_flags)
+static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_flags,
+					   __u64 tick, __u64 ns)
 {
 	struct tp_tstack *st;
 	struct tp_counts *c;
-	__u64 ns = 0, tick;
 	__u32 slot, depth, i;
-
-	/* Read the clock first, as close to the timed code as possible. */
-	if (tp_need_ns())
-		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns);
 
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
@@ -473,6 +477,55 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 	st->depth = depth - 1;
 	tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
 	return 0;
+}
+
+static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_flags)
+{
+	__u64 ns = 0, tick;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+	return tp_task_exit_at(ctx, target, stack_flags, tick, ns);
+}
+
+/* tp_task_uexit is tp_task_exit for a uretprobe whose entry pushed its
+ * frame (tp_task_enter_frame with the entry's sp). The uretprobe runs after
+ * the RET popped the return address, so its sp is the entry's plus 8. When
+ * the top entry carries that frame it is this call's entry, and its target
+ * is the one pushed: the exit needs no bpf_get_attach_cookie, a helper call
+ * (~20 ns on this machine, bench/bpfcost). Otherwise (an exit whose entry
+ * was missed, exits lost to a longjmp) it falls back to tp_task_exit's
+ * search by target. A function that tail-jumps to another target shares
+ * its frame with it; their exits come innermost first, which is the stack's
+ * order, so each still pops its own entry. */
+static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
+{
+	struct tp_tstack *st;
+	struct tp_counts *c;
+	__u64 ns = 0, tick;
+	__u32 slot, target;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->depth != st->floor) {
+		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+		if (st->frame[slot] != 0 && st->frame[slot] + 8 == ctx->sp) {
+			target = st->target[slot];
+			c = bpf_map_lookup_elem(&tp_counters, &target);
+			if (!c)
+				return 0;
+			st->depth--;
+			tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
+			return 0;
+		}
+	}
+	return tp_task_exit_at(ctx, (__u32)bpf_get_attach_cookie(ctx), stack_flags, tick, ns);
 }
 
 #endif /* TICKPROF_TIMING_H */

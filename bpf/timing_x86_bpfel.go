@@ -68,6 +68,7 @@ type TimingTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
