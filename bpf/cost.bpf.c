@@ -18,6 +18,7 @@
  *   5  tp_task_enter_frame / tp_task_uexit, as tp_uentry/tp_uexit: the
  *        exit finds its entry by the frame and calls no cookie helper
  *   t  bpf_get_current_task_btf alone (beside 1: what it adds)
+ *   s  a uprobe session program (below)
  */
 #include "timing.h"
 
@@ -135,5 +136,32 @@ int cost_xt(struct pt_regs *ctx)
 	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
 	if (t)
 		cost_sink++;
+	return 0;
+}
+
+/* s  one uprobe.session program at entry and return (uprobe_multi session
+ *    link, 6.13+): the kernel keeps an 8-byte cookie per call between the
+ *    two runs (bpf_session_cookie), so no thread stack is needed; the
+ *    target index is the attach cookie, read at return. */
+extern __u64 *bpf_session_cookie(void) __ksym;
+extern _Bool bpf_session_is_return(void) __ksym;
+
+SEC("uprobe.session")
+int cost_s(struct pt_regs *ctx)
+{
+	__u64 *slot = bpf_session_cookie();
+	struct tp_counts *c;
+	__u32 target;
+	__u64 d;
+
+	if (!bpf_session_is_return()) {
+		*slot = bpf_jiffies64();
+		return 0; /* 0: run at return too */
+	}
+	d = bpf_jiffies64() - *slot;
+	target = (__u32)bpf_get_attach_cookie(ctx);
+	c = bpf_map_lookup_elem(&tp_counters, &target);
+	if (c)
+		tp_account(ctx, c, target, d, 0, d, BPF_F_USER_STACK);
 	return 0;
 }

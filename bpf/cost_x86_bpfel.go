@@ -79,6 +79,7 @@ const (
 	CostProgCostE4       = "cost_e4"
 	CostProgCostE5       = "cost_e5"
 	CostProgCostEt       = "cost_et"
+	CostProgCostS        = "cost_s"
 	CostProgCostX0       = "cost_x0"
 	CostProgCostX1       = "cost_x1"
 	CostProgCostX2       = "cost_x2"
@@ -144,6 +145,7 @@ type CostProgramSpecs struct {
 	CostE4 *ebpf.ProgramSpec `ebpf:"cost_e4"`
 	CostE5 *ebpf.ProgramSpec `ebpf:"cost_e5"`
 	CostEt *ebpf.ProgramSpec `ebpf:"cost_et"`
+	CostS  *ebpf.ProgramSpec `ebpf:"cost_s"`
 	CostX0 *ebpf.ProgramSpec `ebpf:"cost_x0"`
 	CostX1 *ebpf.ProgramSpec `ebpf:"cost_x1"`
 	CostX2 *ebpf.ProgramSpec `ebpf:"cost_x2"`
@@ -244,6 +246,7 @@ type CostPrograms struct {
 	CostE4 *ebpf.Program `ebpf:"cost_e4"`
 	CostE5 *ebpf.Program `ebpf:"cost_e5"`
 	CostEt *ebpf.Program `ebpf:"cost_et"`
+	CostS  *ebpf.Program `ebpf:"cost_s"`
 	CostX0 *ebpf.Program `ebpf:"cost_x0"`
 	CostX1 *ebpf.Program `ebpf:"cost_x1"`
 	CostX2 *ebpf.Program `ebpf:"cost_x2"`
@@ -262,6 +265,7 @@ func (p *CostPrograms) Close() error {
 		p.CostE4,
 		p.CostE5,
 		p.CostEt,
+		p.CostS,
 		p.CostX0,
 		p.CostX1,
 		p.CostX2,

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -54,8 +55,11 @@ func main() {
 	calls := flag.Int("calls", 200000, "calls per run")
 	reps := flag.Int("reps", 7, "repetitions of every configuration")
 	rt := flag.Bool("rt", true, "run the target SCHED_FIFO (chrt -f 50)")
+	goPair := flag.Bool("go", false, "measure a Go function's entry+exit against the C pair instead")
+	flag.BoolVar(&withStats, "stats", true, "enable BPF run-time statistics (they add ~100 ns to every probe pair; off for ratios as users see them)")
+	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 s t for tickprof); the unprobed run and the empty pair always run")
 	flag.Parse()
-	if err := run(*calls, *reps, *rt); err != nil {
+	if err := run(*calls, *reps, *rt, *goPair); err != nil {
 		fmt.Fprintln(os.Stderr, "bpfcost:", err)
 		os.Exit(1)
 	}
@@ -110,18 +114,43 @@ var configs = []config{
 	{"3 2 + jiffies, push/pop", 4, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
 	{"4 3 + counters (before)", 5, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
 	{"5 4 - exit cookie (after)", 6, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
+	{"s uprobe session (4's work)", 6, session},
 	{"tickprof jiffies (loader)", 7, tickprof},
 }
 
-func run(calls, reps int, rt bool) error {
+var (
+	withStats bool
+	only      string
+)
+
+// selected reports whether configuration i runs.
+func selected(i int) bool {
+	if only == "" || i < 2 {
+		return true
+	}
+	key, _, _ := strings.Cut(configs[i].name, " ")
+	if i == len(configs)-1 {
+		key = "t"
+	}
+	for _, k := range strings.Split(only, ",") {
+		if strings.TrimSpace(k) == key {
+			return true
+		}
+	}
+	return false
+}
+
+func run(calls, reps int, rt, goPair bool) error {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return err
 	}
-	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-	if err != nil {
-		return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+	if withStats {
+		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+		}
+		defer stats.Close()
 	}
-	defer stats.Close()
 	var objs bpf.CostObjects
 	if err := bpf.LoadCostObjects(&objs, nil); err != nil {
 		return fmt.Errorf("load the cost programs: %w", err)
@@ -143,9 +172,15 @@ func run(calls, reps int, rt bool) error {
 	if rt {
 		chrt, _ = exec.LookPath("chrt")
 	}
+	if goPair {
+		return runGo(bin, calls, reps, chrt, &objs)
+	}
 	all := make([][]sample, len(configs))
 	for r := 0; r < reps; r++ {
 		for i, c := range configs {
+			if !selected(i) {
+				continue
+			}
 			s, err := runOnce(bin, chrt, calls, c, &objs)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -157,26 +192,42 @@ func run(calls, reps int, rt bool) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added [range]\t\n")
 	for i, c := range configs {
+		if !selected(i) {
+			continue
+		}
 		if i == 0 {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t-\t\n", c.name, medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })))
 			continue
 		}
 		bpfNs := col(all[i], func(s sample) float64 { return s.bpfNs })
 		prev, over := "-", "-"
-		if i > 1 {
-			prev = medRange(diffs(all[i], all[c.vs]))
+		if i > 1 && withStats {
+			if selected(c.vs) {
+				prev = medRange(diffs(all[i], all[c.vs]))
+			}
 			over = medRange(diffs(all[i], all[1]))
+		}
+		if !withStats {
+			bpfNs = nil
 		}
 		ratios := make([]float64, reps)
 		for r := 0; r < reps; r++ {
 			base := all[0][r].nsPerCall
 			ratios[r] = (all[i][r].nsPerCall - base) / (all[1][r].nsPerCall - base)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, medRange(bpfNs), prev, over,
+		bpfCol := "-"
+		if bpfNs != nil {
+			bpfCol = medRange(bpfNs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
 			medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })), medRangeF(ratios, "%.3f"))
 	}
 	tw.Flush()
-	fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; BPF ns/call includes what the run-time statistics add to every program run\n", reps, calls)
+	if withStats {
+		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; BPF ns/call includes what the run-time statistics add to every program run\n", reps, calls)
+	} else {
+		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; run-time statistics off\n", reps, calls)
+	}
 	return nil
 }
 
