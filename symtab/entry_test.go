@@ -86,3 +86,38 @@ func TestKernelEmulates(t *testing.T) {
 		}
 	}
 }
+
+// TestGoExitSite checks the exit probe of a Go RET: an emulated NOP right
+// before the RET when nothing jumps to the RET, else the POP RBP, else the
+// RET.
+func TestGoExitSite(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		code   []byte
+		addr   uint64 // offset of the exit site
+		adjust uint64
+	}{
+		// add $0x10,%rsp; pop %rbp; nop; ret
+		{"pop nop ret", []byte{0x48, 0x83, 0xc4, 0x10, 0x5d, 0x90, 0xc3}, 5, 0},
+		// add $0x10,%rsp; pop %rbp; ret
+		{"pop ret", []byte{0x48, 0x83, 0xc4, 0x10, 0x5d, 0xc3}, 4, 8},
+		// pop %rbp; nopl 0(%rax) (stepped); ret
+		{"pop nopl ret", []byte{0x5d, 0x0f, 0x1f, 0x40, 0x00, 0xc3}, 0, 8},
+		// je to the ret; pop %rbp; nop; ret: the nop is skipped by the jump
+		{"jump to ret", []byte{0x74, 0x02, 0x5d, 0x90, 0xc3}, 4, 0},
+		// xor %eax,%eax; ret
+		{"ret only", []byte{0x31, 0xc0, 0xc3}, 2, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			insts, err := decodeAMD64(c.code, 0x1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := len(insts) - 1
+			got := exitSite(insts, c.code, 0x1000, i)
+			if got.Addr != 0x1000+c.addr || got.SPAdjust != c.adjust {
+				t.Errorf("exit at +%d adjust %d, want +%d adjust %d", got.Addr-0x1000, got.SPAdjust, c.addr, c.adjust)
+			}
+		})
+	}
+}
