@@ -499,7 +499,10 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
  * was missed, exits lost to a longjmp) it falls back to tp_task_exit's
  * search by target. A function that tail-jumps to another target shares
  * its frame with it; their exits come innermost first, which is the stack's
- * order, so each still pops its own entry. */
+ * order, so each still pops its own entry. What the frame cannot tell: a
+ * stale entry (its exit lost to a longjmp) at the very frame of a later call
+ * whose own entry was never pushed; entries are pushed for every call while
+ * the exit probe is attached, so that needs a failed task-storage creation. */
 static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
 {
 	struct tp_tstack *st;
