@@ -67,6 +67,7 @@ type CostTpTstack struct {
 const (
 	CostMapTpCounters    = "tp_counters"
 	CostMapTpEntries     = "tp_entries"
+	CostMapTpInflight    = "tp_inflight"
 	CostMapTpRecords     = "tp_records"
 	CostMapTpRunstats    = "tp_runstats"
 	CostMapTpStacks      = "tp_stacks"
@@ -94,6 +95,8 @@ const (
 	CostVarTpRecordNs    = "tp_record_ns"
 	CostVarTpTickNs      = "tp_tick_ns"
 	CostVarTpWantRecords = "tp_want_records"
+	CostVarTpWindowOpen  = "tp_window_open"
+	CostVarTpWindowed    = "tp_windowed"
 )
 
 // LoadCost returns the embedded CollectionSpec for Cost.
@@ -161,6 +164,7 @@ type CostProgramSpecs struct {
 type CostMapSpecs struct {
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -179,6 +183,8 @@ type CostVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // CostObjects contains all objects after they have been loaded into the kernel.
@@ -203,6 +209,7 @@ func (o *CostObjects) Close() error {
 type CostMaps struct {
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -214,6 +221,7 @@ func (m *CostMaps) Close() error {
 	return _CostClose(
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -233,6 +241,8 @@ type CostVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // CostPrograms contains all programs after they have been loaded into the kernel.

@@ -63,6 +63,15 @@ volatile const __u32 tp_want_records = 1;
  * ring traffic stays about ET/tp_record_ns records per call instead of
  * one per call; 0 or 1 means one record per call. */
 volatile const __u64 tp_record_ns = 0;
+/* Timing in windows (an overhead budget, user functions only): the entry
+ * counts a call only while tp_window_open is set (by the loader at run
+ * time); calls entering outside are pushed flagged (bit 0 of the frame) so
+ * that their exits still pair, and are not counted. tp_inflight holds the
+ * counted calls not yet returned, so that the exit probe stays attached
+ * until they have (see estimate/window.go). 0: every call counts. */
+volatile const __u32 tp_windowed = 0;
+__u32 tp_window_open = 0;
+#define TP_FRAME_UNCOUNTED 1ULL
 
 /* Per-target, per-CPU counters: value of tp_counters[target].
  * The *_sq sums are 128-bit (hi:lo) so that a day of one-second calls in
@@ -156,6 +165,24 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } tp_records SEC(".maps");
+
+/* Windowed runs: counted calls entered and not yet returned, per target
+ * (per CPU: an exit may run on another CPU than its entry; the sum over
+ * CPUs is the count). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 256); /* resized by the loader to the target count */
+	__type(key, __u32);
+	__type(value, __s64);
+} tp_inflight SEC(".maps");
+
+static __always_inline void tp_inflight_add(__u32 target, __s64 d)
+{
+	__s64 *v = bpf_map_lookup_elem(&tp_inflight, &target);
+
+	if (v)
+		*v += d;
+}
 
 /* Caller stacks of crossing records: TP_STACK_DEPTH frames are plenty to
  * attribute time to callers, and keep the preallocated map at 2 MiB. */
@@ -407,7 +434,17 @@ static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 	if (st->depth - st->floor >= TP_MAX_DEPTH) {
 		/* Overwrite the oldest entry: its exit will not count. */
 		st->floor++;
-		tp_orphan(st->target[slot]);
+		if (!(st->frame[slot] & TP_FRAME_UNCOUNTED)) {
+			tp_orphan(st->target[slot]);
+			if (tp_windowed)
+				tp_inflight_add(st->target[slot], -1);
+		}
+	}
+	if (tp_windowed) {
+		if (tp_window_open)
+			tp_inflight_add(target, 1);
+		else
+			frame |= TP_FRAME_UNCOUNTED;
 	}
 	st->target[slot] = target;
 	st->frame[slot] = frame;
@@ -469,12 +506,23 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 			return 0;
 		}
 		/* The i-1 entries above target's lost their exits. */
-		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++)
-			tp_orphan(st->target[(depth - k) & (TP_MAX_DEPTH - 1)]);
+		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++) {
+			__u32 lost = (depth - k) & (TP_MAX_DEPTH - 1);
+
+			if (st->frame[lost] & TP_FRAME_UNCOUNTED)
+				continue;
+			tp_orphan(st->target[lost]);
+			if (tp_windowed)
+				tp_inflight_add(st->target[lost], -1);
+		}
 		depth -= i - 1;
 		slot = (depth - 1) & (TP_MAX_DEPTH - 1);
 	}
 	st->depth = depth - 1;
+	if (st->frame[slot] & TP_FRAME_UNCOUNTED)
+		return 0; /* entered outside a window */
+	if (tp_windowed)
+		tp_inflight_add(target, -1);
 	tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
 	return 0;
 }
@@ -518,12 +566,18 @@ static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
 	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
 	if (st && st->depth != st->floor) {
 		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
-		if (st->frame[slot] != 0 && st->frame[slot] + 8 == ctx->sp) {
+		__u64 frame = st->frame[slot];
+
+		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
 			target = st->target[slot];
+			st->depth--;
+			if (frame & TP_FRAME_UNCOUNTED)
+				return 0; /* entered outside a window */
 			c = bpf_map_lookup_elem(&tp_counters, &target);
 			if (!c)
 				return 0;
-			st->depth--;
+			if (tp_windowed)
+				tp_inflight_add(target, -1);
 			tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
 			return 0;
 		}
