@@ -71,11 +71,16 @@ type Window struct {
 	// Length is the window's length in ns: the time during which entering
 	// calls were counted.
 	Length float64
-	// Drain is the time in ns the probes stayed attached after the window
-	// to let the counted calls return, up to the next window's start (a
-	// call still running then returns while that window's probes are
-	// on), so that windows and drains never overlap.
+	// Drain is the time in ns the probes were attached outside the window:
+	// attaching before it, and after it until the counted calls returned,
+	// up to the next window's start (a call still running then returns
+	// while that window's probes are on), so that windows and drains never
+	// overlap. It costs the target like the window.
 	Drain float64
+	// Censored counts calls that entered the window and had not returned
+	// when the probes were detached (a drain cut short): they are missing
+	// from Calls and Sum, which biases the mean toward short calls.
+	Censored uint64
 	// Calls is the number of calls that entered inside the window.
 	Calls uint64
 	// Ticks is the clock ticks those calls crossed (quantized clocks).
@@ -112,10 +117,15 @@ type Windowed struct {
 	// Duty is Attached / Elapsed: the fraction of the run the probes
 	// were attached, the fraction that costs the target.
 	Duty float64
+	// Censored is the total of Window.Censored: when it is not 0 the mean
+	// leaves out calls longer than their drain.
+	Censored uint64
 }
 
 // WindowedTime estimates the mean per call and the call rate from a run
-// probed in random windows (see the design above).
+// probed in random windows (see the design above). When no call entered any
+// window it returns an error with the rate, its interval from zero calls,
+// and the duty filled in (Mean zero).
 func WindowedTime(c WindowedCounts, o Options) (Windowed, error) {
 	conf, _, err := o.check()
 	if err != nil {
@@ -143,6 +153,7 @@ func WindowedTime(c WindowedCounts, o Options) (Windowed, error) {
 		}
 		w.Probed += win.Length
 		w.Attached += win.Length + win.Drain
+		w.Censored += win.Censored
 		n += win.Calls
 	}
 	if !(c.Elapsed >= w.Attached*(1-1e-12)) || !finite(c.Elapsed) {
@@ -154,7 +165,8 @@ func WindowedTime(c WindowedCounts, o Options) (Windowed, error) {
 		return Windowed{}, err
 	}
 	if n == 0 {
-		return Windowed{}, inputf("no call entered any of %d windows: nothing to estimate yet; probe longer", m)
+		// The rate (bounded from zero calls) and the duty still hold.
+		return w, inputf("no call entered any of %d windows: no mean yet; probe longer", m)
 	}
 	if c.Resolution > 0 {
 		bs := make([]Batch, len(ws))

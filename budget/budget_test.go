@@ -1,0 +1,100 @@
+package budget
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// timed builds testdata/c/timed.c.
+func timed(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "testdata", "c", "timed.c")
+	bin := filepath.Join(t.TempDir(), "timed")
+	if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v: %s", err, out)
+	}
+	return bin
+}
+
+// TestBudgetedRun times a function called back to back (spin1us, a few
+// hundred thousand calls a second) under a 5% budget in 10 ms windows:
+// the runner must settle on a duty cycle below 1, project a slowdown within
+// the budget, and estimate the mean per call from its windows.
+func TestBudgetedRun(t *testing.T) {
+	bpftest.Require(t)
+	cmd := exec.Command(timed(t), "-g", "spin1us", "0")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready") {
+		t.Fatalf("target not ready: %q", sc.Text())
+	}
+	pid := cmd.Process.Pid
+	specs, err := loader.ResolveUser(pid, "tp_spin1us", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := loader.Open(loader.Options{PID: pid, Clock: loader.Clock{Kind: loader.ClockNS}, Windowed: true}, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	ls.DetachProbes()
+	cmd.Process.Signal(syscall.SIGUSR1)
+	const budget = 0.05
+	r, err := New(ls, Config{Budget: budget, Window: 10 * time.Millisecond, Seed: 1,
+		Cost: estimate.Result{Mean: 1500, Low: 1000, High: 2000, Confidence: 0.95}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := r.Run(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := st.Targets[0]
+	w := tg.Windowed
+	t.Logf("%d windows in %v: duty %.3f (next %.3f), mean %.0f ns [%.0f, %.0f], rate %.0f/s [%.0f, %.0f], slowdown %.2f%% [%.2f, %.2f], censored %d",
+		st.Windows, st.Elapsed, st.Duty, st.NextDuty, w.Mean.Mean, w.Mean.Low, w.Mean.High,
+		w.Rate.Mean, w.Rate.Low, w.Rate.High, 100*st.Slowdown.Mean, 100*st.Slowdown.Low, 100*st.Slowdown.High, w.Censored)
+	if tg.Err != nil {
+		t.Fatalf("no estimate: %v", tg.Err)
+	}
+	if st.Windows < 5 {
+		t.Errorf("%d windows in 5 s", st.Windows)
+	}
+	if !(st.NextDuty < 1) {
+		t.Errorf("next duty %v: a function called back to back should make a 5%% budget bind", st.NextDuty)
+	}
+	if !(w.Mean.Mean > 1000 && w.Mean.Mean < 20000) {
+		t.Errorf("mean per call %.0f ns: want a spin of 1 us plus the probes", w.Mean.Mean)
+	}
+	// The duty is chosen for the load's upper bound, so the projected
+	// slowdown stays within the budget; the first window's duty is planned
+	// for the worst load, and attach times vary, hence the margin.
+	if math.IsNaN(st.Slowdown.Mean) || st.Slowdown.Mean > 1.5*budget {
+		t.Errorf("projected slowdown %.2f%%, budget %.0f%%", 100*st.Slowdown.Mean, 100*budget)
+	}
+	for i, x := range r.windows[0] {
+		t.Logf("window %d: open %.1f ms, attached around it %.1f ms, %d calls", i, x.Length/1e6, x.Drain/1e6, x.Calls)
+	}
+	_ = os.Getpid
+}
