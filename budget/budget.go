@@ -328,6 +328,25 @@ func (r *Runner) status() Status {
 		u, lo, hi, conf = u+tu, lo+tlo, hi+thi, c
 		st.Duty = w.Duty
 	}
+	if !loadKnown && len(r.windows[0]) == 1 {
+		// The pilot window alone: no spread between windows yet, so
+		// the load's upper bound comes from each count's Poisson bound
+		// (n + 3 sqrt(n) + 3, above the 99.8% Garwood bound for every
+		// n), enough to place the next windows.
+		u, lo, hi, loadKnown = 0, 0, 0, true
+		for i := range r.windows {
+			w := r.windows[i][0]
+			n := float64(w.Calls)
+			rate := estimate.Result{Mean: n / (w.Length / 1e9), Low: 0, High: (n + 3*math.Sqrt(n) + 3) / (w.Length / 1e9), Confidence: 0.998}
+			tu, tlo, thi, c, err := estimate.ProbeLoad(rate, r.cfg.Cost, r.cfg.Threads)
+			if err != nil {
+				loadKnown = false
+				break
+			}
+			u, lo, hi, conf = u+tu, lo+tlo, hi+thi, c
+		}
+		st.Duty = math.Min(1, (r.windows[0][0].Length+r.windows[0][0].Drain)/float64(el))
+	}
 	if !loadKnown {
 		return st
 	}
