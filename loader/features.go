@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tickprof/tickprof/internal/proc"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
@@ -114,11 +116,15 @@ func ProbeFeatures() (*Features, error) {
 	f.KernelConfig, f.ConfigSource = readKernelConfig(kernelConfigKeys)
 
 	tfs, tfsErr := EnsureTracefs()
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raise the memlock rlimit: %w (run as root)", err)
+	// Without the privileges every probe below fails, and says so; the
+	// memlock limit (which only privileges can raise) is left alone.
+	privErr := proc.CheckPrivileges()
+	if privErr == nil {
+		if err := rlimit.RemoveMemlock(); err != nil {
+			return nil, fmt.Errorf("raise the memlock rlimit: %w (run as root)", err)
+		}
 	}
-
-	f.add(FeatPrivileges, checkPrivileges(), "root or CAP_BPF+CAP_PERFMON")
+	f.add(FeatPrivileges, privErr, "root, CAP_SYS_ADMIN, or CAP_BPF+CAP_PERFMON")
 	f.add(FeatTracefs, tfsErr, tfs)
 
 	_, btfErr := btf.LoadKernelSpec()
@@ -186,13 +192,13 @@ func (f *Features) KernelFuncMethod(want AttachMode) (AttachMode, error) {
 		if kp {
 			return AttachKprobe, nil
 		}
-		return "", fmt.Errorf("kprobes unavailable on kernel %s (%s): %s; try --attach fentry",
+		return "", fmt.Errorf("kprobes unavailable on kernel %s (%s): %s; try attaching with fentry",
 			f.Kernel, f.configSays("CONFIG_KPROBES"), f.firstFailure(FeatKprobe, FeatKretprobe))
 	case AttachFentry:
 		if fe {
 			return AttachFentry, nil
 		}
-		return "", fmt.Errorf("fentry/fexit unavailable on kernel %s (%s, needs BTF and BPF trampolines): %s; try --attach kprobe",
+		return "", fmt.Errorf("fentry/fexit unavailable on kernel %s (%s, needs BTF and BPF trampolines): %s; try attaching with kprobes",
 			f.Kernel, f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"), f.firstFailure(FeatFentry, FeatFexit))
 	}
 	if kp {
@@ -272,22 +278,6 @@ func EnsureTracefs() (string, error) {
 		return p, fmt.Errorf("mount tracefs on %s: %w (mount it: mount -t tracefs tracefs %s)", p, err, p)
 	}
 	return p, nil
-}
-
-func checkPrivileges() error {
-	if os.Geteuid() == 0 {
-		return nil
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_PERFMON)) {
-		return nil
-	}
-	return errors.New("not root and lacking CAP_BPF+CAP_PERFMON: run with sudo")
 }
 
 func emptyProg(pt ebpf.ProgramType, at ebpf.AttachType, attachTo string) (*ebpf.Program, error) {

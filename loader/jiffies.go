@@ -16,7 +16,7 @@ import (
 func readTimerList() (nowNs, jiffies uint64, err error) {
 	b, err := os.ReadFile("/proc/timer_list")
 	if err != nil {
-		return 0, 0, fmt.Errorf("read /proc/timer_list to measure the jiffy period: %w (use --clock tick:4ms or ns)", err)
+		return 0, 0, fmt.Errorf("read /proc/timer_list to measure the jiffy period: %w (a tick:DUR or the ns clock needs no jiffy period)", err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	var haveNow bool
@@ -36,7 +36,7 @@ func readTimerList() (nowNs, jiffies uint64, err error) {
 			}
 		}
 	}
-	return 0, 0, errors.New("/proc/timer_list shows no jiffies: use --clock tick:4ms or ns")
+	return 0, 0, errors.New("/proc/timer_list shows no jiffies: use a tick:DUR clock or ns")
 }
 
 // jiffyEdge waits until jiffies changes and returns the kernel time of
@@ -59,7 +59,7 @@ func jiffyEdge() (edgeNs, jiffies, uncNs uint64, err error) {
 		}
 		prevNow = now
 	}
-	return 0, 0, 0, errors.New("jiffies did not advance in 1s: use --clock tick:4ms or ns")
+	return 0, 0, 0, errors.New("jiffies did not advance in 1s: use a tick:DUR clock or ns")
 }
 
 // MeasureJiffy measures the jiffy period (the resolution of bpf_jiffies64)
@@ -83,7 +83,7 @@ func MeasureJiffy(span time.Duration) (time.Duration, error) {
 			return 0, err
 		}
 		if j1 <= j0 || e1 <= e0 {
-			return 0, errors.New("jiffy measurement failed: use --clock tick:4ms or ns")
+			return 0, errors.New("jiffy measurement failed: use a tick:DUR clock or ns")
 		}
 		d = float64(e1-e0) / float64(j1-j0)
 		rel = float64(u0+u1) / float64(e1-e0)
