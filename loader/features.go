@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/tick"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -148,7 +149,7 @@ func ProbeFeatures() (*Features, error) {
 	f.add(FeatJiffies64, features.HaveProgramHelper(ebpf.Kprobe, asm.FnJiffies64), "")
 	f.add(FeatKtimeGetNs, features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetNs), "")
 
-	period, perr := MeasureTickPeriod(200 * time.Millisecond)
+	period, perr := tick.Period(200 * time.Millisecond)
 	detail := ""
 	if perr == nil {
 		f.TickPeriod = period
@@ -438,80 +439,6 @@ func probeTaskStorage() error {
 		return err
 	}
 	return features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnTaskStorageGet)
-}
-
-// MeasureTickPeriod measures the jiffies period by running a program that
-// returns bpf_jiffies64() through BPF_PROG_TEST_RUN for about dur, noting
-// when the value changes. A change is located between the start of the
-// read before it and the end of the read that saw it (its window). Of the
-// changes in the first and in the last quarter of the run, the one with
-// the narrowest window is taken; period = time between the two / jiffies
-// advanced. A descheduled measuring thread (a loaded machine, an emulator)
-// widens some windows but cannot bias the choice.
-func MeasureTickPeriod(dur time.Duration) (time.Duration, error) {
-	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
-		Type:    ebpf.RawTracepoint,
-		License: "GPL",
-		Instructions: asm.Instructions{
-			asm.FnJiffies64.Call(),
-			asm.Return(),
-		},
-	}, ebpf.ProgramOptions{LogDisabled: true})
-	if err != nil {
-		return 0, fmt.Errorf("load bpf_jiffies64 program: %w", err)
-	}
-	defer prog.Close()
-	type reading struct {
-		j             uint32
-		before, after time.Time
-	}
-	read := func() (reading, error) {
-		r := reading{before: time.Now()}
-		j, err := prog.Run(&ebpf.RunOptions{})
-		r.j, r.after = j, time.Now()
-		if err != nil {
-			return r, fmt.Errorf("test-run bpf_jiffies64 program: %w", err)
-		}
-		return r, nil
-	}
-	type edge struct {
-		j      uint32
-		at     time.Time
-		window time.Duration
-	}
-	prev, err := read()
-	if err != nil {
-		return 0, err
-	}
-	start := prev.before
-	var edges []edge
-	for time.Since(start) < dur {
-		cur, err := read()
-		if err != nil {
-			return 0, err
-		}
-		if cur.j != prev.j {
-			w := cur.after.Sub(prev.before)
-			edges = append(edges, edge{j: cur.j, at: prev.before.Add(w / 2), window: w})
-		}
-		prev = cur
-	}
-	best := func(from, to time.Duration) (edge, bool) {
-		var b edge
-		found := false
-		for _, e := range edges {
-			if off := e.at.Sub(start); off >= from && off < to && (!found || e.window < b.window) {
-				b, found = e, true
-			}
-		}
-		return b, found
-	}
-	first, ok1 := best(0, dur/4)
-	last, ok2 := best(dur*3/4, dur+time.Hour)
-	if !ok1 || !ok2 || last.j == first.j {
-		return 0, fmt.Errorf("jiffies changed %d times in %v: too few to measure the tick period", len(edges), dur)
-	}
-	return last.at.Sub(first.at) / time.Duration(last.j-first.j), nil
 }
 
 func kernelRelease() string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/tick"
 )
 
 // attachFunc attaches the timing programs for every target of one Kind.
@@ -141,7 +142,7 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)
 	}
 	if opts.Clock.Kind == ClockJiffies && opts.Clock.Tick == 0 {
-		d, err := MeasureJiffy(200 * time.Millisecond)
+		d, err := tick.Period(200 * time.Millisecond)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,9 @@
-package loader
+// Package tick measures the kernel's tick: the jiffy period, the
+// resolution of bpf_jiffies64, which every jiffies-clock estimate rests
+// on. It is the one tick measurer: loader uses it for the jiffies clock,
+// doctor (loader.ProbeFeatures) to report the period. tick may import only
+// the standard library.
+package tick
 
 import (
 	"bufio"
@@ -62,14 +67,14 @@ func jiffyEdge() (edgeNs, jiffies, uncNs uint64, err error) {
 	return 0, 0, 0, errors.New("jiffies did not advance in 1s: use a tick:DUR clock or ns")
 }
 
-// MeasureJiffy measures the jiffy period (the resolution of bpf_jiffies64)
+// Period measures the jiffy period (the resolution of bpf_jiffies64)
 // from two jiffy edges at least span apart, instead of assuming CONFIG_HZ.
 // The second edge is taken again, later, until the edges' timing
 // uncertainty is below 0.1% of the span (or 3 s have passed). When the
 // measurement lies within its uncertainty (at least 0.1%, at most 1%) of
 // the period of a common CONFIG_HZ (100, 250, 300, 1000), that exact period
 // is returned.
-func MeasureJiffy(span time.Duration) (time.Duration, error) {
+func Period(span time.Duration) (time.Duration, error) {
 	e0, j0, u0, err := jiffyEdge()
 	if err != nil {
 		return 0, err
