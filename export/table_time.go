@@ -103,7 +103,10 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 			few = append(few, t.Name)
 		}
 	}
-	if len(few) > 0 {
+	if len(few) > 0 && r.Budget != nil {
+		fmt.Fprintf(w, "note: %s: calls in fewer than %d windows: the interval rests on the spread of few windows (Student t with few degrees of freedom); time longer for a tighter one\n",
+			strings.Join(few, ", "), timing.MinCheckBatches)
+	} else if len(few) > 0 {
 		fmt.Fprintf(w, "note: %s: fewer than %d polling batches, too few to check whether calls that overlap in time (several threads or goroutines in the function at once, crossing the same ticks) make the interval too narrow (Beilner eq. 11); time for at least %d x --interval, or shorten --interval\n",
 			strings.Join(few, ", "), timing.MinCheckBatches, timing.MinCheckBatches)
 	}
