@@ -1,33 +1,17 @@
 package budget
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 )
 
-// timed builds testdata/c/timed.c.
-func timed(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "testdata", "c", "timed.c")
-	bin := filepath.Join(t.TempDir(), "timed")
-	if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v: %s", err, out)
-	}
-	return bin
-}
+func TestMain(m *testing.M) { testtarget.Main(m) }
 
 // TestBudgetedRun times a function called back to back (spin1us, a few
 // hundred thousand calls a second) under a 5% budget in 10 ms windows:
@@ -35,17 +19,8 @@ func timed(t *testing.T) string {
 // the budget, and estimate the mean per call from its windows.
 func TestBudgetedRun(t *testing.T) {
 	bpftest.Require(t)
-	cmd := exec.Command(timed(t), "-g", "spin1us", "0")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready") {
-		t.Fatalf("target not ready: %q", sc.Text())
-	}
-	pid := cmd.Process.Pid
+	g := testtarget.StartGated(t, testtarget.Timed(t), "spin1us", "0") // calls forever
+	pid := g.Pid()
 	specs, err := loader.ResolveUser(pid, "tp_spin1us", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +31,7 @@ func TestBudgetedRun(t *testing.T) {
 	}
 	defer ls.Close()
 	ls.DetachProbes()
-	cmd.Process.Signal(syscall.SIGUSR1)
+	g.Release(t)
 	const budget = 0.05
 	r, err := New(ls, Config{Budget: budget, Window: 10 * time.Millisecond, Seed: 1,
 		Cost: estimate.Result{Mean: 1500, Low: 1000, High: 2000, Confidence: 0.95}})
@@ -100,5 +75,4 @@ func TestBudgetedRun(t *testing.T) {
 	for i, x := range r.windows[0] {
 		t.Logf("window %d: open %.1f ms, attached around it %.1f ms, %d calls", i, x.Length/1e6, x.Drain/1e6, x.Calls)
 	}
-	_ = os.Getpid
 }

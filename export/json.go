@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // timeJSON is the --json document of `tickprof time`.
@@ -27,7 +28,31 @@ type timeJSON struct {
 	StackFails   uint64           `json:"stack_failures"`
 	Correction   string           `json:"overhead_correction,omitempty"`
 	Go           *goStatsJSON     `json:"go,omitempty"`
+	Budget       *budgetJSON      `json:"overhead_budget,omitempty"`
 	Targets      []timeTargetJSON `json:"targets"`
+}
+
+// budgetJSON is a run under an overhead budget: the budget and the duty
+// cycle as fractions, the projected slowdown (a fraction) with its interval,
+// and each target's call rate while probed (calls per second, in targets
+// order).
+type budgetJSON struct {
+	Budget       float64    `json:"budget"`
+	Duty         float64    `json:"duty_cycle"`
+	Windows      int        `json:"windows"`
+	Binding      bool       `json:"binding"`
+	Slowdown     float64    `json:"slowdown"`
+	SlowdownLow  float64    `json:"slowdown_low"`
+	SlowdownHigh float64    `json:"slowdown_high"`
+	CostNs       float64    `json:"probe_cost_ns"`
+	Censored     uint64     `json:"censored_calls"`
+	Rates        []rateJSON `json:"call_rates"`
+}
+
+type rateJSON struct {
+	PerSec float64 `json:"per_s"`
+	Low    float64 `json:"low_per_s"`
+	High   float64 `json:"high_per_s"`
 }
 
 type goStatsJSON struct {
@@ -98,15 +123,24 @@ func fp(v float64) *float64 {
 // probe overhead has corrected: true, its measured figures in raw_mean_ns,
 // raw_low_ns, raw_high_ns and the overhead subtracted in overhead_ns,
 // overhead_low_ns, overhead_high_ns; mean_ns..high_ns are then corrected.
-func WriteTimeJSON(w io.Writer, r *TimeRun) error {
+func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
 		Start: r.Start.UTC(), DurationS: r.Duration.Seconds(), PID: r.PID, Command: r.Command,
 		StopReason: r.StopReason, Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
-		Correction: r.Correction, Targets: []timeTargetJSON{},
+		Correction: string(r.Correction), Targets: []timeTargetJSON{},
 	}
 	if g := r.Go; g != nil {
 		doc.Go = &goStatsJSON{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
+	}
+	if b := r.Budget; b != nil {
+		bj := &budgetJSON{Budget: b.Budget, Duty: b.Duty, Windows: b.Windows, Binding: b.Binding,
+			Slowdown: b.Slowdown.Mean, SlowdownLow: b.Slowdown.Low, SlowdownHigh: b.Slowdown.High,
+			CostNs: b.Cost.Mean, Censored: b.Censored, Rates: []rateJSON{}}
+		for _, rt := range b.Rates {
+			bj.Rates = append(bj.Rates, rateJSON{PerSec: rt.Mean, Low: rt.Low, High: rt.High})
+		}
+		doc.Budget = bj
 	}
 	for i := range r.Targets {
 		t := &r.Targets[i]
@@ -155,9 +189,15 @@ func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 		}
 		doc.Targets = append(doc.Targets, j)
 	}
+	return WriteJSON(w, doc)
+}
+
+// WriteJSON writes v as one indented JSON document: every command's JSON
+// output goes through it.
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return enc.Encode(v)
 }
 
 // trimHist drops the empty buckets above the highest used one.
@@ -170,7 +210,7 @@ func trimHist(h []uint64) []uint64 {
 }
 
 // WriteTimeJSONFile writes r as JSON to path.
-func WriteTimeJSONFile(path string, r *TimeRun) error {
+func WriteTimeJSONFile(path string, r *timing.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write JSON: %w", err)
@@ -190,7 +230,7 @@ func WriteTimeJSONFile(path string, r *TimeRun) error {
 // reported (possibly corrected) mean and interval, Raw the measured one
 // (equal to Estimate when no correction was applied). Callers and the
 // histogram are not read back.
-func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
+func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 	var doc timeJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("not a tickprof time JSON document: %w", err)
@@ -198,18 +238,18 @@ func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
 	if doc.Targets == nil {
 		return nil, fmt.Errorf("no \"targets\" in the document: give the file `tickprof time --json` wrote")
 	}
-	run := &TimeRun{
+	run := &timing.Result{
 		Clock: doc.Clock, Resolution: doc.ResolutionNs, Confidence: doc.Confidence, Start: doc.Start,
 		Duration: time.Duration(doc.DurationS * 1e9), PID: doc.PID, Command: doc.Command,
 		StopReason: doc.StopReason, Validate: doc.Validate, RingDrops: doc.RingDrops, StackFails: doc.StackFails,
-		Correction: doc.Correction,
+		Correction: timing.CorrectionMode(doc.Correction),
 	}
 	for _, j := range doc.Targets {
 		conf := j.Confidence
 		if conf == 0 {
 			conf = doc.Confidence
 		}
-		t := TimeTarget{
+		t := timing.TargetResult{
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
 			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
@@ -232,7 +272,7 @@ func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
 			}
 		}
 		if j.NsSum != nil && j.NsMean != nil && j.NsLow != nil && j.NsHigh != nil {
-			x := &ExactNs{Sum: *j.NsSum, Mean: estimate.Result{Mean: *j.NsMean, Low: *j.NsLow, High: *j.NsHigh, Confidence: conf, Calls: j.Calls}}
+			x := &timing.ExactNs{Sum: *j.NsSum, Mean: estimate.Result{Mean: *j.NsMean, Low: *j.NsLow, High: *j.NsHigh, Confidence: conf, Calls: j.Calls}}
 			if j.NsMin != nil && j.NsMax != nil {
 				x.Min, x.Max = *j.NsMin, *j.NsMax
 			}

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/symtab"
 )
 
 // prologueBinary returns testdata/c/prologue.c built.
 func prologueBinary(t testing.TB) string {
 	t.Helper()
-	return cTarget(t, "c/prologue.c", "prologue")
+	return testtarget.C(t, "c/prologue.c", "prologue")
 }
 
 // TestEntryPlacement checks where the entry probes of hand-written
@@ -25,8 +26,8 @@ func TestEntryPlacement(t *testing.T) {
 	bpftest.Require(t)
 	const calls = 500
 	bin := prologueBinary(t)
-	p := startProc(t, exec.Command(bin, "500"), readyPrefix, nil)
-	pid := p.cmd.Process.Pid
+	p := testtarget.Start(t, exec.Command(bin, "500"), testtarget.ReadyPrefix, nil)
+	pid := p.Pid()
 	tab, err := symtab.Open(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -63,12 +64,12 @@ func TestEntryPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	p.release(t)
-	lines, err := p.wait(t, 60*time.Second, 0, nil)
+	p.Release(t)
+	lines, err := p.Wait(t, 60*time.Second, 0, nil)
 	if err != nil {
 		t.Fatalf("target failed (%v), output %q: the probes broke its returns", err, lines)
 	}
-	if l := lastLine(lines); !strings.HasPrefix(l, "sum=") {
+	if l := testtarget.LastLine(lines); !strings.HasPrefix(l, "sum=") {
 		t.Fatalf("target output %q", l)
 	}
 	s.Stop()
@@ -91,8 +92,8 @@ func TestEntryPlacement(t *testing.T) {
 func TestUretprobeAfterSPMove(t *testing.T) {
 	bpftest.Require(t)
 	bin := prologueBinary(t)
-	p := startProc(t, exec.Command(bin, "500"), readyPrefix, nil)
-	pid := p.cmd.Process.Pid
+	p := testtarget.Start(t, exec.Command(bin, "500"), testtarget.ReadyPrefix, nil)
+	pid := p.Pid()
 	sp, err := ResolveUser(pid, "pl_sub_first", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +105,8 @@ func TestUretprobeAfterSPMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	p.release(t)
-	if _, err := p.wait(t, 60*time.Second, 0, nil); err != nil {
+	p.Release(t)
+	if _, err := p.Wait(t, 60*time.Second, 0, nil); err != nil {
 		t.Fatalf("target failed: %v", err)
 	}
 	s.Stop()

@@ -108,7 +108,7 @@ func (s *Session) AttachProbes() error {
 		byKind[t.Spec.Kind] = append(byKind[t.Spec.Kind], t)
 	}
 	for _, k := range kinds {
-		if err := attachers[k](s, byKind[k]); err != nil {
+		if err := attacher(k)(s, byKind[k]); err != nil {
 			s.DetachProbes()
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // TestWindowedCounting runs short windows (1 ms) over a function whose calls
@@ -14,8 +15,8 @@ import (
 // probes are detached and attached again, as under an overhead budget.
 func TestWindowedCounting(t *testing.T) {
 	bpftest.Require(t)
-	g := startGated(t, "sleep2ms", "0") // calls forever
-	pid := g.cmd.Process.Pid
+	g := testtarget.StartGated(t, timedBinary(t), "sleep2ms", "0") // calls forever
+	pid := g.Pid()
 	specs, err := ResolveUser(pid, "tp_sleep2ms", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +27,7 @@ func TestWindowedCounting(t *testing.T) {
 	}
 	defer s.Close()
 	s.DetachProbes()
-	g.release(t)
+	g.Release(t)
 	const windows = 40
 	var counted, nsSum uint64
 	prev, err := s.Poll()

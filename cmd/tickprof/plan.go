@@ -1,31 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickprof/tickprof/budget"
+	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/units"
 )
-
-// planOutput is what `tickprof plan --json` prints.
-type planOutput struct {
-	Executions   uint64   `json:"executions"`
-	ResolutionNs float64  `json:"resolution_ns"`
-	ExpectNs     float64  `json:"expect_ns"`
-	Confidence   float64  `json:"confidence"`
-	HalfWidthNs  float64  `json:"half_width_ns"`
-	RelHalfWidth float64  `json:"rel_half_width"`
-	RunTimeNs    *float64 `json:"run_time_ns,omitempty"`
-	// RatePerSec or LoopNs echo how the run time was computed.
-	RatePerSec *float64 `json:"rate_per_sec,omitempty"`
-	LoopNs     *float64 `json:"loop_ns,omitempty"`
-	// Note warns when the plan rests on a degenerate model.
-	Note string `json:"note,omitempty"`
-}
 
 // planFlags are the raw values of the plan command's flags.
 type planFlags struct {
@@ -33,6 +19,7 @@ type planFlags struct {
 	precision, absError            string
 	digits                         int
 	rate, loop                     string
+	overhead, cost                 string
 	asJSON                         bool
 }
 
@@ -69,9 +56,9 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 				return err
 			}
 			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), out)
+				return export.WriteJSON(cmd.OutOrStdout(), out)
 			}
-			return writePlan(cmd.OutOrStdout(), out, f)
+			return export.WritePlan(cmd.OutOrStdout(), out)
 		},
 	}
 	fl := cmd.Flags()
@@ -83,6 +70,8 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 	fl.IntVar(&f.digits, "digits", 0, "target significant `N` digits: half-width of one unit of the last digit, e.g. 3")
 	fl.StringVar(&f.rate, "rate", "", "call `RATE` for the run time, e.g. 1000/s, 2.5/ms, 400Hz")
 	fl.StringVar(&f.loop, "loop", "", "loop period `DUR` (one execution per cycle) for the run time, e.g. 10ms")
+	fl.StringVar(&f.overhead, "overhead", "", "with --rate: the run time under a budget `PCT` on the target's slowdown (time --overhead)")
+	fl.StringVar(&f.cost, "cost", "", "probe cost per call `DUR` for --overhead (default: this machine's calibration)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object (keys executions, resolution_ns, expect_ns, confidence, half_width_ns, rel_half_width, run_time_ns)")
 	cmd.SetFlagErrorFunc(flagError)
 	addPlanFrom(cmd)
@@ -90,8 +79,8 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 }
 
 // runPlan validates the flags and computes the plan.
-func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
-	var out planOutput
+func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
+	var out export.Plan
 	fl := cmd.Flags()
 	if f.resolution == "" {
 		return out, usagef("plan needs --resolution: the clock's tick length, e.g. --resolution 4ms")
@@ -107,40 +96,13 @@ func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
 	if err != nil {
 		return out, err
 	}
-	conf, err := parseConfidence(f.confidence)
+	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {
 		return out, usagef("--confidence: %v", err)
 	}
-	var goal estimate.Goal
-	set := 0
-	if fl.Changed("precision") {
-		set++
-		p, err := parsePercent(f.precision)
-		if err != nil {
-			return out, usagef("--precision: %v", err)
-		}
-		if !(p > 0) {
-			return out, usagef("--precision %q must be above zero, e.g. 5%%", f.precision)
-		}
-		goal.RelHalfWidth = p
-	}
-	if fl.Changed("abs-error") {
-		set++
-		h, err := positiveDuration("--abs-error", f.absError)
-		if err != nil {
-			return out, err
-		}
-		goal.AbsHalfWidth = h
-	}
-	if fl.Changed("digits") {
-		set++
-		if f.digits < 1 || f.digits > 15 {
-			return out, usagef("--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
-		}
-		goal.Digits = f.digits
-	}
-	if set != 1 {
-		return out, usagef("give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)")
+	goal, err := planGoal(cmd, f)
+	if err != nil {
+		return out, err
 	}
 	if fl.Changed("rate") && fl.Changed("loop") {
 		return out, usagef("give --rate or --loop, not both: the run time follows from one of them")
@@ -149,16 +111,21 @@ func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
 	if err != nil {
 		return out, estimateErr(err)
 	}
-	out = planOutput{Executions: p.Executions, ResolutionNs: res, ExpectNs: exp, Confidence: p.Confidence,
+	out = export.Plan{Executions: p.Executions, ResolutionNs: res, ExpectNs: exp, Confidence: p.Confidence,
 		HalfWidthNs: p.HalfWidth, RelHalfWidth: p.RelHalfWidth}
 	switch {
 	case fl.Changed("rate"):
-		r, err := parseRate(f.rate)
+		r, err := units.ParseRate(f.rate)
 		if err != nil {
 			return out, usagef("--rate: %v", err)
 		}
 		rt := estimate.RunTime(p.Executions, r)
 		out.RunTimeNs, out.RatePerSec = &rt, &r
+		if fl.Changed("overhead") {
+			if err := planBudget(&out, f, p.Executions, r); err != nil {
+				return out, err
+			}
+		}
 	case fl.Changed("loop"):
 		l, err := positiveDuration("--loop", f.loop)
 		if err != nil {
@@ -167,45 +134,56 @@ func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
 		rt := estimate.LoopRunTime(p.Executions, l)
 		out.RunTimeNs, out.LoopNs = &rt, &l
 	}
+	if fl.Changed("overhead") && !fl.Changed("rate") {
+		return out, usagef("--overhead needs --rate: the duty cycle follows from the call rate")
+	}
 	if x := exp / res; x == float64(int64(x)) {
 		out.Note = "the expected duration is a whole number of ticks, where the two-point model predicts no spread at all; time a pilot run and plan from its measured spread"
 	}
 	return out, nil
 }
 
-// writePlan prints the plan for a person.
-func writePlan(w io.Writer, p planOutput, f planFlags) error {
-	goal := "±" + formatPercent(p.RelHalfWidth) + " (±" + formatNs(p.HalfWidthNs) + ")"
-	noun := "executions"
-	if p.Executions == 1 {
-		noun = "execution"
-	}
-	if _, err := fmt.Fprintf(w, "%d %s  for %s at %s confidence  (expected %s, resolution %s, two-point model)\n",
-		p.Executions, noun, goal, formatPercent(p.Confidence), formatNsExact(p.ExpectNs), formatNsExact(p.ResolutionNs)); err != nil {
-		return err
-	}
-	if p.RunTimeNs != nil {
-		how := ""
-		if p.RatePerSec != nil {
-			how = "at " + trimFloat(*p.RatePerSec) + " calls/s"
-		} else {
-			how = "at one execution per " + formatNsExact(*p.LoopNs)
+// planGoal reads the one precision goal given: --precision, --abs-error
+// or --digits.
+func planGoal(cmd *cobra.Command, f planFlags) (estimate.Goal, error) {
+	fl := cmd.Flags()
+	var goal estimate.Goal
+	set := 0
+	if fl.Changed("precision") {
+		set++
+		p, err := units.ParsePercent(f.precision)
+		if err != nil {
+			return goal, usagef("--precision: %v", err)
 		}
-		if _, err := fmt.Fprintf(w, "run time  %s  %s\n", formatLongNs(*p.RunTimeNs), how); err != nil {
-			return err
+		if !(p > 0) {
+			return goal, usagef("--precision %q must be above zero, e.g. 5%%", f.precision)
 		}
+		goal.RelHalfWidth = p
 	}
-	if p.Note != "" {
-		if _, err := fmt.Fprintf(w, "note: %s\n", p.Note); err != nil {
-			return err
+	if fl.Changed("abs-error") {
+		set++
+		h, err := positiveDuration("--abs-error", f.absError)
+		if err != nil {
+			return goal, err
 		}
+		goal.AbsHalfWidth = h
 	}
-	return nil
+	if fl.Changed("digits") {
+		set++
+		if f.digits < 1 || f.digits > 15 {
+			return goal, usagef("--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
+		}
+		goal.Digits = f.digits
+	}
+	if set != 1 {
+		return goal, usagef("give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)")
+	}
+	return goal, nil
 }
 
 // positiveDuration parses a duration flag and requires it to be above zero.
 func positiveDuration(flag, v string) (float64, error) {
-	d, err := parseDuration(v)
+	d, err := units.ParseDuration(v)
 	if err != nil {
 		return 0, usagef("%s: %v", flag, err)
 	}
@@ -237,9 +215,37 @@ func flagError(_ *cobra.Command, err error) error {
 	return usageError{fmt.Errorf("%v (see --help)", err)}
 }
 
-// writeJSON prints v as one indented JSON object.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// planBudget adds the run time under an overhead budget to a plan: the
+// duty cycle that holds the budget at the call rate and probe cost
+// (estimate.DutyForBudget, one thread: the safe case), and the time the
+// executions take at that duty in windows of budget.DefaultWindow, at
+// least estimate.MinStopBatches of them (estimate.PlanUnderBudget).
+func planBudget(out *export.Plan, f planFlags, executions uint64, rate float64) error {
+	b, err := units.ParsePercent(f.overhead)
+	if err != nil || !(b > 0 && b < 1) {
+		return usagef("--overhead %q: want a slowdown budget such as 1%%", f.overhead)
+	}
+	var cost float64
+	if f.cost != "" {
+		if cost, err = positiveDuration("--cost", f.cost); err != nil {
+			return err
+		}
+	} else {
+		c, err := calibrate.LoadCorrector("")
+		if err != nil {
+			return usagef("--overhead needs the probe cost: give --cost DUR or run `tickprof calibrate` (%v)", err)
+		}
+		o, ok := c.Overhead("user", 0.95)
+		if !ok {
+			return usagef("--overhead needs the probe cost: give --cost DUR (the calibration has no user probe cost)")
+		}
+		cost = o.High
+	}
+	q, err := estimate.DutyForBudget(b, rate*cost*1e-9)
+	if err != nil {
+		return estimateErr(err)
+	}
+	rt := estimate.PlanUnderBudget(executions, rate, q, float64(budget.DefaultWindow))
+	out.Budget, out.Duty, out.BudgetRunTimeNs, out.CostNs = &b, &q, &rt, &cost
+	return nil
 }
