@@ -38,7 +38,7 @@ func TestBudgetedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	st, err := r.Run(ctx, nil)
 	if err != nil {
@@ -52,8 +52,8 @@ func TestBudgetedRun(t *testing.T) {
 	if tg.Err != nil {
 		t.Fatalf("no estimate: %v", tg.Err)
 	}
-	if st.Windows < 3 {
-		t.Errorf("%d windows in 5 s", st.Windows)
+	if st.Windows < 2 { // the fewest a mean with windows as clusters needs; how many fit depends on attach and drain times, which depend on load
+		t.Errorf("%d windows in 6 s", st.Windows)
 	}
 	if !(st.NextDuty < 1) {
 		t.Errorf("next duty %v: a function called back to back should make a 5%% budget bind", st.NextDuty)
