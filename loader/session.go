@@ -56,6 +56,11 @@ type Options struct {
 	// calls get a crossing record (about ET/RecordGrid records per call);
 	// 0 means DefaultRecordGrid.
 	RecordGrid time.Duration
+	// Windowed counts only the calls entering while the window is open
+	// (SetWindowOpen; closed at Open) and keeps the in-flight count
+	// (WindowInFlight): timing under an overhead budget. Native user functions
+	// only.
+	Windowed bool
 }
 
 // DefaultRecordGrid is the ns clock's record grid: per-caller attribution
@@ -129,6 +134,9 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		if attacher(sp.Kind) == nil {
 			return nil, fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
 		}
+	}
+	if err := checkWindowed(opts, specs); err != nil {
+		return nil, err
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)
@@ -224,6 +232,7 @@ func (s *Session) constants() map[string]any {
 		"tp_filter_tgid":  uint32(s.opts.PID),
 		"tp_want_records": records,
 		"tp_record_ns":    uint64(s.opts.RecordGrid),
+		"tp_windowed":     boolU32(s.opts.Windowed),
 	}
 }
 
@@ -236,6 +245,7 @@ func (s *Session) load() error {
 		return err
 	}
 	spec.Maps["tp_counters"].MaxEntries = uint32(len(s.targets))
+	spec.Maps["tp_inflight"].MaxEntries = uint32(len(s.targets))
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	}
@@ -289,6 +299,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_stacks":   s.objs.TpStacks,
 		"tp_zero":     s.objs.TpZero,
 		"tp_tasks":    s.objs.TpTasks,
+		"tp_inflight": s.objs.TpInflight,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {
