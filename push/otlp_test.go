@@ -2,54 +2,13 @@ package push
 
 import (
 	"context"
-	"sync"
 	"testing"
+
+	"github.com/tickprof/tickprof/push/pushtest"
 
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile"
-	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 )
-
-// otlpRecv is a profiles receiver served by the Collector's pprofileotlp
-// gRPC server registration.
-type otlpRecv struct {
-	pprofileotlp.UnimplementedGRPCServer
-	mu  sync.Mutex
-	got []pprofile.Profiles
-	md  []metadata.MD
-}
-
-func (r *otlpRecv) Export(ctx context.Context, req pprofileotlp.ExportRequest) (pprofileotlp.ExportResponse, error) {
-	p := pprofile.NewProfiles()
-	req.Profiles().CopyTo(p)
-	md, _ := metadata.FromIncomingContext(ctx)
-	r.mu.Lock()
-	r.got = append(r.got, p)
-	r.md = append(r.md, md)
-	r.mu.Unlock()
-	return pprofileotlp.NewExportResponse(), nil
-}
-
-func (r *otlpRecv) received() []pprofile.Profiles {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]pprofile.Profiles(nil), r.got...)
-}
-
-func startOTLP(t testing.TB, addr string) (*otlpRecv, string, func()) {
-	t.Helper()
-	ln := listen(t, addr)
-	srv := grpc.NewServer()
-	recv := &otlpRecv{}
-	pprofileotlp.RegisterGRPCServer(srv, recv)
-	go srv.Serve(ln)
-	var once sync.Once
-	stop := func() { once.Do(srv.Stop) }
-	t.Cleanup(stop)
-	return recv, ln.Addr().String(), stop
-}
 
 // fromOTLP rebuilds a pprof profile from the OTLP model (all profiles of
 // the first scope, one sample type each, samples matched by position).
@@ -102,7 +61,7 @@ func fromOTLP(t *testing.T, pd pprofile.Profiles) *profile.Profile {
 }
 
 func TestOTLP(t *testing.T) {
-	recv, addr, _ := startOTLP(t, "127.0.0.1:0")
+	recv, addr, _ := pushtest.StartOTLP(t, "127.0.0.1:0")
 	s, err := NewOTLP(addr, OTLPOptions{Insecure: true, OriginalPayload: true, Auth: Auth{TenantID: "t9"}})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +72,7 @@ func TestOTLP(t *testing.T) {
 	if err := s.Push(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
-	got := recv.received()
+	got := recv.Received()
 	if len(got) != 1 {
 		t.Fatalf("received %d requests", len(got))
 	}
@@ -125,8 +84,8 @@ func TestOTLP(t *testing.T) {
 			t.Errorf("resource attribute %s = %v, want %s", k, v.AsString(), want)
 		}
 	}
-	if md := recv.md[0].Get("x-scope-orgid"); len(md) != 1 || md[0] != "t9" {
-		t.Errorf("tenant metadata %v", recv.md[0])
+	if md := recv.MD[0].Get("x-scope-orgid"); len(md) != 1 || md[0] != "t9" {
+		t.Errorf("tenant metadata %v", recv.MD[0])
 	}
 	sp := pd.ResourceProfiles().At(0).ScopeProfiles().At(0)
 	if n := sp.Profiles().Len(); n != 2 {

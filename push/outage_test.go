@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tickprof/tickprof/push/pushtest"
 )
 
 // outage is how long the receiver is down in TestOutage. The case,
@@ -25,10 +27,10 @@ func TestOutage(t *testing.T) {
 }
 
 func runOutage(t *testing.T, down time.Duration, withSpool bool) {
-	h := &ingestRecv{}
-	ln := listen(t, "127.0.0.1:0")
+	h := &pushtest.Ingest{}
+	ln := pushtest.Listen(t, "127.0.0.1:0")
 	addr := ln.Addr().String()
-	stop := serve(t, ln, h)
+	stop := pushtest.Serve(t, ln, h)
 	sink, err := NewIngest("http://"+addr, HTTPOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +59,7 @@ func runOutage(t *testing.T, down time.Duration, withSpool bool) {
 	if st := p.Stats(); st.Failed == 0 {
 		t.Errorf("no failed attempt counted during the outage: %+v", st)
 	}
-	serve(t, listen(t, addr), h)
+	pushtest.Serve(t, pushtest.Listen(t, addr), h)
 	produce(down / 6)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second+down)
 	defer cancel()
@@ -65,17 +67,17 @@ func runOutage(t *testing.T, down time.Duration, withSpool bool) {
 	st := p.Stats()
 
 	got := map[string]bool{}
-	for _, in := range h.received() {
-		id := in.labels["window"]
+	for _, in := range h.Received() {
+		id := in.Labels["window"]
 		if got[id] {
 			t.Errorf("window %s delivered twice", id)
 		}
 		got[id] = true
 		w := produced[id]
-		if in.from != w.Start.Unix() {
-			t.Errorf("window %s: from %d, want its own start %d", id, in.from, w.Start.Unix())
+		if in.From != w.Start.Unix() {
+			t.Errorf("window %s: from %d, want its own start %d", id, in.From, w.Start.Unix())
 		}
-		sameStacks(t, in.prof, w.Profile)
+		sameStacks(t, in.Profile, w.Profile)
 	}
 	t.Logf("outage %v: produced %d, delivered %d, stats %+v", down, len(produced), len(got), st)
 	if st.Pushed != uint64(len(got)) {
@@ -109,7 +111,7 @@ func runOutage(t *testing.T, down time.Duration, withSpool bool) {
 // by the next Pusher on the same directory.
 func TestSpoolSurvivesRestart(t *testing.T) {
 	dir := t.TempDir() + "/spool"
-	ln := listen(t, "127.0.0.1:0")
+	ln := pushtest.Listen(t, "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens: every attempt fails
 	sink, _ := NewIngest("http://"+addr, HTTPOptions{})
@@ -126,8 +128,8 @@ func TestSpoolSurvivesRestart(t *testing.T) {
 	if st := p.Stats(); st.Spool != 5 || st.Dropped != 0 {
 		t.Fatalf("after Close: %+v, want 5 windows in the spool", st)
 	}
-	h := &ingestRecv{}
-	serve(t, listen(t, addr), h)
+	h := &pushtest.Ingest{}
+	pushtest.Serve(t, pushtest.Listen(t, addr), h)
 	p2, err := New(Config{Sink: sink, SpoolDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +139,7 @@ func TestSpoolSurvivesRestart(t *testing.T) {
 	if err := p2.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h.received()); n != 5 {
+	if n := len(h.Received()); n != 5 {
 		t.Errorf("next run delivered %d spooled windows, want 5", n)
 	}
 }
@@ -146,7 +148,7 @@ func TestSpoolSurvivesRestart(t *testing.T) {
 func TestSpoolCap(t *testing.T) {
 	w := testWindow(0)
 	raw, _ := w.encode()
-	ln := listen(t, "127.0.0.1:0")
+	ln := pushtest.Listen(t, "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
 	sink, _ := NewIngest("http://"+addr, HTTPOptions{})
