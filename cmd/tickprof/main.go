@@ -28,6 +28,7 @@ profiles open in go tool pprof.`,
 		newTimeCmd(),
 		newCalibrateCmd(), newDemoCmd(),
 		newPlanCmd(), newEstimateCmd(),
+		newAgentCmd(),
 	)
 	return root
 }
