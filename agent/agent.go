@@ -25,6 +25,9 @@ import (
 // chose it.
 const DefaultFrequency = 49
 
+// TimeProfileName is the Name of the time windows (Pyroscope's __name__).
+const TimeProfileName = "tickprof_time"
+
 // DefaultWindow is the default window length (Pyroscope's).
 const DefaultWindow = 10 * time.Second
 
@@ -41,6 +44,15 @@ type Config struct {
 	Frequency int
 	// Window is the length of a window (0: DefaultWindow).
 	Window time.Duration
+	// Users and Syscalls are functions ([BINARY:]SYMBOL, as `tickprof time
+	// -u`) and system calls (as -s) timed continuously; each window's
+	// counts go out as a time profile (Name TimeProfileName). System calls
+	// need exactly one PID; user functions without one PID need BINARY to
+	// be a path (every process running it is timed).
+	Users, Syscalls []string
+	// Confidence is the level report uses for the time windows' intervals
+	// (0: 95%).
+	Confidence float64
 	// Service names the application (label "service"); empty: each
 	// process's executable name.
 	Service string
@@ -121,6 +133,9 @@ func New(cfg Config) (*Agent, error) {
 		if err := push.CheckLabel(k, v); err != nil {
 			return nil, err
 		}
+	}
+	if len(cfg.Syscalls) > 0 && len(cfg.PIDs) != 1 {
+		return nil, errors.New("timing system calls needs exactly one PID (they would be counted in every process)")
 	}
 	if len(cfg.Sinks) == 0 {
 		return nil, errors.New("no destination for the windows")
@@ -278,6 +293,21 @@ func (a *Agent) session(ctx context.Context) error {
 		a.probes = 0
 		a.mu.Unlock()
 	}()
+	var tm *timer
+	if len(a.cfg.Users)+len(a.cfg.Syscalls) > 0 {
+		pid := 0
+		if len(a.cfg.PIDs) == 1 {
+			pid = a.cfg.PIDs[0]
+		}
+		if tm, err = startTimer(a.cfg.Users, a.cfg.Syscalls, pid, a.cfg.Confidence); err != nil {
+			return fmt.Errorf("timing: %w", err)
+		}
+		defer tm.close()
+		// The timing counters start now; the first window covers the rest.
+		if _, err := tm.window(time.Now(), time.Now()); err != nil {
+			return fmt.Errorf("timing: %w", err)
+		}
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rescanDone := make(chan struct{})
@@ -295,6 +325,11 @@ func (a *Agent) session(ctx context.Context) error {
 		a.samples.Store(a.sampleBase + st.Kept)
 		if err := a.emit(d); err != nil {
 			a.logf("window: %v", err)
+		}
+		if tm != nil {
+			if err := a.emitTime(tm, d.Start, d.Start.Add(d.Duration)); err != nil {
+				a.logf("time window: %v", err)
+			}
 		}
 		a.windows.Add(1)
 		a.markDone()
@@ -392,6 +427,41 @@ func (a *Agent) emit(d *export.CPUData) error {
 			pu.Enqueue(w)
 		}
 		a.processes.Add(1)
+	}
+	return nil
+}
+
+// emitTime reads the timing counters and enqueues the window's time
+// profile, labelled like a process window (without pid unless one process
+// is watched).
+func (a *Agent) emitTime(tm *timer, start, end time.Time) error {
+	tw, err := tm.window(start, end)
+	if err != nil {
+		return err
+	}
+	p, err := export.EncodeTimeWindow(tw)
+	if err != nil {
+		return err
+	}
+	var info procInfo
+	ok := false
+	var pid int64
+	if len(a.cfg.PIDs) == 1 {
+		pid = int64(a.cfg.PIDs[0])
+		a.mu.Lock()
+		info, ok = a.watch.recall(a.cfg.PIDs[0])
+		a.mu.Unlock()
+	}
+	labels := a.labels(pid, info, ok)
+	if labels[push.ServiceLabel] == "unknown" && len(a.cfg.Exes) > 0 {
+		labels[push.ServiceLabel] = filepath.Base(a.cfg.Exes[0])
+	}
+	for _, k := range sortedKeys(labels) {
+		p.Comments = append(p.Comments, "tickprof-label "+k+"="+labels[k])
+	}
+	w := &push.Window{Start: start, End: end, Labels: labels, Profile: p, Name: TimeProfileName}
+	for _, pu := range a.pushers {
+		pu.Enqueue(w)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/push/pushtest"
 	"github.com/tickprof/tickprof/sampler"
@@ -319,4 +320,93 @@ func TestAgentExeChurn(t *testing.T) {
 		t.Errorf("watch set holds %d processes at the end, want 1 (the second)", st.Watched)
 	}
 	t.Logf("stats %+v", a.Stats())
+}
+
+// TestAgentTimesFunction times burn_a continuously (-u, ns clock) beside a
+// single loader session over a span that holds the agent's: the windows
+// merged give at most its calls, and a mean whose difference from the
+// single session's holds 0 at 99% (the calls overlap, so the
+// independent-samples interval is conservative).
+func TestAgentTimesFunction(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	exe := buildBurn(t, dir, "tptime")
+	target := startBurn(t, exe, 60)
+	ing := &pushtest.Ingest{}
+	ln := pushtest.Listen(t, "127.0.0.1:0")
+	pushtest.Serve(t, ln, ing)
+	sink, _ := push.NewIngest("http://"+ln.Addr().String(), push.HTTPOptions{})
+	a, err := New(Config{PIDs: []int{target.Process.Pid}, Frequency: 49, Window: 2 * time.Second,
+		Users: []string{"burn_a"}, Confidence: 0.99, Sinks: []push.Sink{sink}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := loader.ResolveUser(target.Process.Pid, "burn_a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: target.Process.Pid, NoRecords: true}, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil && a.Stats().Windows < 4 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ref.Stop()
+	rp, err := ref.Poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profs []*profile.Profile
+	for _, in := range ing.Received() {
+		if export.IsTimeProfile(in.Profile) {
+			profs = append(profs, in.Profile)
+		}
+	}
+	if len(profs) < 3 {
+		t.Fatalf("%d time windows", len(profs))
+	}
+	merged, err := profile.Merge(profs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := export.TimeReport(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Rows) != 1 || !tab.Rows[0].HasEstimate {
+		t.Fatalf("time report of the merged windows: %+v", tab.Rows)
+	}
+	row := tab.Rows[0]
+	c := rp.Totals[0]
+	want, err := estimate.Time(estimate.Counts{Resolution: 1, Calls: c.Calls, Ticks: c.Ticks, TicksSq: c.TicksSq.Lo, HasTicksSq: true},
+		estimate.Options{Confidence: 0.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d windows merged: %d calls, mean %.0f ns [%.0f, %.0f] (%s); one session: %d calls, %.0f ns [%.0f, %.0f]",
+		len(profs), row.Calls, row.Mean, row.Low, row.High, row.Method, c.Calls, want.Mean, want.Low, want.High)
+	// The single session runs from before the agent's start to after its
+	// end: it holds every call the windows hold.
+	if row.Calls == 0 || row.Calls > c.Calls {
+		t.Errorf("merged windows count %d calls, the single session over a longer span %d", row.Calls, c.Calls)
+	}
+	got := estimate.Result{Mean: row.Mean, Low: row.Low, High: row.High, Confidence: tab.Confidence,
+		StdErr: (row.High - row.Low) / (2 * 2.575829), Calls: row.Calls}
+	d, err := estimate.DiffResults(want, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Significant {
+		t.Errorf("merged windows and one session disagree on burn_a's mean: difference %.0f [%.0f, %.0f]", d.Diff, d.Low, d.High)
+	}
 }

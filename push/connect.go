@@ -14,7 +14,8 @@ import (
 
 // Connect pushes windows to Pyroscope's Connect push API
 // (/push.v1.PusherService/Push), one series per window, labelled
-// __name__=process_cpu, service_name=SERVICE and the window's labels.
+// __name__ (the window's Name, process_cpu by default),
+// service_name=SERVICE and the window's labels.
 type Connect struct {
 	client pushv1connect.PusherServiceClient
 	opts   HTTPOptions
@@ -40,8 +41,12 @@ func (s *Connect) Name() string { return "pyroscope-connect" }
 
 // ConnectLabels returns the label pairs of a window's series.
 func ConnectLabels(w *Window) []*typesv1.LabelPair {
+	name := w.Name
+	if name == "" {
+		name = ProfileName
+	}
 	ls := []*typesv1.LabelPair{
-		{Name: "__name__", Value: ProfileName},
+		{Name: "__name__", Value: name},
 		{Name: "service_name", Value: w.Service()},
 	}
 	for _, k := range w.sortedKeys(true) {

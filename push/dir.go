@@ -63,6 +63,10 @@ func (s *Dir) fileName(w *Window) string {
 	b.WriteString(w.Start.UTC().Format("20060102T150405.000000000Z"))
 	b.WriteByte('-')
 	b.WriteString(fileSafe(w.Service()))
+	if w.Name != "" {
+		b.WriteByte('-')
+		b.WriteString(fileSafe(w.Name))
+	}
 	if pid := w.Labels["pid"]; pid != "" {
 		b.WriteString("-pid")
 		b.WriteString(fileSafe(pid))

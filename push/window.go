@@ -24,6 +24,9 @@ type Window struct {
 	Profile *profile.Profile
 	// SampleRate is the sampling frequency in Hz (0 when unknown).
 	SampleRate int
+	// Name is the profile's kind, Pyroscope's __name__ ("" for
+	// ProfileName, process_cpu).
+	Name string
 }
 
 // ServiceLabel is the label that names the application.

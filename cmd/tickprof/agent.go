@@ -42,6 +42,8 @@ type agentFlags struct {
 	tokenFile                string
 	listen                   string
 	flush                    time.Duration
+	users, syscalls          []string
+	confidence               string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -92,6 +94,9 @@ each drop is counted in /metrics (--listen).`,
 	fl.StringVar(&f.basicUser, "basic-auth-user", "", "HTTP basic auth `USER` (password from --basic-auth-password-file)")
 	fl.StringVar(&f.basicPassFile, "basic-auth-password-file", "", "read the basic-auth password from `FILE` (owned by root or you, not writable by others)")
 	fl.StringVar(&f.tokenFile, "bearer-token-file", "", "send the bearer token in `FILE` (owned by root or you, not writable by others; re-read each push)")
+	fl.StringArrayVarP(&f.users, "user", "u", nil, "also time `[BINARY:]SYMBOL` continuously, as tickprof time -u (repeatable)")
+	fl.StringArrayVarP(&f.syscalls, "syscall", "s", nil, "also time system call `NAME` continuously, as tickprof time -s (repeatable; needs one -p)")
+	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level report uses for the time windows' intervals")
 	fl.StringVar(&f.listen, "listen", "", "serve /metrics and /healthz on `ADDR` (e.g. :9464)")
 	fl.DurationVar(&f.flush, "flush-timeout", 10*time.Second, "at exit, wait this long for queued windows to be pushed")
 	return cmd
@@ -133,6 +138,13 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		if err := push.CheckLabel("service", f.service); err != nil {
 			return usagef("--service: %v", err)
 		}
+	}
+	if len(f.syscalls) > 0 && len(f.pids) != 1 {
+		return usagef("-s needs exactly one -p PID: system calls would be counted in every process")
+	}
+	conf, err := parseConfidence(f.confidence)
+	if err != nil {
+		return usagef("--confidence: %v", err)
 	}
 	if f.pyroscope == "" && f.otlp == "" && f.dir == "" {
 		return usagef("agent needs a destination: --pyroscope URL, --otlp HOST:PORT or --dir DIR")
@@ -215,6 +227,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	a, err := agent.New(agent.Config{
 		PIDs: f.pids, Exes: f.exes, All: f.all, Frequency: f.freq, Window: f.window,
 		Service: f.service, Labels: labels, Sinks: sinks,
+		Users: f.users, Syscalls: f.syscalls, Confidence: conf,
 		Push: push.Config{QueueLen: f.queue, SpoolDir: f.spool, SpoolBytes: spoolMax,
 			Backoff: push.Backoff{Initial: time.Second, Max: time.Minute}},
 		FlushTimeout: f.flush, Logf: logf,

@@ -46,6 +46,8 @@ func TestAgentUsage(t *testing.T) {
 		{[]string{"agent", "--all", "--otlp", "nohost"}, "HOST:PORT"},
 		{[]string{"agent", "--all", "--dir", "x", "--basic-auth-user", "u"}, "password-file"},
 		{[]string{"agent", "--all", "--dir", "x", "--spool-size", "big"}, "not a size"},
+		{[]string{"agent", "--exe", "x", "-s", "read", "--dir", "x"}, "exactly one -p"},
+		{[]string{"agent", "-p", "1", "--dir", "x", "--confidence", "150%"}, "--confidence"},
 	} {
 		_, errs, code := runTickprof(t, c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {
