@@ -230,12 +230,13 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// rescanEvery is how often the watch set is read anew: at least twice a
-// window, at most every second.
+// rescanEvery is how often the watch set is read anew: four times a window,
+// at most every 2.5 s (reading /proc for every process is most of the
+// agent's own CPU between windows).
 func (a *Agent) rescanEvery() time.Duration {
-	d := a.cfg.Window / 2
-	if d > time.Second {
-		d = time.Second
+	d := a.cfg.Window / 4
+	if d > 2500*time.Millisecond {
+		d = 2500 * time.Millisecond
 	}
 	return d
 }

@@ -74,11 +74,16 @@ func (w *watcher) scan() ([]procInfo, error) {
 	seen := map[int]bool{}
 	var out []procInfo
 	for _, pid := range pids {
+		if len(w.exes) > 0 {
+			// The executable first: reading it is cheaper than the stat
+			// line, which only matching processes need.
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+			if err != nil || !w.matches(strings.TrimSuffix(exe, " (deleted)")) {
+				continue
+			}
+		}
 		info, ok := w.info(pid)
 		if !ok {
-			continue
-		}
-		if len(w.exes) > 0 && !w.matches(info.exe, pid) {
 			continue
 		}
 		seen[pid] = true
@@ -93,22 +98,23 @@ func (w *watcher) scan() ([]procInfo, error) {
 }
 
 // info reads (or recalls) what is known of a live process; false when it
-// is gone, a zombie or a kernel thread.
+// is gone, a zombie or a kernel thread. The executable is read on every
+// call: a process seen between fork and exec changes it.
 func (w *watcher) info(pid int) (procInfo, bool) {
 	start, state, ok := procStat(pid)
 	if !ok || state == 'Z' || state == 'X' {
 		return procInfo{}, false
-	}
-	if p, ok := w.known[pid]; ok && p.start == start {
-		p.seen = time.Now()
-		w.known[pid] = p
-		return p, true
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
 		return procInfo{}, false // kernel thread, or gone
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
+	if p, ok := w.known[pid]; ok && p.start == start && p.exe == exe {
+		p.seen = time.Now()
+		w.known[pid] = p
+		return p, true
+	}
 	p := procInfo{pid: pid, exe: exe, start: start, buildID: w.buildID(pid, exe), seen: time.Now()}
 	w.known[pid] = p
 	return p, true
@@ -124,20 +130,14 @@ func (w *watcher) recall(pid int) (procInfo, bool) {
 }
 
 // matches reports whether a process runs one of the executables: a name
-// matches the executable's base name or the process's comm, a path the
-// executable's path.
-func (w *watcher) matches(exe string, pid int) bool {
+// matches the executable's file name, a path its resolved path.
+func (w *watcher) matches(exe string) bool {
 	for _, e := range w.exes {
 		if strings.ContainsRune(e, '/') {
 			if exe == e {
 				return true
 			}
-			continue
-		}
-		if filepath.Base(exe) == e {
-			return true
-		}
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == e {
+		} else if filepath.Base(exe) == e {
 			return true
 		}
 	}

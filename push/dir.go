@@ -18,6 +18,10 @@ type Dir struct {
 	dir  *safeDir
 	opts DirOptions
 	seq  uint64
+	// files indexes the directory's pprof files, oldest first: read once at
+	// NewDir, then kept up to date, so that pruning costs no directory scan.
+	files []entry
+	total int64
 }
 
 // DirOptions configure a Dir sink.
@@ -46,7 +50,16 @@ func NewDir(path string, opts DirOptions) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile directory: %w", err)
 	}
-	return &Dir{dir: d, opts: opts}, nil
+	files, err := d.list(DirSuffix)
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("profile directory: %w", err)
+	}
+	s := &Dir{dir: d, opts: opts, files: files}
+	for _, f := range files {
+		s.total += f.size
+	}
+	return s, nil
 }
 
 // Name implements Sink.
@@ -98,38 +111,34 @@ func (s *Dir) Push(ctx context.Context, w *Window) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	if err := s.dir.write(s.fileName(w), data); err != nil {
+	name := s.fileName(w)
+	if err := s.dir.write(name, data); err != nil {
 		return err
 	}
+	s.files = append(s.files, entry{name: name, size: int64(len(data)), mtime: s.opts.Now().UnixNano()})
+	s.total += int64(len(data))
 	return s.prune()
 }
 
-// prune removes files by age, then the oldest while over the size cap.
+// prune removes the oldest files while they are older than MaxAge or the
+// total is over MaxBytes; the newest file always stays.
 func (s *Dir) prune() error {
-	files, err := s.dir.list(DirSuffix)
-	if err != nil {
-		return err
-	}
-	var total int64
-	for _, f := range files {
-		total += f.size
-	}
 	cutoff := int64(0)
 	if s.opts.MaxAge > 0 {
 		cutoff = s.opts.Now().Add(-s.opts.MaxAge).UnixNano()
 	}
-	// files are sorted by name, that is by start time; keep the newest.
-	for i, f := range files {
-		if i == len(files)-1 {
-			break
-		}
-		if f.mtime >= cutoff && total <= s.opts.MaxBytes {
+	n := 0
+	for n < len(s.files)-1 {
+		f := s.files[n]
+		if f.mtime >= cutoff && s.total <= s.opts.MaxBytes {
 			break
 		}
 		if err := s.dir.remove(f.name); err != nil {
 			return err
 		}
-		total -= f.size
+		s.total -= f.size
+		n++
 	}
+	s.files = append(s.files[:0], s.files[n:]...)
 	return nil
 }

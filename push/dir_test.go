@@ -35,12 +35,18 @@ func TestDir(t *testing.T) {
 	}
 	sameStacks(t, decode(t, b), w.Profile)
 
-	// Age: a file modified two hours ago goes at the next write.
+	// Age: a file of a previous run modified two hours ago goes at the
+	// next write (the directory is indexed when opened).
 	old := filepath.Join(dir, "00000000T000000.000000000Z-old-1"+DirSuffix)
 	if err := os.WriteFile(old, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	os.Chtimes(old, now.Add(-2*time.Hour), now.Add(-2*time.Hour))
+	s.Close()
+	if s, err = NewDir(dir, DirOptions{MaxAge: time.Hour, Now: func() time.Time { return now }}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	if err := s.Push(context.Background(), testWindow(2)); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -27,6 +28,10 @@ type Window struct {
 	// Name is the profile's kind, Pyroscope's __name__ ("" for
 	// ProfileName, process_cpu).
 	Name string
+
+	once    sync.Once
+	encoded []byte
+	encErr  error
 }
 
 // ServiceLabel is the label that names the application.
@@ -56,16 +61,23 @@ var ErrPermanent = errors.New("refused permanently")
 // permanent wraps err so that errors.Is(err, ErrPermanent) holds.
 func permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
 
-// encode returns the window's profile gzipped in the pprof format.
+// encode returns the window's profile gzipped in the pprof format, encoded
+// once for all the sinks and retries (the profile must not change after
+// the window is enqueued).
 func (w *Window) encode() ([]byte, error) {
-	if w.Profile == nil {
-		return nil, permanent(errors.New("window has no profile"))
-	}
-	var b bytes.Buffer
-	if err := w.Profile.Write(&b); err != nil {
-		return nil, permanent(fmt.Errorf("encode profile: %w", err))
-	}
-	return b.Bytes(), nil
+	w.once.Do(func() {
+		if w.Profile == nil {
+			w.encErr = permanent(errors.New("window has no profile"))
+			return
+		}
+		var b bytes.Buffer
+		if err := w.Profile.Write(&b); err != nil {
+			w.encErr = permanent(fmt.Errorf("encode profile: %w", err))
+			return
+		}
+		w.encoded = b.Bytes()
+	})
+	return w.encoded, w.encErr
 }
 
 // sortedLabels returns the label keys in order, the service label excluded

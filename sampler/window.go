@@ -142,3 +142,23 @@ func (s *Session) Unwatch(pid int) error {
 	}
 	return nil
 }
+
+// kallsymsMaxAge is how long a session reuses /proc/kallsyms: parsing it
+// cost about 0.1 s of CPU here, 1% of a core if done every 10 s window; it
+// changes only when modules load (their functions may then go unnamed for
+// up to this long).
+const kallsymsMaxAge = 10 * time.Minute
+
+// kernelSyms returns the kernel's symbols, read at most every
+// kallsymsMaxAge.
+func (s *Session) kernelSyms() (*Kallsyms, error) {
+	if s.ksyms != nil && time.Since(s.ksymsAt) < kallsymsMaxAge {
+		return s.ksyms, nil
+	}
+	ks, err := ReadKallsyms()
+	if err != nil {
+		return nil, err
+	}
+	s.ksyms, s.ksymsAt = ks, time.Now()
+	return ks, nil
+}
