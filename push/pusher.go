@@ -14,8 +14,12 @@ import (
 type Config struct {
 	// Sink is the destination.
 	Sink Sink
-	// QueueLen is how many windows wait in memory (default 16).
-	QueueLen int
+	// QueueBytes bounds the windows waiting in memory by their encoded size
+	// (default 64 MiB); QueueLen, when positive, also bounds their number.
+	// An agent enqueues one window per process at each cut, so the bound
+	// must hold a whole cut's windows.
+	QueueBytes int64
+	QueueLen   int
 	// SpoolDir, when set, holds windows that do not fit in memory while the
 	// destination is unreachable, and those undelivered at Close; a later
 	// Pusher on the same directory delivers them. One directory per sink.
@@ -73,8 +77,9 @@ type Stats struct {
 type Pusher struct {
 	cfg   Config
 	mu    sync.Mutex
-	mem   []*Window
-	spool *spool
+	mem      []*Window
+	memBytes int64
+	spool    *spool
 	wake  chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
@@ -91,8 +96,8 @@ func New(cfg Config) (*Pusher, error) {
 	if cfg.Sink == nil {
 		return nil, errors.New("push: no sink")
 	}
-	if cfg.QueueLen <= 0 {
-		cfg.QueueLen = 16
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = 64 << 20
 	}
 	if cfg.SpoolBytes <= 0 {
 		cfg.SpoolBytes = 256 << 20
@@ -124,22 +129,50 @@ func (p *Pusher) Enqueue(w *Window) {
 		return
 	default:
 	}
+	size := int64(0)
+	if b, err := w.encode(); err == nil {
+		size = int64(len(b))
+	}
 	p.mu.Lock()
 	switch {
-	case p.spool != nil && (len(p.mem) >= p.cfg.QueueLen || len(p.spool.files) > 0):
+	case p.spool != nil && (p.full(size) || len(p.spool.files) > 0):
 		p.toSpool(w)
-	case len(p.mem) >= p.cfg.QueueLen:
-		p.mem = append(p.mem[1:], w)
-		p.dropped.Add(1)
-		p.logf("queue full (%d windows): dropped the oldest", p.cfg.QueueLen)
 	default:
+		lost := 0
+		for p.full(size) && len(p.mem) > 0 {
+			p.pop()
+			lost++
+		}
 		p.mem = append(p.mem, w)
+		p.memBytes += size
+		if lost > 0 {
+			p.dropped.Add(uint64(lost))
+			p.logf("queue full: dropped the %d oldest windows", lost)
+		}
 	}
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// full reports whether a window of size bytes does not fit in memory;
+// p.mu is held.
+func (p *Pusher) full(size int64) bool {
+	if p.cfg.QueueLen > 0 && len(p.mem) >= p.cfg.QueueLen {
+		return true
+	}
+	return len(p.mem) > 0 && p.memBytes+size > p.cfg.QueueBytes
+}
+
+// pop removes the oldest window in memory; p.mu is held.
+func (p *Pusher) pop() {
+	if b, err := p.mem[0].encode(); err == nil {
+		p.memBytes -= int64(len(b))
+	}
+	p.mem[0] = nil
+	p.mem = p.mem[1:]
 }
 
 // toSpool writes w to the spool; p.mu is held.
@@ -194,7 +227,7 @@ func (p *Pusher) settle(w *Window, spoolName string) {
 		return
 	}
 	if len(p.mem) > 0 && p.mem[0] == w {
-		p.mem = p.mem[1:]
+		p.pop()
 	}
 }
 
@@ -283,7 +316,7 @@ func (p *Pusher) Close(ctx context.Context) error {
 			p.dropped.Add(1)
 		}
 	}
-	p.mem = nil
+	p.mem, p.memBytes = nil, 0
 	var err error
 	if p.spool != nil {
 		err = p.spool.close()

@@ -36,7 +36,7 @@ type agentFlags struct {
 	dir, dirMax              string
 	dirAge                   time.Duration
 	spool, spoolMax          string
-	queue                    int
+	queue                    string
 	tenant                   string
 	basicUser, basicPassFile string
 	tokenFile                string
@@ -58,7 +58,7 @@ host, pid, executable, build_id, kernel_release and each --label, to every
 destination given. Sample values are raw counts, so profiles merged across
 windows and hosts by the backend are valid input to tickprof report and diff.
 
-When a destination is down, windows wait in memory (--queue) and then in
+When a destination is down, windows wait in memory (--queue-size) and then in
 --spool DIR (capped by --spool-size); only beyond that are they dropped, and
 each drop is counted in /metrics (--listen).`,
 		Example: `  tickprof agent --exe nginx --pyroscope http://pyroscope:4040 --listen :9464
@@ -89,7 +89,7 @@ each drop is counted in /metrics (--listen).`,
 	fl.DurationVar(&f.dirAge, "dir-max-age", 0, "remove files of --dir older than this (0: by size only)")
 	fl.StringVar(&f.spool, "spool", "", "keep windows a destination cannot take yet in `DIR` (one subdirectory per destination)")
 	fl.StringVar(&f.spoolMax, "spool-size", "256MiB", "cap of each destination's spool `SIZE`; the oldest windows go beyond it")
-	fl.IntVar(&f.queue, "queue", 16, "windows kept in memory per destination before the spool")
+	fl.StringVar(&f.queue, "queue-size", "64MiB", "windows (encoded `SIZE`) kept in memory per destination before the spool")
 	fl.StringVar(&f.tenant, "tenant", "", "send `ID` as the X-Scope-OrgID tenant header")
 	fl.StringVar(&f.basicUser, "basic-auth-user", "", "HTTP basic auth `USER` (password from --basic-auth-password-file)")
 	fl.StringVar(&f.basicPassFile, "basic-auth-password-file", "", "read the basic-auth password from `FILE` (owned by root or you, not writable by others)")
@@ -157,8 +157,9 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if err != nil {
 		return usagef("--spool-size: %v", err)
 	}
-	if f.queue < 1 {
-		return usagef("--queue %d: keep at least one window in memory", f.queue)
+	queueMax, err := parseBytes(f.queue)
+	if err != nil {
+		return usagef("--queue-size: %v", err)
 	}
 	auth := push.Auth{TenantID: f.tenant, BasicUser: f.basicUser, BearerTokenFile: f.tokenFile}
 	if f.basicUser != "" {
@@ -228,7 +229,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		PIDs: f.pids, Exes: f.exes, All: f.all, Frequency: f.freq, Window: f.window,
 		Service: f.service, Labels: labels, Sinks: sinks,
 		Users: f.users, Syscalls: f.syscalls, Confidence: conf,
-		Push: push.Config{QueueLen: f.queue, SpoolDir: f.spool, SpoolBytes: spoolMax,
+		Push: push.Config{QueueBytes: queueMax, SpoolDir: f.spool, SpoolBytes: spoolMax,
 			Backoff: push.Backoff{Initial: time.Second, Max: time.Minute}},
 		FlushTimeout: f.flush, Logf: logf,
 	})
