@@ -75,17 +75,17 @@ type Stats struct {
 
 // Pusher delivers windows to one Sink in the background.
 type Pusher struct {
-	cfg   Config
-	mu    sync.Mutex
+	cfg      Config
+	mu       sync.Mutex
 	mem      []*Window
 	memBytes int64
 	spool    *spool
-	wake  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	ctx   context.Context
-	abort context.CancelFunc
-	once  sync.Once
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	ctx      context.Context
+	abort    context.CancelFunc
+	once     sync.Once
 
 	pushed, failed, rejected, spooled, dropped atomic.Uint64
 }
