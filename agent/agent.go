@@ -320,7 +320,7 @@ func (a *Agent) session(ctx context.Context) error {
 	} else {
 		close(rescanDone)
 	}
-	err = sess.RunWindows(wctx, nil, a.cfg.Window, func(d *export.CPUData) error {
+	err = sess.RunWindows(wctx, nil, a.cfg.Window, func(d *sampler.Profile) error {
 		st := sess.Stats()
 		a.ringDrops.Store(a.ringBase + st.Dropped)
 		a.samples.Store(a.sampleBase + st.Kept)
@@ -386,7 +386,7 @@ func (a *Agent) markDone() {
 
 // emit encodes the window, splits it by process and enqueues one window per
 // process to every pusher.
-func (a *Agent) emit(d *export.CPUData) error {
+func (a *Agent) emit(d *sampler.Profile) error {
 	if len(d.Samples) == 0 {
 		return nil
 	}

@@ -20,26 +20,21 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/push/pushtest"
 	"github.com/tickprof/tickprof/sampler"
 )
 
-// buildBurn compiles testdata/sample/burn.c (burn_a does 3 units of work
-// for every unit of burn_b) into dir under name.
-func buildBurn(t *testing.T, dir, name string) string {
+func TestMain(m *testing.M) { testtarget.Main(m) }
+
+// buildBurn is testdata/sample/burn.c (burn_a does 3 units of work for
+// every unit of burn_b) built as the executable name, so that --exe can
+// tell the tests' targets apart.
+func buildBurn(t *testing.T, name string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", out,
-		filepath.Join("..", "testdata", "sample", "burn.c"))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build burn: %v\n%s", err, b)
-	}
-	return out
+	return testtarget.C(t, "sample/burn.c", name, "-fno-omit-frame-pointer", "-fno-inline")
 }
 
 // startBurn runs the burn target for secs seconds.
@@ -78,7 +73,7 @@ func leafHits(p *profile.Profile, fn string) (hits, n uint64) {
 func TestAgentPushesWindows(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
-	exe := buildBurn(t, dir, "tpburn")
+	exe := buildBurn(t, "tpburn")
 	target := startBurn(t, exe, 30)
 
 	ing := &pushtest.Ingest{MaxAge: time.Hour}
@@ -249,8 +244,7 @@ func TestAgentPushesWindows(t *testing.T) {
 // that starts after it exited.
 func TestAgentExeChurn(t *testing.T) {
 	bpftest.Require(t)
-	dir := t.TempDir()
-	exe := buildBurn(t, dir, "tpchurn")
+	exe := buildBurn(t, "tpchurn")
 	const window = 2 * time.Second
 	first := startBurn(t, exe, 60)
 	ing := &pushtest.Ingest{}
@@ -329,8 +323,7 @@ func TestAgentExeChurn(t *testing.T) {
 // independent-samples interval is conservative).
 func TestAgentTimesFunction(t *testing.T) {
 	bpftest.Require(t)
-	dir := t.TempDir()
-	exe := buildBurn(t, dir, "tptime")
+	exe := buildBurn(t, "tptime")
 	target := startBurn(t, exe, 60)
 	ing := &pushtest.Ingest{}
 	ln := pushtest.Listen(t, "127.0.0.1:0")

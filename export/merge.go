@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/sampler"
 )
 
 // Merge-friendly profiles.
@@ -52,7 +53,7 @@ const (
 // EncodeCPUWindow encodes d as EncodeCPU does, with the call counts as
 // sample values (type calls/count) instead of comments, so that windows
 // merge by addition.
-func EncodeCPUWindow(d *CPUData) (*profile.Profile, error) {
+func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
 	calls := d.Calls
 	dd := *d
 	dd.Calls = nil

@@ -11,11 +11,12 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/sampler"
 )
 
 // cpuWindow is window i of a synthetic sampled process: the same mappings
 // and locations in every window, random counts per stack and call counts.
-func cpuWindow(r *rand.Rand, i int) *CPUData {
+func cpuWindow(r *rand.Rand, i int) *sampler.Profile {
 	d := testCPUData()
 	d.Start = time.Unix(1700000000+int64(10*i), 0)
 	d.Duration = 10 * time.Second
@@ -23,16 +24,16 @@ func cpuWindow(r *rand.Rand, i int) *CPUData {
 		d.Samples[j].Count = int64(r.IntN(40)) // zero too: a stack absent from a window
 	}
 	// "a" is on sampled stacks; "rare" is counted but never sampled.
-	d.Calls = []CallCount{{Function: "a", Calls: 1 + int64(r.IntN(1000))}, {Function: "rare", Calls: 1 + int64(r.IntN(5))}}
+	d.Calls = []sampler.CallCount{{Function: "a", Calls: 1 + int64(r.IntN(1000))}, {Function: "rare", Calls: 1 + int64(r.IntN(5))}}
 	return d
 }
 
 // union adds the windows' counts into one CPUData, as one long run would
 // have gathered them.
-func union(ws []*CPUData) *CPUData {
+func union(ws []*sampler.Profile) *sampler.Profile {
 	u := *ws[0]
-	u.Samples = append([]CPUSample(nil), ws[0].Samples...)
-	u.Calls = append([]CallCount(nil), ws[0].Calls...)
+	u.Samples = append([]sampler.Sample(nil), ws[0].Samples...)
+	u.Calls = append([]sampler.CallCount(nil), ws[0].Calls...)
 	for _, w := range ws[1:] {
 		for j := range w.Samples {
 			u.Samples[j].Count += w.Samples[j].Count
@@ -48,7 +49,7 @@ func union(ws []*CPUData) *CPUData {
 func TestMergedCPUWindowsReportAsUnion(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{1, 2, 6, 30} {
-		var ws []*CPUData
+		var ws []*sampler.Profile
 		var ps []*profile.Profile
 		for i := 0; i < n; i++ {
 			w := cpuWindow(r, i)

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-
-	"github.com/tickprof/tickprof/export"
 )
 
 // RunWindows drains samples like Run and, every window, symbolizes what was
@@ -19,7 +17,7 @@ import (
 // stop is closed, sampling stops and the last (partial) window is emitted.
 // emit runs on the calling goroutine; an error from it ends the run.
 // Call counts (Config.Count) are cumulative and are not split by window.
-func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window time.Duration, emit func(*export.CPUData) error) error {
+func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window time.Duration, emit func(*Profile) error) error {
 	if window <= 0 {
 		return fmt.Errorf("window %v is not positive", window)
 	}
@@ -74,7 +72,7 @@ func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window t
 // cut symbolizes the stacks gathered up to end into a window, then starts
 // the next window at end with no stacks, and forgets the memory maps of
 // processes that are gone.
-func (s *Session) cut(end time.Time) (*export.CPUData, error) {
+func (s *Session) cut(end time.Time) (*Profile, error) {
 	saved := s.end
 	s.end = end
 	d, err := s.Result()

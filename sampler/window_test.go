@@ -1,4 +1,4 @@
-package sampler
+package sampler_test
 
 import (
 	"context"
@@ -6,32 +6,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/sampler"
 )
 
 // TestRunWindows: consecutive windows of one session are contiguous, carry
 // the target's PID, and together hold every sample the session kept.
 func TestRunWindows(t *testing.T) {
 	bpftest.Require(t)
-	burn := buildC(t, t.TempDir(), "burn")
-	sp, err := Spawn([]string{burn, "30", "/dev/null"}, nil, os.Stdout, os.Stderr)
+	burn := buildC(t, "burn")
+	sp, err := proc.StartHeld([]string{burn, "30", "/dev/null"}, proc.Stdio{Out: os.Stdout, Err: os.Stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sp.Kill()
-	sess, err := Start(Config{Frequency: 99, PIDs: []int{sp.PID()}, Exe: sp.Exe})
+	defer func() { sp.Kill(); sp.Wait() }()
+	sess, err := sampler.Start(sampler.Config{Frequency: 99, PIDs: []int{sp.Pid}, Exe: sp.Exe})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	if err := sp.Release(); err != nil {
-		t.Fatal(err)
-	}
+	sp.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var ws []*export.CPUData
-	err = sess.RunWindows(ctx, sp.Done(), time.Second, func(d *export.CPUData) error {
+	var ws []*sampler.Profile
+	err = sess.RunWindows(ctx, sp.Done(), time.Second, func(d *sampler.Profile) error {
 		ws = append(ws, d)
 		if len(ws) == 4 {
 			cancel()
@@ -53,8 +52,8 @@ func TestRunWindows(t *testing.T) {
 			}
 		}
 		for _, s := range w.Samples {
-			if s.Pid != int64(sp.PID()) {
-				t.Errorf("window %d: sample of PID %d, want %d", i, s.Pid, sp.PID())
+			if s.Pid != int64(sp.Pid) {
+				t.Errorf("window %d: sample of PID %d, want %d", i, s.Pid, sp.Pid)
 			}
 			total += s.Count
 		}

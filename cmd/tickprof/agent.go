@@ -19,6 +19,7 @@ import (
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/sampler"
+	"github.com/tickprof/tickprof/units"
 )
 
 // agentFlags are the options of `tickprof agent`.
@@ -142,7 +143,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if len(f.syscalls) > 0 && len(f.pids) != 1 {
 		return usagef("-s needs exactly one -p PID: system calls would be counted in every process")
 	}
-	conf, err := parseConfidence(f.confidence)
+	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {
 		return usagef("--confidence: %v", err)
 	}

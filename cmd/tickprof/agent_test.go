@@ -17,6 +17,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -64,15 +65,8 @@ func TestAgentUsage(t *testing.T) {
 // cover the measured ratio (a correct agent fails this 1% of the time).
 func TestAgentDirMergedReport(t *testing.T) {
 	bpftest.Require(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
 	dir := t.TempDir()
-	exe := filepath.Join(dir, "tpdirburn")
-	if b, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", exe,
-		filepath.Join("..", "..", "testdata", "sample", "burn.c")).CombinedOutput(); err != nil {
-		t.Fatalf("build burn: %v\n%s", err, b)
-	}
+	exe := testtarget.C(t, "sample/burn.c", "tpdirburn", "-fno-omit-frame-pointer", "-fno-inline")
 	out := filepath.Join(dir, "profiles")
 	kv := filepath.Join(dir, "truth")
 	done := make(chan struct{})
