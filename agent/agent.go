@@ -300,7 +300,7 @@ func (a *Agent) session(ctx context.Context) error {
 		if len(a.cfg.PIDs) == 1 {
 			pid = a.cfg.PIDs[0]
 		}
-		if tm, err = startTimer(a.cfg.Users, a.cfg.Syscalls, pid, a.cfg.Confidence); err != nil {
+		if tm, err = startTimer(a.cfg.Users, a.cfg.Syscalls, pid, a.cfg.Confidence, func(m string) { a.logf("timing: %s", m) }); err != nil {
 			return fmt.Errorf("timing: %w", err)
 		}
 		defer tm.close()

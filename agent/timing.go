@@ -8,13 +8,17 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
-// timer times user functions and system calls continuously with one loader
-// session, and turns the counters' increments over each window into an
+// timer times user functions and system calls continuously with one
+// timing session (targets resolved and attached as `tickprof time` does),
+// and turns the counters' increments over each window into an
 // export.TimeWindow (n, sum c, sum c^2 per target: the counts report
-// recomputes the intervals from; see export/merge.go).
+// recomputes the intervals from; see export/merge.go). It does not run the
+// session's poll loop: each window's read is one batch.
 type timer struct {
+	ts    *timing.Session
 	s     *loader.Session
 	last  []loader.Counters
 	clock loader.Clock
@@ -23,37 +27,22 @@ type timer struct {
 
 // startTimer resolves and attaches the targets for process pid (0: every
 // process running the binaries; user targets then need a path).
-func startTimer(users, syscalls []string, pid int, conf float64) (*timer, error) {
-	var specs []loader.Spec
-	for _, u := range users {
-		s, err := loader.ResolveUser(pid, u, 64)
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, s...)
-	}
-	for _, a := range syscalls {
-		s, err := loader.ResolveSyscall(a, loader.SyscallAuto)
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, s...)
-	}
-	if len(specs) == 0 {
+func startTimer(users, syscalls []string, pid int, conf float64, warn func(string)) (*timer, error) {
+	if len(users)+len(syscalls) == 0 {
 		return nil, errors.New("no timing targets")
 	}
-	// The clocks `tickprof time` uses by default: exact ns for user
-	// functions, jiffies for system calls alone.
-	clk := loader.Clock{Kind: loader.ClockJiffies}
-	if len(users) > 0 {
-		clk = loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}
-	}
-	s, err := loader.Open(loader.Options{Clock: clk, PID: pid, NoRecords: true}, specs)
+	ts, err := timing.Open(timing.Config{
+		PID:       pid,
+		Targets:   timing.Targets{Users: users, Syscalls: syscalls, MaxProbes: 64},
+		Clock:     timing.DefaultClock(len(users) > 0, false),
+		NoRecords: true,
+		Warn:      warn,
+	})
 	if err != nil {
 		return nil, err
 	}
-	t := &timer{s: s, last: make([]loader.Counters, len(s.Targets())), clock: s.Clock(), conf: conf}
-	return t, nil
+	s := ts.Loader()
+	return &timer{ts: ts, s: s, last: make([]loader.Counters, len(s.Targets())), clock: s.Clock(), conf: conf}, nil
 }
 
 // window reads the counters and returns their increments since the last
@@ -77,4 +66,4 @@ func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
 	return w, nil
 }
 
-func (t *timer) close() { t.s.Close() }
+func (t *timer) close() { t.ts.Close() }
