@@ -55,6 +55,10 @@ func NewDir(path string, opts DirOptions) (*Dir, error) {
 		d.close()
 		return nil, fmt.Errorf("profile directory: %w", err)
 	}
+	// A profile file is synced before its rename, so a crash never leaves
+	// half of one; the directory is not synced after each, so a crash may
+	// lose the last names. The spool, which must not lose a window, syncs.
+	d.lazySync = true
 	s := &Dir{dir: d, opts: opts, files: files}
 	for _, f := range files {
 		s.total += f.size

@@ -22,6 +22,9 @@ type safeDir struct {
 	path string
 	f    *os.File
 	fd   int
+	// lazySync skips the directory fsync after each rename: a crash may
+	// then lose the newest files' names, never leave a partial file.
+	lazySync bool
 }
 
 // openSafeDir opens (creating with mode 0700 when missing) the directory at
@@ -99,6 +102,9 @@ func (d *safeDir) write(name string, data []byte) error {
 	if werr != nil {
 		unix.Unlinkat(d.fd, tmp, 0)
 		return fmt.Errorf("write %s in %s: %w", name, d.path, werr)
+	}
+	if d.lazySync {
+		return nil
 	}
 	if err := unix.Fsync(d.fd); err != nil {
 		return fmt.Errorf("sync directory %s: %w", d.path, err)
