@@ -70,6 +70,7 @@ type GoTimingTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -79,6 +80,7 @@ const (
 	GoTimingMapGoStats       = "go_stats"
 	GoTimingMapTpCounters    = "tp_counters"
 	GoTimingMapTpEntries     = "tp_entries"
+	GoTimingMapTpInflight    = "tp_inflight"
 	GoTimingMapTpQhist       = "tp_qhist"
 	GoTimingMapTpRecords     = "tp_records"
 	GoTimingMapTpRunstats    = "tp_runstats"
@@ -97,6 +99,8 @@ const (
 	GoTimingVarTpRecordNs    = "tp_record_ns"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
+	GoTimingVarTpWindowOpen  = "tp_window_open"
+	GoTimingVarTpWindowed    = "tp_windowed"
 )
 
 // LoadGoTiming returns the embedded CollectionSpec for GoTiming.
@@ -152,6 +156,7 @@ type GoTimingMapSpecs struct {
 	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -174,6 +179,8 @@ type GoTimingVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // GoTimingObjects contains all objects after they have been loaded into the kernel.
@@ -199,6 +206,7 @@ type GoTimingMaps struct {
 	GoStats    *ebpf.Map `ebpf:"go_stats"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -212,6 +220,7 @@ func (m *GoTimingMaps) Close() error {
 		m.GoStats,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
@@ -235,6 +244,8 @@ type GoTimingVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // GoTimingPrograms contains all programs after they have been loaded into the kernel.

@@ -63,6 +63,7 @@ type KfuncTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -71,6 +72,7 @@ type KfuncTpTstack struct {
 const (
 	KfuncMapTpCounters     = "tp_counters"
 	KfuncMapTpEntries      = "tp_entries"
+	KfuncMapTpInflight     = "tp_inflight"
 	KfuncMapTpQhist        = "tp_qhist"
 	KfuncMapTpRecords      = "tp_records"
 	KfuncMapTpRunstats     = "tp_runstats"
@@ -89,6 +91,8 @@ const (
 	KfuncVarTpRecordNs     = "tp_record_ns"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
+	KfuncVarTpWindowOpen   = "tp_window_open"
+	KfuncVarTpWindowed     = "tp_windowed"
 )
 
 // LoadKfunc returns the embedded CollectionSpec for Kfunc.
@@ -145,6 +149,7 @@ type KfuncProgramSpecs struct {
 type KfuncMapSpecs struct {
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -165,6 +170,8 @@ type KfuncVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // KfuncObjects contains all objects after they have been loaded into the kernel.
@@ -189,6 +196,7 @@ func (o *KfuncObjects) Close() error {
 type KfuncMaps struct {
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -201,6 +209,7 @@ func (m *KfuncMaps) Close() error {
 	return _KfuncClose(
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
@@ -222,6 +231,8 @@ type KfuncVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // KfuncPrograms contains all programs after they have been loaded into the kernel.

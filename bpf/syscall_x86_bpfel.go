@@ -71,6 +71,7 @@ type SyscallTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -81,6 +82,7 @@ const (
 	SyscallMapScTargets     = "sc_targets"
 	SyscallMapTpCounters    = "tp_counters"
 	SyscallMapTpEntries     = "tp_entries"
+	SyscallMapTpInflight    = "tp_inflight"
 	SyscallMapTpQhist       = "tp_qhist"
 	SyscallMapTpRecords     = "tp_records"
 	SyscallMapTpRunstats    = "tp_runstats"
@@ -101,6 +103,8 @@ const (
 	SyscallVarTpRecordNs    = "tp_record_ns"
 	SyscallVarTpTickNs      = "tp_tick_ns"
 	SyscallVarTpWantRecords = "tp_want_records"
+	SyscallVarTpWindowOpen  = "tp_window_open"
+	SyscallVarTpWindowed    = "tp_windowed"
 )
 
 // LoadSyscall returns the embedded CollectionSpec for Syscall.
@@ -161,6 +165,7 @@ type SyscallMapSpecs struct {
 	ScTargets  *ebpf.MapSpec `ebpf:"sc_targets"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -181,6 +186,8 @@ type SyscallVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // SyscallObjects contains all objects after they have been loaded into the kernel.
@@ -207,6 +214,7 @@ type SyscallMaps struct {
 	ScTargets  *ebpf.Map `ebpf:"sc_targets"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -221,6 +229,7 @@ func (m *SyscallMaps) Close() error {
 		m.ScTargets,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
@@ -242,6 +251,8 @@ type SyscallVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // SyscallPrograms contains all programs after they have been loaded into the kernel.

@@ -73,6 +73,7 @@ type TimingTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -81,6 +82,7 @@ type TimingTpTstack struct {
 const (
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
+	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpQhist        = "tp_qhist"
 	TimingMapTpRecords      = "tp_records"
 	TimingMapTpRunstats     = "tp_runstats"
@@ -99,6 +101,8 @@ const (
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
 	TimingVarTpWantRecords  = "tp_want_records"
+	TimingVarTpWindowOpen   = "tp_window_open"
+	TimingVarTpWindowed     = "tp_windowed"
 )
 
 // LoadTiming returns the embedded CollectionSpec for Timing.
@@ -155,6 +159,7 @@ type TimingProgramSpecs struct {
 type TimingMapSpecs struct {
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -175,6 +180,8 @@ type TimingVariableSpecs struct {
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen   *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // TimingObjects contains all objects after they have been loaded into the kernel.
@@ -199,6 +206,7 @@ func (o *TimingObjects) Close() error {
 type TimingMaps struct {
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -211,6 +219,7 @@ func (m *TimingMaps) Close() error {
 	return _TimingClose(
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
 		m.TpRunstats,
@@ -232,6 +241,8 @@ type TimingVariables struct {
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen   *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // TimingPrograms contains all programs after they have been loaded into the kernel.

@@ -21,9 +21,9 @@ import (
 // (low side) and 5e-5 (high side). The seeds are fixed, so a run is
 // reproducible; the rate says how unlucky a seed would have to be.
 const (
-	covReps = 2000
-	covLow  = 0.935
-	covHigh = 0.975
+	covReps  = 2000
+	qcovLow  = 0.935
+	qcovHigh = 0.975
 )
 
 // qdist is a duration law with a known quantile function (ns).
@@ -413,9 +413,9 @@ func TestQuantileCoverage(t *testing.T) {
 		flag := ""
 		if o.given > 0 {
 			cov := float64(o.covered) / float64(o.given)
-			if cov < covLow {
+			if cov < qcovLow {
 				flag = "  LOW"
-				t.Errorf("%v: coverage %.2f%% below %.1f%%", c, 100*cov, 100*covLow)
+				t.Errorf("%v: coverage %.2f%% below %.1f%%", c, 100*cov, 100*qcovLow)
 			}
 			switch {
 			case c.dist.atom:
@@ -425,16 +425,16 @@ func TestQuantileCoverage(t *testing.T) {
 				}
 			case c.bucketed:
 				flag = "  (bucketed: floor only)"
-			case cov > covHigh:
+			case cov > qcovHigh:
 				flag = "  HIGH"
-				t.Errorf("%v: coverage %.2f%% above %.1f%%", c, 100*cov, 100*covHigh)
+				t.Errorf("%v: coverage %.2f%% above %.1f%%", c, 100*cov, 100*qcovHigh)
 			}
 			fmt.Fprintf(&tab, "%-40s %7.2f%%  rel. half-width %6.2f%%%s\n", c, 100*cov, 100*o.relWidth/float64(o.given), flag)
 		}
 		if o.lowerGiven > 0 {
 			cov := float64(o.lowerOK) / float64(o.lowerGiven)
-			if cov < covLow {
-				t.Errorf("%v: one-sided lower bound holds in %.2f%%, below %.1f%%", c, 100*cov, 100*covLow)
+			if cov < qcovLow {
+				t.Errorf("%v: one-sided lower bound holds in %.2f%%, below %.1f%%", c, 100*cov, 100*qcovLow)
 			}
 			fmt.Fprintf(&tab, "%-40s too few calls; lower bound holds in %.2f%%\n", c, 100*cov)
 		}
@@ -533,9 +533,9 @@ func TestQuantileDiffCoverage(t *testing.T) {
 		}
 		cov := float64(o.covered) / float64(o.given)
 		flag := ""
-		if cov < covLow {
+		if cov < qcovLow {
 			flag = "  LOW"
-			t.Errorf("%v x%.1f: diff coverage %.2f%% below %.1f%%", c.qcell, c.scale, 100*cov, 100*covLow)
+			t.Errorf("%v x%.1f: diff coverage %.2f%% below %.1f%%", c.qcell, c.scale, 100*cov, 100*qcovLow)
 		}
 		switch {
 		case c.dist.atom:
@@ -544,9 +544,9 @@ func TestQuantileDiffCoverage(t *testing.T) {
 			flag = "  (bucketed: floor only)"
 		case c.n < 10*MinCallsForQuantile(c.p, 0.95):
 			flag = "  (near the fewest calls: floor only)"
-		case cov > covHigh:
+		case cov > qcovHigh:
 			flag = "  HIGH"
-			t.Errorf("%v x%.1f: diff coverage %.2f%% above %.1f%%", c.qcell, c.scale, 100*cov, 100*covHigh)
+			t.Errorf("%v x%.1f: diff coverage %.2f%% above %.1f%%", c.qcell, c.scale, 100*cov, 100*qcovHigh)
 		}
 		fmt.Fprintf(&tab, "%-40s x%.1f %7.2f%% (%d)%s\n", c.qcell, c.scale, 100*cov, o.given, flag)
 	}
@@ -695,8 +695,8 @@ func TestQuantileSequentialCoverage(t *testing.T) {
 		if o.stopped != covReps {
 			t.Errorf("%s p=%v: %d runs never reached ±%v", c.d.name, c.p, covReps-o.stopped, c.rel)
 		}
-		if cov < covLow {
-			t.Errorf("%s p=%v: stopped coverage %.2f%% below %.1f%%", c.d.name, c.p, 100*cov, 100*covLow)
+		if cov < qcovLow {
+			t.Errorf("%s p=%v: stopped coverage %.2f%% below %.1f%%", c.d.name, c.p, 100*cov, 100*qcovLow)
 		}
 	}
 }

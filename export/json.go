@@ -28,7 +28,31 @@ type timeJSON struct {
 	StackFails   uint64           `json:"stack_failures"`
 	Correction   string           `json:"overhead_correction,omitempty"`
 	Go           *goStatsJSON     `json:"go,omitempty"`
+	Budget       *budgetJSON      `json:"overhead_budget,omitempty"`
 	Targets      []timeTargetJSON `json:"targets"`
+}
+
+// budgetJSON is a run under an overhead budget: the budget and the duty
+// cycle as fractions, the projected slowdown (a fraction) with its interval,
+// and each target's call rate while probed (calls per second, in targets
+// order).
+type budgetJSON struct {
+	Budget       float64    `json:"budget"`
+	Duty         float64    `json:"duty_cycle"`
+	Windows      int        `json:"windows"`
+	Binding      bool       `json:"binding"`
+	Slowdown     float64    `json:"slowdown"`
+	SlowdownLow  float64    `json:"slowdown_low"`
+	SlowdownHigh float64    `json:"slowdown_high"`
+	CostNs       float64    `json:"probe_cost_ns"`
+	Censored     uint64     `json:"censored_calls"`
+	Rates        []rateJSON `json:"call_rates"`
+}
+
+type rateJSON struct {
+	PerSec float64 `json:"per_s"`
+	Low    float64 `json:"low_per_s"`
+	High   float64 `json:"high_per_s"`
 }
 
 type goStatsJSON struct {
@@ -110,6 +134,15 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	}
 	if g := r.Go; g != nil {
 		doc.Go = &goStatsJSON{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
+	}
+	if b := r.Budget; b != nil {
+		bj := &budgetJSON{Budget: b.Budget, Duty: b.Duty, Windows: b.Windows, Binding: b.Binding,
+			Slowdown: b.Slowdown.Mean, SlowdownLow: b.Slowdown.Low, SlowdownHigh: b.Slowdown.High,
+			CostNs: b.Cost.Mean, Censored: b.Censored, Rates: []rateJSON{}}
+		for _, rt := range b.Rates {
+			bj.Rates = append(bj.Rates, rateJSON{PerSec: rt.Mean, Low: rt.Low, High: rt.High})
+		}
+		doc.Budget = bj
 	}
 	for i := range r.Targets {
 		t := &r.Targets[i]

@@ -44,12 +44,15 @@ type TimeRow struct {
 	MaxNs     *int64         `json:"max_ns,omitempty"`
 
 	qs []estimate.Quantile
+	// Method is the interval's model when report computed it from the
+	// counts of a merge-friendly profile ("" when read from labels).
+	Method string `json:"method,omitempty"`
 }
 
 // IsTimeProfile reports whether p was written by `tickprof time`: sample
 // types calls/count, ticks/count, wall/nanoseconds.
 func IsTimeProfile(p *profile.Profile) bool {
-	if len(p.SampleType) != 3 {
+	if len(p.SampleType) != 3 && (len(p.SampleType) != 4 || p.SampleType[3].Type != TicksSqType) {
 		return false
 	}
 	st := p.SampleType
@@ -115,6 +118,9 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 		}
 		t.Rows = append(t.Rows, *r)
 	}
+	if err := recomputeTimeRows(p, t); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(t.Rows, func(i, j int) bool { return t.Rows[i].Wall > t.Rows[j].Wall })
 	return t, nil
 }
@@ -159,6 +165,9 @@ func (t *TimeTable) WriteText(w io.Writer, top int) error {
 			cells = append(cells, QuantileName(q.P)+" "+QuantileCell(q))
 		}
 		fmt.Fprintf(w, "%s: %s\n", r.Target, strings.Join(cells, "; "))
+	}
+	if len(t.Rows) > 0 && t.Rows[0].Method != "" {
+		fmt.Fprintln(w, "intervals computed from the summed calls, ticks and ticks_sq (mergeable windows): no batch-means interval")
 	}
 	return nil
 }

@@ -61,6 +61,11 @@ type Options struct {
 	// calls get a crossing record (about ET/RecordGrid records per call);
 	// 0 means DefaultRecordGrid.
 	RecordGrid time.Duration
+	// Windowed counts only the calls entering while the window is open
+	// (SetWindowOpen; closed at Open) and keeps the in-flight count
+	// (WindowInFlight): timing under an overhead budget. Native user functions
+	// only.
+	Windowed bool
 }
 
 // DefaultRecordGrid is the ns clock's record grid: per-caller attribution
@@ -137,6 +142,9 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		if attacher(sp.Kind) == nil {
 			return nil, fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
 		}
+	}
+	if err := checkWindowed(opts, specs); err != nil {
+		return nil, err
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)
@@ -233,6 +241,7 @@ func (s *Session) constants() map[string]any {
 		"tp_want_records": records,
 		"tp_record_ns":    uint64(s.opts.RecordGrid),
 		"tp_quantiles":    s.quantilesOn(),
+		"tp_windowed":     boolU32(s.opts.Windowed),
 	}
 }
 
@@ -256,6 +265,7 @@ func (s *Session) load() error {
 	if s.quantilesOn() == 1 {
 		spec.Maps["tp_qhist"].MaxEntries = uint32(len(s.targets))
 	}
+	spec.Maps["tp_inflight"].MaxEntries = uint32(len(s.targets))
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	}
@@ -310,6 +320,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_zero":     s.objs.TpZero,
 		"tp_tasks":    s.objs.TpTasks,
 		"tp_qhist":    s.objs.TpQhist,
+		"tp_inflight": s.objs.TpInflight,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {

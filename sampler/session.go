@@ -88,6 +88,9 @@ type Session struct {
 	records uint64
 	// CPU time of this process spent in Run and in Result (ns).
 	drainCPU, symCPU float64
+	// ksyms is /proc/kallsyms as read at ksymsAt (see kernelSyms).
+	ksyms   *Kallsyms
+	ksymsAt time.Time
 }
 
 // rawStack is one distinct stack of one process image, with its count.

@@ -68,7 +68,7 @@ func (s *Session) Result() (*Profile, error) {
 		Duration: dur,
 	}
 	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}}
-	ks, kerr := ReadKallsyms()
+	ks, kerr := s.kernelSyms()
 	if kerr == nil {
 		sy.kallsyms = ks
 	} else {

@@ -38,6 +38,9 @@ type Result struct {
 	// Go holds the Go probes' statistics; nil when no Go function was
 	// timed.
 	Go *GoStats
+	// Budget holds the overhead budget's figures (duty cycle, projected
+	// slowdown); nil without a budget.
+	Budget *BudgetResult
 	// Targets are the timed targets.
 	Targets []TargetResult
 }

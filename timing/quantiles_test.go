@@ -14,7 +14,6 @@ import (
 // with the exact clock and --precision 10% on p50: the run must stop on
 // the precision, before the target ends, with every quantile estimated
 // from a histogram that holds every call, and p50's interval within 10%.
-func TestMain(m *testing.M) { testtarget.Main(m) }
 
 func TestQuantilePrecisionStop(t *testing.T) {
 	bpftest.Require(t)

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/budget"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
@@ -30,7 +31,8 @@ type Session struct {
 	inlined map[string][]string
 	start   time.Time
 	last    loader.Poll
-	pollErr error // the read that stopped the run
+	pollErr error           // the read that stopped the run
+	cost    estimate.Result // probe cost per call, under an overhead budget
 	// qstops are the quantile stop rules, one per target.
 	qstops []estimate.QuantileStop
 }
@@ -72,12 +74,22 @@ func (s *Session) open() error {
 	}
 	s.specs = specs
 	s.overheadKinds()
-	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords,
+	windowed := s.cfg.Overhead > 0
+	if windowed {
+		var err error
+		if s.cost, err = s.budgetCost(); err != nil {
+			return err
+		}
+	}
+	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
 		Quantiles: len(s.cfg.Quantiles) > 0}, specs)
 	if err != nil {
 		return err
 	}
 	s.ls = ls
+	if windowed {
+		ls.DetachProbes() // the windows attach them
+	}
 	s.inlined = s.goInlined()
 	return nil
 }
@@ -161,7 +173,18 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 	if s.held != nil {
 		s.held.Release()
 	}
-	reason, lastGood := s.loop(ctx, onProgress)
+	var bst *budget.Status
+	var reason StopReason
+	var lastGood *loader.Poll
+	if s.cfg.Overhead > 0 {
+		r, st, p, err := s.runBudget(ctx, onProgress)
+		if err != nil {
+			return nil, err
+		}
+		reason, lastGood, bst = r, p, &st
+	} else {
+		reason, lastGood = s.loop(ctx, onProgress)
+	}
 	s.ls.Stop()
 	p, err := s.ls.Poll()
 	if err != nil {
@@ -177,6 +200,9 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 		s.endCommand()
 	}
 	run := s.buildRun(p, reason)
+	if bst != nil {
+		s.applyBudget(run, *bst)
+	}
 	s.correct(run)
 	return run, nil
 }
