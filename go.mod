@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/go-delve/delve v1.27.2
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/arch v0.32.0
@@ -13,7 +14,6 @@ require (
 )
 
 require (
-	github.com/go-delve/delve v1.27.2 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 )
