@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/unwind"
 )
 
 // procTable holds what is known of every sampled process: its memory map as
@@ -32,6 +33,7 @@ type procImage struct {
 	exe    string             // the main executable's path
 	calls  map[[2]uint64]bool // isCallTo results by (return address, leaf function start)
 	readAt time.Time
+	mods   []unwind.Module // maps with unwind tables, built on first use
 }
 
 // binFile is one mapped file with its symbol table.
@@ -47,6 +49,12 @@ type binFile struct {
 	// vdsoNames, for a vDSO, names each function by its __vdso_ alias
 	// (by start address).
 	vdsoNames map[uint64]string
+	// cfi is the file's call frame information (read on first use);
+	// debugPath a separate debug file of the same build, if found.
+	cfi       *unwind.Table
+	cfiErr    error
+	cfiDone   bool
+	debugPath string
 }
 
 // inliner returns the file's DWARF inline reader, or nil.

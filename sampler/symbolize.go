@@ -81,6 +81,8 @@ func (s *Session) Result() (*export.CPUData, error) {
 		pids[st.proc.pid] = true
 	}
 	sort.Strings(keys) // deterministic output
+	stops := map[walkStop]int64{}
+	var total int64
 	for _, k := range keys {
 		st := s.stacks[k]
 		sample := export.CPUSample{Count: st.count}
@@ -99,9 +101,15 @@ func (s *Session) Result() (*export.CPUData, error) {
 				outerFile = sy.d.Mappings[m].File
 			}
 		}
+		if st.stop.reason != "" {
+			stops[st.stop] += st.count
+		}
 		switch {
-		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0:
+		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0 && !(st.unwound && st.stop.reason == "" && st.flags&(flagKernFull|flagKernErr) == 0):
 			sample.Truncated = true
+		case st.unwound:
+			// Call frame information says where a stack ends.
+			sample.Truncated = st.stop.reason != ""
 		case len(st.user) == 0:
 			// A user process interrupted without a user stack lost it;
 			// kernel threads (no executable mappings) have none.
@@ -110,7 +118,9 @@ func (s *Session) Result() (*export.CPUData, error) {
 			sample.Truncated = true
 		}
 		d.Samples = append(d.Samples, sample)
+		total += st.count
 	}
+	d.Comments = append(d.Comments, stopComments(stops, total)...)
 	calls, err := s.Calls()
 	if err != nil {
 		return nil, err

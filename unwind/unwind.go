@@ -318,10 +318,20 @@ func apply(r *row, rf *regFile, mem memory) (next regFile, stop Stop, detail str
 				next.set(reg, v)
 			}
 		case frame.RuleOffset:
-			v, ok := mem.word(cfa + uint64(rule.Offset))
+			addr := cfa + uint64(rule.Offset)
+			v, ok := mem.word(addr)
 			if !ok {
-				if reg == r.raReg || reg == regBP {
-					return next, StopStackCopy, fmt.Sprintf("read %#x", cfa+uint64(rule.Offset))
+				if reg == r.raReg {
+					return next, StopStackCopy, fmt.Sprintf("read %#x", addr)
+				}
+				if sp, _ := rf.get(regSP); addr < sp {
+					// In an epilogue the slot lies below the stack
+					// pointer: the register was popped already and
+					// holds the caller's value.
+					if v, ok := rf.get(reg); ok {
+						next.set(reg, v)
+						continue
+					}
 				}
 				next.clear(reg)
 				continue
