@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/debuginfo"
 	"github.com/tickprof/tickprof/symtab"
 	"github.com/tickprof/tickprof/unwind"
 )
@@ -20,6 +21,8 @@ type procTable struct {
 	files  map[string]*binFile
 	vdsos  map[string]*binFile // vDSO images by SHA-256 of their bytes
 	nextID uint64
+	// debug finds separate debug files (DEBUGINFOD_URLS and friends).
+	debug *debuginfo.Finder
 }
 
 // procImage is one memory map of one process.
@@ -55,6 +58,10 @@ type binFile struct {
 	cfiErr    error
 	cfiDone   bool
 	debugPath string
+	// dbg holds the symbols of the separate debug file (debugfiles.go).
+	dbg     *symtab.Table
+	dbgErr  error
+	dbgDone bool
 }
 
 // inliner returns the file's DWARF inline reader, or nil.
@@ -69,7 +76,7 @@ func (b *binFile) inliner() *inliner {
 }
 
 func newProcTable() *procTable {
-	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}}
+	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}, debug: debuginfo.FromEnv()}
 }
 
 // image returns the current memory map of pid, reading it on first sight.
@@ -239,6 +246,9 @@ func (t *procTable) close() {
 func (b *binFile) close() {
 	if b.table != nil {
 		b.table.Close()
+	}
+	if b.dbg != nil {
+		b.dbg.Close()
 	}
 	if b.f != nil {
 		b.f.Close()

@@ -224,12 +224,18 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 			look--
 		}
 		if va, ok := bin.table.VAddr(look - m.Start + m.Offset); ok {
-			if name, start, ok := bin.table.Func(va); ok {
+			tab := bin.table
+			if dt := bin.debugSymbols(img.t.debug); dt != nil {
+				if _, _, ok := dt.Func(va); ok {
+					tab = dt
+				}
+			}
+			if name, start, ok := tab.Func(va); ok {
 				if n, ok := bin.vdsoNames[start]; ok {
 					name = n
 				}
 				loc.Function = name
-				if file, line, ok := bin.table.Line(va); ok {
+				if file, line, ok := tab.Line(va); ok {
 					loc.File, loc.Line = file, int64(line)
 					sy.d.Mappings[pm].Lines = true
 				}

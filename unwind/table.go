@@ -20,6 +20,7 @@ type Table struct {
 	fdes  frame.FrameDescriptionEntries
 	loads []elf.ProgHeader
 	plts  [][2]uint64 // [start, end) of the .plt* sections
+	entry uint64      // the ELF entry point (e_entry), 0 if none
 	// Sources names the sections the entries came from.
 	Sources []string
 
@@ -50,7 +51,7 @@ func NewTable(r io.ReaderAt, debug io.ReaderAt) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read ELF: %w", err)
 	}
-	t := &Table{rows: map[uint64]*row{}}
+	t := &Table{rows: map[uint64]*row{}, entry: f.Entry}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			t.loads = append(t.loads, p.ProgHeader)

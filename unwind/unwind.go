@@ -219,6 +219,11 @@ func Unwind(mods []Module, regs Regs, stack Stack) Result {
 	}
 }
 
+// entryReach is how far past a file's entry point a return address may lie
+// and still be in its entry function (x86-64 _start calls within its first
+// instructions).
+const entryReach = 32
+
 // stopNone and stopFP are step results besides the Stop reasons.
 const (
 	stopNone Stop = -1
@@ -262,6 +267,12 @@ func step(m *Module, look uint64, exact bool, rf *regFile, mem memory) (next reg
 	why := "no frame pointer"
 	if r != nil && r.reason != "" {
 		why = r.reason
+	}
+	if m.Table != nil && m.Table.entry != 0 && va >= m.Table.entry && va < m.Table.entry+entryReach {
+		// The file's entry point (the dynamic loader's _start, which
+		// calls _dl_start and has no entry of its own) starts the
+		// process: nothing called it.
+		return next, false, StopRoot, "entry point"
 	}
 	if !ok || bp < rf.v[regSP] {
 		return next, false, noInfo, why
