@@ -116,6 +116,9 @@ type TimeCaller struct {
 	// Calls counts the calls that crossed at least one tick from this
 	// stack (all calls in ns mode); Ticks their crossings.
 	Calls, Ticks uint64
+	// Cut says the stack ended early: its walk reached an address outside
+	// every executable mapping.
+	Cut bool
 }
 
 // Frame is one symbolized frame.
@@ -123,6 +126,7 @@ type Frame struct {
 	Func string
 	File string
 	Addr uint64
+	Off  uint64 // Addr's offset in File
 }
 
 // Wall returns the estimated total time of the target in ns: d sum c_i,
@@ -234,10 +238,13 @@ func EncodeTime(r *TimeRun) (*profile.Profile, error) {
 				if name == "" {
 					name = fmt.Sprintf("%#x", f.Addr)
 					if f.File != "" {
-						name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Addr)
+						name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Off)
 					}
 				}
 				stack = append(stack, loc(fmt.Sprintf("%s\x00%#x", f.File, f.Addr), f.Addr, fn(name, f.File)))
+			}
+			if c.Cut {
+				stack = append(stack, loc("\x00truncated", 0, fn(TruncatedFrame, "")))
 			}
 			add(stack, c.Calls, c.Ticks)
 			calls += c.Calls

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"bufio"
+	"context"
 	"bytes"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tickprof/tickprof/debuginfo"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -55,6 +57,7 @@ type procMaps struct {
 	mu     sync.Mutex
 	maps   []mapping
 	tables map[string]*symtab.Table // nil entry: unreadable
+	debug  map[string]*symtab.Table // separate debug files' symbols; nil entry: none
 }
 
 func newProcMaps(pid int) *procMaps {
@@ -89,6 +92,14 @@ func (p *procMaps) table(path string) *symtab.Table {
 }
 
 func (p *procMaps) symbolize(pc uint64) Frame {
+	f, _ := p.lookup(pc)
+	return f
+}
+
+// lookup symbolizes pc and reports whether it lies in an executable file
+// mapping: a frame-pointer walk through code that keeps no frame pointer
+// reads data (text, counters) as return addresses, which map nowhere.
+func (p *procMaps) lookup(pc uint64) (Frame, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := Frame{PC: pc}
@@ -97,19 +108,53 @@ func (p *procMaps) symbolize(pc uint64) Frame {
 			continue
 		}
 		f.File = m.path
+		f.Offset = pc - m.start + m.off
 		t := p.table(m.path)
 		if t == nil {
-			return f
+			return f, true
 		}
 		// A return address points after the call: look up pc-1.
 		if va, ok := t.VAddr(pc - 1 - m.start + m.off); ok {
 			if name, _, ok := t.Func(va); ok {
 				f.Func = name
 			}
+			if dt := p.debugTable(m.path, t); dt != nil {
+				if name, _, ok := dt.Func(va); ok {
+					f.Func = name
+				}
+			}
 		}
-		return f
+		return f, true
 	}
-	return f
+	return f, p.maps == nil
+}
+
+// debugTable returns the symbols of the separate debug file of a file
+// without its own .symtab (found by build ID), or nil.
+func (p *procMaps) debugTable(path string, t *symtab.Table) *symtab.Table {
+	if d, ok := p.debug[path]; ok {
+		return d
+	}
+	if p.debug == nil {
+		p.debug = map[string]*symtab.Table{}
+	}
+	p.debug[path] = nil
+	if t.BuildID == "" {
+		return nil
+	}
+	for _, s := range t.Symbols() {
+		if s.Source == symtab.FromSymtab {
+			return nil
+		}
+	}
+	dp, err := debuginfo.FromEnv().Find(context.Background(), t.BuildID)
+	if err != nil {
+		return nil
+	}
+	if d, err := symtab.Open(dp); err == nil {
+		p.debug[path] = d
+	}
+	return p.debug[path]
 }
 
 // procRootPath returns path as seen by process pid (through its root, so
@@ -131,4 +176,10 @@ func (p *procMaps) close() {
 		}
 	}
 	p.tables = map[string]*symtab.Table{}
+	for _, t := range p.debug {
+		if t != nil {
+			t.Close()
+		}
+	}
+	p.debug = nil
 }

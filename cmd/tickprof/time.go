@@ -660,9 +660,9 @@ func buildRun(s *loader.Session, p loader.Poll, ts timeSetup, start time.Time, r
 				continue
 			}
 			recs += cl.Records
-			tc := export.TimeCaller{Calls: cl.Records, Ticks: cl.Ticks}
+			tc := export.TimeCaller{Calls: cl.Records, Ticks: cl.Ticks, Cut: cl.Cut}
 			for _, fr := range cl.Stack {
-				tc.Frames = append(tc.Frames, export.Frame{Func: fr.Func, File: fr.File, Addr: fr.PC})
+				tc.Frames = append(tc.Frames, export.Frame{Func: fr.Func, File: fr.File, Addr: fr.PC, Off: fr.Offset})
 			}
 			t.Callers = append(t.Callers, tc)
 		}
@@ -786,7 +786,7 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 	if precision > 0 {
 		fmt.Fprintf(w, ", precision goal ±%s", formatPercent(precision))
 	}
-	fmt.Fprintf(w, "; dropped records %d, stack failures %d\n", r.RingDrops, r.StackFails)
+	fmt.Fprintf(w, "; dropped records %d, stack failures %d (caller stacks the kernel could not record: stack map full or the walk faulted)\n", r.RingDrops, r.StackFails)
 	if g := r.Go; g != nil {
 		fmt.Fprintf(w, "Go: %d entry firings skipped for stack growth (counted on re-entry), %d entries expired without a RET (panic or Goexit, counted as orphans)",
 			g.Morestack, g.Expired)
