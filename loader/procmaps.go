@@ -2,8 +2,8 @@ package loader
 
 import (
 	"bufio"
-	"context"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
