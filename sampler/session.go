@@ -91,6 +91,9 @@ type Session struct {
 	procs   *procTable
 	stacks  map[string]*rawStack
 	records uint64
+	// copied and copies are the user stack bytes received and the
+	// samples that carried a copy.
+	copied, copies uint64
 	// CPU time of this process spent in Run and in Result (ns).
 	drainCPU, symCPU float64
 }
@@ -342,6 +345,8 @@ func (s *Session) handle(b []byte) {
 	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
 		user, stop = img.unwindUser(regs, stack, user)
 		unwound = true
+		s.copied += uint64(len(stack))
+		s.copies++
 	} else {
 		// A frameless user leaf (or one in its prologue) hides its caller
 		// from the frame-pointer walk; the word at the stack pointer is

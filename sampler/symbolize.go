@@ -131,6 +131,10 @@ func (s *Session) Result() (*export.CPUData, error) {
 	sy.mainFirst(s.mainExe())
 	st := s.Stats()
 	d.Comments = append(d.Comments, fmt.Sprintf("tickprof sample -F %d: %d samples kept, %d lost to a full ring buffer, %d processes", s.cfg.Frequency, st.Kept, st.Dropped, len(pids)))
+	if s.copies > 0 {
+		d.Comments = append(d.Comments, fmt.Sprintf("user stacks unwound by call frame information from a copy of up to %d bytes: %d bytes copied per sample on average (%d samples)",
+			s.cfg.stackBytes(), s.copied/s.copies, s.copies))
+	}
 	return d, nil
 }
 

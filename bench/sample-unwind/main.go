@@ -3,7 +3,7 @@
 // a C++ program built -O2 -fomit-frame-pointer, against perf record
 // --call-graph dwarf on the same workloads. It prints a Markdown section.
 //
-//	bench-unwind -tickprof bin/tickprof -dir bench/unwind/workload [-perf] [-cost]
+//	bench-unwind -tickprof bin/tickprof -dir bench/sample-unwind/workload [-perf] [-cost]
 package main
 
 import (
@@ -47,13 +47,19 @@ func main() {
 	var workloads, extra string
 	var cost bool
 	var reps int
-	flag.StringVar(&b.tickprof, "tickprof", "bin/tickprof", "tickprof binary")
-	flag.StringVar(&b.dir, "dir", "bench/unwind/workload", "directory of cxx.cc and sqlite.sql")
+	tp := os.Getenv("TICKPROF")
+	if tp == "" {
+		tp = "bin/tickprof"
+	}
+	flag.StringVar(&b.tickprof, "tickprof", tp, "tickprof binary (default $TICKPROF or bin/tickprof)")
+	flag.StringVar(&b.dir, "dir", "bench/sample-unwind/workload", "directory of cxx.cc and sqlite.sql")
 	flag.IntVar(&b.freq, "F", 999, "sampling frequency (Hz)")
 	flag.BoolVar(&b.perf, "perf", true, "compare with perf record --call-graph dwarf")
 	flag.StringVar(&workloads, "workloads", "sqlite3,redis-server,cxx", "workloads to run")
 	flag.StringVar(&extra, "sample-flags", "", "extra flags for tickprof sample (space separated)")
-	flag.BoolVar(&cost, "cost", false, "also measure the target slowdown at 99 and 999 Hz")
+	flag.BoolVar(&cost, "cost", true, "also measure the target slowdown at 99 and 999 Hz")
+	var tables bool
+	flag.BoolVar(&tables, "tables", true, "also measure unwind-table build time and memory")
 	flag.IntVar(&reps, "reps", 3, "repetitions of each cost configuration (interleaved)")
 	flag.Parse()
 	if extra != "" {
@@ -77,6 +83,9 @@ func main() {
 		if err := b.cost(reps); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if tables {
+		tableCost()
 	}
 }
 
@@ -249,14 +258,17 @@ func (b *bench) coverage(name string) error {
 		fmt.Printf("| perf --call-graph dwarf | %s | %s | - |\n", share(pf.reaches(mainFuncs...), pf.total), share(pf.reaches(rootFuncs...), pf.total))
 	}
 	fmt.Println()
+	if tp.copyNote != "" {
+		fmt.Printf("tickprof: %s.\n\n", tp.copyNote)
+	}
 	if pf == nil {
 		return nil
 	}
 	tc, pc := tp.cumulative(), pf.cumulative()
-	fmt.Printf("Top 20 cumulative shares (by tickprof) against perf; agree = the 95%% interval of the difference holds 0:\n\n")
+	fmt.Printf("Top 20 named functions by cumulative share (tickprof) against perf; agree = the 95%% interval of the difference holds 0:\n\n")
 	fmt.Printf("| function | tickprof | perf --call-graph dwarf | difference | agree |\n|---|---|---|---|---|\n")
 	n := 0
-	for _, f := range top(tc, 20) {
+	for _, f := range top(named(tc), 20) {
 		ok, diff := agree(tc[f], tp.total, pc[f], pf.total)
 		if ok {
 			n++

@@ -24,7 +24,8 @@ type stack struct {
 type stackSet struct {
 	stacks    []stack
 	total     int64
-	truncated int64 // samples labelled truncated
+	truncated int64  // samples labelled truncated
+	copyNote  string // tickprof's comment on the stack copies
 }
 
 // readPprof reads the function stacks of a pprof profile (inlined frames
@@ -40,6 +41,11 @@ func readPprof(path string) (*stackSet, error) {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}
 	ss := &stackSet{}
+	for _, c := range p.Comments {
+		if strings.HasPrefix(c, "user stacks unwound by call frame information") {
+			ss.copyNote = c
+		}
+	}
 	for _, s := range p.Sample {
 		st := stack{count: s.Value[0]}
 		for _, l := range s.Location {
@@ -47,7 +53,7 @@ func readPprof(path string) (*stackSet, error) {
 				st.funcs = append(st.funcs, fmt.Sprintf("%#x", l.Address))
 			}
 			for _, ln := range l.Line {
-				st.funcs = append(st.funcs, ln.Function.Name)
+				st.funcs = append(st.funcs, normalize(ln.Function.Name))
 			}
 		}
 		ss.stacks = append(ss.stacks, st)
@@ -101,10 +107,32 @@ func readPerfScript(r io.Reader) (*stackSet, error) {
 		if i := strings.LastIndex(sym, "+0x"); i > 0 {
 			sym = sym[:i]
 		}
-		cur.funcs = append(cur.funcs, sym)
+		cur.funcs = append(cur.funcs, normalize(sym))
 	}
 	flush()
 	return ss, sc.Err()
+}
+
+// normalize drops symbol versions ("@@GLIBC_2.34") so that names from
+// .dynsym and .symtab compare.
+func normalize(f string) string {
+	if i := strings.Index(f, "@"); i > 0 {
+		return f[:i]
+	}
+	return f
+}
+
+// named drops the frames without a function name: addresses, "[unknown]"
+// and pseudo-frames, which cannot be matched between profilers.
+func named(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "0x") || strings.HasPrefix(k, "[") || strings.HasPrefix(k, "<") || strings.Contains(k, "+0x") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // reaches counts the samples whose stack holds one of the named functions.
