@@ -120,6 +120,9 @@ func (p *procMaps) lookup(pc uint64) (Frame, bool) {
 			}
 			if dt := p.debugTable(m.path, t); dt != nil {
 				if name, _, ok := dt.Func(va); ok {
+					if i := strings.Index(name, "@"); i > 0 {
+						name = name[:i] // "__libc_start_main@@GLIBC_2.34"
+					}
 					f.Func = name
 				}
 			}

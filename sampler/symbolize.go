@@ -235,6 +235,13 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 				}
 			}
 			if name, start, ok := tab.Func(va); ok {
+				if tab != bin.table {
+					// Debug files' .symtab spells versioned aliases
+					// "__libc_start_main@@GLIBC_2.34".
+					if i := strings.Index(name, "@"); i > 0 {
+						name = name[:i]
+					}
+				}
 				if n, ok := bin.vdsoNames[start]; ok {
 					name = n
 				}
