@@ -205,7 +205,8 @@ func (b *bench) profileTickprof(name string, freq int) (*stackSet, time.Duration
 	return ss, d, err
 }
 
-// profilePerf records the workload with perf --call-graph dwarf.
+// profilePerf records the workload with perf --call-graph dwarf, for its
+// cost (the stacks are not read).
 func (b *bench) profilePerf(name string, freq int) (*stackSet, time.Duration, error) {
 	data := filepath.Join(b.tmp, name+".perf.data")
 	cmd, wait, cleanup, err := b.workload(name)
@@ -229,32 +230,80 @@ func (b *bench) profilePerf(name string, freq int) (*stackSet, time.Duration, er
 	if werr != nil {
 		return nil, 0, fmt.Errorf("workload: %v", werr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	sc := exec.CommandContext(ctx, "perf", "script", "--no-demangle", "-i", data, "-F", "tid,ip,sym")
-	txt, err := sc.Output()
-	if err != nil {
-		return nil, 0, fmt.Errorf("perf script: %w", err)
-	}
-	ss, err := readPerfScript(bytes.NewReader(txt))
-	return ss, d, err
+	return nil, d, nil
 }
 
-// coverage prints the share of stacks reaching main for tickprof and perf,
-// and their top-20 cumulative shares side by side.
+// profileBoth samples one run of the workload with tickprof and perf
+// --call-graph dwarf at once, so that both see the same work.
+func (b *bench) profileBoth(name string, freq int) (*stackSet, *stackSet, error) {
+	out := filepath.Join(b.tmp, name+".pb.gz")
+	data := filepath.Join(b.tmp, name+".perf.data")
+	cmd, wait, cleanup, err := b.workload(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cleanup()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	tp := exec.Command(b.tickprof, append([]string{"sample", "-F", strconv.Itoa(freq), "-p", pid, "-o", out, "--top", "0"}, b.extra...)...)
+	var tlog, plog bytes.Buffer
+	tp.Stdout, tp.Stderr = &tlog, &tlog
+	if err := tp.Start(); err != nil {
+		return nil, nil, err
+	}
+	pr := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.Itoa(freq), "--call-graph", "dwarf", "-o", data, "-p", pid)
+	pr.Stdout, pr.Stderr = &plog, &plog
+	if err := pr.Start(); err != nil {
+		tp.Process.Kill()
+		tp.Wait()
+		return nil, nil, err
+	}
+	werr := wait()
+	tp.Process.Signal(syscall.SIGINT)
+	pr.Process.Signal(syscall.SIGINT)
+	terr := tp.Wait()
+	pr.Wait()
+	if werr != nil {
+		return nil, nil, fmt.Errorf("workload: %v", werr)
+	}
+	if terr != nil {
+		return nil, nil, fmt.Errorf("tickprof sample: %v: %s", terr, tlog.String())
+	}
+	ts, err := readPprof(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := b.perfScript(data)
+	return ts, ps, err
+}
+
+// perfScript reads a perf.data file's stacks.
+func (b *bench) perfScript(data string) (*stackSet, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	txt, err := exec.CommandContext(ctx, "perf", "script", "--no-demangle", "-i", data, "-F", "tid,ip,sym").Output()
+	if err != nil {
+		return nil, fmt.Errorf("perf script: %w", err)
+	}
+	return readPerfScript(bytes.NewReader(txt))
+}
+
+// coverage prints the share of stacks reaching main for tickprof and perf
+// sampling the same run, and their top-20 cumulative shares side by side.
 func (b *bench) coverage(name string) error {
-	tp, _, err := b.profileTickprof(name, b.freq)
+	var tp, pf *stackSet
+	var err error
+	if b.perf {
+		tp, pf, err = b.profileBoth(name, b.freq)
+	} else {
+		tp, _, err = b.profileTickprof(name, b.freq)
+	}
 	if err != nil {
 		return err
 	}
 	fmt.Printf("### %s\n\n", name)
 	fmt.Printf("| profiler | samples reaching `main` | reaching the process or a thread start | not marked truncated |\n|---|---|---|---|\n")
 	fmt.Printf("| tickprof sample | %s | %s | %s |\n", share(tp.reaches(mainFuncs...), tp.total), share(tp.reaches(rootFuncs...), tp.total), share(tp.total-tp.truncated, tp.total))
-	var pf *stackSet
-	if b.perf {
-		if pf, _, err = b.profilePerf(name, b.freq); err != nil {
-			return err
-		}
+	if pf != nil {
 		fmt.Printf("| perf --call-graph dwarf | %s | %s | - |\n", share(pf.reaches(mainFuncs...), pf.total), share(pf.reaches(rootFuncs...), pf.total))
 	}
 	fmt.Println()
@@ -265,17 +314,22 @@ func (b *bench) coverage(name string) error {
 		return nil
 	}
 	tc, pc := tp.cumulative(), pf.cumulative()
-	fmt.Printf("Top 20 named functions by cumulative share (tickprof) against perf; agree = the 95%% interval of the difference holds 0:\n\n")
+	fmt.Printf("Top 20 named functions by cumulative share (tickprof) against perf, both sampling the same run; agree = the 95%% interval of the difference holds 0; \"not named\" = perf names that code differently (an alias such as `__GI___libc_write` for `write`) or never reached it:\n\n")
 	fmt.Printf("| function | tickprof | perf --call-graph dwarf | difference | agree |\n|---|---|---|---|---|\n")
-	n := 0
+	n, both := 0, 0
 	for _, f := range top(named(tc), 20) {
+		if pc[f] == 0 {
+			fmt.Printf("| `%s` | %s | not named | | |\n", f, share(tc[f], tp.total))
+			continue
+		}
+		both++
 		ok, diff := agree(tc[f], tp.total, pc[f], pf.total)
 		if ok {
 			n++
 		}
 		fmt.Printf("| `%s` | %s | %s | %s | %v |\n", f, share(tc[f], tp.total), share(pc[f], pf.total), diff, ok)
 	}
-	fmt.Printf("\n%d of 20 agree.\n\n", n)
+	fmt.Printf("\n%d of the %d functions both name agree.\n\n", n, both)
 	return nil
 }
 
