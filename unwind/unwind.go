@@ -61,6 +61,8 @@ type Frame struct {
 	// FramePointer says this frame's caller was found by frame pointer
 	// rather than call frame information.
 	FramePointer bool
+	// SP is the stack pointer in this frame.
+	SP uint64
 }
 
 // Stop says why a walk ended.
@@ -190,7 +192,7 @@ func Unwind(mods []Module, regs Regs, stack Stack) Result {
 			res.Stop, res.File = StopDepth, m.Name
 			return res
 		}
-		fr := Frame{PC: pc, Exact: exact}
+		fr := Frame{PC: pc, Exact: exact, SP: rf.v[regSP]}
 		look := pc
 		if !exact {
 			look-- // a return address: the call is the instruction before

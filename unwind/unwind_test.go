@@ -191,3 +191,62 @@ func TestUnwindGarbage(t *testing.T) {
 		t.Errorf("a stack of text reached the root: %+v", res)
 	}
 }
+
+// A sample taken in a PLT stub (a leaf that only jumps): the return address
+// is at the stack pointer, and the walk goes on into the stub's caller.
+func TestUnwindFromPLT(t *testing.T) {
+	bin := buildCapture(t)
+	mods, regs, stack := capture(t, bin, "plain")
+	full := Unwind(mods, regs, stack)
+	if len(full.Frames) < 3 {
+		t.Fatalf("short walk: %+v", full)
+	}
+	// As if f3 had called a PLT stub: its stack pointer at the call is
+	// capture's frame's top, holding the return address into f3.
+	callSP := full.Frames[1].SP - 8
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var plt *elf.Section
+	for _, name := range []string{".plt.sec", ".plt"} {
+		if plt = f.Section(name); plt != nil {
+			break
+		}
+	}
+	if plt == nil {
+		t.Skip("no PLT in the test program")
+	}
+	var text *Module
+	for i := range mods {
+		if mods[i].Name == bin && mods[i].Table != nil {
+			if va0, ok := mods[i].Table.VAddr(mods[i].Offset); ok && plt.Addr >= va0 && plt.Addr < va0+(mods[i].Limit-mods[i].Start) {
+				text = &mods[i]
+			}
+		}
+	}
+	if text == nil {
+		t.Fatal("no mapping holds the PLT")
+	}
+	va0, _ := text.Table.VAddr(text.Offset)
+	// The first stub after PLT0 (16 bytes each), at its first instruction.
+	pltPC := text.Start + (plt.Addr - va0) + 16
+	st := Stack{Addr: callSP, Data: stack.Data[callSP-stack.Addr:]}
+	res := Unwind(mods, Regs{IP: pltPC, SP: callSP, BP: regs.BP}, st)
+	got := names(t, bin, mods, res.Frames)
+	want := []string{"?", "f3", "f2", "f1", "main", "(libc.so.6)", "_start"}
+	if len(got) > 0 && got[0] != "?" {
+		want[0] = got[0] // the PLT has no function symbol, or one per stub
+	}
+	if !reflect.DeepEqual(got, want) || res.Stop != StopRoot {
+		t.Errorf("from the PLT: %v (stop %v %s), want %v", got, res.Stop, res.Detail, want)
+	}
+	// 11 bytes into the stub it has pushed its relocation index: the
+	// .eh_frame expression of the PLT adds 8 to the CFA there.
+	pushed := append(make([]byte, 8), st.Data...)
+	res = Unwind(mods, Regs{IP: pltPC + 11, SP: callSP - 8, BP: regs.BP}, Stack{Addr: callSP - 8, Data: pushed})
+	if got := names(t, bin, mods, res.Frames); !reflect.DeepEqual(got, want) || res.Stop != StopRoot {
+		t.Errorf("from the PLT after its push: %v (stop %v %s), want %v", got, res.Stop, res.Detail, want)
+	}
+}
