@@ -4,6 +4,12 @@
 // and Go symbols through symtab, /proc/kallsyms for the kernel) into an
 // export.CPUData ready to be written as a pprof CPU profile.
 //
+// User stacks are unwound from a copy of the user stack and registers the
+// BPF program takes per sample, with the mapped files' call frame
+// information (package unwind; unwind.go here), falling back to the
+// kernel's frame-pointer walk; functions are named from the files, or from
+// their separate debug files (package debuginfo; debugfiles.go).
+//
 // A process's memory map is read when its first sample arrives (the BPF
 // program wakes the reader for it) and again after exec, and the mapped
 // files are opened at once, so a process that exits before the end keeps
