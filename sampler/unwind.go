@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/unwind"
 )
 
@@ -109,7 +110,7 @@ func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64) ([
 			}
 			n := 0
 			for _, a := range fp[j+1:] {
-				if _, ok := findMapping(img.maps, a); !ok {
+				if _, ok := proc.FindMapping(img.maps, a); !ok {
 					break
 				}
 				out = append(out, a)
@@ -129,10 +130,10 @@ func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64) ([
 // keeps no frame pointer read data (text, counters) as return addresses.
 func (img *procImage) checkFramePointers(user []uint64) ([]uint64, walkStop) {
 	for i, a := range user {
-		if _, ok := findMapping(img.maps, a); !ok {
+		if _, ok := proc.FindMapping(img.maps, a); !ok {
 			stop := walkStop{reason: unwind.StopOutsideMapping.String()}
 			if i > 0 {
-				if mi, ok := findMapping(img.maps, user[i-1]); ok {
+				if mi, ok := proc.FindMapping(img.maps, user[i-1]); ok {
 					stop.file = img.maps[mi].Path
 				}
 			}

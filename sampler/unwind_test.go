@@ -1,8 +1,6 @@
-package sampler
+package sampler_test
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // stackHas reports whether a sample's stack names fn.
@@ -46,16 +45,7 @@ func userRoot(name string) bool {
 // 0.05% of runs.
 func TestUnwindFrameless(t *testing.T) {
 	bpftest.Require(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "frameless")
-	out, err := exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables", "-pthread",
-		"-o", bin, filepath.Join("..", "testdata", "sample", "frameless.c")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("build frameless.c: %v\n%s", err, out)
-	}
+	bin := testtarget.C(t, "sample/frameless.c", "frameless", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables", "-pthread")
 	d, p, _ := sampleCommand(t, 999, nil, bin, "3")
 	var n, complete int64
 	groups := map[string][2]int64{} // samples, complete
