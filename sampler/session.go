@@ -3,7 +3,8 @@
 // functions with entry-only uprobes, and symbolizes what it gathered (ELF
 // and Go symbols through symtab, /proc/kallsyms for the kernel) into a
 // Profile, its own model (package export encodes it as pprof). sampler may
-// import bpf and symtab; it must not import export or cmd.
+// import bpf, symtab, unwind, debuginfo and internal/proc; it must not
+// import export or cmd.
 //
 // User stacks are unwound from a copy of the user stack and registers the
 // BPF program takes per sample, with the mapped files' call frame
