@@ -85,7 +85,7 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 	if precision > 0 {
 		fmt.Fprintf(w, ", precision goal ±%s", units.Percent(precision))
 	}
-	fmt.Fprintf(w, "; dropped records %d, stack failures %d\n", r.RingDrops, r.StackFails)
+	fmt.Fprintf(w, "; dropped records %d, stack failures %d (caller stacks the kernel could not record: stack map full or the walk faulted)\n", r.RingDrops, r.StackFails)
 	if b := r.Budget; b != nil {
 		writeBudget(w, b, conf)
 	}

@@ -542,6 +542,8 @@ type Frame struct {
 	Func string
 	// File is the mapped file holding PC ("" when unknown).
 	File string
+	// Offset is PC's offset in File.
+	Offset uint64
 }
 
 // Caller is the crossing records of one target from one caller stack.
@@ -551,6 +553,9 @@ type Caller struct {
 	// Stack is the caller's stack, innermost first (the return address in
 	// the caller comes first); empty when it could not be captured.
 	Stack []Frame
+	// Cut says the stack was cut at an address outside every executable
+	// mapping (a frame-pointer walk through code without frame pointers).
+	Cut bool
 	// Records is the number of calls from this stack that crossed at least
 	// one tick; Ticks their crossings; Ns their exact ns (exact mode).
 	Records, Ticks, Ns uint64
@@ -579,7 +584,12 @@ func (s *Session) Callers() []Caller {
 					if pc == 0 {
 						break
 					}
-					c.Stack = append(c.Stack, s.symbolize(pc))
+					f, ok := s.lookup(pc)
+					if !ok {
+						c.Cut = true
+						break
+					}
+					c.Stack = append(c.Stack, f)
 				}
 			}
 		}
@@ -592,6 +602,13 @@ func (s *Session) Callers() []Caller {
 		return out[i].Records > out[j].Records
 	})
 	return out
+}
+
+func (s *Session) lookup(pc uint64) (Frame, bool) {
+	if s.procs == nil {
+		return Frame{PC: pc}, true
+	}
+	return s.procs.lookup(pc)
 }
 
 func (s *Session) symbolize(pc uint64) Frame {

@@ -113,6 +113,9 @@ type Caller struct {
 	// Calls counts the calls that crossed at least one tick from this
 	// stack (all calls in ns mode); Ticks their crossings.
 	Calls, Ticks uint64
+	// Cut says the stack ended early: its walk reached an address outside
+	// every executable mapping.
+	Cut bool
 }
 
 // Frame is one symbolized frame.
@@ -120,6 +123,7 @@ type Frame struct {
 	Func string
 	File string
 	Addr uint64
+	Off  uint64 // Addr's offset in File
 }
 
 // Wall returns the estimated total time of the target in ns: d sum c_i,

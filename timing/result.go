@@ -60,9 +60,9 @@ func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]Caller,
 			continue
 		}
 		recs += cl.Records
-		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks}
+		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks, Cut: cl.Cut}
 		for _, fr := range cl.Stack {
-			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC})
+			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC, Off: fr.Offset})
 		}
 		out = append(out, tc)
 	}
