@@ -28,7 +28,8 @@
  * Clock (DESIGN.md "The clocks"): tp_clock is a load-time constant, so
  * the verifier prunes the branches for the clocks not chosen.
  *   TP_CLOCK_JIFFIES  tick = bpf_jiffies64(), d = measured jiffy period
- *   TP_CLOCK_TICK     tick = bpf_ktime_get_ns() / tp_tick_ns
+ *   TP_CLOCK_TICK     ns on a grid of tp_tick_ns shifted per call by a
+ *                     random phase (see tp_phase: dithered)
  *   TP_CLOCK_NS       tick = bpf_ktime_get_ns(), d = 1 ns
  * tp_exact = 1 also reads ns at entry/exit (ns mode and --validate) and
  * fills the exact-ns sums and the log2 histogram.
@@ -190,14 +191,61 @@ static __always_inline int tp_pid_ok(void)
 	return 0;
 }
 
-/* tp_now_tick reads the selected tick clock. */
+/* tp_now_tick reads the selected tick clock. For TP_CLOCK_TICK it is the
+ * ns reading itself: tp_close quantizes the call (see tp_phase). */
 static __always_inline __u64 tp_now_tick(__u64 ns)
 {
 	if (tp_clock == TP_CLOCK_JIFFIES)
 		return bpf_jiffies64();
-	if (tp_clock == TP_CLOCK_TICK)
-		return ns / tp_tick_ns;
 	return ns;
+}
+
+/*
+ * tp_phase draws the dither of one call on the tick:DUR clock: a uniform
+ * random r in {0, ..., d-1} ns (d = tp_tick_ns); 0 on the other clocks.
+ * The entry stores e - r and tp_close counts c = floor((x - e + r) / d),
+ * for entry ns e and exit ns x: the ticks of a grid of period d whose
+ * last line before the entry lies r before it, a grid drawn anew for
+ * every call.
+ *
+ * Why: the estimator's one assumption is Beilner's asynchronism (section
+ * 2, eq. 4a/4b): the begin deviation B' (entry minus the last tick before
+ * it) is uniform on (0, d) whatever the call does. A fixed grid breaks it
+ * when the program keeps time with the clock (threads woken by the
+ * scheduler tick, loops sleeping to timer boundaries, a probe whose extra
+ * work on crossing calls shifts the next call). Here B' = r by
+ * construction. Proof: let D = x - e = k d + f (integers, 0 <= f < d).
+ * Then c = k + [r >= d - f], so E[c | D] = k + f/d = D/d exactly, because
+ * r is drawn from a generator the program cannot observe, after everything
+ * that decides D is fixed except the call's own code, which does not see
+ * r either; D may depend on every earlier call and earlier r (a probe's
+ * extra work on a crossing call runs after its exit reading and delays
+ * the next call), but not on this r. So E[d c_i - D_i | past] = 0: the
+ * errors d c_i - D_i form a martingale difference sequence, the mean
+ * d sum c / n is unbiased for the mean of the D_i, and the errors of
+ * different calls are uncorrelated whatever the calls' own correlation.
+ *
+ * Variance: per call c is floor(D/d) or ceil(D/d) (two values, the
+ * two-point model, Beilner 8 and 10a/10b: Var(c | D) = p(1-p) with
+ * p = frac(D/d)), so the per-call and batch-means intervals of estimate/
+ * hold as they are. What dithering gives up is the telescoping of back-to-
+ * back calls on one grid (Beilner 10c/10d: a tight loop's total is exact
+ * to within one tick): with a grid per call every call keeps its own
+ * quantization error, so a contiguous series has Var(c) = p(1-p) per call,
+ * not d^2/6 for the whole run.
+ *
+ * Two 32-bit draws make a 64-bit one: with a single u32, r mod d is off
+ * uniform by up to 1/2^32 per value, a bias up to d^2/2^32 ns in the mean
+ * (3.7 us at d = 4 ms); with 64 bits it is below d^2/2^64 (under 1e-6 ns).
+ */
+static __always_inline __u64 tp_phase(void)
+{
+	__u64 r;
+
+	if (tp_clock != TP_CLOCK_TICK)
+		return 0;
+	r = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32();
+	return r % tp_tick_ns;
 }
 
 /* tp_need_ns reports whether the ns clock is read at all. */
@@ -211,7 +259,7 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 {
 	struct tp_key key = { .id = id, .target = target };
 	struct tp_entry *e;
-	__u64 ns = 0, tick;
+	__u64 ns = 0, tick, ph;
 	__u32 slot;
 
 	e = bpf_map_lookup_elem(&tp_entries, &key);
@@ -236,10 +284,11 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 			c->orphans++;
 	}
 	slot = e->depth & (TP_MAX_DEPTH - 1);
+	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
 	if (tp_need_ns())
 		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns);
+	tick = tp_now_tick(ns) - ph;
 	e->tick[slot] = tick;
 	if (tp_exact)
 		e->ns[slot] = ns;
@@ -313,8 +362,11 @@ static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 targe
 				     __u64 tick, __u64 ns, __u64 etick, __u64 ens,
 				     __u64 stack_flags)
 {
-	__u64 d = tick - etick, dns = 0, rt = d;
+	__u64 d = tick - etick, dns = 0, rt;
 
+	if (tp_clock == TP_CLOCK_TICK)
+		d /= tp_tick_ns; /* etick holds the dither (tp_phase) */
+	rt = d;
 	if (tp_exact) {
 		dns = ns - ens;
 		rt = tp_record_ticks(d, ens, ns);
@@ -394,7 +446,7 @@ struct {
 static __always_inline int tp_task_enter(__u32 target)
 {
 	struct tp_tstack *st;
-	__u64 ns = 0;
+	__u64 ns = 0, ph;
 	__u32 slot;
 
 	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
@@ -408,10 +460,11 @@ static __always_inline int tp_task_enter(__u32 target)
 		tp_orphan(st->target[slot]);
 	}
 	st->target[slot] = target;
+	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
 	if (tp_need_ns())
 		ns = bpf_ktime_get_ns();
-	st->tick[slot] = tp_now_tick(ns);
+	st->tick[slot] = tp_now_tick(ns) - ph;
 	if (tp_exact)
 		st->ns[slot] = ns;
 	st->depth++;
