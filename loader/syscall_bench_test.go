@@ -23,7 +23,7 @@ import (
 // BenchmarkSyscallOverhead measures what timing a syscall adds, on a tight
 // getppid loop in this process: unprobed, with empty raw-tracepoint
 // enter/exit programs (the floor), with tickprof's raw_syscalls and
-// syscall-tracepoint methods in the jiffies and ns clocks, and with
+// syscall-tracepoint methods in the jiffies, dithered tick and ns clocks, and with
 // bpftrace's raw_syscalls one-liner when bpftrace is installed. The
 // configurations run interleaved for several rounds and the medians are
 // reported as ns added per syscall. Run with -benchtime=1x:
@@ -63,12 +63,20 @@ func BenchmarkSyscallOverhead(b *testing.B) {
 	}
 	jiffies := Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}
 	ns := Clock{Kind: ClockNS}
+	// The dithered tick clock (a random grid phase per call) at the jiffy
+	// period and at a fine tick, where about 2% of getppid calls cross
+	// a tick and write a record.
+	tick4ms := Clock{Kind: ClockTick, Tick: 4 * time.Millisecond}
+	tick10us := Clock{Kind: ClockTick, Tick: 10 * time.Microsecond}
 	configs := []config{
 		{"unprobed", nil},
 		{"floor-empty-raw-tp", emptyRawTracepoints},
 		{"raw-jiffies", session(jiffies, SyscallRaw)},
+		{"raw-tick:4ms", session(tick4ms, SyscallRaw)},
+		{"raw-tick:10us", session(tick10us, SyscallRaw)},
 		{"raw-ns", session(ns, SyscallRaw)},
 		{"tracepoint-jiffies", session(jiffies, SyscallTracepoint)},
+		{"tracepoint-tick:4ms", session(tick4ms, SyscallTracepoint)},
 		{"tracepoint-ns", session(ns, SyscallTracepoint)},
 	}
 	if _, err := exec.LookPath("bpftrace"); err == nil {
@@ -184,7 +192,7 @@ func (p procCloser) Close() error {
 
 // BenchmarkSyscallProgramTime reports the BPF run time per getppid of the
 // raw_syscalls enter and exit programs (kernel.bpf_stats_enabled), in the
-// jiffies and ns clocks, next to an empty raw-tracepoint program measured
+// jiffies, dithered tick and ns clocks, next to an empty raw-tracepoint program measured
 // the same way (the statistics' own cost, to subtract).
 //
 //	go test -run '^$' -bench SyscallProgramTime -benchtime=1x ./loader/
@@ -225,7 +233,8 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 		floor := perRun(empty.Enter)
 		empty.Enter.Close()
 		b.ReportMetric(floor, "empty-prog-ns/run")
-		for _, clk := range []Clock{{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, {Kind: ClockNS}} {
+		for _, clk := range []Clock{{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, {Kind: ClockTick, Tick: 4 * time.Millisecond},
+			{Kind: ClockTick, Tick: 10 * time.Microsecond}, {Kind: ClockNS}} {
 			specs, err := ResolveSyscall("getppid", SyscallRaw)
 			if err != nil {
 				b.Fatal(err)
