@@ -21,19 +21,23 @@ type GoTimingGoProbeStats struct {
 }
 
 type GoTimingTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type GoTimingTpEntry struct {
@@ -84,6 +88,7 @@ const (
 	GoTimingVarGoGoidOff     = "go_goid_off"
 	GoTimingVarGoStackhiOff  = "go_stackhi_off"
 	GoTimingVarGoUnusedStats = "go_unused_stats"
+	GoTimingVarTpCheckEvery  = "tp_check_every"
 	GoTimingVarTpClock       = "tp_clock"
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
@@ -159,6 +164,7 @@ type GoTimingVariableSpecs struct {
 	GoGoidOff     *ebpf.VariableSpec `ebpf:"go_goid_off"`
 	GoStackhiOff  *ebpf.VariableSpec `ebpf:"go_stackhi_off"`
 	GoUnusedStats *ebpf.VariableSpec `ebpf:"go_unused_stats"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -217,6 +223,7 @@ type GoTimingVariables struct {
 	GoGoidOff     *ebpf.Variable `ebpf:"go_goid_off"`
 	GoStackhiOff  *ebpf.Variable `ebpf:"go_stackhi_off"`
 	GoUnusedStats *ebpf.Variable `ebpf:"go_unused_stats"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`

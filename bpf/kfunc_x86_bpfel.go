@@ -14,19 +14,23 @@ import (
 )
 
 type KfuncTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type KfuncTpEntry struct {
@@ -76,6 +80,7 @@ const (
 	KfuncProgKfKprobeEntry = "kf_kprobe_entry"
 	KfuncProgKfKprobeExit  = "kf_kprobe_exit"
 	KfuncVarKfTarget       = "kf_target"
+	KfuncVarTpCheckEvery   = "tp_check_every"
 	KfuncVarTpClock        = "tp_clock"
 	KfuncVarTpExact        = "tp_exact"
 	KfuncVarTpFilterTgid   = "tp_filter_tgid"
@@ -150,6 +155,7 @@ type KfuncMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncVariableSpecs struct {
 	KfTarget      *ebpf.VariableSpec `ebpf:"kf_target"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -204,6 +210,7 @@ func (m *KfuncMaps) Close() error {
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncVariables struct {
 	KfTarget      *ebpf.Variable `ebpf:"kf_target"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`

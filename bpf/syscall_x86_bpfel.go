@@ -22,19 +22,23 @@ type SyscallScState struct {
 }
 
 type SyscallTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type SyscallTpEntry struct {
@@ -88,6 +92,7 @@ const (
 	SyscallProgScTpEnter    = "sc_tp_enter"
 	SyscallProgScTpExit     = "sc_tp_exit"
 	SyscallVarScSlotMask    = "sc_slot_mask"
+	SyscallVarTpCheckEvery  = "tp_check_every"
 	SyscallVarTpClock       = "tp_clock"
 	SyscallVarTpExact       = "tp_exact"
 	SyscallVarTpFilterTgid  = "tp_filter_tgid"
@@ -166,6 +171,7 @@ type SyscallMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type SyscallVariableSpecs struct {
 	ScSlotMask    *ebpf.VariableSpec `ebpf:"sc_slot_mask"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -224,6 +230,7 @@ func (m *SyscallMaps) Close() error {
 // It can be passed to LoadSyscallObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SyscallVariables struct {
 	ScSlotMask    *ebpf.Variable `ebpf:"sc_slot_mask"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`

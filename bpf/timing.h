@@ -64,6 +64,11 @@ volatile const __u32 tp_want_records = 1;
  * ring traffic stays about ET/tp_record_ns records per call instead of
  * one per call; 0 or 1 means one record per call. */
 volatile const __u64 tp_record_ns = 0;
+/* Jiffies clock without tp_exact: one call in tp_check_every (a power
+ * of two; 0: none), drawn at random, is also timed with the ns clock, so
+ * that the loader can compare the jiffies estimate with the exact mean of
+ * the same calls (see tp_check_draw). */
+volatile const __u32 tp_check_every = 0;
 
 /* Per-target, per-CPU counters: value of tp_counters[target].
  * The *_sq sums are 128-bit (hi:lo) so that a day of one-second calls in
@@ -84,6 +89,13 @@ struct tp_counts {
 	__u64 ns_max;     /* exact mode: max ns */
 	__u64 hist[TP_HIST_BUCKETS]; /* exact mode: bucket b counts ns with
 				      * floor(log2(ns)) == b (ns = 0 -> 0) */
+	/* Checked calls (tp_check_every): their count, sum c, sum c^2 and
+	 * exact ns total. 64 bits: c^2 sums overflow only after 2^64 / HZ^2
+	 * squared seconds, the ns total after 584 years of checked calls. */
+	__u64 chk_calls;
+	__u64 chk_ticks;
+	__u64 chk_ticks_sq;
+	__u64 chk_ns;
 };
 
 /* Per-CPU run statistics: value of tp_runstats[0]. */
@@ -248,10 +260,40 @@ static __always_inline __u64 tp_phase(void)
 	return r % tp_tick_ns;
 }
 
-/* tp_need_ns reports whether the ns clock is read at all. */
+/* tp_need_ns reports whether the ns clock is read on every call. */
 static __always_inline int tp_need_ns(void)
 {
 	return tp_clock != TP_CLOCK_JIFFIES || tp_exact;
+}
+
+/* tp_check_on reports whether a random share of calls is checked. */
+static __always_inline int tp_check_on(void)
+{
+	return tp_clock == TP_CLOCK_JIFFIES && !tp_exact && tp_check_every != 0;
+}
+
+/*
+ * tp_check_draw decides at a call's entry whether it is checked, and so
+ * whether the entry reads the ns clock: 1 in tp_check_every calls, drawn
+ * independently of everything the program does. The jiffies tick cannot be
+ * dithered (tp_phase), so the asynchrony the estimate rests on can fail
+ * there (threads woken by the tick, loops sleeping to it); on the checked
+ * calls the jiffies crossings and the exact ns are both known, and since
+ * the draw is independent of the calls, they are a random sample whose
+ * jiffies estimate must agree with their exact mean when the clock is
+ * asynchronous with the program. One helper call per call (about 10 ns);
+ * two ns reads per checked call.
+ *
+ * The check's ns window ends a little later than the jiffies one: the
+ * exit reads jiffies first and ns only after finding the entry (a few
+ * tens of ns at most, next to a check whose resolution is the jiffy
+ * divided by the square root of the checked crossings).
+ */
+static __always_inline int tp_check_draw(void)
+{
+	if (!tp_check_on())
+		return 0;
+	return (bpf_get_prandom_u32() & (tp_check_every - 1)) == 0;
 }
 
 /* tp_enter pushes the clock reading(s) for (id, target). */
@@ -286,12 +328,12 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 	slot = e->depth & (TP_MAX_DEPTH - 1);
 	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns())
+	if (tp_need_ns() || tp_check_draw())
 		ns = bpf_ktime_get_ns();
 	tick = tp_now_tick(ns) - ph;
 	e->tick[slot] = tick;
-	if (tp_exact)
-		e->ns[slot] = ns;
+	if (tp_exact || tp_check_on())
+		e->ns[slot] = ns; /* check: 0 for an unchecked call */
 	e->depth++;
 	return 0;
 }
@@ -364,6 +406,15 @@ static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 targe
 {
 	__u64 d = tick - etick, dns = 0, rt;
 
+	if (tp_check_on() && ens) {
+		/* A checked call (tp_check_draw). */
+		__u64 cns = bpf_ktime_get_ns() - ens;
+
+		c->chk_calls++;
+		c->chk_ticks += d;
+		c->chk_ticks_sq += d * d;
+		c->chk_ns += cns;
+	}
 	if (tp_clock == TP_CLOCK_TICK)
 		d /= tp_tick_ns; /* etick holds the dither (tp_phase) */
 	rt = d;
@@ -462,11 +513,11 @@ static __always_inline int tp_task_enter(__u32 target)
 	st->target[slot] = target;
 	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns())
+	if (tp_need_ns() || tp_check_draw())
 		ns = bpf_ktime_get_ns();
 	st->tick[slot] = tp_now_tick(ns) - ph;
-	if (tp_exact)
-		st->ns[slot] = ns;
+	if (tp_exact || tp_check_on())
+		st->ns[slot] = ns; /* check: 0 for an unchecked call */
 	st->depth++;
 	return 0;
 }

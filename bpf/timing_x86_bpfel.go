@@ -14,19 +14,23 @@ import (
 )
 
 type TimingTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type TimingTpEntry struct {
@@ -85,6 +89,7 @@ const (
 	TimingProgTpEmptyExit   = "tp_empty_exit"
 	TimingProgTpUentry      = "tp_uentry"
 	TimingProgTpUexit       = "tp_uexit"
+	TimingVarTpCheckEvery   = "tp_check_every"
 	TimingVarTpClock        = "tp_clock"
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
@@ -159,6 +164,7 @@ type TimingMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TimingVariableSpecs struct {
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -213,6 +219,7 @@ func (m *TimingMaps) Close() error {
 //
 // It can be passed to LoadTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TimingVariables struct {
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`

@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -339,4 +340,101 @@ func TestCoverageCoupledPhase(t *testing.T) {
 		t.Errorf("%d of the %d must-miss cells are in the grid", missed, len(mustMiss))
 	}
 	t.Log(tab.String())
+}
+
+// checkExperiment draws m checked calls, in b batches, of a fixed-grid
+// clock with entries following law: their tick counts and exact total.
+func checkExperiment(r *rand.Rand, d durDist, x float64, law phaseLaw, m uint64, b int) (Counts, float64) {
+	c := Counts{Resolution: 1, HasTicksSq: true}
+	var exact float64
+	per := m / uint64(b)
+	for j := 0; j < b; j++ {
+		var t uint64
+		for i := uint64(0); i < per; i++ {
+			dur := d.draw(r, x)
+			k := uint64(math.Floor(law.draw(r) + dur))
+			exact += dur
+			t += k
+			c.TicksSq += k * k
+		}
+		c.Batches = append(c.Batches, Batch{Calls: per, Ticks: t})
+		c.Calls += per
+		c.Ticks += t
+	}
+	return c, exact
+}
+
+// TestCheckClockFalseAlarms: with an asynchronous clock the check fails
+// in at most 1 - CheckConfidence = 1% of runs. Asserted per regime over
+// 2000 runs: at most 1% + 3.09 binomial standard errors (1.69%), a false
+// alarm of this test in 0.1% of regimes for a check at exactly 1%.
+func TestCheckClockFalseAlarms(t *testing.T) {
+	const reps = 2000
+	limit := 0.01 + 3.09*math.Sqrt(0.01*0.99/reps)
+	for _, tc := range []struct {
+		d durDist
+		x float64
+		m uint64
+	}{
+		{distConstant, 0.05, 2000}, {distExponential, 0.05, 20000}, {distConstant, 0.5, 500},
+		{distUniform, 1.5, 500}, {distBimodal, 5, 200}, {distExponential, 0.01, 5000},
+	} {
+		r := rand.New(rand.NewPCG(uint64(tc.m), 17))
+		fails := 0
+		for i := 0; i < reps; i++ {
+			c, exact := checkExperiment(r, tc.d, tc.x, phaseAsync, tc.m, 20)
+			ck, err := CheckClock(c, exact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ck.Agree {
+				fails++
+			}
+		}
+		rate := float64(fails) / reps
+		t.Logf("%v ET/d=%g m=%d: asynchronous clock failed the check in %.2f%% of runs", tc.d, tc.x, tc.m, 100*rate)
+		if rate > limit {
+			t.Errorf("%v ET/d=%g m=%d: false alarms in %.2f%% of runs, above %.2f%%", tc.d, tc.x, tc.m, 100*rate, 100*limit)
+		}
+	}
+}
+
+// TestCheckClockDetectsCoupling: entries coupled to the tick (the -10%
+// bias of phaseCoupled at ET/d = 0.5, 4.5 standard errors with 2000
+// checked calls) and a phase-locked loop (a whole tick reported for a
+// fortieth of one) fail the check. The coupled regime's power is about
+// 0.9; asserted at least 0.8 over 500 runs (5.6 binomial standard errors
+// below 0.9, so the test fails by chance far less than once in a million
+// runs). The locked loop fails it in every run.
+func TestCheckClockDetectsCoupling(t *testing.T) {
+	const reps = 500
+	for _, tc := range []struct {
+		law   phaseLaw
+		d     durDist
+		x     float64
+		m     uint64
+		power float64
+	}{
+		{phaseCoupled, distConstant, 0.5, 2000, 0.8},
+		{phaseLocked, distConstant, 0.025, 200, 1},
+		{phaseLocked, distExponential, 0.025, 200, 1},
+	} {
+		r := rand.New(rand.NewPCG(uint64(tc.m), 23))
+		fails := 0
+		for i := 0; i < reps; i++ {
+			c, exact := checkExperiment(r, tc.d, tc.x, tc.law, tc.m, 20)
+			ck, err := CheckClock(c, exact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ck.Agree {
+				fails++
+			}
+		}
+		rate := float64(fails) / reps
+		t.Logf("%v %v ET/d=%g m=%d: the check failed in %.1f%% of runs", tc.law, tc.d, tc.x, tc.m, 100*rate)
+		if rate < tc.power {
+			t.Errorf("%v %v ET/d=%g m=%d: coupling detected in %.1f%% of runs, want at least %.0f%%", tc.law, tc.d, tc.x, tc.m, 100*rate, 100*tc.power)
+		}
+	}
 }

@@ -37,42 +37,43 @@ type goStatsJSON struct {
 }
 
 type timeTargetJSON struct {
-	Target       string       `json:"target"`
-	Kind         string       `json:"kind"`
-	Binary       string       `json:"binary,omitempty"`
-	Calls        uint64       `json:"calls"`
-	Ticks        uint64       `json:"ticks"`
-	MeanNs       *float64     `json:"mean_ns"`
-	LowNs        *float64     `json:"low_ns"`
-	HighNs       *float64     `json:"high_ns"`
-	RelHalfWidth *float64     `json:"rel_half_width,omitempty"`
-	Corrected    bool         `json:"corrected,omitempty"`
-	RawMeanNs    *float64     `json:"raw_mean_ns,omitempty"`
-	RawLowNs     *float64     `json:"raw_low_ns,omitempty"`
-	RawHighNs    *float64     `json:"raw_high_ns,omitempty"`
-	OverheadNs   *float64     `json:"overhead_ns,omitempty"`
-	OverheadLow  *float64     `json:"overhead_low_ns,omitempty"`
-	OverheadHigh *float64     `json:"overhead_high_ns,omitempty"`
-	OverheadKind string       `json:"overhead_kind,omitempty"`
-	InlinedInto  []string     `json:"inlined_into,omitempty"`
-	Confidence   float64      `json:"confidence"`
-	Method       string       `json:"method,omitempty"`
-	Error        string       `json:"error,omitempty"`
-	Clock        string       `json:"clock"`
-	ResolutionNs float64      `json:"resolution_ns"`
-	WallNs       float64      `json:"wall_ns"`
-	Crossings    uint64       `json:"crossings"`
-	Orphans      uint64       `json:"orphans"`
-	Dropped      uint64       `json:"dropped_records"`
-	NsSum        *uint64      `json:"ns_sum,omitempty"`
-	NsMean       *float64     `json:"ns_mean,omitempty"`
-	NsLow        *float64     `json:"ns_low,omitempty"`
-	NsHigh       *float64     `json:"ns_high,omitempty"`
-	NsMin        *uint64      `json:"ns_min,omitempty"`
-	NsMax        *uint64      `json:"ns_max,omitempty"`
-	NsLog2Hist   []uint64     `json:"ns_log2_hist,omitempty"`
-	Covered      *bool        `json:"covered,omitempty"`
-	Callers      []callerJSON `json:"callers,omitempty"`
+	Target       string          `json:"target"`
+	Kind         string          `json:"kind"`
+	Binary       string          `json:"binary,omitempty"`
+	Calls        uint64          `json:"calls"`
+	Ticks        uint64          `json:"ticks"`
+	MeanNs       *float64        `json:"mean_ns"`
+	LowNs        *float64        `json:"low_ns"`
+	HighNs       *float64        `json:"high_ns"`
+	RelHalfWidth *float64        `json:"rel_half_width,omitempty"`
+	Corrected    bool            `json:"corrected,omitempty"`
+	RawMeanNs    *float64        `json:"raw_mean_ns,omitempty"`
+	RawLowNs     *float64        `json:"raw_low_ns,omitempty"`
+	RawHighNs    *float64        `json:"raw_high_ns,omitempty"`
+	OverheadNs   *float64        `json:"overhead_ns,omitempty"`
+	OverheadLow  *float64        `json:"overhead_low_ns,omitempty"`
+	OverheadHigh *float64        `json:"overhead_high_ns,omitempty"`
+	OverheadKind string          `json:"overhead_kind,omitempty"`
+	InlinedInto  []string        `json:"inlined_into,omitempty"`
+	Confidence   float64         `json:"confidence"`
+	Method       string          `json:"method,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	Clock        string          `json:"clock"`
+	ResolutionNs float64         `json:"resolution_ns"`
+	WallNs       float64         `json:"wall_ns"`
+	Crossings    uint64          `json:"crossings"`
+	Orphans      uint64          `json:"orphans"`
+	Dropped      uint64          `json:"dropped_records"`
+	NsSum        *uint64         `json:"ns_sum,omitempty"`
+	NsMean       *float64        `json:"ns_mean,omitempty"`
+	NsLow        *float64        `json:"ns_low,omitempty"`
+	NsHigh       *float64        `json:"ns_high,omitempty"`
+	NsMin        *uint64         `json:"ns_min,omitempty"`
+	NsMax        *uint64         `json:"ns_max,omitempty"`
+	NsLog2Hist   []uint64        `json:"ns_log2_hist,omitempty"`
+	Covered      *bool           `json:"covered,omitempty"`
+	ClockCheck   *clockCheckJSON `json:"clock_check,omitempty"`
+	Callers      []callerJSON    `json:"callers,omitempty"`
 }
 
 type callerJSON struct {
@@ -98,6 +99,10 @@ func fp(v float64) *float64 {
 // probe overhead has corrected: true, its measured figures in raw_mean_ns,
 // raw_low_ns, raw_high_ns and the overhead subtracted in overhead_ns,
 // overhead_low_ns, overhead_high_ns; mean_ns..high_ns are then corrected.
+// With the jiffies clock, clock_check compares the jiffies estimate of a
+// random sample of the calls (tick_mean_ns, tick_low_ns, tick_high_ns at
+// its confidence) with their exact mean (exact_mean_ns); agree is false
+// when the clock keeps time with the program and the mean is biased.
 func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
@@ -115,6 +120,7 @@ func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
 			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
+			ClockCheck: checkToJSON(t.ClockCheck),
 		}
 		if t.Err == "" {
 			e := t.Estimate
@@ -213,6 +219,7 @@ func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
 			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
+			ClockCheck: checkFromJSON(j.ClockCheck),
 		}
 		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {
 			if t.Err == "" {

@@ -80,8 +80,12 @@ type TimeTarget struct {
 	// Exact holds the exact-ns figures (ns clock and --validate).
 	Exact *ExactNs
 	// Covered is the --validate verdict: whether the tick-clock interval
-	// holds the exact mean (nil without --validate).
+	// holds the exact mean of the same calls (nil without --validate).
 	Covered *bool
+	// ClockCheck compares, on a random sample of the calls, the jiffies
+	// estimate with their exact mean (nil when no call was checked: other
+	// clocks, or --validate, which checks every call).
+	ClockCheck *estimate.ClockCheck
 	// Callers attribute the ticks to caller stacks.
 	Callers []TimeCaller
 }
@@ -163,6 +167,11 @@ func EncodeTime(r *TimeRun) (*profile.Profile, error) {
 		p.Comments = append(p.Comments, "mean_ns, low_ns, high_ns are corrected for the probe overhead (raw_mean_ns and overhead_ns beside them); wall and ticks are as measured")
 	case "none", "off":
 		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
+	}
+	for i := range r.Targets {
+		if w := ClockWarning(&r.Targets[i], r.Clock); w != "" {
+			p.Comments = append(p.Comments, w)
+		}
 	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {

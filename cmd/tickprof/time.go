@@ -651,6 +651,7 @@ func buildRun(s *loader.Session, p loader.Poll, ts timeSetup, start time.Time, r
 		if i < len(inflight) {
 			t.Orphans += inflight[i]
 		}
+		t.ClockCheck = loader.ClockCheck(clk, c, s.Batches(i))
 		if row.err != nil {
 			t.Err = row.err.Error()
 		}
@@ -794,6 +795,11 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 			fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
 		}
 		fmt.Fprintln(w)
+	}
+	for i := range r.Targets {
+		if warn := export.ClockWarning(&r.Targets[i], r.Clock); warn != "" {
+			fmt.Fprintln(w, warn)
+		}
 	}
 	var few []string
 	for _, t := range r.Targets {

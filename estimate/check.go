@@ -1,0 +1,63 @@
+package estimate
+
+// CheckConfidence is the confidence level of the clock check's interval:
+// where the clock is asynchronous with the program, the check raises a
+// false alarm in about 1% of targets or fewer (see CheckClock).
+const CheckConfidence = 0.99
+
+// ClockCheck compares a tick-clock estimate with the exact mean of the same
+// calls.
+type ClockCheck struct {
+	// Calls is the number of checked calls.
+	Calls uint64
+	// Tick is the tick-clock estimate of their mean, at CheckConfidence.
+	Tick Result
+	// Exact is their exact mean (ns).
+	Exact float64
+	// Agree says Tick's interval holds Exact.
+	Agree bool
+}
+
+// Ratio returns the tick estimate over the exact mean (0 when the exact
+// mean is 0).
+func (c ClockCheck) Ratio() float64 {
+	if c.Exact == 0 {
+		return 0
+	}
+	return c.Tick.Mean / c.Exact
+}
+
+// CheckClock checks the tick clock's one assumption, asynchrony with the
+// program (Beilner section 2, eq. 4a/4b: the phase of a call's entry
+// within a tick is uniform), on a random sample of calls timed with both
+// the tick clock (tick: their counts, with batches when known) and an
+// exact clock (exactTotal: their total in ns).
+//
+// Given the sampled calls' durations D_i, asynchrony makes
+// E[c_i | D_i] = D_i/d, so d sum c_i / m estimates their exact mean, which
+// is known: the check is whether the estimator's interval (Time, at
+// CheckConfidence) holds it. That interval is built for the mean of the
+// durations' law, so its variance includes the D_i's own spread, which the
+// exact mean of the same calls does not have: the check is conservative,
+// and an asynchronous clock fails it in at most about 1 - CheckConfidence
+// of runs (tested by TestCheckClockFalseAlarms). A clock coupled to the
+// program (threads woken by the tick, loops sleeping to tick boundaries)
+// biases every c_i alike and fails it once the bias exceeds the
+// interval's half-width: about d sqrt(ET/d / m) for short calls, so the
+// check resolves a bias of the order of the jiffy over the square root of
+// the checked crossings.
+//
+// The sample must be drawn independently of the calls (bpf/timing.h draws
+// it at random at each entry).
+func CheckClock(tick Counts, exactTotal float64) (ClockCheck, error) {
+	r, err := Time(tick, Options{Confidence: CheckConfidence})
+	if err != nil {
+		return ClockCheck{}, err
+	}
+	if !(exactTotal >= 0) || !finite(exactTotal) {
+		return ClockCheck{}, inputf("exact total %v ns of the checked calls is not a duration", exactTotal)
+	}
+	c := ClockCheck{Calls: r.Calls, Tick: r, Exact: exactTotal / float64(r.Calls)}
+	c.Agree = r.Low <= c.Exact && c.Exact <= r.High
+	return c, nil
+}

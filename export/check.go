@@ -1,0 +1,62 @@
+package export
+
+import (
+	"fmt"
+
+	"github.com/tickprof/tickprof/estimate"
+)
+
+// clockCheckJSON is a target's clock check in the JSON document.
+type clockCheckJSON struct {
+	Calls       uint64   `json:"calls"`
+	TickMeanNs  *float64 `json:"tick_mean_ns"`
+	TickLowNs   *float64 `json:"tick_low_ns"`
+	TickHighNs  *float64 `json:"tick_high_ns"`
+	Confidence  float64  `json:"confidence"`
+	ExactMeanNs *float64 `json:"exact_mean_ns"`
+	Agree       bool     `json:"agree"`
+}
+
+func checkToJSON(c *estimate.ClockCheck) *clockCheckJSON {
+	if c == nil {
+		return nil
+	}
+	return &clockCheckJSON{Calls: c.Calls, TickMeanNs: fp(c.Tick.Mean), TickLowNs: fp(c.Tick.Low),
+		TickHighNs: fp(c.Tick.High), Confidence: c.Tick.Confidence, ExactMeanNs: fp(c.Exact), Agree: c.Agree}
+}
+
+func checkFromJSON(j *clockCheckJSON) *estimate.ClockCheck {
+	if j == nil || j.TickMeanNs == nil || j.TickLowNs == nil || j.TickHighNs == nil || j.ExactMeanNs == nil {
+		return nil
+	}
+	return &estimate.ClockCheck{Calls: j.Calls, Exact: *j.ExactMeanNs, Agree: j.Agree,
+		Tick: estimate.Result{Mean: *j.TickMeanNs, Low: *j.TickLowNs, High: *j.TickHighNs,
+			Confidence: j.Confidence, Calls: j.Calls}}
+}
+
+// ClockWarning returns the warning for a target whose clock check failed
+// (the tick clock disagrees with the exact clock on the same calls), or ""
+// when it passed or was not made. It is one line, for the table and the
+// profile's comments.
+func ClockWarning(t *TimeTarget, clock string) string {
+	c := t.ClockCheck
+	if c == nil || c.Agree {
+		return ""
+	}
+	return fmt.Sprintf("warning: %s: the %s clock is not asynchronous with this program (it keeps time with the tick): on %d calls drawn at random and timed with both clocks, %s gives %s [%s, %s] (%.4g%%) where their exact mean is %s, so its mean is biased; time it again with --clock tick:DUR (a random grid phase per call) or --clock ns",
+		t.Name, clock, c.Calls, clock, shortNs(c.Tick.Mean), shortNs(c.Tick.Low), shortNs(c.Tick.High),
+		100*c.Tick.Confidence, shortNs(c.Exact))
+}
+
+// shortNs formats ns with 3 significant digits and a unit.
+func shortNs(ns float64) string {
+	switch a := ns; {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3gs", ns/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.3gms", ns/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.3gµs", ns/1e3)
+	}
+	return fmt.Sprintf("%.3gns", ns)
+}
