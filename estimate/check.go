@@ -18,6 +18,16 @@ type ClockCheck struct {
 	Agree bool
 }
 
+// Resolves reports whether the check could see a bias as large as r's
+// interval: its own half-width is at most r's. A check on a random 1 in k
+// of the calls is about sqrt(k) times wider than the estimate on all of
+// them where both rest on tick quantization, so for short calls it
+// resolves only the larger biases (a phase-locked loop, not always the
+// -10% of threads woken by the tick) until the run is long.
+func (c ClockCheck) Resolves(r Result) bool {
+	return c.Tick.HalfWidth() <= r.HalfWidth()
+}
+
 // Ratio returns the tick estimate over the exact mean (0 when the exact
 // mean is 0).
 func (c ClockCheck) Ratio() float64 {

@@ -15,14 +15,19 @@ type clockCheckJSON struct {
 	Confidence  float64  `json:"confidence"`
 	ExactMeanNs *float64 `json:"exact_mean_ns"`
 	Agree       bool     `json:"agree"`
+	// Resolves says the check could see a bias as large as the
+	// target's (raw) interval.
+	Resolves bool `json:"resolves"`
 }
 
-func checkToJSON(c *estimate.ClockCheck) *clockCheckJSON {
+func checkToJSON(t *TimeTarget) *clockCheckJSON {
+	c := t.ClockCheck
 	if c == nil {
 		return nil
 	}
 	return &clockCheckJSON{Calls: c.Calls, TickMeanNs: fp(c.Tick.Mean), TickLowNs: fp(c.Tick.Low),
-		TickHighNs: fp(c.Tick.High), Confidence: c.Tick.Confidence, ExactMeanNs: fp(c.Exact), Agree: c.Agree}
+		TickHighNs: fp(c.Tick.High), Confidence: c.Tick.Confidence, ExactMeanNs: fp(c.Exact), Agree: c.Agree,
+		Resolves: t.Err == "" && c.Resolves(t.Raw)}
 }
 
 func checkFromJSON(j *clockCheckJSON) *estimate.ClockCheck {
@@ -46,6 +51,18 @@ func ClockWarning(t *TimeTarget, clock string) string {
 	return fmt.Sprintf("warning: %s: the %s clock is not asynchronous with this program (it keeps time with the tick): on %d calls drawn at random and timed with both clocks, %s gives %s [%s, %s] (%.4g%%) where their exact mean is %s, so its mean is biased; time it again with --clock tick:DUR (a random grid phase per call) or --clock ns",
 		t.Name, clock, c.Calls, clock, shortNs(c.Tick.Mean), shortNs(c.Tick.Low), shortNs(c.Tick.High),
 		100*c.Tick.Confidence, shortNs(c.Exact))
+}
+
+// ClockNote returns, for a target whose clock check passed but could not
+// see a bias as large as the target's interval (estimate.ClockCheck.
+// Resolves), a one-line note saying what the check rules out; "" otherwise.
+func ClockNote(t *TimeTarget, clock string) string {
+	c := t.ClockCheck
+	if c == nil || !c.Agree || t.Err != "" || c.Resolves(t.Raw) || c.Exact <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %s: the %s clock check (%d calls drawn at random, timed with both clocks) agrees, but rules out only a bias beyond ±%.3g%% of the mean, more than this interval's ±%.3g%%: a program that keeps time with the tick (threads woken by it under CPU contention, loops sleeping to timer boundaries) could bias the mean unseen; --clock tick:DUR cannot be biased so",
+		t.Name, clock, c.Calls, 100*c.Tick.HalfWidth()/c.Exact, 100*t.Raw.RelHalfWidth)
 }
 
 // shortNs formats ns with 3 significant digits and a unit.

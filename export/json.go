@@ -102,7 +102,9 @@ func fp(v float64) *float64 {
 // With the jiffies clock, clock_check compares the jiffies estimate of a
 // random sample of the calls (tick_mean_ns, tick_low_ns, tick_high_ns at
 // its confidence) with their exact mean (exact_mean_ns); agree is false
-// when the clock keeps time with the program and the mean is biased.
+// when the clock keeps time with the program and the mean is biased;
+// resolves is false when the check is too wide to see a bias as large as
+// the target's interval.
 func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
@@ -120,7 +122,7 @@ func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
 			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
-			ClockCheck: checkToJSON(t.ClockCheck),
+			ClockCheck: checkToJSON(t),
 		}
 		if t.Err == "" {
 			e := t.Estimate

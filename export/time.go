@@ -169,8 +169,10 @@ func EncodeTime(r *TimeRun) (*profile.Profile, error) {
 		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
 	}
 	for i := range r.Targets {
-		if w := ClockWarning(&r.Targets[i], r.Clock); w != "" {
-			p.Comments = append(p.Comments, w)
+		for _, w := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
+			if w != "" {
+				p.Comments = append(p.Comments, w)
+			}
 		}
 	}
 	funcs := map[string]*profile.Function{}

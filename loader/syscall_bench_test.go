@@ -23,7 +23,8 @@ import (
 // BenchmarkSyscallOverhead measures what timing a syscall adds, on a tight
 // getppid loop in this process: unprobed, with empty raw-tracepoint
 // enter/exit programs (the floor), with tickprof's raw_syscalls and
-// syscall-tracepoint methods in the jiffies, dithered tick and ns clocks, and with
+// syscall-tracepoint methods in the jiffies (with and without its clock
+// check), dithered tick and ns clocks, and with
 // bpftrace's raw_syscalls one-liner when bpftrace is installed. The
 // configurations run interleaved for several rounds and the medians are
 // reported as ns added per syscall. Run with -benchtime=1x:
@@ -52,14 +53,18 @@ func BenchmarkSyscallOverhead(b *testing.B) {
 		name  string
 		setup func() (io.Closer, error)
 	}
-	session := func(clk Clock, m SyscallAttach) func() (io.Closer, error) {
+	sessionOpts := func(o Options, m SyscallAttach) func() (io.Closer, error) {
 		return func() (io.Closer, error) {
 			specs, err := ResolveSyscall("getppid", m)
 			if err != nil {
 				return nil, err
 			}
-			return Open(Options{Clock: clk, PID: os.Getpid()}, specs)
+			o.PID = os.Getpid()
+			return Open(o, specs)
 		}
+	}
+	session := func(clk Clock, m SyscallAttach) func() (io.Closer, error) {
+		return sessionOpts(Options{Clock: clk}, m)
 	}
 	jiffies := Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}
 	ns := Clock{Kind: ClockNS}
@@ -72,6 +77,7 @@ func BenchmarkSyscallOverhead(b *testing.B) {
 		{"unprobed", nil},
 		{"floor-empty-raw-tp", emptyRawTracepoints},
 		{"raw-jiffies", session(jiffies, SyscallRaw)},
+		{"raw-jiffies-nocheck", sessionOpts(Options{Clock: jiffies, CheckEvery: -1}, SyscallRaw)},
 		{"raw-tick:4ms", session(tick4ms, SyscallRaw)},
 		{"raw-tick:10us", session(tick10us, SyscallRaw)},
 		{"raw-ns", session(ns, SyscallRaw)},
@@ -233,13 +239,24 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 		floor := perRun(empty.Enter)
 		empty.Enter.Close()
 		b.ReportMetric(floor, "empty-prog-ns/run")
-		for _, clk := range []Clock{{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, {Kind: ClockTick, Tick: 4 * time.Millisecond},
-			{Kind: ClockTick, Tick: 10 * time.Microsecond}, {Kind: ClockNS}} {
+		for _, o := range []Options{
+			{Clock: Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}},
+			{Clock: Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, CheckEvery: -1},
+			{Clock: Clock{Kind: ClockTick, Tick: 4 * time.Millisecond}},
+			{Clock: Clock{Kind: ClockTick, Tick: 10 * time.Microsecond}},
+			{Clock: Clock{Kind: ClockNS}},
+		} {
+			clk := o.Clock
+			name := clk.String()
+			if o.CheckEvery < 0 {
+				name += "-nocheck"
+			}
 			specs, err := ResolveSyscall("getppid", SyscallRaw)
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := Open(Options{Clock: clk, PID: os.Getpid()}, specs)
+			o.PID = os.Getpid()
+			s, err := Open(o, specs)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -249,9 +266,9 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 			for _, c := range s.closers {
 				if o, ok := c.(*scRawObjects); ok {
 					enter, exit := perRun(o.Enter), perRun(o.Exit)
-					b.ReportMetric(enter+exit-2*floor, "raw-"+clk.String()+"-prog-ns/call")
+					b.ReportMetric(enter+exit-2*floor, "raw-"+name+"-prog-ns/call")
 					b.Logf("%s: enter %.0f ns, exit %.0f ns per run; empty program %.0f ns (statistics' own cost): %.0f ns of BPF work per syscall",
-						clk, enter, exit, floor, enter+exit-2*floor)
+						name, enter, exit, floor, enter+exit-2*floor)
 				}
 			}
 			s.Close()

@@ -797,8 +797,10 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 		fmt.Fprintln(w)
 	}
 	for i := range r.Targets {
-		if warn := export.ClockWarning(&r.Targets[i], r.Clock); warn != "" {
-			fmt.Fprintln(w, warn)
+		for _, line := range []string{export.ClockWarning(&r.Targets[i], r.Clock), export.ClockNote(&r.Targets[i], r.Clock)} {
+			if line != "" {
+				fmt.Fprintln(w, line)
+			}
 		}
 	}
 	var few []string
