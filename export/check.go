@@ -65,6 +65,10 @@ func ClockNote(t *TimeTarget, clock string) string {
 		t.Name, clock, c.Calls, 100*c.Tick.HalfWidth()/c.Exact, 100*t.Raw.RelHalfWidth)
 }
 
+// ValidateNote says what --validate's verdict (TimeTarget.Covered) means,
+// for the table and the profile's comments.
+const ValidateNote = "COVERED (--validate): whether the tick-clock interval holds the exact mean of the same calls, read with the ns clock on every call: a check of the clock's quantization and of the estimator on these calls. It is not a check against the function's long-run mean (other calls, other runs): that is what EXACT MEAN's interval estimates, which also carries the calls' own spread"
+
 // shortNs formats ns with 3 significant digits and a unit.
 func shortNs(ns float64) string {
 	switch a := ns; {

@@ -99,6 +99,9 @@ func fp(v float64) *float64 {
 // probe overhead has corrected: true, its measured figures in raw_mean_ns,
 // raw_low_ns, raw_high_ns and the overhead subtracted in overhead_ns,
 // overhead_low_ns, overhead_high_ns; mean_ns..high_ns are then corrected.
+// With --validate, covered says whether the tick-clock interval holds the
+// exact mean of the same calls (ns_mean): a check of quantization on these
+// calls, not of the long-run mean (ValidateNote).
 // With the jiffies clock, clock_check compares the jiffies estimate of a
 // random sample of the calls (tick_mean_ns, tick_low_ns, tick_high_ns at
 // its confidence) with their exact mean (exact_mean_ns); agree is false

@@ -80,7 +80,9 @@ type TimeTarget struct {
 	// Exact holds the exact-ns figures (ns clock and --validate).
 	Exact *ExactNs
 	// Covered is the --validate verdict: whether the tick-clock interval
-	// holds the exact mean of the same calls (nil without --validate).
+	// holds the exact mean of the same calls (nil without --validate): a
+	// check of quantization on these calls, not of the long-run mean
+	// (ValidateNote).
 	Covered *bool
 	// ClockCheck compares, on a random sample of the calls, the jiffies
 	// estimate with their exact mean (nil when no call was checked: other
@@ -167,6 +169,9 @@ func EncodeTime(r *TimeRun) (*profile.Profile, error) {
 		p.Comments = append(p.Comments, "mean_ns, low_ns, high_ns are corrected for the probe overhead (raw_mean_ns and overhead_ns beside them); wall and ticks are as measured")
 	case "none", "off":
 		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
+	}
+	if r.Validate {
+		p.Comments = append(p.Comments, ValidateNote)
 	}
 	for i := range r.Targets {
 		for _, w := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {

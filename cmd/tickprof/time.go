@@ -104,7 +104,7 @@ overhead, carries its uncertainty into each interval, and shows the raw
 	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to `FILE`")
 	fl.StringVarP(&f.pprofOut, "output", "o", "", "write a pprof profile to `FILE` (.pb.gz)")
-	fl.BoolVar(&f.validate, "validate", false, "also read the ns clock and report whether each tick-clock interval covers the exact mean")
+	fl.BoolVar(&f.validate, "validate", false, "also read the ns clock on every call and report whether each tick-clock interval holds the exact mean of the same calls (a check of the clock's quantization on these calls, not of the long-run mean)")
 	fl.IntVar(&f.maxProbes, "max-probes", 256, "most functions one glob may expand to")
 	fl.DurationVar(&f.interval, "interval", 200*time.Millisecond, "counter polling period (one batch each)")
 	fl.StringVar(&f.attach, "attach", "auto", "how -k functions are probed: auto, kprobe or fentry")
@@ -795,6 +795,9 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 			fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
 		}
 		fmt.Fprintln(w)
+	}
+	if r.Validate {
+		fmt.Fprintln(w, export.ValidateNote)
 	}
 	for i := range r.Targets {
 		for _, line := range []string{export.ClockWarning(&r.Targets[i], r.Clock), export.ClockNote(&r.Targets[i], r.Clock)} {
