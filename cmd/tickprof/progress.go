@@ -46,11 +46,14 @@ func (p *progress) update(elapsed time.Duration, rows []targetRow, ts timeSetup)
 				fmt.Fprintf(&b, " ±%s", formatPercent(r.res.RelHalfWidth))
 			}
 			if rel > 0 {
-				switch need := remaining(r, rel, elapsed, ts); {
+				switch need, lo, hi := remaining(r, rel, elapsed, ts); {
 				case need == 0:
 					b.WriteString("  precision reached")
 				case need > 0:
-					fmt.Fprintf(&b, "  ~%s more for ±%s", need.Round(100*time.Millisecond), formatPercent(rel))
+					fmt.Fprintf(&b, "  ~%s more for ±%s", roundNeed(need), formatPercent(rel))
+					if lo != need || hi != need {
+						fmt.Fprintf(&b, " (%s–%s, 80%%)", roundNeed(lo), roundNeed(hi))
+					}
 				}
 			}
 		}
@@ -72,4 +75,17 @@ func (p *progress) clear() {
 		fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.lines)
 		p.lines = 0
 	}
+}
+
+// roundNeed rounds a forecast to two significant digits' worth.
+func roundNeed(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute)
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	case d >= 10*time.Second:
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
 }

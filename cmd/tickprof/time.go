@@ -591,37 +591,50 @@ func allReached(rows []targetRow, rel float64) bool {
 	return len(rows) > 0
 }
 
-// remaining estimates the time still needed to reach rel at the current
-// call rate (0 when reached, -1 when unknown): enough calls for the
-// interval, and enough polling batches for the stopping rule.
-func remaining(r targetRow, rel float64, elapsed time.Duration, ts timeSetup) time.Duration {
+// remaining forecasts the time still needed to reach rel, with an 80%
+// range (0 when reached, -1 when unknown): the calls still needed
+// (estimate.NeededCalls: the spread at stopping, not the small-sample
+// quantile of now; the range from the spread's own uncertainty) over the
+// call rate (estimate.CallRate over the polls, its range too), and at
+// least the polls the stopping rule still needs.
+func remaining(r targetRow, rel float64, elapsed time.Duration, ts timeSetup) (need, low, high time.Duration) {
 	if r.err != nil || r.calls == 0 || elapsed <= 0 {
-		return -1
+		return -1, -1, -1
 	}
 	if precisionReached(r, rel) {
-		return 0
+		return 0, 0, 0
 	}
-	var more float64
-	if r.exact {
-		n := float64(r.calls)
-		more = math.Max(n*(r.res.RelHalfWidth/rel)*(r.res.RelHalfWidth/rel)-n, 0)
-		more = math.Max(more, float64(estimate.MinStopEvents)-n)
-	} else {
+	const level = 0.8
+	nd, ok := estimate.NeededCalls(r.res, rel, level)
+	if !ok {
 		m, err := estimate.MoreCalls(r.counts, rel, ts.est)
 		if err != nil {
-			return -1
+			return -1, -1, -1
 		}
-		more = float64(m)
+		nd = estimate.Needed{Calls: float64(m), Low: float64(m), High: float64(m)}
+	}
+	polls := int(elapsed / ts.interval)
+	perPoll := make([]uint64, 0, max(polls, len(r.counts.Batches)))
+	for _, b := range r.counts.Batches {
+		perPoll = append(perPoll, b.Calls)
+	}
+	for len(perPoll) < polls {
+		perPoll = append(perPoll, 0) // polls without calls
 	}
 	rate := float64(r.calls) / elapsed.Seconds()
-	secs := more / rate
+	rlo, rhi := rate, rate
+	if len(perPoll) >= 2 {
+		_, rlo, rhi = estimate.CallRate(perPoll, ts.interval.Seconds(), level)
+	}
+	minSecs := 0.0
 	if b := estimate.MinStopBatches - r.batches; b > 0 {
-		secs = math.Max(secs, float64(b)*ts.interval.Seconds())
+		minSecs = float64(b) * ts.interval.Seconds()
 	}
-	if secs > 1e7 {
-		secs = 1e7
+	dur := func(calls, rate float64) time.Duration {
+		secs := math.Min(math.Max(calls/rate, minSecs), 1e7)
+		return time.Duration(secs * float64(time.Second))
 	}
-	return time.Duration(secs * float64(time.Second))
+	return dur(nd.Calls, rate), dur(nd.Low, rhi), dur(nd.High, rlo)
 }
 
 // buildRun gathers the final results for the table and the exporters.

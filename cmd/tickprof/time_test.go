@@ -495,8 +495,8 @@ func TestPrecisionRuleNeedsBatches(t *testing.T) {
 	if precisionReached(r, ts.precision) {
 		t.Errorf("reached after 2 batches: %+v", r.res)
 	}
-	if need := remaining(r, ts.precision, 200*time.Millisecond, ts); need < 2800*time.Millisecond {
-		t.Errorf("remaining %s, want at least 28 more polls of 100ms", need)
+	if need, lo, hi := remaining(r, ts.precision, 200*time.Millisecond, ts); need < 2800*time.Millisecond || lo < 2800*time.Millisecond || lo > need || hi < need {
+		t.Errorf("remaining %s (%s-%s), want at least 28 more polls of 100ms, and a range around it", need, lo, hi)
 	}
 	// One call in a single batch cannot stop either.
 	one := estimateTarget(clk, nsCounters(300, 500e3, 20e3), []loader.Counters{nsCounters(300, 500e3, 20e3)}, ts)
@@ -507,7 +507,7 @@ func TestPrecisionRuleNeedsBatches(t *testing.T) {
 		add(nsCounters(150, 500e3, 20e3))
 	}
 	r = estimateTarget(clk, total, batches, ts)
-	if !precisionReached(r, ts.precision) || remaining(r, ts.precision, 3*time.Second, ts) != 0 {
+	if need, _, _ := remaining(r, ts.precision, 3*time.Second, ts); !precisionReached(r, ts.precision) || need != 0 {
 		t.Errorf("not reached after %d batches: %+v", len(batches), r.res)
 	}
 	// A tick clock: the same rule.
