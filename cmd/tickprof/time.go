@@ -300,6 +300,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 		return fail(err)
 	}
 	defer s.Close()
+	watch := loader.NewNoCallsWatch(pid)
 	inlined := goInlined(s, errOut)
 	clk := s.Clock()
 	where := "every process"
@@ -344,6 +345,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 				break
 			}
 			lastGood = &p
+			watch.Update(s, p)
 			rows := estimateAll(s, p, ts)
 			prog.update(p.Elapsed, rows, ts)
 			if ts.precision > 0 && allReached(rows, ts.precision) {
@@ -381,6 +383,9 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	corr.apply(run, errOut)
 	if err := writeTimeTable(out, run, ts.precision); err != nil {
 		return err
+	}
+	for _, h := range watch.Hints(s, p) {
+		fmt.Fprintf(errOut, "tickprof: note: %s\n", h)
 	}
 	var errs []string
 	if f.jsonOut != "" {
