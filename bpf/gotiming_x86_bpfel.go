@@ -76,6 +76,7 @@ type GoTimingTpTstack struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	GoTimingMapGoStats       = "go_stats"
+	GoTimingMapTpCheck       = "tp_check"
 	GoTimingMapTpCounters    = "tp_counters"
 	GoTimingMapTpEntries     = "tp_entries"
 	GoTimingMapTpRecords     = "tp_records"
@@ -148,6 +149,7 @@ type GoTimingProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type GoTimingMapSpecs struct {
 	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -194,6 +196,7 @@ func (o *GoTimingObjects) Close() error {
 // It can be passed to LoadGoTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GoTimingMaps struct {
 	GoStats    *ebpf.Map `ebpf:"go_stats"`
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -206,6 +209,7 @@ type GoTimingMaps struct {
 func (m *GoTimingMaps) Close() error {
 	return _GoTimingClose(
 		m.GoStats,
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpRecords,

@@ -68,6 +68,7 @@ type KfuncTpTstack struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	KfuncMapTpCheck        = "tp_check"
 	KfuncMapTpCounters     = "tp_counters"
 	KfuncMapTpEntries      = "tp_entries"
 	KfuncMapTpRecords      = "tp_records"
@@ -141,6 +142,7 @@ type KfuncProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncMapSpecs struct {
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -184,6 +186,7 @@ func (o *KfuncObjects) Close() error {
 //
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncMaps struct {
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -195,6 +198,7 @@ type KfuncMaps struct {
 
 func (m *KfuncMaps) Close() error {
 	return _KfuncClose(
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpRecords,

@@ -92,7 +92,7 @@ static __always_inline int sc_enter(__u32 tid, __u32 target1)
 		tp_orphan(st->target - 1);
 	ph = tp_phase();
 	/* Read the clock last, as close to the timed path as possible. */
-	if (tp_need_ns() || tp_check_draw())
+	if (tp_need_ns() || tp_check_draw(target1 - 1))
 		ns = bpf_ktime_get_ns();
 	st->tid = tid;
 	st->tick = tp_now_tick(ns) - ph;

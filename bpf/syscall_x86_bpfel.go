@@ -78,6 +78,7 @@ type SyscallTpTstack struct {
 const (
 	SyscallMapScSlots       = "sc_slots"
 	SyscallMapScTargets     = "sc_targets"
+	SyscallMapTpCheck       = "tp_check"
 	SyscallMapTpCounters    = "tp_counters"
 	SyscallMapTpEntries     = "tp_entries"
 	SyscallMapTpRecords     = "tp_records"
@@ -157,6 +158,7 @@ type SyscallProgramSpecs struct {
 type SyscallMapSpecs struct {
 	ScSlots    *ebpf.MapSpec `ebpf:"sc_slots"`
 	ScTargets  *ebpf.MapSpec `ebpf:"sc_targets"`
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -202,6 +204,7 @@ func (o *SyscallObjects) Close() error {
 type SyscallMaps struct {
 	ScSlots    *ebpf.Map `ebpf:"sc_slots"`
 	ScTargets  *ebpf.Map `ebpf:"sc_targets"`
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -215,6 +218,7 @@ func (m *SyscallMaps) Close() error {
 	return _SyscallClose(
 		m.ScSlots,
 		m.ScTargets,
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpRecords,

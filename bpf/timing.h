@@ -64,8 +64,10 @@ volatile const __u32 tp_want_records = 1;
  * ring traffic stays about ET/tp_record_ns records per call instead of
  * one per call; 0 or 1 means one record per call. */
 volatile const __u64 tp_record_ns = 0;
-/* Jiffies clock without tp_exact: one call in tp_check_every (a power
- * of two; 0: none), drawn at random, is also timed with the ns clock, so
+/* Jiffies clock without tp_exact: nonzero turns on the clock check, one
+ * call in tp_check[target] (a power of two, set by the loader from the
+ * target's mean so that the check costs about 1% of it; at most
+ * tp_check_every) drawn at random and also timed with the ns clock, so
  * that the loader can compare the jiffies estimate with the exact mean of
  * the same calls (see tp_check_draw). */
 volatile const __u32 tp_check_every = 0;
@@ -145,6 +147,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tp_stats);
 } tp_runstats SEC(".maps");
+
+/* Per target: check one call in this many (tp_check_draw); 0: none. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 256); /* resized by the loader to the target count */
+	__type(key, __u32);
+	__type(value, __u32);
+} tp_check SEC(".maps");
 
 /* Bounded: an entry whose exit never comes (thread killed, longjmp) is
  * evicted by LRU instead of leaking; the loader counts live entries left
@@ -281,19 +291,24 @@ static __always_inline int tp_check_on(void)
  * calls the jiffies crossings and the exact ns are both known, and since
  * the draw is independent of the calls, they are a random sample whose
  * jiffies estimate must agree with their exact mean when the clock is
- * asynchronous with the program. One helper call per call (about 10 ns);
- * two ns reads per checked call.
+ * asynchronous with the program. One array lookup and one helper call
+ * per call; two ns reads per checked call.
  *
  * The check's ns window ends a little later than the jiffies one: the
  * exit reads jiffies first and ns only after finding the entry (a few
  * tens of ns at most, next to a check whose resolution is the jiffy
  * divided by the square root of the checked crossings).
  */
-static __always_inline int tp_check_draw(void)
+static __always_inline int tp_check_draw(__u32 target)
 {
+	__u32 *every;
+
 	if (!tp_check_on())
 		return 0;
-	return (bpf_get_prandom_u32() & (tp_check_every - 1)) == 0;
+	every = bpf_map_lookup_elem(&tp_check, &target);
+	if (!every || *every == 0)
+		return 0;
+	return (bpf_get_prandom_u32() & (*every - 1)) == 0;
 }
 
 /* tp_enter pushes the clock reading(s) for (id, target). */
@@ -328,7 +343,7 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 	slot = e->depth & (TP_MAX_DEPTH - 1);
 	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns() || tp_check_draw())
+	if (tp_need_ns() || tp_check_draw(target))
 		ns = bpf_ktime_get_ns();
 	tick = tp_now_tick(ns) - ph;
 	e->tick[slot] = tick;
@@ -513,7 +528,7 @@ static __always_inline int tp_task_enter(__u32 target)
 	st->target[slot] = target;
 	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns() || tp_check_draw())
+	if (tp_need_ns() || tp_check_draw(target))
 		ns = bpf_ktime_get_ns();
 	st->tick[slot] = tp_now_tick(ns) - ph;
 	if (tp_exact || tp_check_on())

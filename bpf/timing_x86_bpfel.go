@@ -78,6 +78,7 @@ type TimingTpTstack struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TimingMapTpCheck        = "tp_check"
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
 	TimingMapTpRecords      = "tp_records"
@@ -151,6 +152,7 @@ type TimingProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TimingMapSpecs struct {
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -194,6 +196,7 @@ func (o *TimingObjects) Close() error {
 //
 // It can be passed to LoadTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TimingMaps struct {
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -205,6 +208,7 @@ type TimingMaps struct {
 
 func (m *TimingMaps) Close() error {
 	return _TimingClose(
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpRecords,

@@ -18,14 +18,15 @@ type ClockCheck struct {
 	Agree bool
 }
 
-// Resolves reports whether the check could see a bias as large as r's
-// interval: its own half-width is at most r's. A check on a random 1 in k
-// of the calls is about sqrt(k) times wider than the estimate on all of
-// them where both rest on tick quantization, so for short calls it
-// resolves only the larger biases (a phase-locked loop, not always the
-// -10% of threads woken by the tick) until the run is long.
+// Resolves reports whether the check is about as sharp as r, the
+// estimate on all calls: its standard error at most 1.5 times r's, so
+// that a bias that moves r's interval off the truth moves the check's
+// too. A check on a random 1 in k of the calls has about sqrt(k) times the
+// standard error of the estimate where both rest on tick quantization, so
+// it resolves r only when nearly every call is checked (the loader checks
+// every long call) or the bias is far larger than r's interval.
 func (c ClockCheck) Resolves(r Result) bool {
-	return c.Tick.HalfWidth() <= r.HalfWidth()
+	return c.Tick.StdErr <= 1.5*r.StdErr
 }
 
 // Ratio returns the tick estimate over the exact mean (0 when the exact

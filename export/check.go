@@ -15,8 +15,8 @@ type clockCheckJSON struct {
 	Confidence  float64  `json:"confidence"`
 	ExactMeanNs *float64 `json:"exact_mean_ns"`
 	Agree       bool     `json:"agree"`
-	// Resolves says the check could see a bias as large as the
-	// target's (raw) interval.
+	// Resolves says the check is about as sharp as the target's (raw)
+	// estimate (estimate.ClockCheck.Resolves).
 	Resolves bool `json:"resolves"`
 }
 
@@ -53,9 +53,9 @@ func ClockWarning(t *TimeTarget, clock string) string {
 		100*c.Tick.Confidence, shortNs(c.Exact))
 }
 
-// ClockNote returns, for a target whose clock check passed but could not
-// see a bias as large as the target's interval (estimate.ClockCheck.
-// Resolves), a one-line note saying what the check rules out; "" otherwise.
+// ClockNote returns, for a target whose clock check passed but is much
+// less sharp than the target's interval (estimate.ClockCheck.Resolves), a
+// one-line note saying what the check rules out; "" otherwise.
 func ClockNote(t *TimeTarget, clock string) string {
 	c := t.ClockCheck
 	if c == nil || !c.Agree || t.Err != "" || c.Resolves(t.Raw) || c.Exact <= 0 {

@@ -106,8 +106,8 @@ func fp(v float64) *float64 {
 // random sample of the calls (tick_mean_ns, tick_low_ns, tick_high_ns at
 // its confidence) with their exact mean (exact_mean_ns); agree is false
 // when the clock keeps time with the program and the mean is biased;
-// resolves is false when the check is too wide to see a bias as large as
-// the target's interval.
+// resolves is false when the check is much less sharp than the target's
+// estimate (it checked a small share of short calls).
 func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
