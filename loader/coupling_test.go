@@ -28,7 +28,7 @@ func coupledBinary(t testing.TB) string {
 // mean of the function (clock_gettime inside it).
 func runCoupled(t *testing.T, opts Options, sym string, args ...string) (*Session, Poll, float64) {
 	t.Helper()
-	p := startProc(t, exec.Command(coupledBinary(t), args...), readyPrefix, nil)
+	p := startProc(t, exec.Command(coupledBinary(t), append([]string{"-g"}, args...)...), readyPrefix, nil)
 	pid := p.cmd.Process.Pid
 	specs, err := ResolveUser(pid, sym, 1)
 	if err != nil {

@@ -3,17 +3,17 @@
  * tickprof's clocks (loader/coupling_test.go): where a call starts is not
  * independent of the kernel's tick, which a fixed-grid clock needs.
  *
- * usage: coupled pll N
+ * usage: coupled [-g] pll N
  *          N times: sleep to the next 4 ms boundary of CLOCK_MONOTONIC,
  *          then call tp_pll_work, which spins 100 us (a phase-locked loop)
- *        coupled burst THREADS ROUNDS WORK_US HOGS
+ *        coupled [-g] burst THREADS ROUNDS WORK_US HOGS
  *          HOGS CPU-bound child processes run throughout; THREADS threads
  *          wait at a barrier ROUNDS times, and every time they are
  *          released together each calls tp_burst_work, which spins
  *          WORK_US us: the released threads queue behind the hogs and get
  *          the CPU when the scheduler tick preempts them
- * It prints "ready", waits for SIGUSR1 (the tracer attaches first), makes
- * its calls, prints "calls=N inner_mean_ns=X" (the functions' own mean by
+ * With -g it prints "ready" and waits for SIGUSR1 (the tracer attaches
+ * first). It makes its calls, prints "calls=N inner_mean_ns=X" (the functions' own mean by
  * clock_gettime) and exits, ending the hogs.
  */
 #define _GNU_SOURCE
@@ -85,16 +85,23 @@ int main(int argc, char **argv)
 	int sig;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	int gate = argc > 1 && !strcmp(argv[1], "-g");
+	if (gate) {
+		argc--;
+		argv++;
+	}
 	if (argc < 3 || (strcmp(argv[1], "pll") && strcmp(argv[1], "burst")) ||
 	    (!strcmp(argv[1], "burst") && argc != 6)) {
-		fprintf(stderr, "usage: coupled pll N | coupled burst THREADS ROUNDS WORK_US HOGS\n");
+		fprintf(stderr, "usage: coupled [-g] pll N | coupled [-g] burst THREADS ROUNDS WORK_US HOGS\n");
 		return 2;
 	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("ready pid=%d\n", getpid());
-	sigwait(&set, &sig);
+	if (gate) {
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("ready pid=%d\n", getpid());
+		sigwait(&set, &sig);
+	}
 
 	if (!strcmp(argv[1], "pll")) {
 		long n = atol(argv[2]);
