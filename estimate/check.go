@@ -25,8 +25,21 @@ type ClockCheck struct {
 // standard error of the estimate where both rest on tick quantization, so
 // it resolves r only when nearly every call is checked (the loader checks
 // every long call) or the bias is far larger than r's interval.
+//
+// The standard errors are read off the intervals (half-width over the
+// normal quantile of their confidence), since an interval on zero
+// crossings has a zero two-point standard error but a real width.
 func (c ClockCheck) Resolves(r Result) bool {
-	return c.Tick.StdErr <= 1.5*r.StdErr
+	return halfWidthSE(c.Tick) <= 1.5*halfWidthSE(r)
+}
+
+// halfWidthSE is r's half-width over the normal quantile of its confidence.
+func halfWidthSE(r Result) float64 {
+	conf := r.Confidence
+	if !(conf > 0 && conf < 1) {
+		conf = DefaultConfidence
+	}
+	return r.HalfWidth() / zQuantile(conf)
 }
 
 // Ratio returns the tick estimate over the exact mean (0 when the exact

@@ -56,14 +56,16 @@ type Options struct {
 	// 0 means DefaultRecordGrid.
 	RecordGrid time.Duration
 	// CheckEvery is, for the jiffies clock without Exact, how many calls
-	// one checked call stands for at most: a random 1 in CheckEvery calls
-	// is also timed with the ns clock (Counters.Check), so that the
-	// jiffies estimate can be compared with the exact mean of the same
-	// calls; Poll raises the rate for targets whose calls are long enough
-	// that checking more costs about 1% of them (all calls from 7.2 us).
-	// 0 means DefaultCheckEvery; a negative value turns the check off;
-	// otherwise a power of two. Unused with the other clocks: tick:DUR is
-	// asynchronous with the program by construction, ns is exact.
+	// one checked call stands for at most: a random share of the calls is
+	// also timed with the ns clock (Counters.Check), so that the jiffies
+	// estimate can be compared with the exact mean of the same calls. The
+	// first calls are checked 1 in 8 (or 1 in CheckEvery if fewer), to
+	// learn how long they are; Poll then sets the rate per target so that
+	// the check costs about 1% of the calls' time, between every call
+	// (calls from 7.2 us) and 1 in CheckEvery. 0 means DefaultCheckEvery;
+	// a negative value turns the check off; otherwise a power of two.
+	// Unused with the other clocks: tick:DUR is asynchronous with the
+	// program by construction, ns is exact.
 	CheckEvery int
 }
 
@@ -271,9 +273,11 @@ func (s *Session) load() error {
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return loadError(err)
 	}
+	// The first calls are checked 1 in 8 (at most), so that a few checked
+	// calls soon tell how long the calls are; adaptCheck then sets the rate.
 	s.checkEvery = make([]uint32, len(s.targets))
 	for i := range s.targets {
-		if err := s.setCheckEvery(i, uint32(s.opts.CheckEvery)); err != nil {
+		if err := s.setCheckEvery(i, uint32(min(s.opts.CheckEvery, 8))); err != nil {
 			return err
 		}
 	}
