@@ -61,9 +61,12 @@ Targets (repeatable):
   -s SYSCALL         a system call's kernel path
   -k FUNC            a kernel function
 
-Clocks (--clock): jiffies (the kernel tick, period measured), tick:DUR
-(monotonic time quantized to DUR), ns (exact). The default is ns for user
-functions and jiffies for syscalls and kernel functions (see README).
+Clocks (--clock): jiffies (the kernel tick, period measured; a random share
+of calls is also timed exactly, and a tick-coupled program is warned about),
+tick:DUR (monotonic time quantized to DUR on a grid shifted by a random
+phase for every call, so that it cannot keep time with the program), ns
+(exact). The default is ns for user functions and jiffies for syscalls and
+kernel functions (see README).
 
 It stops at --duration, when every interval is within --precision, when the
 target exits, or on Ctrl-C / SIGTERM, and always prints and writes what it
