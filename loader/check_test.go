@@ -8,24 +8,27 @@ import (
 	"github.com/tickprof/tickprof/internal/bpftest"
 )
 
-// TestClockCheckSample: with the jiffies clock and CheckEvery 4 a random
-// 1 in 4 getppid calls is also timed with the ns clock (a call under
-// 1.8 us never raises the rate above that); with --validate's Exact, and
-// with the other clocks, none is. The checked count is binomial(n, 1/4):
-// asserted within 4.5 standard errors (a false alarm in 7e-6 of runs).
+// TestClockCheckSample: with the jiffies clock, CheckEvery 1 checks every
+// getppid call (the checked counters equal the others), and CheckEvery 4
+// a random 1 in 4: binomial(n, 1/4), asserted within 4.5 standard errors
+// (a false alarm in 7e-6 of runs) when the calls are short enough (under
+// 3.6 us) that the rate stays at 1 in 4; longer calls (emulated kernels)
+// raise it, so only the lower bound holds. With --validate's Exact, with
+// the check off, and with the other clocks, no call is checked.
 func TestClockCheckSample(t *testing.T) {
 	bpftest.Require(t)
-	const n, every = 64000, 4
+	const n = 64000
 	jiffies := Clock{Kind: ClockJiffies}
 	for _, tc := range []struct {
-		name    string
-		opts    Options
-		checked bool
+		name  string
+		opts  Options
+		every int // 0: none checked
 	}{
-		{"jiffies", Options{Clock: jiffies, CheckEvery: every}, true},
-		{"jiffies-exact", Options{Clock: jiffies, Exact: true}, false},
-		{"jiffies-off", Options{Clock: jiffies, CheckEvery: -1}, false},
-		{"tick", Options{Clock: Clock{Kind: ClockTick, Tick: time.Millisecond}}, false},
+		{"jiffies-all", Options{Clock: jiffies, CheckEvery: 1}, 1},
+		{"jiffies-1in4", Options{Clock: jiffies, CheckEvery: 4}, 4},
+		{"jiffies-exact", Options{Clock: jiffies, Exact: true}, 0},
+		{"jiffies-off", Options{Clock: jiffies, CheckEvery: -1}, 0},
+		{"tick", Options{Clock: Clock{Kind: ClockTick, Tick: time.Millisecond}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, p := timeSysloop(t, tc.opts, mustSyscall(t, "getppid", SyscallRaw), "getppid", "64000")
@@ -34,19 +37,30 @@ func TestClockCheckSample(t *testing.T) {
 				t.Fatalf("calls %d, want %d", c.Calls, n)
 			}
 			ck := c.Check
-			if !tc.checked {
+			switch tc.every {
+			case 0:
 				if ck.Calls != 0 {
 					t.Fatalf("%d calls checked, want none", ck.Calls)
 				}
 				return
-			}
-			mu := float64(n) / every
-			sd := math.Sqrt(mu * (1 - 1.0/every))
-			if math.Abs(float64(ck.Calls)-mu) > 4.5*sd {
-				t.Errorf("%d calls checked, want %.0f ± %.0f", ck.Calls, mu, 4.5*sd)
+			case 1:
+				if ck.Calls != n || ck.Ticks != c.Ticks || ck.TicksSq != c.TicksSq.Lo {
+					t.Errorf("every call checked, yet checked %+v of %d calls, %d ticks", ck, c.Calls, c.Ticks)
+				}
+			default:
+				mean := float64(ck.Ns) / float64(ck.Calls)
+				mu := float64(n) / float64(tc.every)
+				sd := math.Sqrt(mu * (1 - 1/float64(tc.every)))
+				low, high := mu-4.5*sd, mu+4.5*sd
+				if 2*mean >= 100*checkCostNs {
+					high = n // long calls: the rate may have risen
+				}
+				if float64(ck.Calls) < low || float64(ck.Calls) > high {
+					t.Errorf("%d calls checked, want %.0f to %.0f (mean %.0f ns)", ck.Calls, low, high, mean)
+				}
 			}
 			mean := float64(ck.Ns) / float64(ck.Calls)
-			if !(mean > 0 && mean < 1e6) || ck.Ticks > ck.Calls || ck.TicksSq < ck.Ticks {
+			if !(mean > 0 && mean < 1e6) || ck.TicksSq < ck.Ticks {
 				t.Errorf("checked calls: %+v (mean %.0f ns)", ck, mean)
 			}
 			t.Logf("%d of %d calls checked, exact mean %.0f ns, %d jiffies crossed", ck.Calls, n, mean, ck.Ticks)

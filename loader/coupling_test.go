@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -15,6 +16,16 @@ import (
 // grid phase per call, bpf/timing.h tp_phase) must cover the exact mean of
 // the same calls in every run; the jiffies clock, which cannot be
 // dithered, must cover or warn (its clock check, Options.CheckEvery).
+
+// hostOnly skips the clock-coupling tests in the kernel matrix's guests:
+// they measure how programs meet the scheduler tick, not a kernel path,
+// and one emulated CPU runs them too slowly for the guest's time limit.
+func hostOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv(EnvTestBin) != "" {
+		t.Skip("clock-coupling tests run on the host only (they test the clocks, not a kernel path)")
+	}
+}
 
 // coupledBinary returns testdata/c/coupled.c built.
 func coupledBinary(t testing.TB) string {
@@ -143,6 +154,7 @@ func itoa(n uint64) string {
 // estimate).
 func TestCoupledPhaseLockedLoop(t *testing.T) {
 	bpftest.Require(t)
+	hostOnly(t)
 	run := func(o Options) (*Session, Poll) {
 		s, p, _ := runCoupled(t, o, "tp_pll_work", "pll", "400")
 		return s, p
@@ -162,6 +174,7 @@ func TestCoupledPhaseLockedLoop(t *testing.T) {
 // in all of 3 runs; jiffies must cover or warn in all of 3.
 func TestCoupledBurstWithHogs(t *testing.T) {
 	bpftest.Require(t)
+	hostOnly(t)
 	args := []string{"burst", "8", "150", "1000", "2"}
 	run := func(o Options) (*Session, Poll) {
 		s, p, _ := runCoupled(t, o, "tp_burst_work", args...)
@@ -180,6 +193,7 @@ func TestCoupledBurstWithHogs(t *testing.T) {
 // for 192 ns); dithered, the interval must cover in all of 3 runs.
 func TestCoupledFineTickProbe(t *testing.T) {
 	bpftest.Require(t)
+	hostOnly(t)
 	run := func(o Options) (*Session, Poll) {
 		return timeSysloop(t, o, mustSyscall(t, "getppid", SyscallRaw), "getppid", "200000")
 	}
