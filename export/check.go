@@ -6,8 +6,8 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 )
 
-// clockCheckJSON is a target's clock check in the JSON document.
-type clockCheckJSON struct {
+// checkJSON is a target's clock check in the JSON document.
+type checkJSON struct {
 	Calls       uint64   `json:"calls"`
 	TickMeanNs  *float64 `json:"tick_mean_ns"`
 	TickLowNs   *float64 `json:"tick_low_ns"`
@@ -20,17 +20,17 @@ type clockCheckJSON struct {
 	Resolves bool `json:"resolves"`
 }
 
-func checkToJSON(t *TimeTarget) *clockCheckJSON {
+func checkToJSON(t *TimeTarget) *checkJSON {
 	c := t.ClockCheck
 	if c == nil {
 		return nil
 	}
-	return &clockCheckJSON{Calls: c.Calls, TickMeanNs: fp(c.Tick.Mean), TickLowNs: fp(c.Tick.Low),
+	return &checkJSON{Calls: c.Calls, TickMeanNs: fp(c.Tick.Mean), TickLowNs: fp(c.Tick.Low),
 		TickHighNs: fp(c.Tick.High), Confidence: c.Tick.Confidence, ExactMeanNs: fp(c.Exact), Agree: c.Agree,
 		Resolves: t.Err == "" && c.Resolves(t.Raw)}
 }
 
-func checkFromJSON(j *clockCheckJSON) *estimate.ClockCheck {
+func checkFromJSON(j *checkJSON) *estimate.ClockCheck {
 	if j == nil || j.TickMeanNs == nil || j.TickLowNs == nil || j.TickHighNs == nil || j.ExactMeanNs == nil {
 		return nil
 	}
