@@ -284,7 +284,7 @@ static __always_inline int tp_check_on(void)
 
 /*
  * tp_check_draw decides at a call's entry whether it is checked, and so
- * whether the entry reads the ns clock: 1 in tp_check_every calls, drawn
+ * whether the entry reads the ns clock: 1 in tp_check[target] calls, drawn
  * independently of everything the program does. The jiffies tick cannot be
  * dithered (tp_phase), so the asynchrony the estimate rests on can fail
  * there (threads woken by the tick, loops sleeping to it); on the checked
