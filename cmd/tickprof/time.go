@@ -634,7 +634,7 @@ func remaining(r targetRow, rel float64, elapsed time.Duration, ts timeSetup) (n
 	if len(perPoll) >= 2 {
 		_, rlo, rhi = estimate.CallRate(perPoll, ts.interval.Seconds(), level)
 	}
-	minSecs := 0.0
+	minSecs := ts.interval.Seconds() // the next poll is the earliest stop
 	if b := estimate.MinStopBatches - r.batches; b > 0 {
 		minSecs = float64(b) * ts.interval.Seconds()
 	}
