@@ -22,4 +22,7 @@
 // (NeededCalls, CallRate).
 //
 // The package does no I/O and imports nothing of the project.
+//
+// estimate may import only the standard library and gonum: no I/O, no
+// other tickprof package.
 package estimate

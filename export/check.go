@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // checkJSON is a target's clock check in the JSON document.
@@ -20,7 +21,7 @@ type checkJSON struct {
 	Resolves bool `json:"resolves"`
 }
 
-func checkToJSON(t *TimeTarget) *checkJSON {
+func checkToJSON(t *timing.TargetResult) *checkJSON {
 	c := t.ClockCheck
 	if c == nil {
 		return nil
@@ -43,7 +44,7 @@ func checkFromJSON(j *checkJSON) *estimate.ClockCheck {
 // (the tick clock disagrees with the exact clock on the same calls), or ""
 // when it passed or was not made. It is one line, for the table and the
 // profile's comments.
-func ClockWarning(t *TimeTarget, clock string) string {
+func ClockWarning(t *timing.TargetResult, clock string) string {
 	c := t.ClockCheck
 	if c == nil || c.Agree {
 		return ""
@@ -56,7 +57,7 @@ func ClockWarning(t *TimeTarget, clock string) string {
 // ClockNote returns, for a target whose clock check passed but is much
 // less sharp than the target's interval (estimate.ClockCheck.Resolves), a
 // one-line note saying what the check rules out; "" otherwise.
-func ClockNote(t *TimeTarget, clock string) string {
+func ClockNote(t *timing.TargetResult, clock string) string {
 	c := t.ClockCheck
 	if c == nil || !c.Agree || t.Err != "" || c.Resolves(t.Raw) || c.Exact <= 0 {
 		return ""
@@ -65,7 +66,7 @@ func ClockNote(t *TimeTarget, clock string) string {
 		t.Name, clock, c.Calls, 100*c.Tick.HalfWidth()/c.Exact, 100*t.Raw.RelHalfWidth)
 }
 
-// ValidateNote says what --validate's verdict (TimeTarget.Covered) means,
+// ValidateNote says what --validate's verdict (timing.TargetResult.Covered) means,
 // for the table and the profile's comments.
 const ValidateNote = "COVERED (--validate): whether the tick-clock interval holds the exact mean of the same calls, read with the ns clock on every call: a check of the clock's quantization and of the estimator on these calls. It is not a check against the function's long-run mean (other calls, other runs): that is what EXACT MEAN's interval estimates, which also carries the calls' own spread"
 

@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // TestSyscallCensus: the census counts exactly the system calls of the
 // process it watches (sysloop mix: 7 getppid, 3 getpid, 5 close, 2 umask).
 func TestSyscallCensus(t *testing.T) {
 	bpftest.Require(t)
-	p := startProc(t, exec.Command(sysloopBinary(t), "mix"), readyPrefix, nil)
-	c, err := StartSyscallCensus(p.cmd.Process.Pid)
+	p := testtarget.Start(t, exec.Command(sysloopBinary(t), "mix"), testtarget.ReadyPrefix, nil)
+	c, err := StartSyscallCensus(p.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p.release(t)
-	if _, err := p.wait(t, 30*time.Second, 0, nil); err != nil {
+	p.Release(t)
+	if _, err := p.Wait(t, 30*time.Second, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.Counts()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // This file times targets that keep time with the clock
@@ -22,7 +23,7 @@ import (
 // and one emulated CPU runs them too slowly for the guest's time limit.
 func hostOnly(t *testing.T) {
 	t.Helper()
-	if os.Getenv(EnvTestBin) != "" {
+	if os.Getenv(testtarget.EnvTestBin) != "" {
 		t.Skip("clock-coupling tests run on the host only (they test the clocks, not a kernel path)")
 	}
 }
@@ -30,7 +31,7 @@ func hostOnly(t *testing.T) {
 // coupledBinary returns testdata/c/coupled.c built.
 func coupledBinary(t testing.TB) string {
 	t.Helper()
-	return cTarget(t, "c/coupled.c", "coupled", "-fno-omit-frame-pointer", "-pthread")
+	return testtarget.C(t, "c/coupled.c", "coupled", "-fno-omit-frame-pointer", "-pthread")
 }
 
 // runCoupled starts coupled with args (under the normal scheduler: the
@@ -39,8 +40,8 @@ func coupledBinary(t testing.TB) string {
 // mean of the function (clock_gettime inside it).
 func runCoupled(t *testing.T, opts Options, sym string, args ...string) (*Session, Poll, float64) {
 	t.Helper()
-	p := startProc(t, exec.Command(coupledBinary(t), append([]string{"-g"}, args...)...), readyPrefix, nil)
-	pid := p.cmd.Process.Pid
+	p := testtarget.Start(t, exec.Command(coupledBinary(t), append([]string{"-g"}, args...)...), testtarget.ReadyPrefix, nil)
+	pid := p.Pid()
 	specs, err := ResolveUser(pid, sym, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +52,8 @@ func runCoupled(t *testing.T, opts Options, sym string, args ...string) (*Sessio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	p.release(t)
-	lines, err := p.wait(t, 120*time.Second, 25*time.Millisecond, func() {
+	p.Release(t)
+	lines, err := p.Wait(t, 120*time.Second, 25*time.Millisecond, func() {
 		if _, err := s.Poll(); err != nil {
 			t.Error(err)
 		}
@@ -65,7 +66,7 @@ func runCoupled(t *testing.T, opts Options, sym string, args ...string) (*Sessio
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, inner := parseLine(t, lastLine(lines))
+	_, inner := parseLine(t, testtarget.LastLine(lines))
 	return s, poll, inner
 }
 
