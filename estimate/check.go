@@ -1,16 +1,12 @@
 package estimate
 
-// CheckConfidence is the confidence level of the clock check's interval:
-// where the clock is asynchronous with the program, the check raises a
-// false alarm in about 1% of targets or fewer (see CheckClock).
-const CheckConfidence = 0.99
-
 // ClockCheck compares a tick-clock estimate with the exact mean of the same
 // calls.
 type ClockCheck struct {
 	// Calls is the number of checked calls.
 	Calls uint64
-	// Tick is the tick-clock estimate of their mean, at CheckConfidence.
+	// Tick is the tick-clock estimate of their mean, at the check's
+	// confidence.
 	Tick Result
 	// Exact is their exact mean (ns).
 	Exact float64
@@ -59,12 +55,14 @@ func (c ClockCheck) Ratio() float64 {
 //
 // Given the sampled calls' durations D_i, asynchrony makes
 // E[c_i | D_i] = D_i/d, so d sum c_i / m estimates their exact mean, which
-// is known: the check is whether the estimator's interval (Time, at
-// CheckConfidence) holds it. That interval is built for the mean of the
+// is known: the check is whether the estimator's interval (Time, at o's
+// confidence, the run's own) holds it. That interval is built for the mean of the
 // durations' law, so its variance includes the D_i's own spread, which the
 // exact mean of the same calls does not have: the check is conservative,
-// and an asynchronous clock fails it in at most about 1 - CheckConfidence
-// of runs (tested by TestCheckClockFalseAlarms). A clock coupled to the
+// and an asynchronous clock fails it in at most about 1 - confidence of
+// runs (tested by TestCheckClockFalseAlarms). At the run's own confidence,
+// a check of every call (long calls) fails exactly when the run's interval
+// on those calls misses their exact mean: the run covers or warns. A clock coupled to the
 // program (threads woken by the tick, loops sleeping to tick boundaries)
 // biases every c_i alike and fails it once the bias exceeds the
 // interval's half-width: about d sqrt(ET/d / m) for short calls, so the
@@ -73,8 +71,8 @@ func (c ClockCheck) Ratio() float64 {
 //
 // The sample must be drawn independently of the calls (bpf/timing.h draws
 // it at random at each entry).
-func CheckClock(tick Counts, exactTotal float64) (ClockCheck, error) {
-	r, err := Time(tick, Options{Confidence: CheckConfidence})
+func CheckClock(tick Counts, exactTotal float64, o Options) (ClockCheck, error) {
+	r, err := Time(tick, o)
 	if err != nil {
 		return ClockCheck{}, err
 	}

@@ -202,14 +202,14 @@ func CheckEstimatorCounts(clk Clock, total Counters, batches []Counters) (estima
 }
 
 // ClockCheck compares the jiffies estimate of a target's checked calls
-// (Options.CheckEvery) with their exact mean (estimate.CheckClock); nil
-// when none were checked.
-func ClockCheck(clk Clock, total Counters, batches []Counters) *estimate.ClockCheck {
+// (Options.CheckEvery) with their exact mean (estimate.CheckClock, at o's
+// confidence); nil when none were checked.
+func ClockCheck(clk Clock, total Counters, batches []Counters, o estimate.Options) *estimate.ClockCheck {
 	if clk.Kind != ClockJiffies || total.Check.Calls == 0 {
 		return nil
 	}
 	ec, ns := CheckEstimatorCounts(clk, total, batches)
-	ck, err := estimate.CheckClock(ec, float64(ns))
+	ck, err := estimate.CheckClock(ec, float64(ns), o)
 	if err != nil {
 		return nil
 	}

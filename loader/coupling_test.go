@@ -112,7 +112,7 @@ func jiffiesCoversOrWarns(t *testing.T, truth float64, s *Session, p Poll) bool 
 		t.Fatal(err)
 	}
 	covered := r.Low <= truth && truth <= r.High
-	ck := ClockCheck(clk, p.Totals[0], s.Batches(0))
+	ck := ClockCheck(clk, p.Totals[0], s.Batches(0), estimate.Options{})
 	warned, state := false, "no call checked"
 	if ck != nil {
 		warned = !ck.Agree || !ck.Resolves(r)
