@@ -97,6 +97,19 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if r.Validate {
+		fmt.Fprintln(w, ValidateNote)
+	}
+	for i := range r.Targets {
+		for _, line := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
+			if line != "" {
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
 	var few []string
 	for _, t := range r.Targets {
 		if t.Calls > 0 && t.Estimate.Batches < timing.MinCheckBatches {

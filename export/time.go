@@ -46,6 +46,16 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 	case "none", "off":
 		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
 	}
+	if r.Validate {
+		p.Comments = append(p.Comments, ValidateNote)
+	}
+	for i := range r.Targets {
+		for _, w := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
+			if w != "" {
+				p.Comments = append(p.Comments, w)
+			}
+		}
+	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {
 		k := name + "\x00" + file

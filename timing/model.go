@@ -42,6 +42,9 @@ type Result struct {
 	Budget *BudgetResult
 	// Targets are the timed targets.
 	Targets []TargetResult
+	// Notes are remarks on the run, one line each: for a syscall target
+	// without calls, the related system calls the process made.
+	Notes []string
 }
 
 // TargetResult is one timed target's estimate and counters.
@@ -77,8 +80,13 @@ type TargetResult struct {
 	// Exact holds the exact-ns figures (ns clock and --validate).
 	Exact *ExactNs
 	// Covered is the --validate verdict: whether the tick-clock interval
-	// holds the exact mean (nil without --validate).
+	// holds the exact mean of the same calls (nil without --validate): a
+	// check of quantization on these calls, not of the long-run mean.
 	Covered *bool
+	// ClockCheck compares, on a random sample of the calls, the jiffies
+	// estimate with their exact mean (nil when no call was checked: other
+	// clocks, or --validate, which checks every call).
+	ClockCheck *estimate.ClockCheck
 	// Callers attribute the ticks to caller stacks.
 	Callers []Caller
 }

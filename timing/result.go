@@ -35,6 +35,7 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 		if i < len(inflight) {
 			t.Orphans += inflight[i]
 		}
+		t.ClockCheck = loader.ClockCheck(clk, c, ls.Batches(i), cfg.Estimate)
 		if row.Err != nil {
 			t.Err = row.Err.Error()
 		}

@@ -28,6 +28,7 @@ type Session struct {
 	specs   []loader.Spec
 	kinds   []string // per spec, its calibrated probe kind ("": none)
 	ls      *loader.Session
+	watch   *loader.NoCallsWatch
 	inlined map[string][]string
 	start   time.Time
 	last    loader.Poll
@@ -87,6 +88,7 @@ func (s *Session) open() error {
 	if windowed {
 		ls.DetachProbes() // the windows attach them
 	}
+	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
 	return nil
 }
@@ -200,6 +202,7 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 	if bst != nil {
 		s.applyBudget(run, *bst)
 	}
+	run.Notes = append(run.Notes, s.watch.Hints(s.ls, p)...)
 	s.correct(run)
 	return run, nil
 }
@@ -233,6 +236,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
+		s.watch.Update(s.ls, p)
 		rows := s.Rows(p)
 		if onProgress != nil {
 			onProgress(s.progress(p, rows))
@@ -257,8 +261,10 @@ func (s *Session) progress(p loader.Poll, rows []Row) Progress {
 	pr := Progress{Elapsed: p.Elapsed, Rows: rows, Precision: s.cfg.Precision}
 	if s.cfg.Precision > 0 {
 		pr.Remaining = make([]time.Duration, len(rows))
+		pr.RemainingLow = make([]time.Duration, len(rows))
+		pr.RemainingHigh = make([]time.Duration, len(rows))
 		for i, r := range rows {
-			pr.Remaining[i] = r.Remaining(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+			pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = r.RemainingRange(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
 		}
 	}
 	return pr
