@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/cilium/ebpf v0.22.0
+	github.com/go-delve/delve v1.27.2
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/grafana/pyroscope/api v1.6.0
 	github.com/prometheus/client_golang v1.25.0

@@ -14,19 +14,23 @@ import (
 )
 
 type CostTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type CostTpEntry struct {
@@ -70,6 +74,7 @@ type CostTpTstack struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	CostMapTpCheck       = "tp_check"
 	CostMapTpCounters    = "tp_counters"
 	CostMapTpEntries     = "tp_entries"
 	CostMapTpInflight    = "tp_inflight"
@@ -95,6 +100,7 @@ const (
 	CostProgCostX5       = "cost_x5"
 	CostProgCostXt       = "cost_xt"
 	CostVarCostSink      = "cost_sink"
+	CostVarTpCheckEvery  = "tp_check_every"
 	CostVarTpClock       = "tp_clock"
 	CostVarTpExact       = "tp_exact"
 	CostVarTpFilterTgid  = "tp_filter_tgid"
@@ -169,6 +175,7 @@ type CostProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type CostMapSpecs struct {
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
@@ -185,6 +192,7 @@ type CostMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type CostVariableSpecs struct {
 	CostSink      *ebpf.VariableSpec `ebpf:"cost_sink"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -216,6 +224,7 @@ func (o *CostObjects) Close() error {
 //
 // It can be passed to LoadCostObjects or ebpf.CollectionSpec.LoadAndAssign.
 type CostMaps struct {
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
@@ -229,6 +238,7 @@ type CostMaps struct {
 
 func (m *CostMaps) Close() error {
 	return _CostClose(
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpInflight,
@@ -246,6 +256,7 @@ func (m *CostMaps) Close() error {
 // It can be passed to LoadCostObjects or ebpf.CollectionSpec.LoadAndAssign.
 type CostVariables struct {
 	CostSink      *ebpf.Variable `ebpf:"cost_sink"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`

@@ -21,19 +21,23 @@ type GoTimingGoProbeStats struct {
 }
 
 type GoTimingTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type GoTimingTpEntry struct {
@@ -78,6 +82,7 @@ type GoTimingTpTstack struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	GoTimingMapGoStats       = "go_stats"
+	GoTimingMapTpCheck       = "tp_check"
 	GoTimingMapTpCounters    = "tp_counters"
 	GoTimingMapTpEntries     = "tp_entries"
 	GoTimingMapTpInflight    = "tp_inflight"
@@ -92,6 +97,7 @@ const (
 	GoTimingVarGoGoidOff     = "go_goid_off"
 	GoTimingVarGoStackhiOff  = "go_stackhi_off"
 	GoTimingVarGoUnusedStats = "go_unused_stats"
+	GoTimingVarTpCheckEvery  = "tp_check_every"
 	GoTimingVarTpClock       = "tp_clock"
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
@@ -154,6 +160,7 @@ type GoTimingProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type GoTimingMapSpecs struct {
 	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
@@ -172,6 +179,7 @@ type GoTimingVariableSpecs struct {
 	GoGoidOff     *ebpf.VariableSpec `ebpf:"go_goid_off"`
 	GoStackhiOff  *ebpf.VariableSpec `ebpf:"go_stackhi_off"`
 	GoUnusedStats *ebpf.VariableSpec `ebpf:"go_unused_stats"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -204,6 +212,7 @@ func (o *GoTimingObjects) Close() error {
 // It can be passed to LoadGoTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GoTimingMaps struct {
 	GoStats    *ebpf.Map `ebpf:"go_stats"`
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
@@ -218,6 +227,7 @@ type GoTimingMaps struct {
 func (m *GoTimingMaps) Close() error {
 	return _GoTimingClose(
 		m.GoStats,
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpInflight,
@@ -237,6 +247,7 @@ type GoTimingVariables struct {
 	GoGoidOff     *ebpf.Variable `ebpf:"go_goid_off"`
 	GoStackhiOff  *ebpf.Variable `ebpf:"go_stackhi_off"`
 	GoUnusedStats *ebpf.Variable `ebpf:"go_unused_stats"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`

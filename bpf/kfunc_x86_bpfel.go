@@ -14,19 +14,23 @@ import (
 )
 
 type KfuncTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type KfuncTpEntry struct {
@@ -70,6 +74,7 @@ type KfuncTpTstack struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	KfuncMapTpCheck        = "tp_check"
 	KfuncMapTpCounters     = "tp_counters"
 	KfuncMapTpEntries      = "tp_entries"
 	KfuncMapTpInflight     = "tp_inflight"
@@ -84,6 +89,7 @@ const (
 	KfuncProgKfKprobeEntry = "kf_kprobe_entry"
 	KfuncProgKfKprobeExit  = "kf_kprobe_exit"
 	KfuncVarKfTarget       = "kf_target"
+	KfuncVarTpCheckEvery   = "tp_check_every"
 	KfuncVarTpClock        = "tp_clock"
 	KfuncVarTpExact        = "tp_exact"
 	KfuncVarTpFilterTgid   = "tp_filter_tgid"
@@ -147,6 +153,7 @@ type KfuncProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncMapSpecs struct {
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
@@ -163,6 +170,7 @@ type KfuncMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncVariableSpecs struct {
 	KfTarget      *ebpf.VariableSpec `ebpf:"kf_target"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -194,6 +202,7 @@ func (o *KfuncObjects) Close() error {
 //
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncMaps struct {
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
@@ -207,6 +216,7 @@ type KfuncMaps struct {
 
 func (m *KfuncMaps) Close() error {
 	return _KfuncClose(
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpInflight,
@@ -224,6 +234,7 @@ func (m *KfuncMaps) Close() error {
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncVariables struct {
 	KfTarget      *ebpf.Variable `ebpf:"kf_target"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`

@@ -22,19 +22,23 @@ type SyscallScState struct {
 }
 
 type SyscallTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type SyscallTpEntry struct {
@@ -80,6 +84,7 @@ type SyscallTpTstack struct {
 const (
 	SyscallMapScSlots       = "sc_slots"
 	SyscallMapScTargets     = "sc_targets"
+	SyscallMapTpCheck       = "tp_check"
 	SyscallMapTpCounters    = "tp_counters"
 	SyscallMapTpEntries     = "tp_entries"
 	SyscallMapTpInflight    = "tp_inflight"
@@ -96,6 +101,7 @@ const (
 	SyscallProgScTpEnter    = "sc_tp_enter"
 	SyscallProgScTpExit     = "sc_tp_exit"
 	SyscallVarScSlotMask    = "sc_slot_mask"
+	SyscallVarTpCheckEvery  = "tp_check_every"
 	SyscallVarTpClock       = "tp_clock"
 	SyscallVarTpExact       = "tp_exact"
 	SyscallVarTpFilterTgid  = "tp_filter_tgid"
@@ -163,6 +169,7 @@ type SyscallProgramSpecs struct {
 type SyscallMapSpecs struct {
 	ScSlots    *ebpf.MapSpec `ebpf:"sc_slots"`
 	ScTargets  *ebpf.MapSpec `ebpf:"sc_targets"`
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
@@ -179,6 +186,7 @@ type SyscallMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type SyscallVariableSpecs struct {
 	ScSlotMask    *ebpf.VariableSpec `ebpf:"sc_slot_mask"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -212,6 +220,7 @@ func (o *SyscallObjects) Close() error {
 type SyscallMaps struct {
 	ScSlots    *ebpf.Map `ebpf:"sc_slots"`
 	ScTargets  *ebpf.Map `ebpf:"sc_targets"`
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
@@ -227,6 +236,7 @@ func (m *SyscallMaps) Close() error {
 	return _SyscallClose(
 		m.ScSlots,
 		m.ScTargets,
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpInflight,
@@ -244,6 +254,7 @@ func (m *SyscallMaps) Close() error {
 // It can be passed to LoadSyscallObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SyscallVariables struct {
 	ScSlotMask    *ebpf.Variable `ebpf:"sc_slot_mask"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`

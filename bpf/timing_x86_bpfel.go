@@ -14,19 +14,23 @@ import (
 )
 
 type TimingTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type TimingTpEntry struct {
@@ -80,6 +84,7 @@ type TimingTpTstack struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TimingMapTpCheck        = "tp_check"
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
 	TimingMapTpInflight     = "tp_inflight"
@@ -93,6 +98,7 @@ const (
 	TimingProgTpEmptyExit   = "tp_empty_exit"
 	TimingProgTpUentry      = "tp_uentry"
 	TimingProgTpUexit       = "tp_uexit"
+	TimingVarTpCheckEvery   = "tp_check_every"
 	TimingVarTpClock        = "tp_clock"
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
@@ -157,6 +163,7 @@ type TimingProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TimingMapSpecs struct {
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
@@ -172,6 +179,7 @@ type TimingMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TimingVariableSpecs struct {
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -204,6 +212,7 @@ func (o *TimingObjects) Close() error {
 //
 // It can be passed to LoadTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TimingMaps struct {
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
@@ -217,6 +226,7 @@ type TimingMaps struct {
 
 func (m *TimingMaps) Close() error {
 	return _TimingClose(
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
 		m.TpInflight,
@@ -233,6 +243,7 @@ func (m *TimingMaps) Close() error {
 //
 // It can be passed to LoadTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TimingVariables struct {
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`

@@ -97,6 +97,7 @@ type timeTargetJSON struct {
 	NsMax        *uint64        `json:"ns_max,omitempty"`
 	NsLog2Hist   []uint64       `json:"ns_log2_hist,omitempty"`
 	Covered      *bool          `json:"covered,omitempty"`
+	ClockCheck   *checkJSON     `json:"clock_check,omitempty"`
 	Quantiles    []QuantileJSON `json:"quantiles,omitempty"`
 	Histogram    *HistogramJSON `json:"histogram,omitempty"`
 	Callers      []callerJSON   `json:"callers,omitempty"`
@@ -125,6 +126,15 @@ func fp(v float64) *float64 {
 // probe overhead has corrected: true, its measured figures in raw_mean_ns,
 // raw_low_ns, raw_high_ns and the overhead subtracted in overhead_ns,
 // overhead_low_ns, overhead_high_ns; mean_ns..high_ns are then corrected.
+// With --validate, covered says whether the tick-clock interval holds the
+// exact mean of the same calls (ns_mean): a check of quantization on these
+// calls, not of the long-run mean (ValidateNote).
+// With the jiffies clock, clock_check compares the jiffies estimate of a
+// random sample of the calls (tick_mean_ns, tick_low_ns, tick_high_ns at
+// its confidence) with their exact mean (exact_mean_ns); agree is false
+// when the clock keeps time with the program and the mean is biased;
+// resolves is false when the check is much less sharp than the target's
+// estimate (it checked a small share of short calls).
 func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
@@ -151,6 +161,7 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
 			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
+			ClockCheck: checkToJSON(t),
 		}
 		if t.Err == "" {
 			e := t.Estimate
@@ -262,6 +273,7 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
 			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
+			ClockCheck: checkFromJSON(j.ClockCheck),
 		}
 		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {
 			if t.Err == "" {

@@ -96,7 +96,7 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 	if precision > 0 {
 		fmt.Fprintf(w, ", precision goal ±%s", units.Percent(precision))
 	}
-	fmt.Fprintf(w, "; dropped records %d, stack failures %d\n", r.RingDrops, r.StackFails)
+	fmt.Fprintf(w, "; dropped records %d, stack failures %d (caller stacks the kernel could not record: stack map full or the walk faulted)\n", r.RingDrops, r.StackFails)
 	if b := r.Budget; b != nil {
 		writeBudget(w, b, conf)
 	}
@@ -107,6 +107,19 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 			fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
 		}
 		fmt.Fprintln(w)
+	}
+	if r.Validate {
+		fmt.Fprintln(w, ValidateNote)
+	}
+	for i := range r.Targets {
+		for _, line := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
+			if line != "" {
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note: "+n)
 	}
 	var few []string
 	for _, t := range r.Targets {

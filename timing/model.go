@@ -43,6 +43,9 @@ type Result struct {
 	Budget *BudgetResult
 	// Targets are the timed targets.
 	Targets []TargetResult
+	// Notes are remarks on the run, one line each: for a syscall target
+	// without calls, the related system calls the process made.
+	Notes []string
 }
 
 // TargetResult is one timed target's estimate and counters.
@@ -83,8 +86,13 @@ type TargetResult struct {
 	Quantiles []estimate.Quantile
 	Hist      *histogram.Hist
 	// Covered is the --validate verdict: whether the tick-clock interval
-	// holds the exact mean (nil without --validate).
+	// holds the exact mean of the same calls (nil without --validate): a
+	// check of quantization on these calls, not of the long-run mean.
 	Covered *bool
+	// ClockCheck compares, on a random sample of the calls, the jiffies
+	// estimate with their exact mean (nil when no call was checked: other
+	// clocks, or --validate, which checks every call).
+	ClockCheck *estimate.ClockCheck
 	// Callers attribute the ticks to caller stacks.
 	Callers []Caller
 }
@@ -119,6 +127,9 @@ type Caller struct {
 	// Calls counts the calls that crossed at least one tick from this
 	// stack (all calls in ns mode); Ticks their crossings.
 	Calls, Ticks uint64
+	// Cut says the stack ended early: its walk reached an address outside
+	// every executable mapping.
+	Cut bool
 }
 
 // Frame is one symbolized frame.
@@ -126,6 +137,7 @@ type Frame struct {
 	Func string
 	File string
 	Addr uint64
+	Off  uint64 // Addr's offset in File
 }
 
 // Wall returns the estimated total time of the target in ns: d sum c_i,

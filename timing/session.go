@@ -28,6 +28,7 @@ type Session struct {
 	specs   []loader.Spec
 	kinds   []string // per spec, its calibrated probe kind ("": none)
 	ls      *loader.Session
+	watch   *loader.NoCallsWatch
 	inlined map[string][]string
 	start   time.Time
 	last    loader.Poll
@@ -90,6 +91,7 @@ func (s *Session) open() error {
 	if windowed {
 		ls.DetachProbes() // the windows attach them
 	}
+	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
 	return nil
 }
@@ -203,6 +205,7 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 	if bst != nil {
 		s.applyBudget(run, *bst)
 	}
+	run.Notes = append(run.Notes, s.watch.Hints(s.ls, p)...)
 	s.correct(run)
 	return run, nil
 }
@@ -236,6 +239,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
+		s.watch.Update(s.ls, p)
 		rows := s.Rows(p)
 		if onProgress != nil {
 			onProgress(s.progress(p, rows))
@@ -264,12 +268,14 @@ func (s *Session) progress(p loader.Poll, rows []Row) Progress {
 	pr := Progress{Elapsed: p.Elapsed, Rows: rows, Precision: s.cfg.Precision}
 	if s.cfg.Precision > 0 {
 		pr.Remaining = make([]time.Duration, len(rows))
+		pr.RemainingLow = make([]time.Duration, len(rows))
+		pr.RemainingHigh = make([]time.Duration, len(rows))
 		for i, r := range rows {
 			// The time still needed is planned for the mean's rule
 			// only: unknown (-1) with a goal on a quantile.
-			pr.Remaining[i] = -1
+			pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = -1, -1, -1
 			if s.cfg.PrecisionQuantile == 0 {
-				pr.Remaining[i] = r.Remaining(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+				pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = r.RemainingRange(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
 			}
 		}
 	}

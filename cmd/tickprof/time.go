@@ -60,9 +60,12 @@ Targets (repeatable):
   -s SYSCALL         a system call's kernel path
   -k FUNC            a kernel function
 
-Clocks (--clock): jiffies (the kernel tick, period measured), tick:DUR
-(monotonic time quantized to DUR), ns (exact). The default is ns for user
-functions and jiffies for syscalls and kernel functions (see README).
+Clocks (--clock): jiffies (the kernel tick, period measured; a random share
+of calls is also timed exactly, and a tick-coupled program is warned about),
+tick:DUR (monotonic time quantized to DUR on a grid shifted by a random
+phase for every call, so that it cannot keep time with the program), ns
+(exact). The default is ns for user functions and jiffies for syscalls and
+kernel functions (see README).
 
 It stops at --duration, when every interval is within --precision, when the
 target exits, or on Ctrl-C / SIGTERM, and always prints and writes what it
@@ -110,7 +113,7 @@ func newTimeCmd() *cobra.Command {
 	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to `FILE`")
 	fl.StringVarP(&f.pprofOut, "output", "o", "", "write a pprof profile to `FILE` (.pb.gz)")
-	fl.BoolVar(&f.validate, "validate", false, "also read the ns clock and report whether each tick-clock interval covers the exact mean")
+	fl.BoolVar(&f.validate, "validate", false, "also read the ns clock on every call and report whether each tick-clock interval holds the exact mean of the same calls (a check of the clock's quantization on these calls, not of the long-run mean)")
 	fl.IntVar(&f.maxProbes, "max-probes", 256, "most functions one glob may expand to")
 	fl.DurationVar(&f.interval, "interval", 200*time.Millisecond, "counter polling period (one batch each)")
 	fl.StringVar(&f.attach, "attach", "auto", "how -k functions are probed: auto, kprobe or fentry")
