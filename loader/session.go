@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -55,6 +56,10 @@ type Options struct {
 	// calls get a crossing record (about ET/RecordGrid records per call);
 	// 0 means DefaultRecordGrid.
 	RecordGrid time.Duration
+	// SingleLinks attaches user functions with one uprobe link per probe
+	// even where the kernel has multi-uprobe links (the path of kernels
+	// before 6.6; for tests and measurements).
+	SingleLinks bool
 }
 
 // DefaultRecordGrid is the ns clock's record grid: per-caller attribution
@@ -81,6 +86,21 @@ type Session struct {
 	links   []link.Link
 	closers []io.Closer
 	stopped bool
+	// entryLinks and exitLinks are detached first, in parallel, entries
+	// before exits; links are the rest (AddLink), in reverse order.
+	entryLinks, exitLinks []link.Link
+	detached              bool
+	// ctx ends attaching early (Open's context).
+	ctx      context.Context
+	umulti   *bpf.UmultiObjects
+	noMulti  bool
+	linkKind string
+	skipped  []Skipped
+	// singleLinks counts the single uprobe links planned (MaxSingleLinks).
+	singleLinks int
+	// finalInFlight and finalGo are read by Stop with the final counters.
+	finalInFlight []uint64
+	finalGo       *GoStats
 
 	reader *ringbuf.Reader
 	drain  sync.WaitGroup
@@ -110,9 +130,20 @@ type callerAgg struct {
 	records, ticks, ns uint64
 }
 
-// Open loads the timing programs, attaches every spec and starts draining
-// the crossing records. The caller must Close the session.
+// Open is OpenContext without a context.
 func Open(opts Options, specs []Spec) (*Session, error) {
+	return OpenContext(context.Background(), opts, specs)
+}
+
+// OpenContext loads the timing programs, attaches every spec and starts
+// draining the crossing records. The caller must Close the session.
+//
+// User functions whose first instruction the kernel cannot probe are found
+// before anything is attached (screenUprobes): those from a glob are left
+// out (Skipped lists them), one named by itself fails Open. When ctx ends
+// while probes are being attached, what was attached is detached and Open
+// returns ctx's error.
+func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no targets to time: give at least one of -u, -s, -k")
 	}
@@ -154,7 +185,15 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 	if opts.Clock.Tick <= 0 {
 		return nil, fmt.Errorf("clock %s has no resolution", opts.Clock)
 	}
-	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}}
+	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("none of the %d functions can be probed: %s", len(skipped), FormatSkipped(skipped, 5))
+	}
+	specs = kept
+	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}, ctx: ctx, skipped: skipped}
 	for i, sp := range specs {
 		name := sp.Name
 		if name == "" {
@@ -178,8 +217,15 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		byKind[t.Spec.Kind] = append(byKind[t.Spec.Kind], t)
 	}
 	for _, k := range kinds {
-		if err := attachers[k](s, byKind[k]); err != nil {
+		err := ctx.Err()
+		if err == nil {
+			err = attachers[k](s, byKind[k])
+		}
+		if err != nil {
 			s.Close()
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("interrupted while attaching: %w", ctx.Err())
+			}
 			return nil, err
 		}
 	}
@@ -305,9 +351,10 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 	return nil
 }
 
-// AddLink keeps a link until Stop or Close, which close links in the
-// reverse order of AddLink: attach exits before entries, so that entries
-// are detached first and calls in flight still complete.
+// AddLink keeps a link until Detach or Close, which close the links of
+// AddLink in the reverse order of AddLink, after the entry and exit links
+// (AddEntryLink, AddExitLink): attach exits before entries, so that
+// entries are detached first and calls in flight still complete.
 func (s *Session) AddLink(l link.Link) { s.links = append(s.links, l) }
 
 // AddCloser keeps an object (loaded programs, maps) until Close.
@@ -320,13 +367,22 @@ func (s *Session) Options() Options { return s.opts }
 // Clock returns the clock with its resolution.
 func (s *Session) Clock() Clock { return s.opts.Clock }
 
+// Skipped returns the functions left out because the kernel cannot probe
+// them (from globs; see OpenContext).
+func (s *Session) Skipped() []Skipped { return s.skipped }
+
 // Targets returns the attached targets, in Index order.
 func (s *Session) Targets() []*Target { return s.targets }
 
-// Programs returns the user-function entry and exit programs (for
-// statistics such as ebpf.EnableStats run time).
+// Programs returns the user-function entry and exit programs, single-link
+// and multi-link versions (for statistics such as ebpf.EnableStats run
+// time).
 func (s *Session) Programs() []*ebpf.Program {
-	return []*ebpf.Program{s.objs.TpUentry, s.objs.TpUexit}
+	ps := []*ebpf.Program{s.objs.TpUentry, s.objs.TpUexit}
+	if s.umulti != nil {
+		ps = append(ps, s.umulti.TpUentryMulti, s.umulti.TpUexitMulti)
+	}
+	return ps
 }
 
 // Poll is the state of every target at one moment.
@@ -418,6 +474,9 @@ func (s *Session) Batches(i int) []Counters { return s.batches[i] }
 // Stop they are orphans. Entries in task storage (user functions) cannot
 // be listed from user space; they are freed with their threads.
 func (s *Session) InFlight() ([]uint64, error) {
+	if s.stopped && s.finalInFlight != nil {
+		return s.finalInFlight, nil
+	}
 	out := make([]uint64, len(s.targets))
 	var k bpf.TimingTpKey
 	var v bpf.TimingTpEntry
@@ -433,12 +492,15 @@ func (s *Session) InFlight() ([]uint64, error) {
 	return out, nil
 }
 
-// Stop reads the counters one last time (a final Poll), then detaches
-// every probe and waits until the records already in the ring buffer are
-// drained. Detaching is not atomic: between an entry probe's removal and
-// its exit probe's, calls produce exits without entries; reading first
-// keeps such artifacts out of the results. Poll after Stop returns the
-// final counters.
+// Stop reads the counters one last time (a final Poll, with the entries
+// in flight and the Go statistics) and drains the crossing records already
+// in the ring buffer. The probes stay attached until Detach or Close, so
+// that results can be written first (detaching a large probe set takes
+// time, and a process killed meanwhile loses nothing). Detaching is not
+// atomic either: between an entry probe's removal and its exit probe's,
+// calls produce exits without entries; reading first keeps such artifacts
+// out of the results. Poll, InFlight and GoStats after Stop return what
+// Stop read.
 func (s *Session) Stop() {
 	if s.stopped {
 		return
@@ -448,21 +510,63 @@ func (s *Session) Stop() {
 		p, err := s.Poll()
 		s.merging = false
 		s.final, s.finalErr = &p, err
+		if in, err := s.InFlight(); err == nil {
+			s.finalInFlight = in
+		}
+		if g, err := s.GoStats(); err == nil {
+			s.finalGo = &g
+		}
 	}
 	s.stopped = true
-	for i := len(s.links) - 1; i >= 0; i-- {
-		s.links[i].Close()
-	}
-	s.links = nil
 	if s.reader != nil {
 		s.reader.Flush()
 		s.drain.Wait()
 	}
 }
 
-// Close stops the session and releases every BPF object.
-func (s *Session) Close() error {
+// Detach stops the session (Stop) and detaches every probe: entry links
+// first, then exit links, each set closed in parallel, then the other
+// links in the reverse order of AddLink. When ctx ends first, Detach
+// returns ctx's error and the closes go on in the background; a process
+// that exits then leaves the rest to the kernel, which closes the links
+// with the process's files.
+func (s *Session) Detach(ctx context.Context) error {
 	s.Stop()
+	if s.detached {
+		return nil
+	}
+	s.detached = true
+	entries, exits, links := s.entryLinks, s.exitLinks, s.links
+	s.entryLinks, s.exitLinks, s.links = nil, nil, nil
+	if err := closeParallel(ctx, entries); err != nil {
+		go closeAllBackground(exits, links)
+		return err
+	}
+	if err := closeParallel(ctx, exits); err != nil {
+		go closeAllBackground(nil, links)
+		return err
+	}
+	for i := len(links) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			go closeAllBackground(nil, links[:i+1])
+			return err
+		}
+		links[i].Close()
+	}
+	return nil
+}
+
+// closeAllBackground closes what an interrupted Detach left.
+func closeAllBackground(exits, links []link.Link) {
+	closeParallel(context.Background(), exits)
+	for i := len(links) - 1; i >= 0; i-- {
+		links[i].Close()
+	}
+}
+
+// Close detaches every probe (Detach) and releases every BPF object.
+func (s *Session) Close() error {
+	s.Detach(context.Background())
 	if s.reader != nil {
 		s.reader.Close()
 	}

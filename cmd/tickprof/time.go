@@ -295,11 +295,12 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 		return fail(err)
 	}
 	corr := loadCorrection(f, specs, errOut)
-	s, err := loader.Open(loader.Options{Clock: ts.clock, Exact: ts.exact, PID: pid}, specs)
+	s, err := loader.OpenContext(ctx, loader.Options{Clock: ts.clock, Exact: ts.exact, PID: pid}, specs)
 	if err != nil {
 		return fail(err)
 	}
 	defer s.Close()
+	warnSkipped(errOut, s)
 	inlined := goInlined(s, errOut)
 	clk := s.Clock()
 	where := "every process"
@@ -393,6 +394,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 			errs = append(errs, err.Error())
 		}
 	}
+	detach(s, errOut)
 	if len(errs) > 0 {
 		// One line: the table above holds the results all the same.
 		return fmt.Errorf("%s (the results are in the table above; check the output path)", strings.Join(errs, "; "))
@@ -629,7 +631,7 @@ func buildRun(s *loader.Session, p loader.Poll, ts timeSetup, start time.Time, r
 	clk := s.Clock()
 	run := &export.TimeRun{
 		Clock: clk.String(), Resolution: clk.Resolution(), Confidence: ts.est.Confidence,
-		Start: start, Duration: time.Since(start), PID: pid, Command: argv, StopReason: reason,
+		Start: start, Duration: p.At.Sub(start), PID: pid, Command: argv, StopReason: reason,
 		Validate:  ts.exact && clk.Kind != loader.ClockNS,
 		RingDrops: p.Stats.RingDrops, StackFails: p.Stats.StackFails,
 	}
