@@ -73,6 +73,7 @@ type timeTargetJSON struct {
 	NsLog2Hist   []uint64     `json:"ns_log2_hist,omitempty"`
 	Covered      *bool        `json:"covered,omitempty"`
 	Callers      []callerJSON `json:"callers,omitempty"`
+	Notes        []string     `json:"notes,omitempty"`
 }
 
 type callerJSON struct {
@@ -114,7 +115,7 @@ func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 			Target: t.Name, Kind: t.Kind, Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
 			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
-			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
+			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto, Notes: t.Notes,
 		}
 		if t.Err == "" {
 			e := t.Estimate
@@ -212,7 +213,7 @@ func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
 		t := TimeTarget{
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
-			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
+			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered, Notes: j.Notes,
 		}
 		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {
 			if t.Err == "" {

@@ -84,6 +84,9 @@ type TimeTarget struct {
 	Covered *bool
 	// Callers attribute the ticks to caller stacks.
 	Callers []TimeCaller
+	// Notes say what the mean stands for when it is not all calls (see
+	// UntimedNote), one sentence each.
+	Notes []string
 }
 
 // GoStats are the Go probes' counters for a run (see loader.GoStats).
@@ -163,6 +166,11 @@ func EncodeTime(r *TimeRun) (*profile.Profile, error) {
 		p.Comments = append(p.Comments, "mean_ns, low_ns, high_ns are corrected for the probe overhead (raw_mean_ns and overhead_ns beside them); wall and ticks are as measured")
 	case "none", "off":
 		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
+	}
+	for i := range r.Targets {
+		for _, n := range r.Targets[i].Notes {
+			p.Comments = append(p.Comments, "note: "+r.Targets[i].Name+": "+n)
+		}
 	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {

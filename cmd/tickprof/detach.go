@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -27,5 +28,27 @@ func detach(s *loader.Session, errOut io.Writer) {
 	defer stop()
 	if err := s.Detach(ctx); err != nil {
 		fmt.Fprintln(errOut, "tickprof: interrupted while detaching: the results are written; the kernel removes the remaining probes as tickprof exits")
+	}
+}
+
+// untimedNotes says what a target's mean stands for when a material share
+// of its calls was not timed.
+func untimedNotes(t export.TimeTarget, st loader.RunStats, k loader.Kind) []string {
+	n := export.UntimedNote(t.Calls, t.Orphans, export.UntimedCauses{
+		Overwritten: st.Overwritten, NoEntry: st.NoEntry, InFlightCap: st.InFlightCap,
+		HashKeyed: k == loader.KindGoUser || k == loader.KindKernelFunc, MaxDepth: loader.MaxDepth,
+	})
+	if n == "" {
+		return nil
+	}
+	return []string{n}
+}
+
+// writeNotes prints the targets' notes below the table.
+func writeNotes(w io.Writer, r *export.TimeRun) {
+	for _, t := range r.Targets {
+		for _, n := range t.Notes {
+			fmt.Fprintf(w, "note: %s: %s\n", t.Name, n)
+		}
 	}
 }

@@ -656,6 +656,7 @@ func buildRun(s *loader.Session, p loader.Poll, ts timeSetup, start time.Time, r
 		if row.err != nil {
 			t.Err = row.err.Error()
 		}
+		t.Notes = untimedNotes(t, p.Stats, tg.Spec.Kind)
 		var recs uint64
 		for _, cl := range callers {
 			if cl.Target != i {
@@ -797,6 +798,7 @@ func writeTimeTable(w io.Writer, r *export.TimeRun, precision float64) error {
 		}
 		fmt.Fprintln(w)
 	}
+	writeNotes(w, r)
 	var few []string
 	for _, t := range r.Targets {
 		if t.Calls > 0 && t.Estimate.Batches < minCheckBatches {
