@@ -204,6 +204,9 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 	}
 	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted while checking the probe sites, before timing: %w", ctx.Err())
+		}
 		return nil, err
 	}
 	if len(kept) == 0 {
@@ -241,7 +244,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		if err != nil {
 			s.Close()
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("interrupted while attaching: %w", ctx.Err())
+				return nil, fmt.Errorf("interrupted while attaching, before timing: %w", ctx.Err())
 			}
 			return nil, err
 		}
