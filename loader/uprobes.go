@@ -45,10 +45,17 @@ const closeWorkers = 16
 // limit: 4,398 probes attach in under a second and detach in 0.3 s.
 const MaxSingleLinks = 100
 
-// multiChunk is the most offsets in one multi-uprobe link: attaching one
-// link is one system call, which a signal cannot interrupt, and 512
-// offsets take about 0.1-0.3 s on a loaded machine.
-const multiChunk = 512
+// multiChunk is the most offsets in one multi-uprobe link. Attaching a
+// link is one system call, which a signal cannot interrupt (1,024 offsets
+// take 0.1-0.4 s on a loaded machine), and closing one waits for a grace
+// period (0.1-0.2 s), one link after another when the kernel closes them
+// at a SIGKILL: 5,000 probes make 6 links.
+const multiChunk = 1024
+
+// screenChunk is the most offsets screened at once (screenUprobes): the
+// screen's links are closed at once, so smaller sets only make a signal
+// wait less.
+const screenChunk = 512
 
 // uprobeReq is one u(ret)probe of a target.
 type uprobeReq struct {
@@ -162,9 +169,6 @@ func (s *Session) attachUprobes(ctx context.Context, reqs []uprobeReq, ret, entr
 		return nil
 	}
 	s.linkKind = "single"
-	if err := s.reserveSingleLinks(len(reqs)); err != nil {
-		return err
-	}
 	exes := map[string]*link.Executable{}
 	for _, r := range reqs {
 		if err := ctx.Err(); err != nil {
@@ -465,7 +469,7 @@ func kernelScreen(ctx context.Context, checker *ebpf.Program, bin string, specs 
 		return bisect(set[h:])
 	}
 	for len(idx) > 0 {
-		n := min(multiChunk, len(idx))
+		n := min(screenChunk, len(idx))
 		if err := bisect(idx[:n]); err != nil {
 			return nil, err
 		}

@@ -269,6 +269,8 @@ func attachUser(s *Session, ts []*Target) error {
 	var entryMulti, exitMulti *ebpf.Program
 	if m := s.multiObjects(); m != nil {
 		entryMulti, exitMulti = m.TpUentryMulti, m.TpUexitMulti
+	} else if err := s.reserveSingleLinks(2 * len(ts)); err != nil {
+		return err
 	}
 	if err := s.attachUprobes(s.ctx, reqs, true, false, s.objs.TpUexit, exitMulti); err != nil {
 		return err
