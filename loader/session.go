@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sort"
 	"sync"
 	"time"
@@ -105,6 +106,11 @@ type Session struct {
 	// before exits; links are the rest (AddLink), in reverse order.
 	entryLinks, exitLinks []link.Link
 	detached              bool
+	// helper holds the links after HandOff; closing helperRelease lets
+	// it detach them; helperDone reports its end.
+	helper        *exec.Cmd
+	helperRelease *os.File
+	helperDone    chan error
 	// ctx ends attaching early (Open's context).
 	ctx      context.Context
 	umulti   *bpf.UmultiObjects
@@ -566,46 +572,49 @@ func (s *Session) Stop() {
 // Detach stops the session (Stop) and detaches every probe: entry links
 // first, then exit links, each set closed in parallel, then the other
 // links in the reverse order of AddLink. When ctx ends first, Detach
-// returns ctx's error and the closes go on in the background; a process
-// that exits then leaves the rest to the kernel, which closes the links
-// with the process's files.
+// waits for the closes under way and returns ctx's error; the links left
+// are closed by Close, or by the kernel when the process exits. HandOff
+// detaches in a helper process instead, which nothing can interrupt.
 func (s *Session) Detach(ctx context.Context) error {
 	s.Stop()
+	if s.helper != nil {
+		return s.detachHelper(ctx)
+	}
 	if s.detached {
 		return nil
 	}
-	s.detached = true
-	entries, exits, links := s.entryLinks, s.exitLinks, s.links
-	s.entryLinks, s.exitLinks, s.links = nil, nil, nil
-	if err := closeParallel(ctx, entries); err != nil {
-		go closeAllBackground(exits, links)
+	var err error
+	if s.entryLinks, err = closeParallel(ctx, s.entryLinks); err != nil {
 		return err
 	}
-	if err := closeParallel(ctx, exits); err != nil {
-		go closeAllBackground(nil, links)
+	if s.exitLinks, err = closeParallel(ctx, s.exitLinks); err != nil {
 		return err
 	}
-	for i := len(links) - 1; i >= 0; i-- {
+	for len(s.links) > 0 {
 		if err := ctx.Err(); err != nil {
-			go closeAllBackground(nil, links[:i+1])
 			return err
 		}
-		links[i].Close()
+		n := len(s.links) - 1
+		s.links[n].Close()
+		s.links = s.links[:n]
 	}
+	s.detached = true
 	return nil
 }
 
-// closeAllBackground closes what an interrupted Detach left.
-func closeAllBackground(exits, links []link.Link) {
-	closeParallel(context.Background(), exits)
-	for i := len(links) - 1; i >= 0; i-- {
-		links[i].Close()
-	}
-}
-
 // Close detaches every probe (Detach) and releases every BPF object.
+// After HandOff it releases the helper without waiting for it.
 func (s *Session) Close() error {
-	s.Detach(context.Background())
+	if s.helper != nil {
+		s.Stop()
+		if s.helperRelease != nil {
+			s.helperRelease.Close()
+			s.helperRelease = nil
+		}
+		s.detached = true
+	} else {
+		s.Detach(context.Background())
+	}
 	if s.reader != nil {
 		s.reader.Close()
 	}

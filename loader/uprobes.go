@@ -30,12 +30,13 @@ import (
 // loop) and detached by a pool of closers in parallel, whose grace periods
 // overlap.
 
-// closeWorkers is how many single links are closed at once. Each close
-// of a uprobe perf event waits for RCU grace periods, mostly under one
-// kernel mutex (event_mutex): 16 closers at once halved the time of one
-// at a time here (118 links: 20.8 s one by one, 13.7 s with 8, 10.6 s
-// with 64, on a loaded 2-CPU 6.18 machine).
-const closeWorkers = 16
+// closeWorkers is how many links are closed at once. Each close of a
+// uprobe perf event waits for RCU grace periods, mostly under one kernel
+// mutex (event_mutex): closers in parallel cut the time of one at a time
+// by a third to a half here (118 links: 20.8 s one by one, 13.7 s with 8,
+// 10.6 s with 64, on a loaded 2-CPU 6.18 machine). A signal waits for the
+// closes under way (closeParallel), so 8 bounds that wait near 1.5 s.
+const closeWorkers = 8
 
 // MaxSingleLinks is the most single uprobe links a session attaches. At
 // 90-180 ms per link to detach (measured: 4,398 links took 511 s with 64
@@ -247,17 +248,17 @@ func (s *Session) AddEntryLink(l link.Link) { s.addRoleLink(l, true) }
 // AddLink.
 func (s *Session) AddExitLink(l link.Link) { s.addRoleLink(l, false) }
 
-// closeParallel closes links with up to closeWorkers at once. It returns
-// early with ctx's error when ctx ends; the closes under way go on in the
-// background (a process that exits then leaves the rest to the kernel).
-func closeParallel(ctx context.Context, ls []link.Link) error {
+// closeParallel closes links with up to closeWorkers at once. When ctx
+// ends it stops starting closes, waits for those under way (a thread
+// killed in the middle of a close can leave breakpoints behind, see
+// HandOff) and returns the links it did not close with ctx's error.
+func closeParallel(ctx context.Context, ls []link.Link) ([]link.Link, error) {
 	if len(ls) == 0 {
-		return nil
+		return nil, nil
 	}
 	work := make(chan link.Link)
 	var wg sync.WaitGroup
-	n := min(closeWorkers, len(ls))
-	for range n {
+	for range min(closeWorkers, len(ls)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -266,31 +267,18 @@ func closeParallel(ctx context.Context, ls []link.Link) error {
 			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
 	for i, l := range ls {
 		select {
 		case work <- l:
 		case <-ctx.Done():
-			// Hand the rest to a background closer: nothing is leaked
-			// while the process lives, and its exit closes the rest.
-			rest := ls[i:]
-			go func() {
-				for _, l := range rest {
-					work <- l
-				}
-				close(work)
-			}()
-			return ctx.Err()
+			close(work)
+			wg.Wait()
+			return ls[i:], ctx.Err()
 		}
 	}
 	close(work)
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	wg.Wait()
+	return nil, nil
 }
 
 // screenUprobes checks, before anything is attached, that the kernel can

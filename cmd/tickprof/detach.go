@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 
@@ -20,15 +21,38 @@ func warnSkipped(errOut io.Writer, s *loader.Session) {
 	}
 }
 
+// handOff gives the probes to a helper process right after attaching
+// (loader.Session.HandOff): whatever ends tickprof from then on, SIGKILL
+// included, the helper detaches them, and tickprof itself never waits for
+// the kernel to close links at its exit. Without the helper, detach falls
+// back to closing them here.
+func handOff(s *loader.Session, errOut io.Writer) {
+	if err := s.HandOff(exec.Command("/proc/self/exe")); err != nil {
+		fmt.Fprintf(errOut, "tickprof: warning: %v; probes are detached by this process\n", err)
+	}
+}
+
 // detach removes the probes after the results are out; Ctrl-C or SIGTERM
-// meanwhile ends the wait (the kernel removes what is left as the process
-// exits).
+// meanwhile ends the wait, and the helper finishes alone.
 func detach(s *loader.Session, errOut io.Writer) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := s.Detach(ctx); err != nil {
-		fmt.Fprintln(errOut, "tickprof: interrupted while detaching: the results are written; the kernel removes the remaining probes as tickprof exits")
+	err := s.Detach(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintln(errOut, "tickprof: interrupted while detaching: the results are written; the probes are removed as tickprof exits")
+	case err != nil:
+		fmt.Fprintf(errOut, "tickprof: warning: detach: %v\n", err)
 	}
+}
+
+// runDetachHelper is the process loader.Session.HandOff starts.
+func runDetachHelper() {
+	if err := loader.DetachHelper(); err != nil {
+		fmt.Fprintln(os.Stderr, "tickprof: detach helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // untimedNotes says what a target's mean stands for when a material share

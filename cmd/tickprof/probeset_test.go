@@ -274,16 +274,15 @@ func TestLargeGlobSIGINTDuringDetach(t *testing.T) {
 	}
 }
 
-// bpfFDs counts the BPF objects process pid holds open.
-func bpfFDs(pid int) int {
-	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name())); err == nil && strings.HasPrefix(l, "anon_inode:bpf") {
-			n++
+// hasChild reports whether process pid has started a child.
+func hasChild(pid int) bool {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name())); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return true
 		}
 	}
-	return n
+	return false
 }
 
 func TestLargeGlobSIGINTDuringAttach(t *testing.T) {
@@ -300,18 +299,18 @@ func TestLargeGlobSIGINTDuringAttach(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- tp.Wait() }()
-	// The first BPF object appears when the probe sites are screened,
-	// before anything is attached.
+	// The command is started (held) before the functions are resolved,
+	// the probe sites screened and the probes attached.
 	start := time.Now()
-	for bpfFDs(tp.Process.Pid) == 0 {
+	for !hasChild(tp.Process.Pid) {
 		select {
 		case err := <-done:
-			t.Fatalf("tickprof ended before loading BPF: %v\n%s", err, stderr.String())
+			t.Fatalf("tickprof ended before starting the command: %v\n%s", err, stderr.String())
 		case <-time.After(time.Millisecond):
 		}
 		if time.Since(start) > 20*time.Second {
 			tp.Process.Kill()
-			t.Fatal("no BPF object after 20 s")
+			t.Fatal("no command started after 20 s")
 		}
 	}
 	sent := time.Now()

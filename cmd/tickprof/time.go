@@ -300,6 +300,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 		return fail(err)
 	}
 	defer s.Close()
+	handOff(s, errOut)
 	warnSkipped(errOut, s)
 	inlined := goInlined(s, errOut)
 	clk := s.Clock()
