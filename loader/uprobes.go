@@ -39,12 +39,12 @@ import (
 const closeWorkers = 8
 
 // MaxSingleLinks is the most single uprobe links a session attaches. At
-// 90-180 ms per link to detach (measured: 4,398 links took 511 s with 64
-// closers), more would hold the process for longer than a user waits
-// after Ctrl-C, and a process killed meanwhile stays a zombie while the
-// kernel closes them. Kernels with multi-uprobe links (6.6+) have no such
-// limit: 4,398 probes attach in under a second and detach in 0.3 s.
-const MaxSingleLinks = 100
+// 85-220 ms per link to detach (measured here: 4,398 links took 511 s with
+// 64 closers; 100 links 20-22 s with 8, on a machine at load 25-30), more
+// would keep a run's overhead past 10 s (64 take 5-14 s). Kernels with multi-uprobe links
+// (6.6+) have no such limit: 4,398 probes attach in 0.7 s and detach in
+// 0.3 s (6.7-9.7 s and 1.1-1.2 s at load 30).
+const MaxSingleLinks = 64
 
 // multiChunk is the most offsets in one multi-uprobe link. Attaching a
 // link is one system call, which a signal cannot interrupt (1,024 offsets
@@ -211,7 +211,7 @@ func (s *Session) reserveSingleLinks(n int) error {
 	if s.opts.SingleLinks {
 		why = "single links were asked for"
 	}
-	return fmt.Errorf("%w: %s, and detaching more than %d single uprobes takes minutes (90-180 ms each); time fewer functions (a narrower glob) or use a kernel from 6.6 on", ErrTooManyProbes, why, MaxSingleLinks)
+	return fmt.Errorf("%w: %s, and detaching more than %d single uprobes takes 85-220 ms each; time fewer functions (a narrower glob) or use a kernel from 6.6 on", ErrTooManyProbes, why, MaxSingleLinks)
 }
 
 // ErrTooManyProbes is wrapped by the error for a probe set too large to
