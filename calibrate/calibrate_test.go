@@ -16,6 +16,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/tick"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -138,7 +139,7 @@ func TestClockResolutionsBPF(t *testing.T) {
 		t.Errorf("jiffies: %+v, want a 1-10 ms period over >= 16 changes", j)
 	}
 	// The loader's own measurement agrees within 10%.
-	d, err := loader.MeasureJiffy(200 * time.Millisecond)
+	d, err := tick.Period(200 * time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestCorrectedEmptyFunction(t *testing.T) {
 		t.Skip("short mode")
 	}
 	dir := t.TempDir()
-	opts := OverheadOptions{Duration: 500 * time.Millisecond, Runs: 1, Kinds: []string{"user"}}
+	opts := OverheadOptions{Duration: 500 * time.Millisecond, Runs: 1, Kinds: []ProbeKind{"user"}}
 	var calRuns []Overhead
 	var calMeans, againRuns []float64
 	for i := 0; i < 5; i++ {
@@ -258,7 +259,7 @@ func TestCorrectedOtherFunction(t *testing.T) {
 		t.Skip("short mode")
 	}
 	dir := t.TempDir()
-	ovs, _, err := MeasureOverheads(context.Background(), dir, OverheadOptions{Kinds: []string{"user"}})
+	ovs, _, err := MeasureOverheads(context.Background(), dir, OverheadOptions{Kinds: []ProbeKind{KindUser}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestUserProbeKindOnTarget(t *testing.T) {
 	if err != nil {
 		t.Skipf("no calibration target: %v", err)
 	}
-	for sym, want := range map[string]string{"cal_empty": "user", "cal_empty_stepped": "user-stepped"} {
+	for sym, want := range map[string]ProbeKind{"cal_empty": KindUser, "cal_empty_stepped": KindUserStepped} {
 		off, err := symbolOffset(exe, sym)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,10 @@
 //	cal, err := calibrate.Load()          // errors.Is(err, ErrNoCalibration): show the raw mean only
 //	o, ok := cal.Overhead("user")         // or UserProbeKind(binary, offset), "syscall", "go", "kernel"
 //	corrected, err := calibrate.Correct(raw, o)
+//
+// calibrate may import bpf, estimate, loader and timing (it times its
+// empty targets through a timing session); it must not import export or
+// cmd.
 package calibrate
 
 import (
@@ -108,7 +112,7 @@ type ClockResolution struct {
 type Overhead struct {
 	// Kind is the target kind it applies to, as loader.Kind spells it
 	// ("user", "syscall", ...), or a variant ("user-stepped").
-	Kind string `json:"kind"`
+	Kind ProbeKind `json:"kind"`
 	// Target is what was timed ("cal_empty", "syscall:getppid").
 	Target string `json:"target"`
 	// Note says what the figure includes.
@@ -225,7 +229,7 @@ type Calibration struct {
 }
 
 // Overhead returns the T_ovhd measured for kind ("user", "syscall", ...).
-func (c *Calibration) Overhead(kind string) (Overhead, bool) {
+func (c *Calibration) Overhead(kind ProbeKind) (Overhead, bool) {
 	if c == nil {
 		return Overhead{}, false
 	}
@@ -278,6 +282,12 @@ func FileName(m Machine) string {
 // Save writes c into dir (created if needed) under FileName(c.Machine)
 // and returns the path.
 func (c *Calibration) Save(dir string) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = Dir(); err != nil {
+			return "", err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("save the calibration: %w", err)
 	}

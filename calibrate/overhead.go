@@ -18,11 +18,13 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // A probe kind the calibration measures.
 type probeKind struct {
-	kind, note string
+	kind ProbeKind
+	note string
 	// targets are what is timed, run after run in turn: more than one
 	// target folds the overhead's dependence on the target into its
 	// interval.
@@ -48,15 +50,15 @@ var probeKinds = []probeKind{
 	// (two functions of ~200 ns, each against its own unprobed mean): with
 	// empty targets only, corrected intervals of such functions missed
 	// their truth.
-	{"user", "uprobe+uretprobe on functions whose first instruction (push %rbp) the kernel emulates; runs alternate between cal_empty, cal_spin (~200 ns of work, its own unprobed mean subtracted) and cal_small (a few instructions)",
+	{KindUser, "uprobe+uretprobe on functions whose first instruction (push %rbp) the kernel emulates; runs alternate between cal_empty, cal_spin (~200 ns of work, its own unprobed mean subtracted) and cal_small (a few instructions)",
 		[]calTarget{{"user", "cal_empty", false}, {"spin", "cal_spin", true}, {"small", "cal_small", false}}, false},
-	{"user-stepped", "uprobe+uretprobe on an empty function whose first instruction the kernel single-steps",
+	{KindUserStepped, "uprobe+uretprobe on an empty function whose first instruction the kernel single-steps",
 		[]calTarget{{"stepped", "cal_empty_stepped", false}}, false},
-	{"syscall", "syscall entry+exit on getppid; includes getppid's own kernel path, so a reference only: time does not subtract it",
+	{KindSyscall, "syscall entry+exit on getppid; includes getppid's own kernel path, so a reference only: time does not subtract it",
 		[]calTarget{{"syscall", "getppid", false}}, false},
-	{"go", "RET-site uprobes on an empty Go function (tickprof's own calibrate.EmptyGo)",
+	{KindGo, "RET-site uprobes on an empty Go function (tickprof's own calibrate.EmptyGo)",
 		[]calTarget{{"go", GoSymbol, false}}, true},
-	{"kernel", "kprobe+kretprobe (or fentry+fexit) on getppid's kernel handler; includes the handler's own work, so a reference only: time does not subtract it",
+	{KindKernel, "kprobe+kretprobe (or fentry+fexit) on getppid's kernel handler; includes the handler's own work, so a reference only: time does not subtract it",
 		[]calTarget{{"syscall", "__x64_sys_getppid", false}}, true},
 }
 
@@ -81,7 +83,7 @@ type OverheadOptions struct {
 	Confidence float64
 	// Kinds restricts the kinds measured (nil: all; "user",
 	// "user-stepped", "syscall", "kernel", "go").
-	Kinds []string
+	Kinds []ProbeKind
 	// Ordinary runs the calibration target at the ordinary priority. By
 	// default it runs at the lowest real-time priority (SCHED_FIFO 1),
 	// where ordinary tasks cannot preempt it: a preemption inside an empty
@@ -116,7 +118,7 @@ func MeasureOverheads(ctx context.Context, dir string, o OverheadOptions) (out [
 	if err != nil {
 		return nil, nil, err
 	}
-	want := map[string]bool{}
+	want := map[ProbeKind]bool{}
 	for _, k := range o.Kinds {
 		want[k] = true
 	}
@@ -125,7 +127,7 @@ func MeasureOverheads(ctx context.Context, dir string, o OverheadOptions) (out [
 			continue
 		}
 		ov, err := measureKind(ctx, dir, exe, pk, o)
-		if err != nil && ctx.Err() == nil && (pk.optional || errors.Is(err, loader.ErrKindUnsupported)) {
+		if err != nil && ctx.Err() == nil && pk.optional {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", pk.kind, err))
 			continue
 		}
@@ -286,43 +288,15 @@ func CombineRuns(runs []Overhead, conf float64) (Overhead, error) {
 // timeRun runs argv (whose executable is exe), times symbol in it with
 // tickprof's probes of kind and the ns clock for d, and returns the run's
 // T_ovhd with its within-run interval. cpu >= 0 pins the target to that CPU.
-func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d time.Duration, cpu int, o OverheadOptions) (Overhead, error) {
-	// Started held before exec, like `tickprof time -- CMD`: the probes are
-	// in place before its first call.
-	h, err := loader.StartHeld(argv)
-	if err != nil {
-		return Overhead{}, fmt.Errorf("start the calibration target: %w", err)
-	}
-	defer func() {
-		h.Kill()
-		h.Wait()
-	}()
-	pid := h.Pid
-	if cpu >= 0 {
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(pid, &set); err != nil {
-			return Overhead{}, fmt.Errorf("pin the calibration target to CPU %d: %w", cpu, err)
-		}
-	}
-	if !o.Ordinary {
-		// Threads the target starts later inherit the policy.
-		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}
-		if err := unix.SchedSetAttr(pid, &attr, 0); err != nil {
-			return Overhead{}, fmt.Errorf("run the calibration target at a real-time priority (or set OverheadOptions.Ordinary): %w", err)
-		}
-	}
-	var specs []loader.Spec
+func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, symbol string, d time.Duration, cpu int, o OverheadOptions) (Overhead, error) {
+	var t timing.Targets
 	switch kind {
-	case "kernel":
-		specs, err = loader.ResolveKernelFuncs([]string{symbol}, loader.AttachAuto)
-	case "syscall":
-		specs, err = loader.ResolveSyscall(symbol, loader.SyscallAuto)
+	case KindKernel:
+		t.Kernel, t.KernelAttach = []string{symbol}, loader.AttachAuto
+	case KindSyscall:
+		t.Syscalls = []string{symbol}
 	default:
-		specs, err = loader.ResolveUser(pid, exe+":"+symbol, 1)
-	}
-	if err != nil {
-		return Overhead{}, fmt.Errorf("%s: %w", symbol, err)
+		t.Users, t.MaxProbes = []string{exe + ":" + symbol}, 1
 	}
 	st, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
 	if err != nil {
@@ -330,52 +304,68 @@ func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d tim
 	} else {
 		defer st.Close()
 	}
-	s, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: pid, NoRecords: true}, specs)
+	// Started held before exec, like `tickprof time -- CMD`: the probes are
+	// in place before its first call. Polled into batches (at least ten a
+	// run): the batch-means interval covers load that drifts during the
+	// run (successive calls are not independent, Beilner eq. 11).
+	s, err := timing.Open(timing.Config{Command: argv, Targets: t, NoRecords: true,
+		Clock:    loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond},
+		Estimate: estimate.Options{Confidence: o.Confidence},
+		Interval: min(200*time.Millisecond, d/10), Duration: d, Correction: timing.CorrectionOff})
 	if err != nil {
-		return Overhead{}, err
+		return Overhead{}, fmt.Errorf("calibration target %s: %w", symbol, err)
 	}
 	defer s.Close()
-	before := progStats(s.Programs())
-	h.Release()
-	// Poll into batches (at least ten a run): the batch-means interval
-	// covers load that drifts during the run (successive calls are not
-	// independent, Beilner eq. 11).
-	tick := time.NewTicker(min(200*time.Millisecond, d/10))
-	defer tick.Stop()
-	for end := time.After(d); ; {
-		select {
-		case <-ctx.Done():
-			return Overhead{}, ctx.Err()
-		case <-tick.C:
-			if _, err := s.Poll(); err != nil {
-				return Overhead{}, err
-			}
-			continue
-		case <-end:
-		}
-		break
+	if err := schedule(s.PID(), cpu, o.Ordinary); err != nil {
+		return Overhead{}, err
 	}
-	s.Stop()
-	p, err := s.Poll()
+	before := progStats(s.Loader().Programs())
+	run, err := s.Run(ctx, nil)
 	if err != nil {
 		return Overhead{}, err
 	}
-	if len(p.Totals) != 1 || p.Totals[0].Calls < 2 {
+	if err := ctx.Err(); err != nil {
+		return Overhead{}, err
+	}
+	if strings.HasPrefix(run.StopReason, "error: ") {
+		return Overhead{}, fmt.Errorf("calibration %s: %s", kind, strings.TrimPrefix(run.StopReason, "error: "))
+	}
+	if len(run.Targets) != 1 || run.Targets[0].Calls < 2 {
 		return Overhead{}, fmt.Errorf("calibration: %s was not called while timed", symbol)
 	}
-	c := p.Totals[0]
+	c := s.LastPoll().Totals[0]
 	// The ns clock: ticks are exact ns, and the batches give batch means.
-	counts, _ := loader.EstimatorCounts(s.Clock(), c, s.Batches(0))
+	counts, _ := loader.EstimatorCounts(s.Clock(), c, s.Loader().Batches(0))
 	r, err := estimate.Time(counts, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
 		return Overhead{}, fmt.Errorf("calibration %s: %w", kind, err)
 	}
 	ov := Overhead{Kind: kind, Target: symbol, Calls: c.Calls, Runs: 1,
 		MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, StdErrNs: r.StdErr, Confidence: r.Confidence, Method: r.Method, MinNs: c.NsMin}
-	if after := progStats(s.Programs()); st != nil && after.runtime > before.runtime {
+	if after := progStats(s.Loader().Programs()); st != nil && after.runtime > before.runtime {
 		ov.BPFNsPerCall = float64(after.runtime-before.runtime) / float64(c.Calls)
 	}
 	return ov, nil
+}
+
+// schedule pins the held calibration target to cpu (when >= 0) and, unless
+// ordinary, runs it at the lowest real-time priority; threads it starts
+// later inherit both.
+func schedule(pid, cpu int, ordinary bool) error {
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(pid, &set); err != nil {
+			return fmt.Errorf("pin the calibration target to CPU %d: %w", cpu, err)
+		}
+	}
+	if !ordinary {
+		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}
+		if err := unix.SchedSetAttr(pid, &attr, 0); err != nil {
+			return fmt.Errorf("run the calibration target at a real-time priority (or set OverheadOptions.Ordinary): %w", err)
+		}
+	}
+	return nil
 }
 
 type statSum struct{ runtime, count uint64 }

@@ -13,8 +13,6 @@ import (
 	"github.com/tickprof/tickprof/symtab"
 )
 
-func init() { registerAttacher(KindGoUser, attachGo) }
-
 // Cookie bits of the Go probes (bpf/gotiming.bpf.c): the target index in
 // the low 32 bits; goCookieCheck marks an entry probe on the stack-bound
 // check's JBE (GO_COOKIE_CHECK); an exit probe's SP adjustment sits at

@@ -31,16 +31,6 @@ import (
 // The bounds are generous hang bounds (a loaded 2-CPU machine took 0.7 s
 // to attach and 0.3 s to detach 4,400 probes), not timing assertions.
 
-// TestMain runs the detach helper when this test binary is started as one:
-// the in-process runs of `tickprof time` hand their probes to
-// /proc/self/exe, which is this binary.
-func TestMain(m *testing.M) {
-	if loader.IsDetachHelper() {
-		runDetachHelper()
-	}
-	os.Exit(m.Run())
-}
-
 var (
 	binOnce sync.Once
 	binPath string

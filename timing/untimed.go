@@ -1,8 +1,10 @@
-package export
+package timing
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tickprof/tickprof/loader"
 )
 
 // MaterialUntimed is the share of a target's calls left untimed (orphans
@@ -51,4 +53,17 @@ func UntimedNote(calls, orphans uint64, c UntimedCauses) string {
 		why = append(why, "the calls in flight when timing started or stopped")
 	}
 	return msg + "; cause: " + strings.Join(why, "; ")
+}
+
+// untimedNotes says what a target's mean stands for when a material share
+// of its calls was not timed.
+func untimedNotes(t TargetResult, st loader.RunStats, k loader.Kind) []string {
+	n := UntimedNote(t.Calls, t.Orphans, UntimedCauses{
+		Overwritten: st.Overwritten, NoEntry: st.NoEntry, InFlightCap: st.InFlightCap,
+		HashKeyed: k == loader.KindGoUser || k == loader.KindKernelFunc, MaxDepth: loader.MaxDepth,
+	})
+	if n == "" {
+		return nil
+	}
+	return []string{n}
 }
