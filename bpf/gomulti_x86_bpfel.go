@@ -67,6 +67,7 @@ type GomultiTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -76,6 +77,7 @@ const (
 	GomultiMapGoStats       = "go_stats"
 	GomultiMapTpCounters    = "tp_counters"
 	GomultiMapTpEntries     = "tp_entries"
+	GomultiMapTpInflight    = "tp_inflight"
 	GomultiMapTpRecords     = "tp_records"
 	GomultiMapTpRunstats    = "tp_runstats"
 	GomultiMapTpStacks      = "tp_stacks"
@@ -94,6 +96,8 @@ const (
 	GomultiVarTpRecordNs    = "tp_record_ns"
 	GomultiVarTpTickNs      = "tp_tick_ns"
 	GomultiVarTpWantRecords = "tp_want_records"
+	GomultiVarTpWindowOpen  = "tp_window_open"
+	GomultiVarTpWindowed    = "tp_windowed"
 )
 
 // LoadGomulti returns the embedded CollectionSpec for Gomulti.
@@ -151,6 +155,7 @@ type GomultiMapSpecs struct {
 	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -171,6 +176,8 @@ type GomultiVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // GomultiObjects contains all objects after they have been loaded into the kernel.
@@ -196,6 +203,7 @@ type GomultiMaps struct {
 	GoStats    *ebpf.Map `ebpf:"go_stats"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -208,6 +216,7 @@ func (m *GomultiMaps) Close() error {
 		m.GoStats,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -229,6 +238,8 @@ type GomultiVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // GomultiPrograms contains all programs after they have been loaded into the kernel.

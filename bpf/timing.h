@@ -63,6 +63,15 @@ volatile const __u32 tp_want_records = 1;
  * ring traffic stays about ET/tp_record_ns records per call instead of
  * one per call; 0 or 1 means one record per call. */
 volatile const __u64 tp_record_ns = 0;
+/* Timing in windows (an overhead budget, user functions only): the entry
+ * counts a call only while tp_window_open is set (by the loader at run
+ * time); calls entering outside are pushed flagged (bit 0 of the frame) so
+ * that their exits still pair, and are not counted. tp_inflight holds the
+ * counted calls not yet returned, so that the exit probe stays attached
+ * until they have (see estimate/window.go). 0: every call counts. */
+volatile const __u32 tp_windowed = 0;
+__u32 tp_window_open = 0;
+#define TP_FRAME_UNCOUNTED 1ULL
 
 /* Per-target, per-CPU counters: value of tp_counters[target].
  * The *_sq sums are 128-bit (hi:lo) so that a day of one-second calls in
@@ -160,6 +169,24 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } tp_records SEC(".maps");
+
+/* Windowed runs: counted calls entered and not yet returned, per target
+ * (per CPU: an exit may run on another CPU than its entry; the sum over
+ * CPUs is the count). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 256); /* resized by the loader to the target count */
+	__type(key, __u32);
+	__type(value, __s64);
+} tp_inflight SEC(".maps");
+
+static __always_inline void tp_inflight_add(__u32 target, __s64 d)
+{
+	__s64 *v = bpf_map_lookup_elem(&tp_inflight, &target);
+
+	if (v)
+		*v += d;
+}
 
 /* Caller stacks of crossing records: TP_STACK_DEPTH frames are plenty to
  * attribute time to callers, and keep the preallocated map at 2 MiB. */
@@ -414,6 +441,7 @@ struct tp_tstack {
 	__u32 target[TP_MAX_DEPTH];
 	__u64 tick[TP_MAX_DEPTH];
 	__u64 ns[TP_MAX_DEPTH];
+	__u64 frame[TP_MAX_DEPTH]; /* uprobes: sp at entry; 0: unknown */
 };
 
 struct {
@@ -423,9 +451,10 @@ struct {
 	__type(value, struct tp_tstack);
 } tp_tasks SEC(".maps");
 
-/* tp_task_enter pushes the clock reading(s) of target on the current
- * thread's stack. */
-static __always_inline int tp_task_enter(__u32 target)
+/* tp_task_enter_frame pushes the clock reading(s) of target on the current
+ * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
+ * address of the return address; 0 when unknown, see tp_task_uexit). */
+static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 {
 	struct tp_tstack *st;
 	__u64 ns = 0;
@@ -439,10 +468,21 @@ static __always_inline int tp_task_enter(__u32 target)
 	if (st->depth - st->floor >= TP_MAX_DEPTH) {
 		/* Overwrite the oldest entry: its exit will not count. */
 		st->floor++;
-		tp_orphan(st->target[slot]);
-		tp_stat_overwritten();
+		if (!(st->frame[slot] & TP_FRAME_UNCOUNTED)) {
+			tp_orphan(st->target[slot]);
+			tp_stat_overwritten();
+			if (tp_windowed)
+				tp_inflight_add(st->target[slot], -1);
+		}
+	}
+	if (tp_windowed) {
+		if (tp_window_open)
+			tp_inflight_add(target, 1);
+		else
+			frame |= TP_FRAME_UNCOUNTED;
 	}
 	st->target[slot] = target;
+	st->frame[slot] = frame;
 	/* Read the clock last, as close to the timed code as possible. */
 	if (tp_need_ns())
 		ns = bpf_ktime_get_ns();
@@ -453,23 +493,24 @@ static __always_inline int tp_task_enter(__u32 target)
 	return 0;
 }
 
+/* tp_task_enter pushes target's clock reading(s) with no frame tag. */
+static __always_inline int tp_task_enter(__u32 target)
+{
+	return tp_task_enter_frame(target, 0);
+}
+
 /* tp_task_exit pops target's entry from the current thread's stack and
  * accounts the call. When the top entry belongs to another target, either
  * exits were missed (longjmp, a thread unwound) and target's entry lies
  * deeper: the entries above it are dropped as orphans; or target's entry
  * was never seen (the exit probe was attached first): the exit is an
  * orphan and the stack is left alone. */
-static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_flags)
+static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_flags,
+					   __u64 tick, __u64 ns)
 {
 	struct tp_tstack *st;
 	struct tp_counts *c;
-	__u64 ns = 0, tick;
 	__u32 slot, depth, i;
-
-	/* Read the clock first, as close to the timed code as possible. */
-	if (tp_need_ns())
-		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns);
 
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
@@ -506,14 +547,83 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 			return 0;
 		}
 		/* The i-1 entries above target's lost their exits. */
-		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++)
-			tp_orphan(st->target[(depth - k) & (TP_MAX_DEPTH - 1)]);
+		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++) {
+			__u32 lost = (depth - k) & (TP_MAX_DEPTH - 1);
+
+			if (st->frame[lost] & TP_FRAME_UNCOUNTED)
+				continue;
+			tp_orphan(st->target[lost]);
+			if (tp_windowed)
+				tp_inflight_add(st->target[lost], -1);
+		}
 		depth -= i - 1;
 		slot = (depth - 1) & (TP_MAX_DEPTH - 1);
 	}
 	st->depth = depth - 1;
+	if (st->frame[slot] & TP_FRAME_UNCOUNTED)
+		return 0; /* entered outside a window */
+	if (tp_windowed)
+		tp_inflight_add(target, -1);
 	tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
 	return 0;
+}
+
+static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_flags)
+{
+	__u64 ns = 0, tick;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+	return tp_task_exit_at(ctx, target, stack_flags, tick, ns);
+}
+
+/* tp_task_uexit is tp_task_exit for a uretprobe whose entry pushed its
+ * frame (tp_task_enter_frame with the entry's sp). The uretprobe runs after
+ * the RET popped the return address, so its sp is the entry's plus 8. When
+ * the top entry carries that frame it is this call's entry, and its target
+ * is the one pushed: the exit needs no bpf_get_attach_cookie, a helper call
+ * (~20 ns on this machine, bench/bpfcost). Otherwise (an exit whose entry
+ * was missed, exits lost to a longjmp) it falls back to tp_task_exit's
+ * search by target. A function that tail-jumps to another target shares
+ * its frame with it; their exits come innermost first, which is the stack's
+ * order, so each still pops its own entry. What the frame cannot tell: a
+ * stale entry (its exit lost to a longjmp) at the very frame of a later call
+ * whose own entry was never pushed; entries are pushed for every call while
+ * the exit probe is attached, so that needs a failed task-storage creation. */
+static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
+{
+	struct tp_tstack *st;
+	struct tp_counts *c;
+	__u64 ns = 0, tick;
+	__u32 slot, target;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->depth != st->floor) {
+		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+		__u64 frame = st->frame[slot];
+
+		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
+			target = st->target[slot];
+			st->depth--;
+			if (frame & TP_FRAME_UNCOUNTED)
+				return 0; /* entered outside a window */
+			c = bpf_map_lookup_elem(&tp_counters, &target);
+			if (!c)
+				return 0;
+			if (tp_windowed)
+				tp_inflight_add(target, -1);
+			tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
+			return 0;
+		}
+	}
+	return tp_task_exit_at(ctx, (__u32)bpf_get_attach_cookie(ctx), stack_flags, tick, ns);
 }
 
 #endif /* TICKPROF_TIMING_H */

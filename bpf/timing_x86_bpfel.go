@@ -70,6 +70,7 @@ type TimingTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -78,6 +79,7 @@ type TimingTpTstack struct {
 const (
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
+	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpRecords      = "tp_records"
 	TimingMapTpRunstats     = "tp_runstats"
 	TimingMapTpStacks       = "tp_stacks"
@@ -94,6 +96,8 @@ const (
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
 	TimingVarTpWantRecords  = "tp_want_records"
+	TimingVarTpWindowOpen   = "tp_window_open"
+	TimingVarTpWindowed     = "tp_windowed"
 )
 
 // LoadTiming returns the embedded CollectionSpec for Timing.
@@ -150,6 +154,7 @@ type TimingProgramSpecs struct {
 type TimingMapSpecs struct {
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -168,6 +173,8 @@ type TimingVariableSpecs struct {
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen   *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // TimingObjects contains all objects after they have been loaded into the kernel.
@@ -192,6 +199,7 @@ func (o *TimingObjects) Close() error {
 type TimingMaps struct {
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -203,6 +211,7 @@ func (m *TimingMaps) Close() error {
 	return _TimingClose(
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -222,6 +231,8 @@ type TimingVariables struct {
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen   *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // TimingPrograms contains all programs after they have been loaded into the kernel.

@@ -60,6 +60,7 @@ type UmultiTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -68,6 +69,7 @@ type UmultiTpTstack struct {
 const (
 	UmultiMapTpCounters     = "tp_counters"
 	UmultiMapTpEntries      = "tp_entries"
+	UmultiMapTpInflight     = "tp_inflight"
 	UmultiMapTpRecords      = "tp_records"
 	UmultiMapTpRunstats     = "tp_runstats"
 	UmultiMapTpStacks       = "tp_stacks"
@@ -82,6 +84,8 @@ const (
 	UmultiVarTpRecordNs     = "tp_record_ns"
 	UmultiVarTpTickNs       = "tp_tick_ns"
 	UmultiVarTpWantRecords  = "tp_want_records"
+	UmultiVarTpWindowOpen   = "tp_window_open"
+	UmultiVarTpWindowed     = "tp_windowed"
 )
 
 // LoadUmulti returns the embedded CollectionSpec for Umulti.
@@ -137,6 +141,7 @@ type UmultiProgramSpecs struct {
 type UmultiMapSpecs struct {
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -154,6 +159,8 @@ type UmultiVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // UmultiObjects contains all objects after they have been loaded into the kernel.
@@ -178,6 +185,7 @@ func (o *UmultiObjects) Close() error {
 type UmultiMaps struct {
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -189,6 +197,7 @@ func (m *UmultiMaps) Close() error {
 	return _UmultiClose(
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -207,6 +216,8 @@ type UmultiVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // UmultiPrograms contains all programs after they have been loaded into the kernel.

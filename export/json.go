@@ -28,7 +28,31 @@ type timeJSON struct {
 	StackFails   uint64           `json:"stack_failures"`
 	Correction   string           `json:"overhead_correction,omitempty"`
 	Go           *goStatsJSON     `json:"go,omitempty"`
+	Budget       *budgetJSON      `json:"overhead_budget,omitempty"`
 	Targets      []timeTargetJSON `json:"targets"`
+}
+
+// budgetJSON is a run under an overhead budget: the budget and the duty
+// cycle as fractions, the projected slowdown (a fraction) with its interval,
+// and each target's call rate while probed (calls per second, in targets
+// order).
+type budgetJSON struct {
+	Budget       float64    `json:"budget"`
+	Duty         float64    `json:"duty_cycle"`
+	Windows      int        `json:"windows"`
+	Binding      bool       `json:"binding"`
+	Slowdown     float64    `json:"slowdown"`
+	SlowdownLow  float64    `json:"slowdown_low"`
+	SlowdownHigh float64    `json:"slowdown_high"`
+	CostNs       float64    `json:"probe_cost_ns"`
+	Censored     uint64     `json:"censored_calls"`
+	Rates        []rateJSON `json:"call_rates"`
+}
+
+type rateJSON struct {
+	PerSec float64 `json:"per_s"`
+	Low    float64 `json:"low_per_s"`
+	High   float64 `json:"high_per_s"`
 }
 
 type goStatsJSON struct {
@@ -104,11 +128,20 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
 		Start: r.Start.UTC(), DurationS: r.Duration.Seconds(), PID: r.PID, Command: r.Command,
-		StopReason: r.StopReason, Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
+		StopReason: string(r.StopReason), Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
 		Correction: string(r.Correction), Targets: []timeTargetJSON{},
 	}
 	if g := r.Go; g != nil {
 		doc.Go = &goStatsJSON{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
+	}
+	if b := r.Budget; b != nil {
+		bj := &budgetJSON{Budget: b.Budget, Duty: b.Duty, Windows: b.Windows, Binding: b.Binding,
+			Slowdown: b.Slowdown.Mean, SlowdownLow: b.Slowdown.Low, SlowdownHigh: b.Slowdown.High,
+			CostNs: b.Cost.Mean, Censored: b.Censored, Rates: []rateJSON{}}
+		for _, rt := range b.Rates {
+			bj.Rates = append(bj.Rates, rateJSON{PerSec: rt.Mean, Low: rt.Low, High: rt.High})
+		}
+		doc.Budget = bj
 	}
 	for i := range r.Targets {
 		t := &r.Targets[i]
@@ -209,7 +242,7 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 	run := &timing.Result{
 		Clock: doc.Clock, Resolution: doc.ResolutionNs, Confidence: doc.Confidence, Start: doc.Start,
 		Duration: time.Duration(doc.DurationS * 1e9), PID: doc.PID, Command: doc.Command,
-		StopReason: doc.StopReason, Validate: doc.Validate, RingDrops: doc.RingDrops, StackFails: doc.StackFails,
+		StopReason: timing.StopReason(doc.StopReason), Validate: doc.Validate, RingDrops: doc.RingDrops, StackFails: doc.StackFails,
 		Correction: timing.CorrectionMode(doc.Correction),
 	}
 	for _, j := range doc.Targets {

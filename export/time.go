@@ -38,7 +38,7 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 		},
 	}
 	if r.StopReason != "" {
-		p.Comments = append(p.Comments, "stopped: "+r.StopReason)
+		p.Comments = append(p.Comments, "stopped: "+string(r.StopReason))
 	}
 	switch r.Correction {
 	case "on":
@@ -121,10 +121,13 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 				if name == "" {
 					name = fmt.Sprintf("%#x", f.Addr)
 					if f.File != "" {
-						name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Addr)
+						name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Off)
 					}
 				}
 				stack = append(stack, loc(fmt.Sprintf("%s\x00%#x", f.File, f.Addr), f.Addr, fn(name, f.File)))
+			}
+			if c.Cut {
+				stack = append(stack, loc("\x00truncated", 0, fn(TruncatedFrame, "")))
 			}
 			add(stack, c.Calls, c.Ticks)
 			calls += c.Calls

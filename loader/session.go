@@ -69,6 +69,11 @@ type Options struct {
 	// even where the kernel has multi-uprobe links (the path of kernels
 	// before 6.6; for tests and measurements).
 	SingleLinks bool
+	// Windowed counts only the calls entering while the window is open
+	// (SetWindowOpen; closed at Open) and keeps the in-flight count
+	// (WindowInFlight): timing under an overhead budget. Native user functions
+	// only.
+	Windowed bool
 }
 
 // In-flight map sizes (entries of about 300 bytes, preallocated: 16,384
@@ -184,6 +189,9 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 			return nil, fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
 		}
 	}
+	if err := checkWindowed(opts, specs); err != nil {
+		return nil, err
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)
 	}
@@ -297,6 +305,7 @@ func (s *Session) constants() map[string]any {
 		"tp_filter_tgid":  uint32(s.opts.PID),
 		"tp_want_records": records,
 		"tp_record_ns":    uint64(s.opts.RecordGrid),
+		"tp_windowed":     boolU32(s.opts.Windowed),
 	}
 }
 
@@ -310,6 +319,7 @@ func (s *Session) load() error {
 	}
 	spec.Maps["tp_counters"].MaxEntries = uint32(len(s.targets))
 	spec.Maps["tp_entries"].MaxEntries = uint32(s.maxInFlight())
+	spec.Maps["tp_inflight"].MaxEntries = uint32(len(s.targets))
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	}
@@ -376,6 +386,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_stacks":   s.objs.TpStacks,
 		"tp_zero":     s.objs.TpZero,
 		"tp_tasks":    s.objs.TpTasks,
+		"tp_inflight": s.objs.TpInflight,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {
@@ -683,6 +694,8 @@ type Frame struct {
 	Func string
 	// File is the mapped file holding PC ("" when unknown).
 	File string
+	// Offset is PC's offset in File.
+	Offset uint64
 }
 
 // Caller is the crossing records of one target from one caller stack.
@@ -692,6 +705,9 @@ type Caller struct {
 	// Stack is the caller's stack, innermost first (the return address in
 	// the caller comes first); empty when it could not be captured.
 	Stack []Frame
+	// Cut says the stack was cut at an address outside every executable
+	// mapping (a frame-pointer walk through code without frame pointers).
+	Cut bool
 	// Records is the number of calls from this stack that crossed at least
 	// one tick; Ticks their crossings; Ns their exact ns (exact mode).
 	Records, Ticks, Ns uint64
@@ -720,7 +736,12 @@ func (s *Session) Callers() []Caller {
 					if pc == 0 {
 						break
 					}
-					c.Stack = append(c.Stack, s.symbolize(pc))
+					f, ok := s.lookup(pc)
+					if !ok {
+						c.Cut = true
+						break
+					}
+					c.Stack = append(c.Stack, f)
 				}
 			}
 		}
@@ -733,6 +754,13 @@ func (s *Session) Callers() []Caller {
 		return out[i].Records > out[j].Records
 	})
 	return out
+}
+
+func (s *Session) lookup(pc uint64) (Frame, bool) {
+	if s.procs == nil {
+		return Frame{PC: pc}, true
+	}
+	return s.procs.lookup(pc)
 }
 
 func (s *Session) symbolize(pc uint64) Frame {

@@ -24,7 +24,7 @@ type Result struct {
 	Command []string
 	// StopReason says why the run stopped ("duration", "precision",
 	// "target exited", "interrupted", ...).
-	StopReason string
+	StopReason StopReason
 	// Validate is true when every target was also timed with the ns clock.
 	Validate bool
 	// RingDrops, StackFails: records lost to a full ring buffer, stacks
@@ -37,6 +37,9 @@ type Result struct {
 	// Go holds the Go probes' statistics; nil when no Go function was
 	// timed.
 	Go *GoStats
+	// Budget holds the overhead budget's figures (duty cycle, projected
+	// slowdown); nil without a budget.
+	Budget *BudgetResult
 	// Targets are the timed targets.
 	Targets []TargetResult
 }
@@ -113,6 +116,9 @@ type Caller struct {
 	// Calls counts the calls that crossed at least one tick from this
 	// stack (all calls in ns mode); Ticks their crossings.
 	Calls, Ticks uint64
+	// Cut says the stack ended early: its walk reached an address outside
+	// every executable mapping.
+	Cut bool
 }
 
 // Frame is one symbolized frame.
@@ -120,6 +126,7 @@ type Frame struct {
 	Func string
 	File string
 	Addr uint64
+	Off  uint64 // Addr's offset in File
 }
 
 // Wall returns the estimated total time of the target in ns: d sum c_i,

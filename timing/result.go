@@ -6,7 +6,7 @@ import (
 )
 
 // buildRun gathers the final results from the last poll p.
-func (s *Session) buildRun(p loader.Poll, reason string) *Result {
+func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 	ls, cfg := s.ls, &s.cfg
 	clk := ls.Clock()
 	run := &Result{
@@ -59,9 +59,9 @@ func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]Caller,
 			continue
 		}
 		recs += cl.Records
-		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks}
+		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks, Cut: cl.Cut}
 		for _, fr := range cl.Stack {
-			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC})
+			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC, Off: fr.Offset})
 		}
 		out = append(out, tc)
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/budget"
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 )
@@ -29,6 +31,8 @@ type Session struct {
 	inlined map[string][]string
 	start   time.Time
 	last    loader.Poll
+	pollErr error           // the read that stopped the run
+	cost    estimate.Result // probe cost per call, under an overhead budget
 }
 
 // Open is OpenContext without a context.
@@ -73,18 +77,29 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	s.specs = specs
 	s.overheadKinds()
-	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords}, specs)
+	windowed := s.cfg.Overhead > 0
+	if windowed {
+		var err error
+		if s.cost, err = s.budgetCost(); err != nil {
+			return err
+		}
+	}
+	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed}, specs)
 	if err != nil {
 		return err
 	}
 	s.ls = ls
-	if s.cfg.DetachHelper != nil {
+	if sk := ls.Skipped(); len(sk) > 0 {
+		s.cfg.warn("%d function(s) skipped, not timed: %s", len(sk), loader.FormatSkipped(sk, 8))
+	}
+	if windowed {
+		ls.DetachProbes() // the windows attach them
+	} else if s.cfg.DetachHelper != nil {
+		// Windows attach and detach in this process; a whole run's probes
+		// go to the helper.
 		if err := ls.HandOff(s.cfg.DetachHelper()); err != nil {
 			s.cfg.warn("%v; the probes are detached by this process", err)
 		}
-	}
-	if sk := ls.Skipped(); len(sk) > 0 {
-		s.cfg.warn("%d function(s) skipped, not timed: %s", len(sk), loader.FormatSkipped(sk, 8))
 	}
 	s.inlined = s.goInlined()
 	return nil
@@ -126,6 +141,10 @@ func (s *Session) Targets() []*loader.Target { return s.ls.Targets() }
 // Loader is the loader session underneath (its programs, its batches).
 func (s *Session) Loader() *loader.Session { return s.ls }
 
+// PollErr is the read error that stopped the run (nil when a stop rule
+// did).
+func (s *Session) PollErr() error { return s.pollErr }
+
 // LastPoll is the poll the result was built from.
 func (s *Session) LastPoll() loader.Poll { return s.last }
 
@@ -153,12 +172,16 @@ func (s *Session) Close() error {
 	return err
 }
 
-// Stop reasons (Result.StopReason).
+// StopReason says why a run stopped.
+type StopReason string
+
+// Stop reasons (Result.StopReason); a failed read stops a run with
+// "error: " and the error (Session.PollErr).
 const (
-	StopInterrupted = "interrupted"
-	StopDuration    = "duration reached"
-	StopExited      = "target exited"
-	StopPrecision   = "precision reached"
+	StopInterrupted StopReason = "interrupted"
+	StopDuration    StopReason = "duration reached"
+	StopExited      StopReason = "target exited"
+	StopPrecision   StopReason = "precision reached"
 )
 
 // Run releases the held command, polls every Interval until a stop rule
@@ -171,7 +194,18 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 	if s.held != nil {
 		s.held.Release()
 	}
-	reason, lastGood := s.loop(ctx, onProgress)
+	var bst *budget.Status
+	var reason StopReason
+	var lastGood *loader.Poll
+	if s.cfg.Overhead > 0 {
+		r, st, p, err := s.runBudget(ctx, onProgress)
+		if err != nil {
+			return nil, err
+		}
+		reason, lastGood, bst = r, p, &st
+	} else {
+		reason, lastGood = s.loop(ctx, onProgress)
+	}
 	s.ls.Stop()
 	p, err := s.ls.Poll()
 	if err != nil {
@@ -187,13 +221,16 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 		s.endCommand()
 	}
 	run := s.buildRun(p, reason)
+	if bst != nil {
+		s.applyBudget(run, *bst)
+	}
 	s.correct(run)
 	return run, nil
 }
 
 // loop polls until a stop rule holds; it returns the reason and the last
 // poll that read every counter.
-func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, *loader.Poll) {
+func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReason, *loader.Poll) {
 	var deadline <-chan time.Time
 	if s.cfg.Duration > 0 {
 		t := time.NewTimer(s.cfg.Duration)
@@ -216,7 +253,8 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, 
 		p, err := s.ls.Poll()
 		if err != nil {
 			// Stop, and still report what the last good read holds.
-			return "error: " + err.Error(), lastGood
+			s.pollErr = err
+			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
 		rows := s.Rows(p)

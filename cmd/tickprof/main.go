@@ -34,6 +34,7 @@ profiles open in go tool pprof.`,
 		newTimeCmd(),
 		newCalibrateCmd(), newDemoCmd(),
 		newPlanCmd(), newEstimateCmd(),
+		newAgentCmd(),
 	)
 	return root
 }
