@@ -10,6 +10,7 @@
  * single uprobe links cost a perf event and a grace period each. The
  * cookie of each offset is given in the link's cookie array, so
  * bpf_get_attach_cookie returns the target index as for single links.
+ * The bodies are tp_uentry's and tp_uexit's (timing.bpf.c).
  * The programs are a separate object so that kernels without multi-uprobe
  * links never load them; they share timing.h's maps with the session
  * (loader.Session.LoadShared).
@@ -21,13 +22,13 @@ char LICENSE[] SEC("license") = "GPL";
 SEC("uprobe.multi")
 int tp_uentry_multi(struct pt_regs *ctx)
 {
-	return tp_task_enter((__u32)bpf_get_attach_cookie(ctx));
+	return tp_task_enter_frame((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
 }
 
 SEC("uretprobe.multi")
 int tp_uexit_multi(struct pt_regs *ctx)
 {
-	return tp_task_exit(ctx, (__u32)bpf_get_attach_cookie(ctx), BPF_F_USER_STACK);
+	return tp_task_uexit(ctx, BPF_F_USER_STACK);
 }
 
 /* An empty program: the loader attaches it, limited to its own process, at
