@@ -88,7 +88,9 @@ func HaveUprobeMulti() error {
 // multiObjects loads the uprobe.multi programs into the session once; nil
 // when the kernel has no multi-uprobe links or Options.SingleLinks is set.
 func (s *Session) multiObjects() *bpf.UmultiObjects {
-	if s.opts.SingleLinks || s.noMulti {
+	// Windowed sessions keep single links: their window flag is a global
+	// of the timing object, which a second object would not share.
+	if s.opts.SingleLinks || s.opts.Windowed || s.noMulti {
 		return nil
 	}
 	if s.umulti != nil {
@@ -203,6 +205,9 @@ func (s *Session) attachUprobes(ctx context.Context, reqs []uprobeReq, ret, entr
 // reserveSingleLinks counts n more single uprobe links against
 // MaxSingleLinks.
 func (s *Session) reserveSingleLinks(n int) error {
+	if s.opts.Windowed {
+		return nil // attached and detached window by window, in parallel
+	}
 	s.singleLinks += n
 	if s.singleLinks <= MaxSingleLinks {
 		return nil
