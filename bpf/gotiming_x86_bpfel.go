@@ -61,10 +61,12 @@ type GoTimingTpQhist struct {
 }
 
 type GoTimingTpStats struct {
-	_          structs.HostLayout
-	RingDrops  uint64
-	StackFails uint64
-	Filtered   uint64
+	_           structs.HostLayout
+	RingDrops   uint64
+	StackFails  uint64
+	Filtered    uint64
+	Overwritten uint64
+	NoEntry     uint64
 }
 
 type GoTimingTpTstack struct {

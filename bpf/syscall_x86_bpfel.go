@@ -62,10 +62,12 @@ type SyscallTpQhist struct {
 }
 
 type SyscallTpStats struct {
-	_          structs.HostLayout
-	RingDrops  uint64
-	StackFails uint64
-	Filtered   uint64
+	_           structs.HostLayout
+	RingDrops   uint64
+	StackFails  uint64
+	Filtered    uint64
+	Overwritten uint64
+	NoEntry     uint64
 }
 
 type SyscallTpTstack struct {

@@ -101,6 +101,7 @@ type timeTargetJSON struct {
 	Quantiles    []QuantileJSON `json:"quantiles,omitempty"`
 	Histogram    *HistogramJSON `json:"histogram,omitempty"`
 	Callers      []callerJSON   `json:"callers,omitempty"`
+	Notes        []string       `json:"notes,omitempty"`
 }
 
 type callerJSON struct {
@@ -160,7 +161,7 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 			Target: t.Name, Kind: t.Kind, Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
 			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
-			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
+			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto, Notes: t.Notes,
 			ClockCheck: checkToJSON(t),
 		}
 		if t.Err == "" {
@@ -272,7 +273,7 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 		t := timing.TargetResult{
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
-			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
+			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered, Notes: j.Notes,
 			ClockCheck: checkFromJSON(j.ClockCheck),
 		}
 		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {

@@ -24,7 +24,15 @@ import (
 	"github.com/tickprof/tickprof/loader"
 )
 
-func TestMain(m *testing.M) { testtarget.Main(m) }
+// TestMain also runs the detach helper when this test binary is started as
+// one: the in-process runs of `tickprof time` hand their probes to
+// /proc/self/exe, which is this binary.
+func TestMain(m *testing.M) {
+	if loader.IsDetachHelper() {
+		runDetachHelper()
+	}
+	testtarget.Main(m)
+}
 
 // timedTarget is testdata/c/timed.c, built once per test binary.
 func timedTarget(t *testing.T) string { return testtarget.Timed(t) }
