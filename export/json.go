@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 // timeJSON is the --json document of `tickprof time`.
@@ -169,18 +169,11 @@ func trimHist(h []uint64) []uint64 {
 	return h[:n]
 }
 
-// WriteTimeJSONFile writes r as JSON to path.
+// WriteTimeJSONFile writes r as JSON to path, through safefile: a link
+// at path or another user's file in a sticky directory is refused.
 func WriteTimeJSONFile(path string, r *TimeRun) error {
-	f, err := os.Create(path)
-	if err != nil {
+	if err := safefile.WriteFile(path, 0o644, func(w io.Writer) error { return WriteTimeJSON(w, r) }); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
-	}
-	if err := WriteTimeJSON(f, r); err != nil {
-		f.Close()
-		return fmt.Errorf("write JSON %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write JSON %s: %w", path, err)
 	}
 	return nil
 }

@@ -376,6 +376,12 @@ func ReadProfile(data []byte, name string) (*profile.Profile, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%s is empty: not a pprof profile", name)
 	}
+	if isGzip(data) {
+		var err error
+		if data, err = gunzip(data, name); err != nil {
+			return nil, err
+		}
+	}
 	p, err := profile.ParseData(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a pprof profile: %v", name, firstLine(err.Error()))

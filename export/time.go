@@ -3,13 +3,13 @@ package export
 import (
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 // TimeRun is the outcome of a `tickprof time` run in the form the
@@ -273,16 +273,14 @@ func WriteTimeProfile(path string, r *TimeRun) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	return WriteProfileFile(path, p)
+}
+
+// WriteProfileFile writes p gzipped to path, through safefile: a link at
+// path or another user's file in a sticky directory is refused.
+func WriteProfileFile(path string, p *profile.Profile) error {
+	if err := safefile.WriteFile(path, 0o644, p.Write); err != nil {
 		return fmt.Errorf("write profile: %w", err)
-	}
-	if err := p.Write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write profile %s: %w", path, err)
 	}
 	return nil
 }

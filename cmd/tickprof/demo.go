@@ -247,14 +247,9 @@ func readTruth(path string) (map[string]demoTruth, error) {
 
 // readTimeJSON reads the timing results the demo's `time` run wrote.
 func readTimeJSON(path string) (*export.TimeRun, error) {
-	f, err := os.Open(path)
+	run, err := export.ReadTimeJSONFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("demo: read the timing results: %w", err)
-	}
-	defer f.Close()
-	run, err := export.ReadTimeJSON(f)
-	if err != nil {
-		return nil, fmt.Errorf("demo: read the timing results %s: %w", path, err)
 	}
 	return run, nil
 }

@@ -2,16 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 // This file holds the parsers for what users type on the command line
@@ -229,14 +230,17 @@ func isPlainDecimal(s string) bool {
 	return digits > 0
 }
 
+// maxBatchesFile is the largest --batches file read: 64 MiB is millions
+// of batches, more than any run polls.
+const maxBatchesFile = 64 << 20
+
 // readBatchesFile reads a --batches file (see parseBatches).
 func readBatchesFile(path string) ([]estimate.Batch, error) {
-	f, err := os.Open(path)
+	data, err := safefile.ReadFile(path, "batches file", maxBatchesFile)
 	if err != nil {
-		return nil, fmt.Errorf("read batches: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	bs, err := parseBatches(f)
+	bs, err := parseBatches(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("batches file %s: %w", path, err)
 	}

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 // addPlanFrom adds `--from FILE` to the plan command: planning from a pilot
@@ -131,9 +131,9 @@ func runPlanFrom(cmd *cobra.Command, path string) error {
 			return usagef("--rate: %v", err)
 		}
 	}
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, "pilot", export.MaxProfileFile)
 	if err != nil {
-		return fmt.Errorf("read the pilot: %w", err)
+		return err
 	}
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
 		ts, err := readPilotJSON(data, path)

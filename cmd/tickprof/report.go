@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
@@ -79,11 +78,7 @@ call with the interval stored in the profile.`,
 
 // readProfileFile reads and parses a pprof profile file.
 func readProfileFile(path string) (*profile.Profile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read profile: %w", err)
-	}
-	return export.ReadProfile(data, path)
+	return export.ReadProfileFile(path)
 }
 
 func writeReportJSON(w interface{ Write([]byte) (int, error) }, v any) error {

@@ -217,20 +217,10 @@ func countSpecHasBinary(spec string) bool {
 	return false
 }
 
-// writeCPUProfile writes p gzipped to path.
+// writeCPUProfile writes p gzipped to path (export.WriteProfileFile: no
+// link is followed).
 func writeCPUProfile(path string, p *profile.Profile) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write profile: %w", err)
-	}
-	if err := p.Write(out); err != nil {
-		out.Close()
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	return nil
+	return export.WriteProfileFile(path, p)
 }
 
 // printCPUTable prints a function table as text or JSON.
