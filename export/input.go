@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 
@@ -53,11 +54,18 @@ func ReadTimeJSONFile(path string) (*TimeRun, error) {
 // gunzip decompresses gzipped profile data, at most MaxProfileData bytes:
 // a few KiB of gzip can stand for gigabytes of zeros.
 func gunzip(data []byte, name string) ([]byte, error) {
+	return gunzipLimit(data, name, MaxProfileData)
+}
+
+func gunzipLimit(data []byte, name string, limit int64) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a pprof profile: gzip: %v", name, err)
 	}
-	out, err := io.ReadAll(safefile.LimitedReader(zr, name+" decompressed", MaxProfileData))
+	out, err := io.ReadAll(safefile.LimitedReader(zr, name+" decompressed", limit))
+	if errors.Is(err, safefile.ErrTooLarge) {
+		return nil, fmt.Errorf("profile %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a pprof profile: %v", name, err)
 	}

@@ -61,6 +61,9 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 			}
 		}
 	}
+	if err := negativeValues(p); err != nil {
+		return nil, err
+	}
 	rows := map[string]*TimeRow{}
 	var order []string
 	for _, s := range p.Sample {
@@ -83,7 +86,10 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 		r.Ticks += nonNeg(s.Value[1])
 		r.Wall += float64(nonNeg(s.Value[2]))
 		mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
-		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 && lo[0] <= mean[0] && mean[0] <= hi[0] {
+		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 {
+			if lo[0] < 0 || !(lo[0] <= mean[0] && mean[0] <= hi[0]) {
+				return nil, fmt.Errorf("target %s: labels mean_ns %d, low_ns %d, high_ns %d are not an interval of times (want 0 <= low <= mean <= high): the profile was not written by tickprof time as is", name, mean[0], lo[0], hi[0])
+			}
 			r.HasEstimate = true
 			r.Mean, r.Low, r.High = float64(mean[0]), float64(lo[0]), float64(hi[0])
 		}

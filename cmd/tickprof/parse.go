@@ -145,8 +145,9 @@ func parseConfidence(s string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !(c > 0 && c < 1) {
-		return 0, fmt.Errorf("confidence %q must lie strictly between 0%% and 100%%, e.g. 95%%", s)
+	if !(c >= estimate.MinConfidence && c <= estimate.MaxConfidence) {
+		return 0, fmt.Errorf("confidence %q must lie between %s and %s (a level that rounds to 100%% has an infinite interval), e.g. 95%%", s,
+			formatPercent(estimate.MinConfidence), formatPercent(estimate.MaxConfidence))
 	}
 	return c, nil
 }
@@ -381,6 +382,14 @@ func formatPercent(f float64) string {
 	}
 	v := 100 * f
 	s := strconv.FormatFloat(v, 'g', 3, 64)
+	// A level just below 100% must not print as 100%: more digits.
+	for sig := 4; sig <= 15 && v < 100 && v > 99; sig++ {
+		if r, _ := strconv.ParseFloat(s, 64); r < 100 {
+			break
+		}
+		s = strconv.FormatFloat(v, 'f', sig, 64)
+		s = strings.TrimRight(s, "0")
+	}
 	if strings.ContainsAny(s, "e") {
 		if math.Abs(v) >= 1 {
 			// 2369.13 -> "2369", not "2.37e+03" or every digit.
