@@ -3,10 +3,12 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 // Errors a caller may test for with errors.Is.
@@ -18,7 +20,7 @@ var (
 	// ErrNoUprobes: the kernel cannot create uprobes.
 	ErrNoUprobes = errors.New("this kernel does not support uprobes (CONFIG_UPROBE_EVENTS): user functions cannot be timed here")
 	// ErrNoProcess: the process does not exist (or has exited).
-	ErrNoProcess = errors.New("no such process")
+	ErrNoProcess = proc.ErrNoProcess
 	// ErrGoBinary: a Go executable cannot be timed with uretprobes.
 	ErrGoBinary = errors.New("is a Go executable: uretprobes corrupt Go stacks, so tickprof needs RET-site probes for Go, which this build does not include")
 	// ErrKindUnsupported: no attach method is registered for a target kind.
@@ -49,15 +51,35 @@ func CheckPrivileges() error {
 	return nil
 }
 
-// CheckProcess reports whether process pid exists and is not a zombie.
+// CheckProcess reports whether process pid exists, is not a zombie and is
+// not a kernel thread (each with its own reason).
 func CheckProcess(pid int) error {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	t, err := proc.ReadTarget(pid)
 	if err != nil {
-		return fmt.Errorf("process %d: %w (check the PID with ps)", pid, ErrNoProcess)
+		return err
 	}
-	// State follows the parenthesized command name.
-	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
-		return fmt.Errorf("process %d has exited: %w", pid, ErrNoProcess)
+	return proc.Decide(proc.Creds{Ptrace: true}, t)
+}
+
+// CheckAccess reports whether this process may time or sample process
+// pid: it exists, is a user process, and the caller passes the access
+// check perf applies (proc.CheckAccess: root or CAP_SYS_PTRACE, or the
+// same user and a dumpable process). CAP_BPF and CAP_PERFMON alone do not
+// let a user observe another user's process.
+func CheckAccess(pid int) error { return proc.CheckAccess(pid) }
+
+// procErr explains why a file of process pid (its executable, its maps)
+// could not be read: the process is gone, is a kernel thread, or may not
+// be read; never "no such process" for a process that exists.
+func procErr(pid int, what string, err error) error {
+	if cerr := CheckProcess(pid); cerr != nil {
+		return cerr
 	}
-	return nil
+	if errors.Is(err, fs.ErrPermission) {
+		if aerr := CheckAccess(pid); aerr != nil {
+			return aerr
+		}
+		return fmt.Errorf("process %d: cannot read its %s: %w", pid, what, err)
+	}
+	return fmt.Errorf("process %d: cannot read its %s: %w", pid, what, err)
 }

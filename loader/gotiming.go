@@ -206,7 +206,7 @@ func goUprobe(s *Session, ex *link.Executable, tab *symtab.Table, t *Target, add
 			return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
 		}
 		if errors.Is(err, os.ErrPermission) {
-			return fmt.Errorf("attach to %s: %w", t.Name, ErrNotRoot)
+			return uprobePermission(t.Name, err)
 		}
 		return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, off, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/tickprof/tickprof/symtab"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapping is one file-backed executable mapping of /proc/PID/maps.
@@ -114,11 +116,28 @@ func (p *procMaps) symbolize(pc uint64) Frame {
 
 // procRootPath returns path as seen by process pid (through its root, so
 // that processes in containers work); pid 0 means this process.
+//
+// When the process has the same root as tickprof the path is returned as
+// is: the kernel resolves a /proc/PID/root path only for a caller that
+// passes the ptrace access check, which a tickprof run with file
+// capabilities (not dumpable, so neither is a child before its exec) does
+// not pass for its own held child. A root that cannot be compared is taken
+// to be tickprof's own.
 func procRootPath(pid int, path string) string {
-	if pid == 0 {
+	if pid == 0 || sameRoot(pid) {
 		return path
 	}
 	return filepath.Join(fmt.Sprintf("/proc/%d/root", pid), path)
+}
+
+// sameRoot reports whether process pid has tickprof's root directory, or
+// its root cannot be read.
+func sameRoot(pid int) bool {
+	var theirs, ours unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/root", pid), &theirs) != nil || unix.Stat("/", &ours) != nil {
+		return true
+	}
+	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
 }
 
 // close releases the symbol tables.

@@ -120,7 +120,7 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		return nil, err
 	}
 	if opts.PID != 0 {
-		if err := CheckProcess(opts.PID); err != nil {
+		if err := CheckAccess(opts.PID); err != nil {
 			return nil, err
 		}
 	}
@@ -241,6 +241,7 @@ func (s *Session) load() error {
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	}
+	bpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return loadError(err)
 	}
@@ -299,6 +300,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 			repl[name] = m
 		}
 	}
+	bpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(to, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
 		return loadError(err)
 	}

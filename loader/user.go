@@ -180,7 +180,7 @@ func resolveBinary(pid int, bin string) (path, display string, err error) {
 		exe := fmt.Sprintf("/proc/%d/exe", pid)
 		target, err := os.Readlink(exe)
 		if err != nil {
-			return "", "", fmt.Errorf("process %d: %w (check the PID with ps)", pid, ErrNoProcess)
+			return "", "", procErr(pid, "executable", err)
 		}
 		return exe, strings.TrimSuffix(target, " (deleted)"), nil
 	case strings.Contains(bin, "/"):
@@ -197,7 +197,7 @@ func resolveBinary(pid int, bin string) (path, display string, err error) {
 	}
 	maps, err := readMaps(pid)
 	if err != nil {
-		return "", "", fmt.Errorf("process %d: %w (check the PID with ps)", pid, ErrNoProcess)
+		return "", "", procErr(pid, "memory maps", err)
 	}
 	for _, m := range maps {
 		if libMatches(filepath.Base(m.path), bin) {
@@ -293,7 +293,7 @@ func uprobeError(t *Target, err error) error {
 		return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return fmt.Errorf("attach to %s: %w", t.Name, ErrNotRoot)
+		return uprobePermission(t.Name, err)
 	}
 	return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, t.Spec.Offset, err)
 }

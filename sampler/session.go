@@ -27,6 +27,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	tpbpf "github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -120,6 +122,13 @@ func Start(cfg Config) (*Session, error) {
 	if !cfg.All && len(cfg.PIDs) == 0 {
 		return nil, errors.New("no process to sample: give a PID, a command, or sample all")
 	}
+	// The access check perf applies to a process it samples: CAP_PERFMON
+	// alone does not let a user sample another user's process.
+	for _, pid := range cfg.PIDs {
+		if err := proc.CheckAccess(pid); err != nil {
+			return nil, err
+		}
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise memlock rlimit: %w", err)
 	}
@@ -133,6 +142,7 @@ func Start(cfg Config) (*Session, error) {
 		}
 	}
 	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
+	tpbpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -154,7 +164,7 @@ func Start(cfg Config) (*Session, error) {
 	if !cfg.All {
 		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
 		if err != nil {
-			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", err)
+			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", loader.TracefsPermission(err))
 		}
 		s.links = append(s.links, l)
 	}
@@ -228,7 +238,7 @@ func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
 	}
 	up, err := ex.Uprobe(fs.Name, s.objs.CountCalls, opts)
 	if err != nil {
-		return nil, fmt.Errorf("--count %s: attach uprobe at %s+%#x: %w", spec, bin, off, err)
+		return nil, loader.UprobeAttachError(fmt.Sprintf("%s (%s+%#x)", spec, bin, off), err)
 	}
 	return &counted{spec: spec, name: fs.Display, binary: bin, link: up}, nil
 }

@@ -279,7 +279,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 			held.Release() // a no-op unless an error came before the release
 		}()
 	} else if pid != 0 {
-		if err := loader.CheckProcess(pid); err != nil {
+		if err := loader.CheckAccess(pid); err != nil {
 			return err
 		}
 	}
