@@ -22,6 +22,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/testdata/demo"
 )
 
@@ -55,7 +56,7 @@ function measures itself with clock_gettime), then:
 
 It needs root (or CAP_BPF and CAP_PERFMON), gcc, and a kernel with BTF and
 uprobes (see tickprof doctor).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd, f)
 		},
@@ -76,14 +77,11 @@ type demoTruth struct {
 }
 
 func runDemo(cmd *cobra.Command, f demoFlags) error {
-	if err := demoRequirements(); err != nil {
+	if err := checkDemoFlags(f); err != nil {
 		return err
 	}
-	if _, err := parsePercent(f.precision); err != nil {
-		return usagef("--precision: %v", err)
-	}
-	if f.limit < time.Second || f.sampleFor < time.Second {
-		return usagef("--limit and --sample: want at least 1s")
+	if err := demoRequirements(); err != nil {
+		return err
 	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -152,6 +150,30 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 
 // demoRequirements says, in one line, everything the demo lacks: root (or
 // CAP_BPF and CAP_PERFMON), gcc, kernel BTF.
+// checkDemoFlags validates every flag before anything is built or run
+// (-F 0 failed only after 40 s of timing).
+func checkDemoFlags(f demoFlags) error {
+	p, err := parsePercent(f.precision)
+	if err != nil {
+		return usagef("--precision: %v", err)
+	}
+	if !(p > 0 && p < 1) {
+		return usagef("--precision %s: want a relative half-width above 0%% and below 100%%, e.g. 5%%", f.precision)
+	}
+	if f.limit < time.Second || f.sampleFor < time.Second || f.limit > time.Hour || f.sampleFor > time.Hour {
+		return usagef("--limit %s, --sample %s: want each from 1s to 1h", f.limit, f.sampleFor)
+	}
+	if f.freq < 1 || f.freq > sampler.MaxFrequency {
+		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
+	}
+	for _, name := range []string{"demo-time.pb.gz", "demo-cpu.pb.gz"} {
+		if err := checkOutput("--dir", filepath.Join(f.dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func demoRequirements() error {
 	var missing []string
 	if err := loader.CheckPrivileges(); errors.Is(err, loader.ErrNotRoot) {

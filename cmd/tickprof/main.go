@@ -29,6 +29,7 @@ profiles open in go tool pprof.`,
 		newCalibrateCmd(), newDemoCmd(),
 		newPlanCmd(), newEstimateCmd(),
 	)
+	hardenCommands(root)
 	return root
 }
 

@@ -41,6 +41,12 @@ func durationUnit(u string) (float64, bool) {
 	return 0, false
 }
 
+// maxDurationNs is the longest duration parseDuration accepts: the
+// largest time.Duration, about 292 years, so that every duration converts
+// to one without wrapping (99999999999999999999h wrapped to a negative
+// duration, and sampling never stopped).
+const maxDurationNs = float64(math.MaxInt64)
+
 // parseDuration parses a duration in Go syntax ("1.5s", "40us", "16.666ms",
 // "1m30s", "250ns") into float64 nanoseconds. Unlike time.ParseDuration it
 // keeps fractions of a nanosecond ("0.5ns"), does not overflow at 290
@@ -102,8 +108,8 @@ func parseDuration(s string) (float64, error) {
 		s = s[j:]
 		total += v * mult
 	}
-	if math.IsInf(total, 0) || math.IsNaN(total) {
-		return 0, fmt.Errorf("duration %q is too large", orig)
+	if !(total <= maxDurationNs) {
+		return 0, fmt.Errorf("duration %q is longer than 292 years, the longest tickprof handles (a Go time.Duration): give a shorter one", orig)
 	}
 	return total, nil
 }
@@ -351,6 +357,10 @@ func formatNsDigits(ns float64, sig int) string {
 		unit, div = "µs", 1e3
 	}
 	v := r / div
+	if v >= 1e9 {
+		// Past a billion seconds (32 years) digits say nothing more.
+		return sign + strconv.FormatFloat(v, 'g', sig, 64) + " " + unit
+	}
 	// Decimals so that the total significant digits equal sig.
 	// (intDigits is <= 0 for values below 1, giving extra decimals.)
 	intDigits := int(math.Floor(math.Log10(v))) + 1
@@ -409,6 +419,9 @@ func formatNsExact(ns float64) string {
 		return formatNs(ns)
 	}
 	a := math.Abs(ns)
+	if a >= 1e18 {
+		return formatNs(ns)
+	}
 	unit, div := "ns", 1.0
 	switch {
 	case a >= 1e9:

@@ -412,3 +412,34 @@ func (l *limited) Read(p []byte) (int, error) {
 	l.left -= int64(n)
 	return n, err
 }
+
+// CheckCreate reports, without creating anything, whether Create(path)
+// would be refused now: a missing or unreadable directory, a directory
+// the caller cannot write, a link or a foreign file at path. Commands call
+// it before a long measurement so that a bad output path fails at once,
+// not after the data is gathered.
+func CheckCreate(path string) error {
+	dir, base := filepath.Split(path)
+	if base == "" || base == "." || base == ".." {
+		return fmt.Errorf("%s: a file name is needed, not a directory", path)
+	}
+	if dir == "" {
+		dir = "."
+	}
+	dirfd, err := OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer unix.Close(dirfd)
+	var dst unix.Stat_t
+	if err := unix.Fstat(dirfd, &dst); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if _, _, err := checkTarget(dirfd, base, path, &dst); err != nil {
+		return err
+	}
+	if err := unix.Faccessat(dirfd, ".", unix.W_OK, unix.AT_EACCESS); err != nil {
+		return fmt.Errorf("create %s: directory %s: %w", path, dir, err)
+	}
+	return nil
+}

@@ -286,3 +286,20 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckCreate(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckCreate(filepath.Join(dir, "new.json")); err != nil {
+		t.Fatalf("new file: %v", err)
+	}
+	if err := CheckCreate(filepath.Join(dir, "missing", "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing directory: %v", err)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(dir, "l"))
+	if err := CheckCreate(filepath.Join(dir, "l")); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("link: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("CheckCreate created files: %d entries", len(ents))
+	}
+}
