@@ -43,7 +43,7 @@ func hardenCommands(root *cobra.Command) {
 				return usagef("unknown command %q for %q: give one of %s", args[0], cmd.CommandPath(), commandNames(cmd))
 			}
 		}
-		if !c.HasSubCommands() && (c.Args == nil || (c.HasParent() && c.Parent().Name() == "completion")) {
+		if !c.HasSubCommands() && c.HasParent() && c.Parent().Name() == "completion" {
 			c.Args = noArgs
 		}
 		for _, sub := range c.Commands() {
