@@ -1,0 +1,138 @@
+package symtab
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// fuzzSeedELF builds a small C executable for the ELF seed corpus (nil
+// without gcc).
+func fuzzSeedELF(f *testing.F) []byte {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		return nil
+	}
+	dir := f.TempDir()
+	src := filepath.Join(dir, "s.c")
+	os.WriteFile(src, []byte("int g(int x){return x*3;}\nint f(int x){return x>2?g(x):f(x+1);}\nint main(int c,char**v){(void)v;return f(c);}\n"), 0o644)
+	out := filepath.Join(dir, "s")
+	if err := exec.Command(gcc, "-O1", "-g", "-o", out, src).Run(); err != nil {
+		return nil
+	}
+	b, _ := os.ReadFile(out)
+	return b
+}
+
+// FuzzTable reads arbitrary bytes as an ELF file and walks everything a
+// Table offers (symbols, lookups, globs, offsets, code, probe sites, Go
+// runtime offsets, lines): errors are fine, panics and inconsistent
+// answers are not.
+func FuzzTable(f *testing.F) {
+	if b := fuzzSeedELF(f); b != nil {
+		f.Add(b)
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01\x00"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ef, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		tab, err := newTable("fuzz.elf", ef)
+		if err != nil {
+			return
+		}
+		syms := tab.Symbols()
+		if len(syms) > 64 {
+			syms = syms[:64]
+		}
+		for _, s := range syms {
+			found := false
+			for _, l := range tab.Lookup(s.Name) {
+				found = found || l.Value == s.Value
+			}
+			if !found {
+				t.Fatalf("Lookup(%q) does not find the symbol at %#x", s.Name, s.Value)
+			}
+			if name, start, ok := tab.Func(s.Value); ok && start > s.Value {
+				t.Fatalf("Func(%#x) = %s starting at %#x, after the address", s.Value, name, start)
+			}
+			tab.FuncSymbol(s.Value)
+			if off, err := tab.FileOffset(s.Value); err == nil {
+				tab.VAddr(off)
+			}
+			if code, err := tab.Code(s); err == nil && s.Size > 0 && uint64(len(code)) > s.Size {
+				t.Fatalf("Code(%s) = %d bytes, more than its size %d", s.Name, len(code), s.Size)
+			}
+			if tab.Machine == elf.EM_X86_64 {
+				if ps, err := tab.ProbeSites(s); err == nil {
+					checkSites(t, s, ps)
+				}
+			}
+			tab.Line(s.Value)
+		}
+		tab.Glob("*", 16)
+		tab.Glob("[", 16)
+		tab.Closest("main", 3)
+		tab.GoRuntimeOffsets()
+		tab.InlinedInto("main.main")
+		tab.Close()
+	})
+}
+
+// FuzzProbeSites disassembles arbitrary bytes as a function's amd64 code
+// and checks the probe sites: every return and exit inside the function,
+// each exit at a return or one POP RBP (8 bytes of stack) before it.
+func FuzzProbeSites(f *testing.F) {
+	f.Add([]byte{0xc3}, uint64(0x1000))                                                                                 // ret
+	f.Add([]byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3}, uint64(0x401000))                                                 // push rbp; mov rbp,rsp; pop rbp; ret
+	f.Add([]byte{0x49, 0x3b, 0x66, 0x10, 0x76, 0x08, 0x55, 0x5d, 0xc3, 0xe8, 0, 0, 0, 0, 0xeb, 0xf0}, uint64(0x45a000)) // Go stack check
+	f.Add([]byte{0xe9, 0x00, 0x10, 0x00, 0x00}, uint64(0x2000))                                                         // tail jump
+	f.Add([]byte{0xcc, 0xcc}, uint64(0))
+	f.Fuzz(func(t *testing.T, code []byte, pc uint64) {
+		if len(code) > 1<<16 || pc > 1<<62 {
+			return
+		}
+		tab := &Table{Path: "fuzz", Machine: elf.EM_X86_64, byName: map[string][]int{}}
+		s := Symbol{Name: "f", Display: "f", Value: pc, Size: uint64(len(code))}
+		ps, err := tab.probeSitesIn(s, code)
+		if err != nil {
+			return
+		}
+		checkSites(t, s, ps)
+	})
+}
+
+func checkSites(t *testing.T, s Symbol, ps ProbeSites) {
+	t.Helper()
+	end := s.Value + s.Size
+	in := func(a uint64) bool { return a >= s.Value && (s.Size == 0 || a < end) }
+	if len(ps.Returns) == 0 || len(ps.Exits) != len(ps.Returns) {
+		t.Fatalf("%s: %d returns, %d exits", s.Name, len(ps.Returns), len(ps.Exits))
+	}
+	if !in(ps.Entry) {
+		t.Fatalf("%s: entry %#x outside [%#x, %#x)", s.Name, ps.Entry, s.Value, end)
+	}
+	for i, r := range ps.Returns {
+		e := ps.Exits[i]
+		if !in(r) || !in(e.Addr) {
+			t.Fatalf("%s: return %#x or exit %#x outside the function", s.Name, r, e.Addr)
+		}
+		switch e.SPAdjust {
+		case 0:
+			if e.Addr != r {
+				t.Fatalf("%s: exit %#x without stack adjustment is not the return %#x", s.Name, e.Addr, r)
+			}
+		case 8:
+			if e.Addr >= r {
+				t.Fatalf("%s: exit %#x on POP RBP is not before the return %#x", s.Name, e.Addr, r)
+			}
+		default:
+			t.Fatalf("%s: exit stack adjustment %d", s.Name, e.SPAdjust)
+		}
+	}
+}
