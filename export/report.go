@@ -14,6 +14,9 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 )
 
+// errOverflow refuses a profile whose sample counts add up past 2^64.
+var errOverflow = errors.New("the profile's sample counts add up to more than 2^64: not a profile tickprof can read (written by hand or damaged?)")
+
 // ErrNoSamples is returned for a profile that holds no samples.
 var ErrNoSamples = errors.New("profile holds no samples")
 
@@ -215,6 +218,9 @@ func locationFuncs(l *profile.Location) []string {
 
 // funcCounts holds flat and cumulative sample counts per function.
 type funcCounts struct {
+	// overflow is set when the counts do not fit in 64 bits (a profile
+	// written by hand or damaged): the caller refuses it.
+	overflow  bool
 	n         uint64
 	truncated uint64
 	flat, cum map[string]uint64
@@ -227,6 +233,9 @@ func countFuncs(p *profile.Profile, count func(*profile.Sample) uint64) funcCoun
 		c := count(s)
 		if c == 0 {
 			continue
+		}
+		if fc.n+c < fc.n {
+			fc.overflow = true
 		}
 		fc.n += c
 		if len(s.Label["truncated"]) > 0 && s.Label["truncated"][0] == "true" {
@@ -256,6 +265,9 @@ func CPUReport(p *profile.Profile, o estimate.Options) (*CPUTable, error) {
 		return nil, err
 	}
 	fc := countFuncs(p, count)
+	if fc.overflow {
+		return nil, errOverflow
+	}
 	if fc.n == 0 {
 		return nil, ErrNoSamples
 	}

@@ -82,8 +82,12 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 			rows[name] = r
 			order = append(order, name)
 		}
-		r.Calls += nonNeg(s.Value[0])
-		r.Ticks += nonNeg(s.Value[1])
+		c, k := nonNeg(s.Value[0]), nonNeg(s.Value[1])
+		if r.Calls+c < r.Calls || r.Ticks+k < r.Ticks {
+			return nil, fmt.Errorf("target %s: %w", name, errOverflow)
+		}
+		r.Calls += c
+		r.Ticks += k
 		r.Wall += float64(nonNeg(s.Value[2]))
 		mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
 		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 {
