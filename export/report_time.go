@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/tickprof/tickprof/estimate"
 )
 
 // TimeTable is the interval table read back from a `tickprof time` profile:
@@ -56,7 +58,7 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 	t := &TimeTable{Duration: float64(p.DurationNanos)}
 	for _, c := range p.Comments {
 		if m := confComment.FindStringSubmatch(c); m != nil {
-			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 0 && v < 100 {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v/100 >= estimate.MinConfidence && v/100 <= estimate.MaxConfidence {
 				t.Confidence = v / 100
 			}
 		}
