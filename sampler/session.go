@@ -221,7 +221,10 @@ func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
 		if c := tab.Closest(sym, 3); len(c) > 0 {
 			hint = " (did you mean " + strings.Join(c, ", ") + "?)"
 		}
-		return nil, fmt.Errorf("--count %s: no function %q in %s%s", spec, sym, bin, hint)
+		if sym == "" {
+			return nil, fmt.Errorf("--count %q names no function: give [BINARY:]SYMBOL, e.g. --count main.work", spec)
+		}
+		return nil, fmt.Errorf("--count %s: no function %q in %s%s; list its functions with nm", spec, sym, bin, hint)
 	}
 	fs := syms[0]
 	off, err := tab.FileOffset(fs.Value)

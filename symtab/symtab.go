@@ -305,7 +305,7 @@ func (t *Table) Glob(pattern string, max int) ([]Symbol, error) {
 	const slash = "\x00"
 	p := strings.ReplaceAll(pattern, "/", slash)
 	if _, err := path.Match(p, ""); err != nil {
-		return nil, fmt.Errorf("bad pattern %q: %w", pattern, err)
+		return nil, fmt.Errorf("bad glob %q: %w: write a shell pattern such as 'sqlite3_*' or 'main.(*T).*'", pattern, err)
 	}
 	var out []Symbol
 	n := 0

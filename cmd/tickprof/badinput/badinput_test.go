@@ -56,8 +56,20 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "fixtures:", err)
 		return 1
 	}
+	// A process of the caller's own for the cases that resolve targets in
+	// one (they fail before anything is loaded).
+	sleeper := exec.Command("sleep", "300")
+	if err := sleeper.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "start sleep:", err)
+		return 1
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	sleeperPID = strconv.Itoa(sleeper.Process.Pid)
 	return m.Run()
 }
+
+// sleeperPID is the PID of a sleep(1) the cases may name.
+var sleeperPID string
 
 // tc is one bad input: the arguments, the exit status, and two patterns
 // the one-line error must match: what is wrong and what is expected.
@@ -284,7 +296,10 @@ func cases() []tc {
 		{[]string{"time", "-u", "f", "-p", "1", "--", "true"}, "not both", "-p PID or -- CMD"},
 		{[]string{"time", "-u", "f", "extra"}, "unexpected argument", "after --"},
 		{[]string{"time", "-u", "f", "-p", "1", "--clock", "bogus"}, "--clock", "jiffies"},
-		{[]string{"time", "-u", "f", "-p", "1", "--clock", "tick:abc"}, "--clock", "."},
+		{[]string{"time", "-u", "f", "-p", "1", "--clock", "tick:abc"}, "--clock", "e.g. tick:1ms"},
+		{[]string{"time", "-u", "f", "-p", "1", "--clock", "tick:0ms"}, "--clock", "at least 1us"},
+		{[]string{"time", "-u", "f", "-p", "1", "--clock", "tick:99999999999999999999h"}, "--clock", "e.g. tick:1ms"},
+		{[]string{"time", "-k", "x", "-p", "1", "--attach", "bogus"}, "--attach", "kprobe, fentry or auto"},
 		{[]string{"time", "-u", "f", "-p", "1", "--clock", "ns", "--validate"}, "--validate", "--clock jiffies"},
 		{[]string{"sample"}, "exactly one target", "-p PID"},
 		{[]string{"sample", "-p", "1", "--all"}, "exactly one target", "-p PID"},
@@ -454,6 +469,19 @@ func cases() []tc {
 		{[]string{"time", "-u", "f", "-p", "2147483647"}, "no such process", "check the PID"},
 		{[]string{"sample", "-p", "2147483647", "-o", ""}, "no such process", "PID"},
 		{[]string{"sample", "-p", "99999999999", "-o", ""}, "no such process", "PID"},
+		{[]string{"time", "-s", "", "-p", sleeperPID}, "empty system call name", "such as -s read"},
+		{[]string{"time", "-s", "bogus", "-p", sleeperPID}, `unknown system call "bogus"`, "-s all"},
+		{[]string{"time", "-s", "99999", "-p", sleeperPID}, `unknown system call "99999"`, "-s all"},
+		{[]string{"time", "-u", "", "-p", sleeperPID}, "names no symbol", "SYMBOL, LIB:SYMBOL or PATH:SYMBOL"},
+		{[]string{"time", "-u", ":", "-p", sleeperPID}, "names no symbol", "SYMBOL, LIB:SYMBOL or PATH:SYMBOL"},
+		{[]string{"time", "-u", "libc:", "-p", sleeperPID}, "names no symbol", "SYMBOL, LIB:SYMBOL or PATH:SYMBOL"},
+		{[]string{"time", "-u", "nosuchlib:f", "-p", sleeperPID}, `no library matching "nosuchlib"`, "give the library's path"},
+		{[]string{"time", "-u", "/nonexistent:f", "-p", sleeperPID}, "/nonexistent", "no such file"},
+		{[]string{"time", "-u", "nosuchsym", "-p", sleeperPID}, `symbol "nosuchsym" not found`, "nm"},
+		{[]string{"time", "-u", "zz*", "-p", sleeperPID}, `"zz*" not found`, "nm"},
+		{[]string{"time", "-u", "[", "-p", sleeperPID}, `bad glob "["`, "shell pattern such as"},
+		{[]string{"sample", "--count", "", "-p", sleeperPID, "-o", ""}, "names no function", "e.g. --count"},
+		{[]string{"sample", "--count", "nosuchsym", "-p", sleeperPID, "-o", ""}, `no function "nosuchsym"`, "nm"},
 	} {
 		add(tc{name: strings.Join(c.args, " "), args: c.args, exit: 1, wrong: c.wrong, expect: c.expect, root: true})
 	}
