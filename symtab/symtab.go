@@ -29,10 +29,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Source tells where a symbol was read from.
@@ -101,6 +104,7 @@ type Table struct {
 	GoTextStart uint64
 
 	f      *elf.File
+	file   *os.File         // the file f reads, closed by Close
 	loads  []elf.ProgHeader // PT_LOAD segments
 	syms   []Symbol         // every function, sorted by Value then preference
 	byAddr []int            // index into syms of the preferred symbol per distinct start
@@ -115,18 +119,56 @@ type Table struct {
 // executable or a shared library, whose runtime addresses carry a load bias.
 func (t *Table) PIE() bool { return t.Type == elf.ET_DYN }
 
-// Open reads the function symbols of the ELF file at path.
+// Open reads the function symbols of the ELF file at path. Only a
+// regular file is opened: a FIFO would block the open forever and a
+// device's open can act on the device, so both are refused first by stat
+// and again, after a non-blocking open, on what was opened.
 func Open(path string) (*Table, error) {
-	f, err := elf.Open(path)
+	st, err := os.Stat(path)
 	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("open %s: %s is %s, not a regular file: give an executable or a shared library", path, path, fileKind(st.Mode()))
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	file := os.NewFile(uintptr(fd), path)
+	if fi, err := file.Stat(); err != nil || !fi.Mode().IsRegular() {
+		file.Close()
+		return nil, fmt.Errorf("open %s: not a regular file: give an executable or a shared library", path)
+	}
+	f, err := elf.NewFile(file)
+	if err != nil {
+		file.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	t, err := newTable(path, f)
 	if err != nil {
-		f.Close()
+		file.Close()
 		return nil, err
 	}
+	t.file = file
 	return t, nil
+}
+
+// fileKind names a file's type for errors: "a FIFO".
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }
 
 // Close releases the file.
@@ -136,6 +178,12 @@ func (t *Table) Close() error {
 	}
 	err := t.f.Close()
 	t.f = nil
+	if t.file != nil {
+		if cerr := t.file.Close(); err == nil {
+			err = cerr
+		}
+		t.file = nil
+	}
 	return err
 }
 

@@ -481,6 +481,11 @@ func cases() []tc {
 		{[]string{"time", "-u", "zz*", "-p", sleeperPID}, `"zz*" not found`, "nm"},
 		{[]string{"time", "-u", "[", "-p", sleeperPID}, `bad glob "["`, "shell pattern such as"},
 		{[]string{"sample", "--count", "", "-p", sleeperPID, "-o", ""}, "names no function", "e.g. --count"},
+		{[]string{"time", "-u", fx("fifo") + ":f", "-p", sleeperPID}, "a FIFO, not a regular file", "give an executable"},
+		{[]string{"time", "-u", "/dev/zero:f", "-p", sleeperPID}, "a character device, not a regular file", "give an executable"},
+		{[]string{"time", "-u", fix + ":f", "-p", sleeperPID}, "a directory, not a regular file", "give an executable"},
+		{[]string{"time", "-u", fx("text.txt") + ":f", "-p", sleeperPID}, "text.txt", "."},
+		{[]string{"sample", "--count", fx("fifo") + ":f", "-p", sleeperPID, "-o", ""}, "a FIFO, not a regular file", "give an executable"},
 		{[]string{"sample", "--count", "nosuchsym", "-p", sleeperPID, "-o", ""}, `no function "nosuchsym"`, "nm"},
 	} {
 		add(tc{name: strings.Join(c.args, " "), args: c.args, exit: 1, wrong: c.wrong, expect: c.expect, root: true})
