@@ -149,10 +149,10 @@ func Time(c Counts, o Options) (Result, error) {
 	var varC float64 // sample variance of the c_i, ticks^2
 	if c.HasTicksSq {
 		if c.TicksSq < s {
-			return Result{}, inputf("sum of squared ticks %d is below the tick sum %d: every c_i^2 >= c_i, so it must be at least %d", c.TicksSq, s, s)
+			return Result{}, inputf("sum of squared ticks %d is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", c.TicksSq, s, s)
 		}
 		if hi, lo := bits.Mul64(s, s); hi == 0 && c.TicksSq > lo {
-			return Result{}, inputf("sum of squared ticks %d is above the tick sum squared %d^2 = %d (all ticks in one call): it must be at most %d", c.TicksSq, s, lo, lo)
+			return Result{}, inputf("sum of squared ticks %d is above the tick sum squared %d^2 = %d (all ticks in one call): the counters are inconsistent: it must be at most %d", c.TicksSq, s, lo, lo)
 		}
 		v, ok := sampleVar(n, s, c.TicksSq)
 		if !ok {

@@ -138,8 +138,10 @@ func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
 	if f.interval < 10*time.Millisecond || f.interval > time.Hour {
 		return ts, usagef("--interval %s: want 10ms to 1h", f.interval)
 	}
-	if _, err := loader.ParseAttachMode(f.attach); err != nil {
-		return ts, usagef("--attach: %v", err)
+	if f.attach != "" {
+		if _, err := loader.ParseAttachMode(f.attach); err != nil {
+			return ts, usagef("--attach: %v", err)
+		}
 	}
 	if err := checkOutput("--json", f.jsonOut); err != nil {
 		return ts, err
