@@ -197,3 +197,95 @@ func checkSites(t *testing.T, s Symbol, ps ProbeSites) {
 		}
 	}
 }
+
+// goSeedBinary builds a small Go program (without symbol table and DWARF,
+// so its functions come from the Go line table) for FuzzGoTable; nil
+// without the go tool.
+func goSeedBinary(f *testing.F) []byte {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return nil
+	}
+	dir := f.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module gseed\n\ngo 1.21\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\n//go:noinline\nfunc work(x int) int { return x * 3 }\n\nfunc main() { println(work(2)) }\n"), 0o644)
+	out := filepath.Join(dir, "gseed")
+	cmd := exec.Command(goTool, "build", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if err := cmd.Run(); err != nil {
+		return nil
+	}
+	b, _ := os.ReadFile(out)
+	return b
+}
+
+// FuzzGoTable damages the Go line table (.gopclntab) of a real Go
+// executable at an arbitrary offset and reads the result as a Table: Go
+// functions, their display names, probe sites, inlining and runtime
+// offsets. The input is the patch, not the 1.2 MB executable, so the
+// engine mutates what matters.
+func FuzzGoTable(f *testing.F) {
+	base := goSeedBinary(f)
+	if base == nil {
+		f.Skip("go tool not found")
+	}
+	ef, err := elf.NewFile(bytes.NewReader(base))
+	if err != nil {
+		f.Fatal(err)
+	}
+	sec := ef.Section(".gopclntab")
+	if sec == nil {
+		f.Skip("no .gopclntab")
+	}
+	secOff, secSize := sec.Offset, sec.Size
+	if tab, err := newTable("gseed", ef); err != nil || len(tab.Lookup("main.work")) == 0 {
+		f.Fatalf("the seed's Go line table gives no main.work: %v", err)
+	}
+	f.Add(uint32(0), []byte{0xff})
+	f.Add(uint32(8), []byte{0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint32(64), []byte{0xff, 0xff, 0xff, 0x7f})
+	f.Fuzz(func(t *testing.T, off uint32, patch []byte) {
+		if len(patch) > 64 {
+			return
+		}
+		data := append([]byte{}, base...)
+		at := secOff + uint64(off)%secSize
+		copy(data[at:], patch)
+		ef, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		tab, err := newTable("gseed", ef)
+		if err != nil {
+			return
+		}
+		defer tab.Close()
+		for _, name := range []string{"main.work", "main.main", "runtime.morestack"} {
+			for _, s := range tab.Lookup(name) {
+				if ps, err := tab.ProbeSites(s); err == nil {
+					checkSites(t, s, ps)
+				}
+				tab.Line(s.Value)
+				tab.FuncSymbol(s.Value)
+			}
+		}
+		tab.InlinedInto("main.work")
+		tab.GoRuntimeOffsets()
+		tab.Glob("main.*", 8)
+	})
+}
+
+// FuzzGoDisplayName checks that any symbol name turns into a display name
+// without a panic, and that a name without generics is shown as it is.
+func FuzzGoDisplayName(f *testing.F) {
+	for _, s := range []string{"main.work", "pkg.F[go.shape.int]", "main.(*T).M", "a[b[c]]", "[", "]", "x[", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		d := GoDisplayName(name)
+		if !strings.ContainsAny(name, "[]") && d != name {
+			t.Fatalf("GoDisplayName(%q) = %q, want it unchanged", name, d)
+		}
+	})
+}

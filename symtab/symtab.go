@@ -566,6 +566,9 @@ func goTextStart(f *elf.File, syms []Symbol, pcln *elf.Section) uint64 {
 		return text
 	}
 	ptr := uint64(hdr[7])
+	if ptr != 4 && ptr != 8 { // the header's pointer size: a damaged table
+		return text
+	}
 	field := 8 + 2*ptr
 	var v uint64
 	if ptr == 8 {
