@@ -25,6 +25,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"debug/gosym"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -686,13 +687,50 @@ func relaAddend(f *elf.File, addr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// goTable parses the Go function and line table.
+// goTable parses the Go function and line table, after checking that
+// the function count its header states fits in the table: debug/gosym
+// allocates a Func per stated function before reading any, and a damaged
+// or hostile binary (one mapped by a sampled process, say) stating 2^40
+// functions ended tickprof with "out of memory".
 func (t *Table) goTable(pcln *elf.Section) (*gosym.Table, error) {
 	data, err := pcln.Data()
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPclnHeader(data, t.f.ByteOrder); err != nil {
+		return nil, err
+	}
 	return gosym.NewTable(nil, gosym.NewLineTable(data, t.GoTextStart))
+}
+
+// checkPclnHeader checks a Go line table's header: a known magic, a
+// pointer size of 4 or 8, and no more functions than function-table
+// entries fit in the table (8 bytes each since Go 1.18, two pointers
+// before).
+func checkPclnHeader(data []byte, bo binary.ByteOrder) error {
+	if len(data) < 16 {
+		return errors.New("Go line table too short")
+	}
+	ptr := int(data[7])
+	if ptr != 4 && ptr != 8 || len(data) < 8+ptr {
+		return fmt.Errorf("Go line table states a pointer size of %d: damaged", ptr)
+	}
+	entry := uint64(2 * ptr)
+	switch bo.Uint32(data) {
+	case 0xfffffff0, 0xfffffff1: // Go 1.18, Go 1.20
+		entry = 8
+	case 0xfffffffa, 0xfffffffb: // Go 1.16, Go 1.2
+	default:
+		return fmt.Errorf("Go line table has an unknown magic %#x", bo.Uint32(data))
+	}
+	nfunc := uint64(bo.Uint32(data[8:]))
+	if ptr == 8 {
+		nfunc = bo.Uint64(data[8:])
+	}
+	if nfunc > uint64(len(data))/entry {
+		return fmt.Errorf("Go line table states %d functions in %d bytes: damaged", nfunc, len(data))
+	}
+	return nil
 }
 
 // Line returns the source file and line of the instruction at the virtual
