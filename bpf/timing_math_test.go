@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // harness runs timing_math.h's functions on the host: for each input line
@@ -37,9 +39,7 @@ int main(void) {
 // a day of one-second calls measured in ns (86400 x 1e18 > 2^64), the
 // largest 64-bit durations, and random ones.
 func TestTimingMathLimits(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not found")
-	}
+	testtarget.NeedGCC(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "h.c")
 	if err := os.WriteFile(src, []byte(harness), 0o644); err != nil {

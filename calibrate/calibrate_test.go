@@ -16,6 +16,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/tick"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -138,7 +139,7 @@ func TestClockResolutionsBPF(t *testing.T) {
 		t.Errorf("jiffies: %+v, want a 1-10 ms period over >= 16 changes", j)
 	}
 	// The loader's own measurement agrees within 10%.
-	d, err := loader.MeasureJiffy(200 * time.Millisecond)
+	d, err := tick.Period(200 * time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

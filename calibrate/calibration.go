@@ -10,6 +10,10 @@
 //	cal, err := calibrate.Load()          // errors.Is(err, ErrNoCalibration): show the raw mean only
 //	o, ok := cal.Overhead("user")         // or UserProbeKind(binary, offset), "syscall", "go", "kernel"
 //	corrected, err := calibrate.Correct(raw, o)
+//
+// calibrate may import bpf, estimate, loader and timing (it times its
+// empty targets through a timing session); it must not import export or
+// cmd.
 package calibrate
 
 import (
@@ -280,6 +284,12 @@ func FileName(m Machine) string {
 // Save writes c into dir (created if needed) under FileName(c.Machine)
 // and returns the path.
 func (c *Calibration) Save(dir string) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = Dir(); err != nil {
+			return "", err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("save the calibration: %w", err)
 	}

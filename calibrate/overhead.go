@@ -18,6 +18,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // A probe kind the calibration measures.
@@ -125,7 +126,7 @@ func MeasureOverheads(ctx context.Context, dir string, o OverheadOptions) (out [
 			continue
 		}
 		ov, err := measureKind(ctx, dir, exe, pk, o)
-		if err != nil && ctx.Err() == nil && (pk.optional || errors.Is(err, loader.ErrKindUnsupported)) {
+		if err != nil && ctx.Err() == nil && pk.optional {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", pk.kind, err))
 			continue
 		}
@@ -287,42 +288,14 @@ func CombineRuns(runs []Overhead, conf float64) (Overhead, error) {
 // tickprof's probes of kind and the ns clock for d, and returns the run's
 // T_ovhd with its within-run interval. cpu >= 0 pins the target to that CPU.
 func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d time.Duration, cpu int, o OverheadOptions) (Overhead, error) {
-	// Started held before exec, like `tickprof time -- CMD`: the probes are
-	// in place before its first call.
-	h, err := loader.StartHeld(argv)
-	if err != nil {
-		return Overhead{}, fmt.Errorf("start the calibration target: %w", err)
-	}
-	defer func() {
-		h.Kill()
-		h.Wait()
-	}()
-	pid := h.Pid
-	if cpu >= 0 {
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(pid, &set); err != nil {
-			return Overhead{}, fmt.Errorf("pin the calibration target to CPU %d: %w", cpu, err)
-		}
-	}
-	if !o.Ordinary {
-		// Threads the target starts later inherit the policy.
-		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}
-		if err := unix.SchedSetAttr(pid, &attr, 0); err != nil {
-			return Overhead{}, fmt.Errorf("run the calibration target at a real-time priority (or set OverheadOptions.Ordinary): %w", err)
-		}
-	}
-	var specs []loader.Spec
+	var t timing.Targets
 	switch kind {
 	case "kernel":
-		specs, err = loader.ResolveKernelFuncs([]string{symbol}, loader.AttachAuto)
+		t.Kernel, t.KernelAttach = []string{symbol}, loader.AttachAuto
 	case "syscall":
-		specs, err = loader.ResolveSyscall(symbol, loader.SyscallAuto)
+		t.Syscalls = []string{symbol}
 	default:
-		specs, err = loader.ResolveUser(pid, exe+":"+symbol, 1)
-	}
-	if err != nil {
-		return Overhead{}, fmt.Errorf("%s: %w", symbol, err)
+		t.Users, t.MaxProbes = []string{exe + ":" + symbol}, 1
 	}
 	st, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
 	if err != nil {
@@ -330,52 +303,68 @@ func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d tim
 	} else {
 		defer st.Close()
 	}
-	s, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: pid, NoRecords: true}, specs)
+	// Started held before exec, like `tickprof time -- CMD`: the probes are
+	// in place before its first call. Polled into batches (at least ten a
+	// run): the batch-means interval covers load that drifts during the
+	// run (successive calls are not independent, Beilner eq. 11).
+	s, err := timing.Open(timing.Config{Command: argv, Targets: t, NoRecords: true,
+		Clock:    loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond},
+		Estimate: estimate.Options{Confidence: o.Confidence},
+		Interval: min(200*time.Millisecond, d/10), Duration: d, Correction: timing.CorrectionOff})
 	if err != nil {
-		return Overhead{}, err
+		return Overhead{}, fmt.Errorf("calibration target %s: %w", symbol, err)
 	}
 	defer s.Close()
-	before := progStats(s.Programs())
-	h.Release()
-	// Poll into batches (at least ten a run): the batch-means interval
-	// covers load that drifts during the run (successive calls are not
-	// independent, Beilner eq. 11).
-	tick := time.NewTicker(min(200*time.Millisecond, d/10))
-	defer tick.Stop()
-	for end := time.After(d); ; {
-		select {
-		case <-ctx.Done():
-			return Overhead{}, ctx.Err()
-		case <-tick.C:
-			if _, err := s.Poll(); err != nil {
-				return Overhead{}, err
-			}
-			continue
-		case <-end:
-		}
-		break
+	if err := schedule(s.PID(), cpu, o.Ordinary); err != nil {
+		return Overhead{}, err
 	}
-	s.Stop()
-	p, err := s.Poll()
+	before := progStats(s.Loader().Programs())
+	run, err := s.Run(ctx, nil)
 	if err != nil {
 		return Overhead{}, err
 	}
-	if len(p.Totals) != 1 || p.Totals[0].Calls < 2 {
+	if err := ctx.Err(); err != nil {
+		return Overhead{}, err
+	}
+	if strings.HasPrefix(run.StopReason, "error: ") {
+		return Overhead{}, fmt.Errorf("calibration %s: %s", kind, strings.TrimPrefix(run.StopReason, "error: "))
+	}
+	if len(run.Targets) != 1 || run.Targets[0].Calls < 2 {
 		return Overhead{}, fmt.Errorf("calibration: %s was not called while timed", symbol)
 	}
-	c := p.Totals[0]
+	c := s.LastPoll().Totals[0]
 	// The ns clock: ticks are exact ns, and the batches give batch means.
-	counts, _ := loader.EstimatorCounts(s.Clock(), c, s.Batches(0))
+	counts, _ := loader.EstimatorCounts(s.Clock(), c, s.Loader().Batches(0))
 	r, err := estimate.Time(counts, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
 		return Overhead{}, fmt.Errorf("calibration %s: %w", kind, err)
 	}
 	ov := Overhead{Kind: kind, Target: symbol, Calls: c.Calls, Runs: 1,
 		MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, StdErrNs: r.StdErr, Confidence: r.Confidence, Method: r.Method, MinNs: c.NsMin}
-	if after := progStats(s.Programs()); st != nil && after.runtime > before.runtime {
+	if after := progStats(s.Loader().Programs()); st != nil && after.runtime > before.runtime {
 		ov.BPFNsPerCall = float64(after.runtime-before.runtime) / float64(c.Calls)
 	}
 	return ov, nil
+}
+
+// schedule pins the held calibration target to cpu (when >= 0) and, unless
+// ordinary, runs it at the lowest real-time priority; threads it starts
+// later inherit both.
+func schedule(pid, cpu int, ordinary bool) error {
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(pid, &set); err != nil {
+			return fmt.Errorf("pin the calibration target to CPU %d: %w", cpu, err)
+		}
+	}
+	if !ordinary {
+		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}
+		if err := unix.SchedSetAttr(pid, &attr, 0); err != nil {
+			return fmt.Errorf("run the calibration target at a real-time priority (or set OverheadOptions.Ordinary): %w", err)
+		}
+	}
+	return nil
 }
 
 type statSum struct{ runtime, count uint64 }

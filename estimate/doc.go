@@ -18,4 +18,7 @@
 //     timer overhead (6.2.1), short intervals (6.2.3), PC sampling (6.3.1).
 //
 // The package does no I/O and imports nothing of the project.
+//
+// estimate may import only the standard library and gonum: no I/O, no
+// other tickprof package.
 package estimate

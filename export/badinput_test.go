@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/safefile"
+	"github.com/tickprof/tickprof/timing"
 )
 
 func encode(t *testing.T, p *profile.Profile) []byte {
@@ -72,7 +73,7 @@ func TestReportRefusesNegativeValues(t *testing.T) {
 
 // A time profile whose labels are negative does not print negative times.
 func TestTimeReportRefusesNegativeLabels(t *testing.T) {
-	run := &TimeRun{Clock: "ns", Resolution: 1, Confidence: 0.95, Targets: []TimeTarget{
+	run := &timing.Result{Clock: "ns", Resolution: 1, Confidence: 0.95, Targets: []timing.TargetResult{
 		{Name: "f", Kind: "user", Calls: 10, Ticks: 1000, Estimate: estimate.Result{Mean: 100, Low: 90, High: 110, Confidence: 0.95}}}}
 	p, err := EncodeTime(run)
 	if err != nil {
@@ -144,7 +145,7 @@ func TestWriteRefusesLink(t *testing.T) {
 	os.WriteFile(victim, []byte("keep"), 0o600)
 	link := filepath.Join(dir, "out.json")
 	os.Symlink(victim, link)
-	run := &TimeRun{Clock: "ns", Resolution: 1, Confidence: 0.95}
+	run := &timing.Result{Clock: "ns", Resolution: 1, Confidence: 0.95}
 	if err := WriteTimeJSONFile(link, run); !errors.Is(err, safefile.ErrUnsafe) {
 		t.Errorf("time JSON through a link: %v", err)
 	}

@@ -5,74 +5,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/tickprof/tickprof/sampler"
 )
-
-// CPUData is a sampled CPU profile before it is encoded as pprof: symbolized
-// locations and stacks of location indices, as the sampler collected them.
-type CPUData struct {
-	// Period is the CPU time one sample stands for, in nanoseconds
-	// (1e9 / sampling frequency).
-	Period int64
-	// Start and Duration are the wall-clock span of the sampling.
-	Start    time.Time
-	Duration time.Duration
-	// Mappings are the mapped files; Mappings[0] should be the main
-	// executable, as in Go's own profiles.
-	Mappings []CPUMapping
-	// Locations are the distinct program counters.
-	Locations []CPULocation
-	// Samples are the distinct stacks with their counts.
-	Samples []CPUSample
-	// Calls are exact call counts of functions (from entry uprobes).
-	Calls []CallCount
-	// Comments are free text lines stored in the profile.
-	Comments []string
-}
-
-// CPUMapping is one mapped file (or the kernel).
-type CPUMapping struct {
-	Start, Limit, Offset uint64
-	File                 string
-	BuildID              string
-	// Symbolized is true when the file's symbols were read, so that pprof
-	// need not try again; Lines when it also had line information; Inlines
-	// when inlined calls were expanded (from DWARF).
-	Symbolized, Lines, Inlines bool
-}
-
-// CPULocation is one program counter; Function is "" when unknown (the
-// address and mapping are kept). Function is the function the address
-// belongs to; when calls were inlined there, Inlined lists the inlined
-// bodies innermost first, and File and Line are then the position of the
-// outermost inlined call in Function.
-type CPULocation struct {
-	Address  uint64
-	Mapping  int // index into Mappings, or -1
-	Function string
-	File     string
-	Line     int64
-	Inlined  []CPULine
-}
-
-// CPULine is a source position in a function.
-type CPULine struct {
-	Function string
-	File     string
-	Line     int64
-}
-
-// CPUSample is one distinct stack, leaf first, with its sample count.
-type CPUSample struct {
-	Locations []int // indices into Locations, leaf first
-	Count     int64
-	Pid       int64 // 0 when unknown
-	// Truncated marks a stack that ended early (the walk hit the depth limit,
-	// failed, or stopped before a thread's root function).
-	Truncated bool
-}
 
 // CallCount is the exact number of calls of a function during the profile.
 type CallCount struct {
@@ -92,7 +29,7 @@ const callsComment = "tickprof-calls "
 // cpu/nanoseconds, one Mapping per file with its build ID, one Location per
 // address with its function and line. Call counts are stored as comments
 // ("tickprof-calls N FUNCTION") so that report can compute time per call.
-func EncodeCPU(d *CPUData) (*profile.Profile, error) {
+func EncodeCPU(d *sampler.Profile) (*profile.Profile, error) {
 	if d.Period <= 0 {
 		return nil, fmt.Errorf("encode CPU profile: period %d ns is not positive", d.Period)
 	}
@@ -172,7 +109,7 @@ func EncodeCPU(d *CPUData) (*profile.Profile, error) {
 		}
 		p.Sample = append(p.Sample, ps)
 	}
-	calls := append([]CallCount(nil), d.Calls...)
+	calls := append([]sampler.CallCount(nil), d.Calls...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Function < calls[j].Function })
 	for _, c := range calls {
 		p.Comments = append(p.Comments, callsComment+strconv.FormatInt(c.Calls, 10)+" "+c.Function)

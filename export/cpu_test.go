@@ -11,39 +11,42 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/tickprof/tickprof/sampler"
+
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // testCPUData is a profile with known counts: 300 samples of a <- main,
 // 100 of b <- main, one truncated sample of an unknown address in a, and
 // 50 calls of a counted.
-func testCPUData() *CPUData {
-	return &CPUData{
+func testCPUData() *sampler.Profile {
+	return &sampler.Profile{
 		Period:   1e6,
 		Start:    time.Unix(1700000000, 0),
 		Duration: 2 * time.Second,
-		Mappings: []CPUMapping{
+		Mappings: []sampler.ProfileMapping{
 			{Start: 0x400000, Limit: 0x500000, File: "/bin/prog", BuildID: "abcd", Symbolized: true, Lines: true},
 			{Start: 0xffffffff81000000, Limit: 0xffffffff82000000, File: "[kernel.kallsyms]", Symbolized: true},
 		},
-		Locations: []CPULocation{
+		Locations: []sampler.Location{
 			{Address: 0x401000, Mapping: 0, Function: "a", File: "prog.c", Line: 10},
 			{Address: 0x402000, Mapping: 0, Function: "b", File: "prog.c", Line: 20},
 			{Address: 0x403000, Mapping: 0, Function: "main", File: "prog.c", Line: 30},
 			{Address: 0x404000, Mapping: 0},
 			{Address: 0xffffffff81000100, Mapping: 1, Function: "do_syscall_64"},
 		},
-		Samples: []CPUSample{
+		Samples: []sampler.Sample{
 			{Locations: []int{0, 2}, Count: 300},
 			{Locations: []int{1, 2}, Count: 99},
 			{Locations: []int{4, 1, 2}, Count: 1},
 			{Locations: []int{3}, Count: 1, Truncated: true},
 		},
-		Calls: []CallCount{{Function: "a", Calls: 50}},
+		Calls: []sampler.CallCount{{Function: "a", Calls: 50}},
 	}
 }
 
-func encodeDecode(t *testing.T, d *CPUData) *profile.Profile {
+func encodeDecode(t *testing.T, d *sampler.Profile) *profile.Profile {
 	t.Helper()
 	p, err := EncodeCPU(d)
 	if err != nil {
@@ -86,7 +89,7 @@ func TestEncodeCPULayout(t *testing.T) {
 	if c := CallCounts(p); len(c) != 1 || c[0] != (CallCount{"a", 50}) {
 		t.Errorf("call counts %+v", c)
 	}
-	if _, err := EncodeCPU(&CPUData{}); err == nil {
+	if _, err := EncodeCPU(&sampler.Profile{}); err == nil {
 		t.Error("zero period accepted")
 	}
 	bad := testCPUData()
@@ -144,7 +147,7 @@ func TestCPUReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, s := range []string{"401 samples", "95% confidence", "74.81% [", "time per call", "6ms [", "more functions"} {
+	for _, s := range []string{"401 samples", "95% confidence", "74.81% [", "time per call", "6.00 ms [", "more functions"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("text output lacks %q:\n%s", s, out)
 		}
@@ -222,8 +225,8 @@ func TestReadProfileBadInput(t *testing.T) {
 }
 
 func TestTimeReportRoundTrip(t *testing.T) {
-	run := &TimeRun{Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Duration: time.Second,
-		Targets: []TimeTarget{
+	run := &timing.Result{Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Duration: time.Second,
+		Targets: []timing.TargetResult{
 			{Name: "main.f", Kind: "user", Calls: 1000, Ticks: 25,
 				Estimate: estimate.Result{Mean: 100000, Low: 60000, High: 150000, Confidence: 0.95}},
 			{Name: "idle", Kind: "user", Err: "no calls"},
@@ -251,7 +254,7 @@ func TestTimeReportRoundTrip(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	tab.WriteText(&buf, 0)
-	if !strings.Contains(buf.String(), "100us [60us, 150us]") || !strings.Contains(buf.String(), "95% confidence") {
+	if !strings.Contains(buf.String(), "100 µs [60.0 µs, 150 µs]") || !strings.Contains(buf.String(), "95% confidence") {
 		t.Errorf("text:\n%s", buf.String())
 	}
 }
@@ -297,7 +300,7 @@ func TestDiffCPU(t *testing.T) {
 
 func TestDiffTime(t *testing.T) {
 	mk := func(mean, lo, hi float64) *profile.Profile {
-		p, err := EncodeTime(&TimeRun{Clock: "ns", Resolution: 1, Confidence: 0.95, Targets: []TimeTarget{
+		p, err := EncodeTime(&timing.Result{Clock: "ns", Resolution: 1, Confidence: 0.95, Targets: []timing.TargetResult{
 			{Name: "f", Calls: 100, Ticks: 100, Estimate: estimate.Result{Mean: mean, Low: lo, High: hi, Confidence: 0.95}}}})
 		if err != nil {
 			t.Fatal(err)
@@ -326,7 +329,7 @@ func FuzzReadProfile(f *testing.F) {
 	p.Write(&buf)
 	f.Add(buf.Bytes())
 	buf.Reset()
-	tp, _ := EncodeTime(&TimeRun{Clock: "ns", Resolution: 1, Confidence: 0.95, Targets: []TimeTarget{
+	tp, _ := EncodeTime(&timing.Result{Clock: "ns", Resolution: 1, Confidence: 0.95, Targets: []timing.TargetResult{
 		{Name: "f", Calls: 1, Ticks: 1, Estimate: estimate.Result{Mean: 1, Low: 0, High: 2, Confidence: 0.95}}}})
 	tp.Write(&buf)
 	f.Add(buf.Bytes())
@@ -361,7 +364,7 @@ func FuzzReadProfile(f *testing.F) {
 func TestEncodeCPUInlined(t *testing.T) {
 	d := testCPUData()
 	d.Mappings[0].Inlines = true
-	d.Locations[0].Inlined = []CPULine{{Function: "inner", File: "inner.c", Line: 5}, {Function: "middle", File: "middle.c", Line: 7}}
+	d.Locations[0].Inlined = []sampler.Line{{Function: "inner", File: "inner.c", Line: 5}, {Function: "middle", File: "middle.c", Line: 7}}
 	p := encodeDecode(t, d)
 	var loc *profile.Location
 	for _, l := range p.Location {

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/units"
 )
 
 // DiffTable is what changed between two profiles: for CPU profiles each
@@ -202,7 +203,7 @@ func (t *DiffTable) WriteText(w io.Writer) error {
 		for _, r := range t.Rows {
 			fmt.Fprintf(w, "%-40s %-24s %s\n",
 				fmt.Sprintf("%s [%s, %s]", fmtSigned(r.Change.Diff), fmtSigned(r.Change.Low), fmtSigned(r.Change.High)),
-				fmtCPUNs(r.Base)+" -> "+fmtCPUNs(r.New), r.Name)
+				units.Ns(r.Base)+" -> "+units.Ns(r.New), r.Name)
 		}
 	}
 	if len(t.Rows) == 0 {
@@ -224,7 +225,7 @@ func fmtPP(d estimate.Difference) string {
 
 func fmtSigned(ns float64) string {
 	if ns >= 0 {
-		return "+" + fmtCPUNs(ns)
+		return "+" + units.Ns(ns)
 	}
-	return "-" + fmtCPUNs(-ns)
+	return "-" + units.Ns(-ns)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // seedProfiles returns encoded profiles of each kind the readers meet: a
@@ -30,8 +31,8 @@ func seedProfiles(t testing.TB) [][]byte {
 	}
 	enc(cpuProfile(5, 3, 1))
 	enc(cpuProfile(5, -3))
-	run := &TimeRun{Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Duration: time.Second,
-		Targets: []TimeTarget{
+	run := &timing.Result{Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Duration: time.Second,
+		Targets: []timing.TargetResult{
 			{Name: "main.f", Kind: "user", Calls: 1000, Ticks: 25, Estimate: estimate.Result{Mean: 100000, Low: 60000, High: 150000, Confidence: 0.95}},
 			{Name: "idle", Kind: "user", Err: "no calls"},
 		}}
@@ -132,8 +133,8 @@ func FuzzDiff(f *testing.F) {
 // in range.
 func FuzzReadTimeJSON(f *testing.F) {
 	var buf bytes.Buffer
-	run := &TimeRun{Clock: "ns", Resolution: 1, Confidence: 0.95, Duration: 3 * time.Second,
-		Targets: []TimeTarget{{Name: "f", Kind: "user", Calls: 100, Ticks: 10000,
+	run := &timing.Result{Clock: "ns", Resolution: 1, Confidence: 0.95, Duration: 3 * time.Second,
+		Targets: []timing.TargetResult{{Name: "f", Kind: "user", Calls: 100, Ticks: 10000,
 			Estimate: estimate.Result{Mean: 100, Low: 90, High: 110, Confidence: 0.95, Method: "observed"},
 			Raw:      estimate.Result{Mean: 120, Low: 110, High: 130, Confidence: 0.95}, Corrected: true,
 			Overhead: estimate.Result{Mean: 20, Low: -5, High: 45, Confidence: 0.95}}}}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/internal/safefile"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // Size limits of the files the readers accept. A pprof profile of a long
@@ -39,7 +40,7 @@ func ReadProfileFile(path string) (*profile.Profile, error) {
 // ReadTimeJSONFile reads the `tickprof time --json` document at path (see
 // ReadTimeJSON), refusing what is not a regular file and files over
 // MaxJSONFile.
-func ReadTimeJSONFile(path string) (*TimeRun, error) {
+func ReadTimeJSONFile(path string) (*timing.Result, error) {
 	data, err := safefile.ReadFile(path, "JSON document", MaxJSONFile)
 	if err != nil {
 		return nil, err

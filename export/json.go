@@ -10,6 +10,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/safefile"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // timeJSON is the --json document of `tickprof time`.
@@ -98,12 +99,12 @@ func fp(v float64) *float64 {
 // probe overhead has corrected: true, its measured figures in raw_mean_ns,
 // raw_low_ns, raw_high_ns and the overhead subtracted in overhead_ns,
 // overhead_low_ns, overhead_high_ns; mean_ns..high_ns are then corrected.
-func WriteTimeJSON(w io.Writer, r *TimeRun) error {
+func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
 		Start: r.Start.UTC(), DurationS: r.Duration.Seconds(), PID: r.PID, Command: r.Command,
 		StopReason: r.StopReason, Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
-		Correction: r.Correction, Targets: []timeTargetJSON{},
+		Correction: string(r.Correction), Targets: []timeTargetJSON{},
 	}
 	if g := r.Go; g != nil {
 		doc.Go = &goStatsJSON{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
@@ -155,9 +156,15 @@ func WriteTimeJSON(w io.Writer, r *TimeRun) error {
 		}
 		doc.Targets = append(doc.Targets, j)
 	}
+	return WriteJSON(w, doc)
+}
+
+// WriteJSON writes v as one indented JSON document: every command's JSON
+// output goes through it.
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return enc.Encode(v)
 }
 
 // trimHist drops the empty buckets above the highest used one.
@@ -171,7 +178,7 @@ func trimHist(h []uint64) []uint64 {
 
 // WriteTimeJSONFile writes r as JSON to path, through safefile: a link
 // at path or another user's file in a sticky directory is refused.
-func WriteTimeJSONFile(path string, r *TimeRun) error {
+func WriteTimeJSONFile(path string, r *timing.Result) error {
 	if err := safefile.WriteFile(path, 0o644, func(w io.Writer) error { return WriteTimeJSON(w, r) }); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
@@ -239,7 +246,7 @@ func (doc *timeJSON) validate() error {
 // (equal to Estimate when no correction was applied). Callers and the
 // histogram are not read back. Every value used is checked (see validate):
 // a confidence of 7 or a negative time is an error naming it.
-func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
+func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 	var doc timeJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("not a tickprof time JSON document: %w", err)
@@ -250,18 +257,18 @@ func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
 	if err := doc.validate(); err != nil {
 		return nil, err
 	}
-	run := &TimeRun{
+	run := &timing.Result{
 		Clock: doc.Clock, Resolution: doc.ResolutionNs, Confidence: doc.Confidence, Start: doc.Start,
 		Duration: time.Duration(doc.DurationS * 1e9), PID: doc.PID, Command: doc.Command,
 		StopReason: doc.StopReason, Validate: doc.Validate, RingDrops: doc.RingDrops, StackFails: doc.StackFails,
-		Correction: doc.Correction,
+		Correction: timing.CorrectionMode(doc.Correction),
 	}
 	for _, j := range doc.Targets {
 		conf := j.Confidence
 		if conf == 0 {
 			conf = doc.Confidence
 		}
-		t := TimeTarget{
+		t := timing.TargetResult{
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
 			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
@@ -284,7 +291,7 @@ func ReadTimeJSON(r io.Reader) (*TimeRun, error) {
 			}
 		}
 		if j.NsSum != nil && j.NsMean != nil && j.NsLow != nil && j.NsHigh != nil {
-			x := &ExactNs{Sum: *j.NsSum, Mean: estimate.Result{Mean: *j.NsMean, Low: *j.NsLow, High: *j.NsHigh, Confidence: conf, Calls: j.Calls}}
+			x := &timing.ExactNs{Sum: *j.NsSum, Mean: estimate.Result{Mean: *j.NsMean, Low: *j.NsLow, High: *j.NsHigh, Confidence: conf, Calls: j.Calls}}
 			if j.NsMin != nil && j.NsMax != nil {
 				x.Min, x.Max = *j.NsMin, *j.NsMax
 			}

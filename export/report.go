@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/units"
 )
 
 // errOverflow refuses a profile whose sample counts add up past 2^64.
@@ -368,10 +369,10 @@ func (t *CPUTable) WriteText(w io.Writer, top int) error {
 	conf := fmt.Sprintf("%g%%", 100*t.Confidence)
 	fmt.Fprintf(w, "%d samples", t.Samples)
 	if t.Period > 0 {
-		fmt.Fprintf(w, " of %s CPU each: %s [%s, %s] of CPU time", fmtCPUNs(t.Period), fmtCPUNs(t.Total), fmtCPUNs(t.TotalLow), fmtCPUNs(t.TotalHigh))
+		fmt.Fprintf(w, " of %s CPU each: %s [%s, %s] of CPU time", units.Ns(t.Period), units.Ns(t.Total), units.Ns(t.TotalLow), units.Ns(t.TotalHigh))
 	}
 	if t.Duration > 0 {
-		fmt.Fprintf(w, " in %s of wall-clock time", fmtCPUNs(t.Duration))
+		fmt.Fprintf(w, " in %s of wall-clock time", units.Ns(t.Duration))
 	}
 	fmt.Fprintf(w, "; intervals at %s confidence", conf)
 	if t.Truncated > 0 {
@@ -398,7 +399,7 @@ func (t *CPUTable) WriteText(w io.Writer, top int) error {
 		fmt.Fprintf(w, "\ntime per call (samples on stack x period / calls, %s confidence):\n", conf)
 		for _, pc := range t.PerCall {
 			fmt.Fprintf(w, "  %-40s %s [%s, %s]  (%d calls, %d samples)\n", pc.Function,
-				fmtCPUNs(pc.Mean), fmtCPUNs(pc.Low), fmtCPUNs(pc.High), pc.Calls, pc.Hits)
+				units.Ns(pc.Mean), units.Ns(pc.Low), units.Ns(pc.High), pc.Calls, pc.Hits)
 		}
 	}
 	return nil
@@ -412,24 +413,7 @@ func (t *CPUTable) fmtTime(s ShareEstimate) string {
 	if t.Period <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s [%s, %s]", fmtCPUNs(s.Time), fmtCPUNs(s.TimeLow), fmtCPUNs(s.TimeHigh))
-}
-
-// fmtCPUNs formats a duration in ns with three significant digits and a unit.
-func fmtCPUNs(ns float64) string {
-	a := math.Abs(ns)
-	switch {
-	case a == 0:
-		return "0s"
-	case a < 1e3:
-		return fmt.Sprintf("%.3gns", ns)
-	case a < 1e6:
-		return fmt.Sprintf("%.3gus", ns/1e3)
-	case a < 1e9:
-		return fmt.Sprintf("%.3gms", ns/1e6)
-	default:
-		return fmt.Sprintf("%.3gs", ns/1e9)
-	}
+	return fmt.Sprintf("%s [%s, %s]", units.Ns(s.Time), units.Ns(s.TimeLow), units.Ns(s.TimeHigh))
 }
 
 // ReadProfile parses a pprof profile (gzipped or not) from data; name is
@@ -460,4 +444,13 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// WriteCPUTable prints a function table as text (the top rows, 0: all)
+// or JSON.
+func WriteCPUTable(w io.Writer, t *CPUTable, top int, asJSON bool) error {
+	if asJSON {
+		return WriteJSON(w, t)
+	}
+	return t.WriteText(w, top)
 }

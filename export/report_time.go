@@ -10,6 +10,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/units"
 )
 
 // TimeTable is the interval table read back from a `tickprof time` profile:
@@ -118,7 +119,7 @@ func (t *TimeTable) WriteText(w io.Writer, top int) error {
 	}
 	fmt.Fprintf(w, "tickprof time profile: %d targets", len(t.Rows))
 	if t.Duration > 0 {
-		fmt.Fprintf(w, " over %s", fmtCPUNs(t.Duration))
+		fmt.Fprintf(w, " over %s", units.Ns(t.Duration))
 	}
 	fmt.Fprintf(w, "; intervals at %s\n", conf)
 	fmt.Fprintf(w, "%-34s %12s %-34s  %s\n", "mean per call [interval]", "calls", "total = calls x mean [interval]", "target")
@@ -130,8 +131,8 @@ func (t *TimeTable) WriteText(w io.Writer, top int) error {
 		est, total := "no calls: no estimate", "-"
 		if r.HasEstimate {
 			n := float64(r.Calls)
-			est = fmt.Sprintf("%s [%s, %s]", fmtCPUNs(r.Mean), fmtCPUNs(r.Low), fmtCPUNs(r.High))
-			total = fmt.Sprintf("%s [%s, %s]", fmtCPUNs(n*r.Mean), fmtCPUNs(n*r.Low), fmtCPUNs(n*r.High))
+			est = fmt.Sprintf("%s [%s, %s]", units.Ns(r.Mean), units.Ns(r.Low), units.Ns(r.High))
+			total = fmt.Sprintf("%s [%s, %s]", units.Ns(n*r.Mean), units.Ns(n*r.Low), units.Ns(n*r.High))
 		}
 		fmt.Fprintf(w, "%-34s %12d %-34s  %s\n", est, r.Calls, total, r.Target)
 	}

@@ -10,24 +10,25 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/timing"
 )
 
-func sampleRun() *TimeRun {
-	return &TimeRun{
+func sampleRun() *timing.Result {
+	return &timing.Result{
 		Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Start: time.Unix(1700000000, 0),
 		Duration: 3 * time.Second, PID: 42, StopReason: "target exited",
-		Targets: []TimeTarget{
+		Targets: []timing.TargetResult{
 			{
 				Name: "small", Kind: "user", Binary: "/bin/app", Calls: 1000, Ticks: 2, Crossings: 2,
 				Estimate: estimate.Result{Mean: 8000, Low: 1000, High: 29000, Confidence: 0.95, Method: "two-point", Dist: "exact", RelHalfWidth: 1.75},
-				Callers:  []TimeCaller{{Frames: []Frame{{Func: "main", File: "/bin/app", Addr: 0x1234}}, Calls: 2, Ticks: 2}},
+				Callers:  []timing.Caller{{Frames: []timing.Frame{{Func: "main", File: "/bin/app", Addr: 0x1234}}, Calls: 2, Ticks: 2}},
 			},
 			{
 				Name: "big", Kind: "user", Binary: "/bin/app", Calls: 100, Ticks: 50, Crossings: 45, Dropped: 5,
 				Estimate: estimate.Result{Mean: 2e6, Low: 1.5e6, High: 2.5e6, Confidence: 0.95, Method: "observed", Dist: "z", RelHalfWidth: 0.25},
-				Callers: []TimeCaller{
-					{Frames: []Frame{{Func: "a", File: "/bin/app", Addr: 0x10}, {Func: "main", File: "/bin/app", Addr: 0x1234}}, Calls: 30, Ticks: 33},
-					{Frames: []Frame{{File: "/lib/libc.so.6", Addr: 0x7f00}}, Calls: 10, Ticks: 12},
+				Callers: []timing.Caller{
+					{Frames: []timing.Frame{{Func: "a", File: "/bin/app", Addr: 0x10}, {Func: "main", File: "/bin/app", Addr: 0x1234}}, Calls: 30, Ticks: 33},
+					{Frames: []timing.Frame{{File: "/lib/libc.so.6", Addr: 0x7f00}}, Calls: 10, Ticks: 12},
 				},
 			},
 			{Name: "never", Kind: "user", Err: "no calls"},
@@ -117,7 +118,7 @@ func TestWriteTimeJSON(t *testing.T) {
 func TestWriteTimeJSONCorrected(t *testing.T) {
 	r := sampleRun()
 	r.Correction = "on"
-	r.Go = &GoStats{Morestack: 7, Expired: 3}
+	r.Go = &timing.GoStats{Morestack: 7, Expired: 3}
 	big := &r.Targets[1]
 	big.Raw = big.Estimate
 	big.Overhead = estimate.Result{Mean: 1800, Low: 1700, High: 1900, Confidence: 0.95}

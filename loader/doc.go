@@ -4,6 +4,8 @@
 //
 // # Use
 //
+// Package timing runs this loop for every caller; by hand it is:
+//
 //	specs, _ := loader.ResolveUser(pid, "libc:malloc", 256)
 //	s, _ := loader.Open(loader.Options{Clock: clk, PID: pid}, specs)
 //	defer s.Close()
@@ -12,11 +14,11 @@
 //	final, _ := s.Poll()
 //	callers := s.Callers()          // per-caller attribution from the records
 //
-// A command to start is held before exec with StartHeld (ptrace), so that
-// the probes are in place before its first instruction runs; Release lets
-// it go.
+// A command to start is held before exec with internal/proc's StartHeld
+// (ptrace), so that the probes are in place before its first instruction
+// runs; Release lets it go.
 //
-// # Extension contract (syscall, kernel-function and Go targets)
+// # Extension contract (target kinds)
 //
 // Every target kind shares one set of BPF maps (bpf/timing.h): tp_counters
 // (per-target per-CPU counters, indexed by Target.Index), tp_entries (entry
@@ -26,12 +28,9 @@
 // tp_records, tp_stacks, tp_runstats, tp_zero, and the load-time constants
 // tp_clock, tp_exact, tp_tick_ns, tp_filter_tgid, tp_want_records,
 // tp_record_ns. A program with its own entry state ends a call with
-// tp_account (counters, histogram, crossing record). A kind
-// other than KindUser is added in its own file (loader/syscall*.go,
-// loader/kfunc*.go, loader/go*.go) by registering an AttachFunc from an
-// init function:
-//
-//	func init() { registerAttacher(KindSyscall, attachSyscalls) }
+// tp_account (counters, histogram, crossing record). Each kind has its own
+// file (user.go, syscall.go, kfunc.go, gotiming.go) with an attach method
+// that attacher names:
 //
 //	func attachSyscalls(s *Session, ts []*Target) error {
 //		var objs bpf.SyscallObjects
@@ -43,27 +42,24 @@
 //		return nil
 //	}
 //
-// Open calls each kind's AttachFunc once with all targets of that kind,
+// Open calls each kind's attach method once with all targets of that kind,
 // after the shared maps exist. LoadShared sets the timing constants in the
 // given CollectionSpec and replaces its copies of the shared maps by the
 // session's (sizing them first: tp_counters has one element per target of
 // every kind, tp_records the session's ring size), so a program that
 // includes timing.h and calls tp_enter / tp_exit writes into the same
-// counters the session polls; an attacher need not touch the map specs. An AttachFunc
-// may set Target.Name (display name) and must return an error that says
-// what to do when the kernel lacks what it needs. A kind without an
-// AttachFunc fails Open with ErrKindUnsupported. Stop closes links in the
-// reverse order of AddLink, so add every exit link before the entry links:
-// entries are then detached first, and no exit ever pops an entry pushed
-// before its own probe existed.
+// counters the session polls. An attach method may set Target.Name
+// (display name) and must return an error that says what to do when the
+// kernel lacks what it needs. Stop closes links in the reverse order of
+// AddLink, so add every exit link before the entry links: entries are then
+// detached first, and no exit ever pops an entry pushed before its own
+// probe existed.
 //
 // Each kind's resolver (ResolveUser here, ResolveSyscall, ResolveKernelFuncs
-// in their files) turns a command-line argument into Specs; `tickprof time`
-// calls them for -u, -s and -k.
+// in their files) turns a target as written into Specs. Go executables
+// resolve to KindGoUser (ResolveUser checks symtab IsGo) and are probed at
+// their RET instructions: a uretprobe must never touch a Go program.
 //
-// Go executables resolve to KindGoUser (ResolveUser checks symtab IsGo); a
-// uretprobe must never touch a Go program, so without a registered
-// KindGoUser attacher Open refuses them with ErrGoBinary.
-//
-// The registry is written only by init functions and read-only afterwards.
+// loader may import bpf, estimate, symtab, internal/proc and internal/tick;
+// it must not import timing, sampler, export or cmd.
 package loader

@@ -13,6 +13,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/tick"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
@@ -117,14 +120,18 @@ func ProbeFeatures() (*Features, error) {
 	f.KernelConfig, f.ConfigSource = readKernelConfig(kernelConfigKeys)
 
 	tfs, tfsErr := EnsureTracefs()
-	// Without the privileges the rest fails too; each row then says what
-	// is missing instead of the whole report failing here.
-	memErr := rlimit.RemoveMemlock()
-	if memErr != nil {
-		memErr = fmt.Errorf("raise the memlock rlimit: %w (BPF maps count against it before kernel 5.11 memory accounting; root or CAP_SYS_RESOURCE raises it)", memErr)
+	// Without the privileges every probe below fails, and says so; the
+	// memlock limit (which only privileges can raise) is then left alone,
+	// and a limit that cannot be raised is one more row, not a failure.
+	privErr := proc.CheckPrivileges()
+	memErr := errors.New("not raised: this process may not load BPF programs")
+	if privErr == nil {
+		memErr = rlimit.RemoveMemlock()
+		if memErr != nil {
+			memErr = fmt.Errorf("raise the memlock rlimit: %w (BPF maps count against it before kernel 5.11 memory accounting; root or CAP_SYS_RESOURCE raises it)", memErr)
+		}
 	}
-
-	f.add(FeatPrivileges, checkPrivileges(), "root or CAP_BPF+CAP_PERFMON")
+	f.add(FeatPrivileges, privErr, "root, CAP_SYS_ADMIN, or CAP_BPF+CAP_PERFMON")
 	f.add(FeatMemlock, memErr, "")
 	f.add(FeatTracefs, tfsErr, tfs)
 
@@ -149,7 +156,7 @@ func ProbeFeatures() (*Features, error) {
 	f.add(FeatJiffies64, features.HaveProgramHelper(ebpf.Kprobe, asm.FnJiffies64), "")
 	f.add(FeatKtimeGetNs, features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetNs), "")
 
-	period, perr := MeasureTickPeriod(200 * time.Millisecond)
+	period, perr := tick.Period(200 * time.Millisecond)
 	detail := ""
 	if perr == nil {
 		f.TickPeriod = period
@@ -196,13 +203,13 @@ func (f *Features) KernelFuncMethod(want AttachMode) (AttachMode, error) {
 		if kp {
 			return AttachKprobe, nil
 		}
-		return "", fmt.Errorf("kprobes unavailable on kernel %s (%s): %s; try --attach fentry",
+		return "", fmt.Errorf("kprobes unavailable on kernel %s (%s): %s; try attaching with fentry",
 			f.Kernel, f.configSays("CONFIG_KPROBES"), f.firstFailure(FeatKprobe, FeatKretprobe))
 	case AttachFentry:
 		if fe {
 			return AttachFentry, nil
 		}
-		return "", fmt.Errorf("fentry/fexit unavailable on kernel %s (%s, needs BTF and BPF trampolines): %s; try --attach kprobe",
+		return "", fmt.Errorf("fentry/fexit unavailable on kernel %s (%s, needs BTF and BPF trampolines): %s; try attaching with kprobes",
 			f.Kernel, f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"), f.firstFailure(FeatFentry, FeatFexit))
 	}
 	if kp {
@@ -305,22 +312,6 @@ func EnsureTracefs() (string, error) {
 	return p, nil
 }
 
-func checkPrivileges() error {
-	if os.Geteuid() == 0 {
-		return nil
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_PERFMON)) {
-		return nil
-	}
-	return errors.New("not root and lacking CAP_BPF+CAP_PERFMON: run with sudo")
-}
-
 func emptyProg(pt ebpf.ProgramType, at ebpf.AttachType, attachTo string) (*ebpf.Program, error) {
 	return ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
 		// Set, so that cilium/ebpf does not read /proc/self/mem for it.
@@ -377,8 +368,8 @@ func probeUprobe(path string, off uint64, pathErr error, ret bool) error {
 	} else {
 		l, err = ex.Uprobe("", prog, opts)
 	}
-	if errors.Is(err, os.ErrPermission) && !hasCap(unix.CAP_SYS_ADMIN) {
-		return fmt.Errorf("%w (%v)", ErrUprobeNeedsSysAdmin, err)
+	if errors.Is(err, os.ErrPermission) && !proc.HasCap(unix.CAP_SYS_ADMIN) {
+		return fmt.Errorf("%w (%v)", proc.ErrUprobeNeedsSysAdmin, err)
 	}
 	if err != nil {
 		return err
@@ -484,80 +475,6 @@ func probeTaskStorage() error {
 		return err
 	}
 	return features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnTaskStorageGet)
-}
-
-// MeasureTickPeriod measures the jiffies period by running a program that
-// returns bpf_jiffies64() through BPF_PROG_TEST_RUN for about dur, noting
-// when the value changes. A change is located between the start of the
-// read before it and the end of the read that saw it (its window). Of the
-// changes in the first and in the last quarter of the run, the one with
-// the narrowest window is taken; period = time between the two / jiffies
-// advanced. A descheduled measuring thread (a loaded machine, an emulator)
-// widens some windows but cannot bias the choice.
-func MeasureTickPeriod(dur time.Duration) (time.Duration, error) {
-	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
-		Type:    ebpf.RawTracepoint,
-		License: "GPL",
-		Instructions: asm.Instructions{
-			asm.FnJiffies64.Call(),
-			asm.Return(),
-		},
-	}, ebpf.ProgramOptions{LogDisabled: true})
-	if err != nil {
-		return 0, fmt.Errorf("load bpf_jiffies64 program: %w", err)
-	}
-	defer prog.Close()
-	type reading struct {
-		j             uint32
-		before, after time.Time
-	}
-	read := func() (reading, error) {
-		r := reading{before: time.Now()}
-		j, err := prog.Run(&ebpf.RunOptions{})
-		r.j, r.after = j, time.Now()
-		if err != nil {
-			return r, fmt.Errorf("test-run bpf_jiffies64 program: %w", err)
-		}
-		return r, nil
-	}
-	type edge struct {
-		j      uint32
-		at     time.Time
-		window time.Duration
-	}
-	prev, err := read()
-	if err != nil {
-		return 0, err
-	}
-	start := prev.before
-	var edges []edge
-	for time.Since(start) < dur {
-		cur, err := read()
-		if err != nil {
-			return 0, err
-		}
-		if cur.j != prev.j {
-			w := cur.after.Sub(prev.before)
-			edges = append(edges, edge{j: cur.j, at: prev.before.Add(w / 2), window: w})
-		}
-		prev = cur
-	}
-	best := func(from, to time.Duration) (edge, bool) {
-		var b edge
-		found := false
-		for _, e := range edges {
-			if off := e.at.Sub(start); off >= from && off < to && (!found || e.window < b.window) {
-				b, found = e, true
-			}
-		}
-		return b, found
-	}
-	first, ok1 := best(0, dur/4)
-	last, ok2 := best(dur*3/4, dur+time.Hour)
-	if !ok1 || !ok2 || last.j == first.j {
-		return 0, fmt.Errorf("jiffies changed %d times in %v: too few to measure the tick period", len(edges), dur)
-	}
-	return last.at.Sub(first.at) / time.Duration(last.j-first.j), nil
 }
 
 func kernelRelease() string {

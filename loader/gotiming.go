@@ -11,10 +11,9 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
 )
-
-func init() { registerAttacher(KindGoUser, attachGo) }
 
 // Cookie bits of the Go probes (bpf/gotiming.bpf.c): the target index in
 // the low 32 bits; goCookieCheck marks an entry probe on the stack-bound
@@ -206,7 +205,7 @@ func goUprobe(s *Session, ex *link.Executable, tab *symtab.Table, t *Target, add
 			return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
 		}
 		if errors.Is(err, os.ErrPermission) {
-			return uprobePermission(t.Name, err)
+			return proc.UprobeAttachError(t.Name, err)
 		}
 		return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, off, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkGoProbeCost(b *testing.B) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		b.Fatal(err)
 	}
-	bin := goTarget(b, "probecost", "CGO_ENABLED=0")
+	bin := testtarget.Go(b, "probecost", "CGO_ENABLED=0")
 	tab, err := symtab.Open(bin)
 	if err != nil {
 		b.Fatal(err)

@@ -9,17 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/symtab"
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // buildGoTarget builds testdata/go/timed with extra go build arguments.
 func buildGoTarget(t *testing.T, args ...string) string {
 	t.Helper()
-	return goTarget(t, "timed", "CGO_ENABLED=0", args...)
+	return testtarget.Go(t, "timed", "CGO_ENABLED=0", args...)
 }
 
 // goRun is a run of the Go target: its output lines by first word.
@@ -37,7 +39,7 @@ func runGoTarget(t *testing.T, bin string, opts Options, syms []string, args ...
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
-	proc := startProc(t, cmd, func(l string) bool { return l == "ready" }, nil)
+	proc := testtarget.Start(t, cmd, func(l string) bool { return l == "ready" }, nil)
 	pid := cmd.Process.Pid
 	var specs []Spec
 	for _, s := range syms {
@@ -59,10 +61,10 @@ func runGoTarget(t *testing.T, bin string, opts Options, syms []string, args ...
 	}
 	t.Cleanup(func() { s.Close() })
 	start := time.Now()
-	proc.release(t)
+	proc.Release(t)
 	r := goRun{lines: map[string]string{}, s: s}
 	// Poll into batches while the target runs, as `tickprof time` does.
-	lines, err := proc.wait(t, 120*time.Second, 200*time.Millisecond, func() {
+	lines, err := proc.Wait(t, 120*time.Second, 200*time.Millisecond, func() {
 		if _, err := s.Poll(); err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +125,7 @@ func TestGoTiming(t *testing.T) {
 	}
 	for _, tc := range variants {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := goTarget(t, "timed", tc.cgo, tc.args...)
+			bin := testtarget.Go(t, "timed", tc.cgo, tc.args...)
 			r := runGoTarget(t, bin, Options{Clock: Clock{Kind: ClockTick, Tick: 50 * time.Microsecond}, Exact: true},
 				[]string{"main.Work", "main.(*Counter).Add", "main.Max[...]", "main.classify", "main.risky", "main.safe", "main.leave", "main.half", "main.huge"},
 				"-calls", fmt.Sprint(tc.calls), "-for", tc.dur.String(), "-goroutines", "64")

@@ -15,8 +15,6 @@ import (
 	"github.com/tickprof/tickprof/bpf"
 )
 
-func init() { registerAttacher(KindKernelFunc, attachKernelFuncs) }
-
 // KernelFuncError lists kernel functions that cannot be probed, each with
 // the reason, found before anything is attached.
 type KernelFuncError struct {
@@ -96,7 +94,7 @@ func ResolveKernelFuncs(names []string, mode AttachMode) ([]Spec, error) {
 			problems = append(problems, name+": on the kprobe blacklist (the kernel forbids probing it)")
 			continue
 		case traceable != nil && !traceable[name]:
-			problems = append(problems, name+": not in available_filter_functions (notrace or inlined), so fentry cannot attach; try --attach kprobe on a kernel with kprobes")
+			problems = append(problems, name+": not in available_filter_functions (notrace or inlined), so fentry cannot attach; try kprobes on a kernel with kprobes")
 			continue
 		case kbtf != nil:
 			var fn *btf.Func

@@ -16,27 +16,28 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/tick"
 )
 
-// AttachFunc attaches the timing programs for every target of one Kind.
+// attachFunc attaches the timing programs for every target of one Kind.
 // See the package documentation for the contract.
-type AttachFunc func(s *Session, targets []*Target) error
+type attachFunc func(s *Session, targets []*Target) error
 
-// attachers maps a Kind to its attach method. It is written only by init
-// functions (registerAttacher) and read-only afterwards.
-var attachers = map[Kind]AttachFunc{}
-
-// registerAttacher installs the attach method of a kind. Call it from an
-// init function only.
-func registerAttacher(k Kind, f AttachFunc) {
-	if _, dup := attachers[k]; dup {
-		panic(fmt.Sprintf("loader: two attach methods for kind %v", k))
+// attacher is the attach method of kind k (nil for an unknown kind).
+func attacher(k Kind) attachFunc {
+	switch k {
+	case KindUser:
+		return attachUser
+	case KindGoUser:
+		return attachGo
+	case KindSyscall:
+		return attachSyscalls
+	case KindKernelFunc:
+		return attachKernelFuncs
 	}
-	attachers[k] = f
+	return nil
 }
-
-// Supported reports whether this build can attach targets of kind k.
-func Supported(k Kind) bool { _, ok := attachers[k]; return ok }
 
 // Options configure a Session.
 type Options struct {
@@ -114,29 +115,28 @@ type callerAgg struct {
 // the crossing records. The caller must Close the session.
 func Open(opts Options, specs []Spec) (*Session, error) {
 	if len(specs) == 0 {
-		return nil, errors.New("no targets to time: give at least one of -u, -s, -k")
+		return nil, errors.New("no targets to time")
 	}
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
 	if opts.PID != 0 {
-		if err := CheckAccess(opts.PID); err != nil {
+		// The access check perf applies: CAP_BPF and CAP_PERFMON alone do
+		// not let a user time another user's process.
+		if err := proc.CheckAccess(opts.PID); err != nil {
 			return nil, err
 		}
 	}
 	for _, sp := range specs {
-		if _, ok := attachers[sp.Kind]; !ok {
-			if sp.Kind == KindGoUser {
-				return nil, fmt.Errorf("%s %w", sp.Binary, ErrGoBinary)
-			}
-			return nil, fmt.Errorf("%s targets (%s) are %w", sp.Kind, sp.Name, ErrKindUnsupported)
+		if attacher(sp.Kind) == nil {
+			return nil, fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
 		}
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)
 	}
 	if opts.Clock.Kind == ClockJiffies && opts.Clock.Tick == 0 {
-		d, err := MeasureJiffy(200 * time.Millisecond)
+		d, err := tick.Period(200 * time.Millisecond)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +178,7 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		byKind[t.Spec.Kind] = append(byKind[t.Spec.Kind], t)
 	}
 	for _, k := range kinds {
-		if err := attachers[k](s, byKind[k]); err != nil {
+		if err := attacher(k)(s, byKind[k]); err != nil {
 			s.Close()
 			return nil, err
 		}

@@ -12,14 +12,16 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // runGated times the given targets of a gated process that makes its
 // calls and exits, and returns the final totals and the target's line.
 func runGated(t *testing.T, opts Options, syms []string, args ...string) (*Session, Poll, string) {
 	t.Helper()
-	g := startGated(t, args...)
-	pid := g.cmd.Process.Pid
+	g := testtarget.StartGated(t, timedBinary(t), args...)
+	pid := g.Pid()
 	var specs []Spec
 	for _, s := range syms {
 		sp, err := ResolveUser(pid, s, 16)
@@ -34,8 +36,8 @@ func runGated(t *testing.T, opts Options, syms []string, args ...string) (*Sessi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	g.release(t)
-	line := g.wait(t)
+	g.Release(t)
+	line := finalLine(t, g)
 	s.Stop()
 	p, err := s.Poll()
 	if err != nil {
@@ -188,8 +190,8 @@ func TestNestedTargets(t *testing.T) {
 func TestNonPIEAndGlob(t *testing.T) {
 	bpftest.Require(t)
 	bin := timedBinaryNoPIE(t)
-	g := startGatedBin(t, bin, "spin1us", "300")
-	pid := g.cmd.Process.Pid
+	g := testtarget.StartGated(t, bin, "spin1us", "300")
+	pid := g.Pid()
 	specs, err := ResolveUser(pid, "tp_spin*", 16)
 	if err != nil {
 		t.Fatal(err)
@@ -209,8 +211,8 @@ func TestNonPIEAndGlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	g.release(t)
-	g.wait(t)
+	g.Release(t)
+	finalLine(t, g)
 	s.Stop()
 	p, err := s.Poll()
 	if err != nil {
@@ -234,7 +236,7 @@ func TestResolveErrors(t *testing.T) {
 	if !errors.As(err, &se) || len(se.Closest) == 0 || se.Closest[0] != "tp_spin1us" && se.Closest[0] != "tp_spin20us" {
 		t.Errorf("missing symbol: %v", err)
 	}
-	if _, err := ResolveUser(0, "tp_spin1us", 4); err == nil || !strings.Contains(err.Error(), "-p PID") {
+	if _, err := ResolveUser(0, "tp_spin1us", 4); err == nil || !errors.Is(err, proc.ErrNeedProcess) {
 		t.Errorf("bare symbol without a process: %v", err)
 	}
 	if _, err := ResolveUser(0, "/nonexistent/bin:f", 4); err == nil {
@@ -250,17 +252,6 @@ func TestResolveErrors(t *testing.T) {
 	specs, err := ResolveUser(0, bin+":tp_spin1us", 4)
 	if err != nil || len(specs) != 1 || specs[0].Offset == 0 || specs[0].Kind != KindUser {
 		t.Errorf("PATH:SYMBOL: %+v %v", specs, err)
-	}
-	for _, tc := range []struct{ in, bin, sym string }{
-		{"f", "", "f"}, {"libc:malloc", "libc", "malloc"}, {"/a/b:c", "/a/b", "c"},
-		{"ns::f", "", "ns::f"}, {"lib:ns::f", "lib", "ns::f"},
-	} {
-		if b, s := SplitTarget(tc.in); b != tc.bin || s != tc.sym {
-			t.Errorf("SplitTarget(%q) = %q, %q", tc.in, b, s)
-		}
-	}
-	if !libMatches("libc.so.6", "libc") || !libMatches("libc.so.6", "c") || !libMatches("libfoo-2.3.so", "libfoo") || libMatches("libcrypt.so.1", "libc") {
-		t.Error("libMatches")
 	}
 }
 
@@ -294,21 +285,4 @@ func TestU128(t *testing.T) {
 	if c.Calls != 5 || c.NsMin != 5 || c.NsMax != 20 || c.NsSq != (U128{1, 0}) {
 		t.Errorf("sumCPUs = %+v", c)
 	}
-}
-
-func TestMeasureJiffy(t *testing.T) {
-	if _, err := os.Stat("/proc/timer_list"); err != nil {
-		t.Skip("no /proc/timer_list")
-	}
-	d, err := MeasureJiffy(100 * time.Millisecond)
-	if err != nil {
-		if os.Geteuid() != 0 {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	if d < time.Millisecond || d > 10*time.Millisecond {
-		t.Errorf("jiffy %v: want 1 to 10 ms", d)
-	}
-	t.Logf("jiffy period %v", d)
 }

@@ -97,7 +97,7 @@ func ParseClock(s string) (Clock, error) {
 			return Clock{}, fmt.Errorf("clock %q: %w: want tick:DUR with a Go duration from 1us, e.g. tick:1ms", s, err)
 		}
 		if d < time.Microsecond {
-			return Clock{}, fmt.Errorf("clock %q: the tick must be at least 1us (use --clock ns for exact times)", s)
+			return Clock{}, fmt.Errorf("clock %q: the tick must be at least 1us (use the ns clock for exact times)", s)
 		}
 		return Clock{Kind: ClockTick, Tick: d}, nil
 	}

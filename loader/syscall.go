@@ -16,8 +16,6 @@ import (
 	"github.com/tickprof/tickprof/bpf"
 )
 
-func init() { registerAttacher(KindSyscall, attachSyscalls) }
-
 // SyscallAttach is how system calls are probed.
 type SyscallAttach uint32
 

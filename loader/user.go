@@ -10,24 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tickprof/tickprof/internal/proc"
+
 	"github.com/cilium/ebpf/link"
 
 	"github.com/tickprof/tickprof/symtab"
 )
 
-func init() { registerAttacher(KindUser, attachUser) }
-
 // endbr64 is the CET landing pad some compilers put first in a function.
 // It has no effect, so the probe goes after it: the kernel can emulate
 // the next instruction instead of single-stepping endbr64 (~3.7x cheaper).
 var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}
-
-// libDirs are searched for a shared library that is not mapped yet (a
-// command held before exec has not run its dynamic loader).
-var libDirs = []string{
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-	"/lib", "/usr/lib", "/usr/local/lib",
-}
 
 // SymbolError is a symbol missing from a binary, with the closest names.
 type SymbolError struct {
@@ -55,32 +48,15 @@ func (e *SymbolError) Error() string {
 // Unwrap makes errors.Is(err, ErrSymbolNotFound) true.
 func (e *SymbolError) Unwrap() error { return ErrSymbolNotFound }
 
-// SplitTarget splits a -u argument into its binary part (empty: the
-// process's executable) and the symbol. The separator is the first ':'
-// that is not part of a C++ '::'.
-func SplitTarget(arg string) (bin, sym string) {
-	for i := 0; i < len(arg); i++ {
-		if arg[i] != ':' {
-			continue
-		}
-		if i+1 < len(arg) && arg[i+1] == ':' {
-			i++
-			continue
-		}
-		return arg[:i], arg[i+1:]
-	}
-	return "", arg
-}
-
 // ResolveUser turns one -u argument (SYMBOL, LIB:SYMBOL, PATH:SYMBOL, with
 // globs in SYMBOL) into specs for process pid (0: no process; then the
 // binary must be a PATH). A glob expands to at most maxProbes functions.
 func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
-	binPart, sym := SplitTarget(arg)
+	binPart, sym := proc.SplitTarget(arg)
 	if sym == "" {
 		return nil, fmt.Errorf("target %q names no symbol: use SYMBOL, LIB:SYMBOL or PATH:SYMBOL", arg)
 	}
-	path, display, err := resolveBinary(pid, binPart)
+	path, display, err := proc.ResolveBinary(pid, binPart)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +77,7 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 	if strings.ContainsAny(sym, "*?[") {
 		syms, err = t.Glob(sym, maxProbes)
 		if err != nil {
-			return nil, fmt.Errorf("%w (--max-probes)", err)
+			return nil, fmt.Errorf("%w (raise the most probes a glob may expand to)", err)
 		}
 		if len(syms) == 0 {
 			return nil, &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(strings.Trim(sym, "*?"), 5)}
@@ -170,87 +146,6 @@ func distinctNames(specs []Spec, prefix string) {
 	}
 }
 
-// resolveBinary returns the path to open for a -u binary part, and the
-// name to show for it.
-func resolveBinary(pid int, bin string) (path, display string, err error) {
-	switch {
-	case bin == "" && pid == 0:
-		return "", "", errors.New("a bare SYMBOL needs a process: add -p PID or -- CMD, or write PATH:SYMBOL")
-	case bin == "":
-		exe := fmt.Sprintf("/proc/%d/exe", pid)
-		target, err := os.Readlink(exe)
-		if err != nil {
-			return "", "", procErr(pid, "executable", err)
-		}
-		return exe, strings.TrimSuffix(target, " (deleted)"), nil
-	case strings.Contains(bin, "/"):
-		p := procRootPath(pid, bin)
-		if _, err := os.Stat(p); err != nil {
-			return "", "", fmt.Errorf("binary %s: %w", bin, err)
-		}
-		return p, bin, nil
-	}
-	// A library name: first what the process has mapped, then what its
-	// executable needs (not mapped yet when held before exec).
-	if pid == 0 {
-		return "", "", fmt.Errorf("library %q needs a process to search: add -p PID or -- CMD, or give its path", bin)
-	}
-	maps, err := readMaps(pid)
-	if err != nil {
-		return "", "", procErr(pid, "memory maps", err)
-	}
-	for _, m := range maps {
-		if libMatches(filepath.Base(m.path), bin) {
-			return procRootPath(pid, m.path), m.path, nil
-		}
-	}
-	if p, disp, ok := neededLibrary(pid, bin); ok {
-		return p, disp, nil
-	}
-	return "", "", fmt.Errorf("no library matching %q is mapped in process %d or needed by its executable: check /proc/%d/maps or give the library's path", bin, pid, pid)
-}
-
-// libMatches reports whether file (a base name) is library lib: "libc"
-// matches libc.so.6 and libc-2.36.so, "c" matches libc.so.6, an exact
-// name matches itself.
-func libMatches(file, lib string) bool {
-	if file == lib {
-		return true
-	}
-	for _, l := range []string{lib, "lib" + lib} {
-		if strings.HasPrefix(file, l+".so") || strings.HasPrefix(file, l+"-") && strings.Contains(file, ".so") {
-			return true
-		}
-	}
-	return false
-}
-
-// neededLibrary searches the DT_NEEDED libraries of the process's
-// executable in the usual directories under the process's root.
-func neededLibrary(pid int, lib string) (path, display string, ok bool) {
-	f, err := elf.Open(fmt.Sprintf("/proc/%d/exe", pid))
-	if err != nil {
-		return "", "", false
-	}
-	defer f.Close()
-	needed, err := f.DynString(elf.DT_NEEDED)
-	if err != nil {
-		return "", "", false
-	}
-	for _, n := range needed {
-		if !libMatches(n, lib) {
-			continue
-		}
-		for _, d := range libDirs {
-			p := filepath.Join(d, n)
-			if _, err := os.Stat(procRootPath(pid, p)); err == nil {
-				return procRootPath(pid, p), p, true
-			}
-		}
-	}
-	return "", "", false
-}
-
 // attachUser attaches the entry and exit programs to native user
 // functions, one uprobe and one uretprobe per target, the target index as
 // cookie and the process as filter. Every exit is attached before any
@@ -293,7 +188,7 @@ func uprobeError(t *Target, err error) error {
 		return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return uprobePermission(t.Name, err)
+		return proc.UprobeAttachError(t.Name, err)
 	}
 	return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, t.Spec.Offset, err)
 }

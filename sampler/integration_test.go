@@ -1,4 +1,4 @@
-package sampler
+package sampler_test
 
 import (
 	"bufio"
@@ -19,21 +19,18 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/sampler"
 )
 
-// buildC compiles testdata/sample/NAME.c with frame pointers into dir.
-func buildC(t *testing.T, dir, name string) string {
+func TestMain(m *testing.M) { testtarget.Main(m) }
+
+// buildC is testdata/sample/NAME.c built with frame pointers, once per
+// test binary.
+func buildC(t *testing.T, name string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", out,
-		filepath.Join("..", "testdata", "sample", name+".c"))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, b)
-	}
-	return out
+	return testtarget.C(t, "sample/"+name+".c", name, "-fno-omit-frame-pointer", "-fno-inline")
 }
 
 // goTool is the go command of the toolchain running the tests.
@@ -50,22 +47,20 @@ func goTool(t *testing.T) string {
 
 // sampleCommand runs args under the sampler until the command exits and
 // returns the profile data, encoded profile and stats.
-func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*export.CPUData, *profile.Profile, Stats) {
+func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*sampler.Profile, *profile.Profile, sampler.Stats) {
 	t.Helper()
 	var stderr bytes.Buffer
-	sp, err := Spawn(args, nil, os.Stdout, &stderr)
+	sp, err := proc.StartHeld(args, proc.Stdio{Out: os.Stdout, Err: &stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := Start(Config{Frequency: hz, PIDs: []int{sp.PID()}, Exe: sp.Exe, Count: count})
+	sess, err := sampler.Start(sampler.Config{Frequency: hz, PIDs: []int{sp.Pid}, Exe: sp.Exe, Count: count})
 	if err != nil {
 		sp.Kill()
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	if err := sp.Release(); err != nil {
-		t.Fatal(err)
-	}
+	sp.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := sess.Run(ctx, sp.Done()); err != nil {
@@ -75,8 +70,8 @@ func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*expor
 		sp.Kill()
 		t.Fatalf("%s did not exit in time", args[0])
 	}
-	if sp.Err() != nil {
-		t.Fatalf("%s failed: %v\n%s", args[0], sp.Err(), stderr.String())
+	if st, err := sp.Wait(); err != nil || !st.Success() {
+		t.Fatalf("%s failed: %v %v\n%s", args[0], st, err, stderr.String())
 	}
 	d, err := sess.Result()
 	if err != nil {
@@ -145,7 +140,7 @@ func findRow(t *testing.T, tab *export.CPUTable, fn string) export.FuncRow {
 func TestBurnRatioAndCount(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
-	burn := buildC(t, dir, "burn")
+	burn := buildC(t, "burn")
 	truth := filepath.Join(dir, "truth.txt")
 	_, p, st := sampleCommand(t, 1999, []string{"burn_a", "burn_b"}, burn, "2", truth)
 	if st.Kept < 1000 {
@@ -216,7 +211,7 @@ func TestBurnRatioAndCount(t *testing.T) {
 // appear, named from /proc/kallsyms, below the user frames.
 func TestKernelFrames(t *testing.T) {
 	bpftest.Require(t)
-	sys := buildC(t, t.TempDir(), "sys")
+	sys := buildC(t, "sys")
 	d, _, st := sampleCommand(t, 999, nil, sys, "1")
 	if st.Kept < 50 {
 		t.Fatalf("only %d samples", st.Kept)
@@ -251,9 +246,8 @@ func TestKernelFrames(t *testing.T) {
 // program and exits mid-run: the child's samples stay symbolized.
 func TestExitedChildKeepsSamples(t *testing.T) {
 	bpftest.Require(t)
-	dir := t.TempDir()
-	burn := buildC(t, dir, "burn")
-	forker := buildC(t, dir, "forker")
+	burn := buildC(t, "burn")
+	forker := buildC(t, "forker")
 	d, _, st := sampleCommand(t, 999, nil, forker, burn, "0.7")
 	counts := map[string]int64{}
 	pids := map[string]map[int64]bool{}
@@ -386,7 +380,7 @@ type leafShares struct {
 }
 
 // userLeafShares counts samples by the innermost user function that is not
-// inlined (the last Line of the first non-kernel location): Go's profiles
+// inlined (the last sampler.Line of the first non-kernel location): Go's profiles
 // expand inlined frames and attribute kernel time to the user PC, tickprof
 // records kernel frames. runtime.asyncPreempt is skipped: Go injects it as
 // a call into the function a preemption signal interrupted, and its time
@@ -415,7 +409,7 @@ func userLeafShares(p *profile.Profile) leafShares {
 }
 
 // describeStack names a sample's functions, leaf first.
-func describeStack(d *export.CPUData, s export.CPUSample) string {
+func describeStack(d *sampler.Profile, s sampler.Sample) string {
 	var names []string
 	for _, li := range s.Locations {
 		l := d.Locations[li]
@@ -432,13 +426,13 @@ func describeStack(d *export.CPUData, s export.CPUSample) string {
 // target's samples are there, labelled with its pid.
 func TestSampleAll(t *testing.T) {
 	bpftest.Require(t)
-	burn := buildC(t, t.TempDir(), "burn")
+	burn := buildC(t, "burn")
 	target := exec.Command(burn, "2", os.DevNull)
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer target.Wait()
-	sess, err := Start(Config{Frequency: 499, All: true})
+	sess, err := sampler.Start(sampler.Config{Frequency: 499, All: true})
 	if err != nil {
 		target.Process.Kill()
 		t.Fatal(err)
@@ -460,7 +454,63 @@ func TestSampleAll(t *testing.T) {
 		}
 	}
 	t.Logf("%d samples of the target among %d stacks", mine, len(d.Samples))
+
 	if mine < 50 {
 		t.Errorf("only %d samples of the burning target with --all", mine)
+	}
+}
+
+// TestSampleVDSO samples a target that spends its time in clock_gettime:
+// the vDSO frames carry the vDSO's function names, no function is named by
+// a raw vDSO address, and the vDSO mapping carries the build ID.
+func TestSampleVDSO(t *testing.T) {
+	bpftest.Require(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skipf("gcc not installed: %v", err)
+	}
+	exe := filepath.Join(t.TempDir(), "timed")
+	cmd := exec.Command("gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", exe,
+		filepath.Join("..", "testdata", "c", "timed.c"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build timed: %v\n%s", err, b)
+	}
+	d, p, st := sampleCommand(t, 999, nil, exe, "spin500us", "2000") // 1 s
+	if st.Kept < 100 {
+		t.Fatalf("only %d samples", st.Kept)
+	}
+	var inVDSO, named int64
+	for _, s := range d.Samples {
+		l := d.Locations[s.Locations[0]]
+		if l.Mapping < 0 || d.Mappings[l.Mapping].File != sampler.VDSOPath {
+			continue
+		}
+		inVDSO += s.Count
+		if strings.HasPrefix(l.Function, "__vdso_") {
+			named += s.Count
+		}
+	}
+	t.Logf("%d of %d samples have a vDSO leaf, %d of them named __vdso_*", inVDSO, st.Kept, named)
+	if inVDSO < int64(st.Kept)/4 {
+		t.Errorf("only %d of %d samples in the vDSO", inVDSO, st.Kept)
+	}
+	if named < inVDSO*9/10 {
+		t.Errorf("only %d of %d vDSO leaf samples have a __vdso_ function name", named, inVDSO)
+	}
+	// The report names a location without a function by its mapping and
+	// address; no vDSO row may be left that way.
+	tab, err := export.CPUReport(p, estimate.Options{Confidence: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tab.Rows {
+		if strings.HasPrefix(r.Function, sampler.VDSOPath+"+0x") {
+			t.Errorf("report row named by address: %s", r.Function)
+		}
+	}
+	findRow(t, tab, "__vdso_clock_gettime")
+	for _, m := range p.Mapping {
+		if m.File == sampler.VDSOPath && (m.BuildID == "" || !m.HasFunctions) {
+			t.Errorf("vDSO mapping %+v: want build ID and functions", m)
+		}
 	}
 }

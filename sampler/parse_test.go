@@ -3,6 +3,8 @@ package sampler
 import (
 	"strings"
 	"testing"
+
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 func TestParseMaps(t *testing.T) {
@@ -13,7 +15,7 @@ func TestParseMaps(t *testing.T) {
 7f0000200000-7f0000201000 r-xp 00000000 fd:01 77 /tmp/with space/bin (deleted)
 7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]
 `
-	maps, err := ParseMaps(strings.NewReader(in))
+	maps, err := proc.ParseMaps(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,15 +32,15 @@ func TestParseMaps(t *testing.T) {
 	if maps[3].Path != "/tmp/with space/bin (deleted)" {
 		t.Errorf("path with a space parsed as %q", maps[3].Path)
 	}
-	if i, ok := findMapping(maps, 0x7f0000010000); !ok || i != 1 {
+	if i, ok := proc.FindMapping(maps, 0x7f0000010000); !ok || i != 1 {
 		t.Errorf("findMapping in libc: %d %v", i, ok)
 	}
-	if _, ok := findMapping(maps, 0x55d0c0a05000); ok {
+	if _, ok := proc.FindMapping(maps, 0x55d0c0a05000); ok {
 		t.Error("findMapping found the limit address")
 	}
 	for _, bad := range []string{"zz-10 r-xp 0 0:0 0", "10-5 r-xp 0 0:0 0 x", "10-20 r-xp 0 0:0"} {
-		if _, err := ParseMaps(strings.NewReader(bad)); err == nil {
-			t.Errorf("ParseMaps(%q) accepted bad input", bad)
+		if _, err := proc.ParseMaps(strings.NewReader(bad)); err == nil {
+			t.Errorf("proc.ParseMaps(%q) accepted bad input", bad)
 		}
 	}
 }
@@ -84,7 +86,7 @@ func FuzzParseMaps(f *testing.F) {
 	f.Add("7f0000100000-7f0000101000 r-xp 00000000 00:00 0 [vdso]")
 	f.Add("1-0 ---- 0 0 0")
 	f.Fuzz(func(t *testing.T, s string) {
-		maps, err := ParseMaps(strings.NewReader(s))
+		maps, err := proc.ParseMaps(strings.NewReader(s))
 		if err != nil {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -26,7 +27,7 @@ type procImage struct {
 	t      *procTable
 	id     uint64
 	pid    int
-	maps   []Mapping          // executable mappings, sorted
+	maps   []proc.Mapping     // executable mappings, sorted
 	bins   []*binFile         // parallel to maps; nil for anonymous mappings
 	err    error              // why the map could not be read
 	exe    string             // the main executable's path
@@ -85,7 +86,7 @@ func (t *procTable) load(pid int) *procImage {
 	img := &procImage{t: t, id: t.nextID, pid: pid, readAt: time.Now()}
 	t.cur[pid] = img
 	t.all = append(t.all, img)
-	maps, err := readMaps(pid)
+	maps, err := proc.ReadMaps(pid)
 	if err != nil {
 		img.err = err
 		return img
@@ -127,7 +128,7 @@ func (img *procImage) isCallTo(ra, leaf uint64) bool {
 
 // funcStart returns the runtime start address of the function holding addr.
 func (img *procImage) funcStart(addr uint64) (uint64, bool) {
-	mi, ok := findMapping(img.maps, addr)
+	mi, ok := proc.FindMapping(img.maps, addr)
 	if !ok || img.bins[mi] == nil || img.bins[mi].table == nil {
 		return 0, false
 	}
@@ -146,7 +147,7 @@ func (img *procImage) funcStart(addr uint64) (uint64, bool) {
 // callTarget decodes the instruction ending at ra as call rel32 and returns
 // its target, or 0.
 func (img *procImage) callTarget(ra uint64) uint64 {
-	mi, ok := findMapping(img.maps, ra-5)
+	mi, ok := proc.FindMapping(img.maps, ra-5)
 	if !ok || ra > img.maps[mi].Limit || img.bins[mi] == nil || img.bins[mi].f == nil {
 		return 0
 	}
@@ -176,7 +177,7 @@ func (img *procImage) refresh() bool {
 // file opens the file of mapping m of pid once per (device, inode): through
 // /proc/PID/map_files (which works for deleted files too), else through
 // /proc/PID/root so that containers' files are found.
-func (t *procTable) file(pid int, m Mapping) *binFile {
+func (t *procTable) file(pid int, m proc.Mapping) *binFile {
 	key := m.FileKey()
 	if key == "" || !strings.HasPrefix(m.Path, "/") {
 		return nil

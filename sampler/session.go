@@ -1,8 +1,9 @@
 // Package sampler samples the program counters and stacks of processes with
 // a BPF program on per-CPU cpu-clock perf events, counts calls of chosen
 // functions with entry-only uprobes, and symbolizes what it gathered (ELF
-// and Go symbols through symtab, /proc/kallsyms for the kernel) into an
-// export.CPUData ready to be written as a pprof CPU profile.
+// and Go symbols through symtab, /proc/kallsyms for the kernel) into a
+// Profile, its own model (package export encodes it as pprof). sampler may
+// import bpf and symtab; it must not import export or cmd.
 //
 // A process's memory map is read when its first sample arrives (the BPF
 // program wakes the reader for it) and again after exec, and the mapped
@@ -28,7 +29,6 @@ import (
 
 	tpbpf "github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -164,7 +164,7 @@ func Start(cfg Config) (*Session, error) {
 	if !cfg.All {
 		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
 		if err != nil {
-			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", loader.TracefsPermission(err))
+			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
 		}
 		s.links = append(s.links, l)
 	}
@@ -195,24 +195,15 @@ func Start(cfg Config) (*Session, error) {
 // counting uprobe at the symbol's file offset, with counter slot idx.
 func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
 	if idx >= 64 {
-		return nil, fmt.Errorf("--count %s: at most 64 functions can be counted", spec)
+		return nil, fmt.Errorf("count %s: at most 64 functions can be counted", spec)
 	}
-	bin, sym := "", spec
-	if i := strings.LastIndex(spec, ":"); i > 0 && strings.Contains(spec[:i], "/") {
-		bin, sym = spec[:i], spec[i+1:]
-	}
-	if bin == "" {
-		bin = s.cfg.Exe
-		if bin == "" && len(s.cfg.PIDs) > 0 {
-			bin = fmt.Sprintf("/proc/%d/exe", s.cfg.PIDs[0])
-		}
-		if bin == "" {
-			return nil, fmt.Errorf("--count %s: with --all, name the file too: --count BINARY:SYMBOL", spec)
-		}
+	bin, sym, err := s.countBinary(spec)
+	if err != nil {
+		return nil, err
 	}
 	tab, err := symtab.Open(bin)
 	if err != nil {
-		return nil, fmt.Errorf("--count %s: %w", spec, err)
+		return nil, fmt.Errorf("count %s: %w", spec, err)
 	}
 	defer tab.Close()
 	syms := tab.Lookup(sym)
@@ -222,18 +213,18 @@ func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
 			hint = " (did you mean " + strings.Join(c, ", ") + "?)"
 		}
 		if sym == "" {
-			return nil, fmt.Errorf("--count %q names no function: give [BINARY:]SYMBOL, e.g. --count main.work", spec)
+			return nil, fmt.Errorf("count %q names no function: give [BINARY:]SYMBOL, e.g. main.work", spec)
 		}
-		return nil, fmt.Errorf("--count %s: no function %q in %s%s; list its functions with nm", spec, sym, bin, hint)
+		return nil, fmt.Errorf("count %s: no function %q in %s%s; list its functions with nm", spec, sym, bin, hint)
 	}
 	fs := syms[0]
 	off, err := tab.FileOffset(fs.Value)
 	if err != nil {
-		return nil, fmt.Errorf("--count %s: %w", spec, err)
+		return nil, fmt.Errorf("count %s: %w", spec, err)
 	}
 	ex, err := link.OpenExecutable(bin)
 	if err != nil {
-		return nil, fmt.Errorf("--count %s: open %s for uprobes: %w", spec, bin, err)
+		return nil, fmt.Errorf("count %s: open %s for uprobes: %w", spec, bin, err)
 	}
 	opts := &link.UprobeOptions{Address: off, Cookie: uint64(idx)}
 	if !s.cfg.All && len(s.cfg.PIDs) == 1 {
@@ -241,9 +232,33 @@ func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
 	}
 	up, err := ex.Uprobe(fs.Name, s.objs.CountCalls, opts)
 	if err != nil {
-		return nil, loader.UprobeAttachError(fmt.Sprintf("%s (%s+%#x)", spec, bin, off), err)
+		return nil, proc.UprobeAttachError(fmt.Sprintf("count %s (%s+%#x)", spec, bin, off), err)
 	}
 	return &counted{spec: spec, name: fs.Display, binary: bin, link: up}, nil
+}
+
+// countBinary resolves a [LIB|PATH:]SYMBOL count spec (proc.SplitTarget,
+// as timing's user functions are) to the file to probe and the symbol.
+func (s *Session) countBinary(spec string) (bin, sym string, err error) {
+	binPart, sym := proc.SplitTarget(spec)
+	pid := 0
+	if len(s.cfg.PIDs) > 0 {
+		pid = s.cfg.PIDs[0]
+	}
+	switch {
+	case binPart != "":
+		bin, _, err = proc.ResolveBinary(pid, binPart)
+		if err != nil {
+			return "", "", fmt.Errorf("count %s: %w", spec, err)
+		}
+	case s.cfg.Exe != "":
+		bin = s.cfg.Exe
+	case pid != 0:
+		bin = fmt.Sprintf("/proc/%d/exe", pid)
+	default:
+		return "", "", fmt.Errorf("count %s: sampling every process, name the file too: BINARY:SYMBOL", spec)
+	}
+	return bin, sym, nil
 }
 
 // Run drains samples until ctx is done or stop is closed (the target
@@ -320,7 +335,7 @@ func (s *Session) handle(b []byte) {
 	addrs := b[hdrSize : hdrSize+8*(kn+un)]
 	// Re-read the map when a user address falls outside it (dlopen, JIT).
 	for i := kn; i < kn+un; i++ {
-		if _, ok := findMapping(img.maps, le.Uint64(addrs[8*i:])); !ok {
+		if _, ok := proc.FindMapping(img.maps, le.Uint64(addrs[8*i:])); !ok {
 			if img.refresh() {
 				img = s.procs.image(pid)
 			}

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -40,9 +40,9 @@ func isStartFile(file string) bool {
 		strings.HasPrefix(base, "ld-linux") || strings.HasPrefix(base, "libpthread")
 }
 
-// symbolizer turns raw stacks into export locations and mappings.
+// symbolizer turns raw stacks into profile locations and mappings.
 type symbolizer struct {
-	d        *export.CPUData
+	d        *Profile
 	kallsyms *Kallsyms
 	kernMap  int
 	maps     map[string]int
@@ -58,11 +58,11 @@ type locKey struct {
 
 // Result symbolizes everything gathered so far into a CPU profile. Call it
 // after Run returned and before Close.
-func (s *Session) Result() (*export.CPUData, error) {
+func (s *Session) Result() (*Profile, error) {
 	c0 := selfCPU()
 	defer func() { s.symCPU += selfCPU() - c0 }()
 	start, dur := s.Span()
-	d := &export.CPUData{
+	d := &Profile{
 		Period:   int64(1e9 / float64(s.cfg.Frequency)),
 		Start:    start,
 		Duration: dur,
@@ -83,7 +83,7 @@ func (s *Session) Result() (*export.CPUData, error) {
 	sort.Strings(keys) // deterministic output
 	for _, k := range keys {
 		st := s.stacks[k]
-		sample := export.CPUSample{Count: st.count}
+		sample := Sample{Count: st.count}
 		if s.cfg.All || len(pids) > 1 {
 			sample.Pid = int64(st.proc.pid)
 		}
@@ -116,7 +116,7 @@ func (s *Session) Result() (*export.CPUData, error) {
 		return nil, err
 	}
 	for _, c := range calls {
-		d.Calls = append(d.Calls, export.CallCount{Function: c.Function, Calls: c.Calls})
+		d.Calls = append(d.Calls, CallCount{Function: c.Function, Calls: c.Calls})
 	}
 	sy.mainFirst(s.mainExe())
 	st := s.Stats()
@@ -137,7 +137,7 @@ func (s *Session) mainExe() string {
 // kernel returns the location of a kernel address.
 func (sy *symbolizer) kernel(addr uint64, leaf bool) int {
 	if sy.kernMap < 0 {
-		m := export.CPUMapping{File: "[kernel.kallsyms]", Start: addr, Limit: addr + 1}
+		m := ProfileMapping{File: "[kernel.kallsyms]", Start: addr, Limit: addr + 1}
 		if sy.kallsyms != nil {
 			lo, hi := sy.kallsyms.Range()
 			m.Start, m.Limit, m.Symbolized = lo, hi+1, true
@@ -156,7 +156,7 @@ func (sy *symbolizer) kernel(addr uint64, leaf bool) int {
 	if i, ok := sy.locs[k]; ok {
 		return i
 	}
-	loc := export.CPULocation{Address: addr, Mapping: sy.kernMap}
+	loc := Location{Address: addr, Mapping: sy.kernMap}
 	if sy.kallsyms != nil {
 		look := addr
 		if !leaf {
@@ -175,20 +175,20 @@ func (sy *symbolizer) kernel(addr uint64, leaf bool) int {
 // user returns the location of a user address of a process image and its
 // function name ("" when unknown).
 func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string) {
-	mi, ok := findMapping(img.maps, addr)
+	mi, ok := proc.FindMapping(img.maps, addr)
 	if !ok {
 		k := locKey{mapping: -1, addr: addr, pid: img.pid}
 		if i, ok := sy.locs[k]; ok {
 			return i, ""
 		}
-		return sy.add(k, export.CPULocation{Address: addr, Mapping: -1}), ""
+		return sy.add(k, Location{Address: addr, Mapping: -1}), ""
 	}
 	m := img.maps[mi]
 	bin := img.bins[mi]
 	mk := fmt.Sprintf("%x-%x-%x-%s", m.Start, m.Limit, m.Offset, m.FileKey()+m.Path)
 	pm, ok := sy.maps[mk]
 	if !ok {
-		em := export.CPUMapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.Path}
+		em := ProfileMapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.Path}
 		if bin != nil {
 			em.File = bin.path
 			if bin.table != nil {
@@ -207,7 +207,7 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 	if i, ok := sy.locs[k]; ok {
 		return i, sy.d.Locations[i].Function
 	}
-	loc := export.CPULocation{Address: addr, Mapping: pm}
+	loc := Location{Address: addr, Mapping: pm}
 	if bin != nil && bin.table != nil {
 		look := addr
 		if !leaf {
@@ -242,7 +242,7 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 // (inl, innermost first) into its chain of lines: the innermost body at the
 // address's own position, each enclosing one at the call site of the body
 // it holds, and the real function at the outermost call site.
-func expandInlines(loc *export.CPULocation, inl []inlineFrame, isGo bool) {
+func expandInlines(loc *Location, inl []inlineFrame, isGo bool) {
 	if len(inl) == 0 {
 		return
 	}
@@ -254,13 +254,13 @@ func expandInlines(loc *export.CPULocation, inl []inlineFrame, isGo bool) {
 	}
 	file, line := loc.File, loc.Line
 	for _, f := range inl {
-		loc.Inlined = append(loc.Inlined, export.CPULine{Function: name(f.Function), File: file, Line: line})
+		loc.Inlined = append(loc.Inlined, Line{Function: name(f.Function), File: file, Line: line})
 		file, line = f.File, f.Line
 	}
 	loc.File, loc.Line = file, line
 }
 
-func (sy *symbolizer) add(k locKey, loc export.CPULocation) int {
+func (sy *symbolizer) add(k locKey, loc Location) int {
 	i := len(sy.d.Locations)
 	sy.d.Locations = append(sy.d.Locations, loc)
 	sy.locs[k] = i
@@ -285,7 +285,7 @@ func (sy *symbolizer) mainFirst(exe string) {
 		}
 	}
 	newIdx := make([]int, len(order))
-	maps := make([]export.CPUMapping, len(order))
+	maps := make([]ProfileMapping, len(order))
 	for n, old := range order {
 		newIdx[old] = n
 		maps[n] = sy.d.Mappings[old]

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -37,7 +38,7 @@ type vdsoImage struct {
 
 // readVDSO reads the vDSO mapping m of process pid from /proc/PID/mem; it
 // works only while the process lives.
-func readVDSO(pid int, m Mapping) ([]byte, error) {
+func readVDSO(pid int, m proc.Mapping) ([]byte, error) {
 	n := m.Limit - m.Start
 	if n == 0 || n > maxVDSO {
 		return nil, fmt.Errorf("read vDSO of process %d: mapping of %d bytes is not a vDSO", pid, n)
@@ -85,7 +86,7 @@ func parseVDSO(b []byte) (*vdsoImage, error) {
 // process's memory now (while it lives) and cached by content: one image
 // serves every process of the same kernel and ABI. A read that fails (the
 // process is gone) yields a binFile without a table and is not cached.
-func (t *procTable) vdso(pid int, m Mapping) *binFile {
+func (t *procTable) vdso(pid int, m proc.Mapping) *binFile {
 	b, err := readVDSO(pid, m)
 	if err != nil {
 		return &binFile{path: VDSOPath, err: err}

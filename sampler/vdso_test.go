@@ -2,20 +2,15 @@ package sampler
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 // selfVDSO returns this process's vDSO mapping.
-func selfVDSO(t *testing.T) Mapping {
+func selfVDSO(t *testing.T) proc.Mapping {
 	t.Helper()
-	maps, err := readMaps(os.Getpid())
+	maps, err := proc.ReadMaps(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +20,7 @@ func selfVDSO(t *testing.T) Mapping {
 		}
 	}
 	t.Skip("this process has no vDSO mapping")
-	return Mapping{}
+	return proc.Mapping{}
 }
 
 // vdsoFunc returns the start address (in the image) of the function the
@@ -130,61 +125,6 @@ func TestSymbolizeVDSOSelf(t *testing.T) {
 	for a, fn := range want {
 		if got[a] != fn {
 			t.Errorf("address %#x symbolized as %q, want %q (all: %v)", a, got[a], fn, got)
-		}
-	}
-}
-
-// TestSampleVDSO samples a target that spends its time in clock_gettime:
-// the vDSO frames carry the vDSO's function names, no function is named by
-// a raw vDSO address, and the vDSO mapping carries the build ID.
-func TestSampleVDSO(t *testing.T) {
-	bpftest.Require(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
-	exe := filepath.Join(t.TempDir(), "timed")
-	cmd := exec.Command("gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", exe,
-		filepath.Join("..", "testdata", "c", "timed.c"))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build timed: %v\n%s", err, b)
-	}
-	d, p, st := sampleCommand(t, 999, nil, exe, "spin500us", "2000") // 1 s
-	if st.Kept < 100 {
-		t.Fatalf("only %d samples", st.Kept)
-	}
-	var inVDSO, named int64
-	for _, s := range d.Samples {
-		l := d.Locations[s.Locations[0]]
-		if l.Mapping < 0 || d.Mappings[l.Mapping].File != VDSOPath {
-			continue
-		}
-		inVDSO += s.Count
-		if strings.HasPrefix(l.Function, vdsoPrefix) {
-			named += s.Count
-		}
-	}
-	t.Logf("%d of %d samples have a vDSO leaf, %d of them named __vdso_*", inVDSO, st.Kept, named)
-	if inVDSO < int64(st.Kept)/4 {
-		t.Errorf("only %d of %d samples in the vDSO", inVDSO, st.Kept)
-	}
-	if named < inVDSO*9/10 {
-		t.Errorf("only %d of %d vDSO leaf samples have a __vdso_ function name", named, inVDSO)
-	}
-	// The report names a location without a function by its mapping and
-	// address; no vDSO row may be left that way.
-	tab, err := export.CPUReport(p, estimate.Options{Confidence: 0.95})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range tab.Rows {
-		if strings.HasPrefix(r.Function, VDSOPath+"+0x") {
-			t.Errorf("report row named by address: %s", r.Function)
-		}
-	}
-	findRow(t, tab, "__vdso_clock_gettime")
-	for _, m := range p.Mapping {
-		if m.File == VDSOPath && (m.BuildID == "" || !m.HasFunctions) {
-			t.Errorf("vDSO mapping %+v: want build ID and functions", m)
 		}
 	}
 }

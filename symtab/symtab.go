@@ -17,6 +17,8 @@
 // function (golang.org/x/arch/x86/x86asm) for its entry and RET probe
 // sites, GoRuntimeOffsets locates runtime.g's goid and stack top, and
 // InlinedInto tells where a function was inlined.
+//
+// symtab may import only the standard library and x/arch.
 package symtab
 
 import (

@@ -12,18 +12,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // buildC compiles testdata/go/symc/symc.c with gcc and the given flags.
 func buildC(t *testing.T, name string, flags ...string) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found")
-	}
+	testtarget.NeedGCC(t)
 	out := filepath.Join(t.TempDir(), name)
 	args := append([]string{"-g", "-O0", "-o", out, "../testdata/go/symc/symc.c"}, flags...)
-	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %v: %v\n%s", args, err, b)
 	}
 	return out

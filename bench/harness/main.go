@@ -273,6 +273,20 @@ func bpftraceMean(c *config) (float64, error) {
 	return strconv.ParseFloat(m[1], 64)
 }
 
+// baselines runs every configuration of cs (base, floor and btc among
+// them) and returns the unprobed ns per call, what the floor and bpftrace
+// add to it, and bpftrace's own mean.
+func (h *harness) baselines(base, floor, btc *config, cs []*config) (u, floorAdd, btAdd, btMean float64, err error) {
+	if err := h.runAll(cs); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if btMean, err = bpftraceMean(btc); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	u = base.perCall()
+	return u, floor.perCall() - u, btc.perCall() - u, btMean, nil
+}
+
 func (h *harness) userFunctions() error {
 	tgt := []string{h.target, "call", strconv.Itoa(h.calls)}
 	bt := fmt.Sprintf("uprobe:%s:bench_fn { @s[tid] = nsecs; } uretprobe:%s:bench_fn /@s[tid]/ { @ns = avg(nsecs - @s[tid]); delete(@s[tid]); }", h.target, h.target)
@@ -287,16 +301,10 @@ func (h *harness) userFunctions() error {
 		tps = append(tps, c)
 		cs = append(cs, c)
 	}
-	if err := h.runAll(cs); err != nil {
-		return err
-	}
-	btMean, err := bpftraceMean(btc)
+	u, floorAdd, btAdd, btMean, err := h.baselines(base, floor, btc, cs)
 	if err != nil {
 		return err
 	}
-	u := base.perCall()
-	floorAdd := floor.perCall() - u
-	btAdd := btc.perCall() - u
 	h.printf("## User function: entry+exit probes on a ~200 ns C function\n\n")
 	h.printf("Target: `bench/target.c` `bench_fn` (first instruction `push %%rbp`, which the kernel emulates), %d calls per run. ", h.calls)
 	h.printf("Added cost = ns per call with the probes minus ns per call unprobed. Budgets: tickprof at most 1.10x the floor and below bpftrace.\n\n")
@@ -370,16 +378,10 @@ func (h *harness) syscallsSection() error {
 		tps = append(tps, c)
 		cs = append(cs, c)
 	}
-	if err := h.runAll(cs); err != nil {
-		return err
-	}
-	btMean, err := bpftraceMean(btc)
+	u, floorAdd, btAdd, btMean, err := h.baselines(base, floor, btc, cs)
 	if err != nil {
 		return err
 	}
-	u := base.perCall()
-	floorAdd := floor.perCall() - u
-	btAdd := btc.perCall() - u
 	h.printf("## System call: getppid\n\n")
 	h.printf("Target: `bench/target.c` calling getppid %d times per run. The floor is an empty raw-tracepoint pair on sys_enter/sys_exit (every system call of every process). Budget: tickprof adds at most 250 ns per call.\n\n", h.syscalls)
 	h.printf("| configuration | ns per call | added per call | vs floor | vs bpftrace | mean reported (95%% interval) |\n|---|---|---|---|---|---|\n")

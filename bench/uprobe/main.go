@@ -15,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // chrt, when set, runs the target under SCHED_FIFO.
@@ -295,26 +297,31 @@ func attachTickprof(clock string) func(int, string) (func(int) result, error) {
 		if err != nil {
 			return nil, err
 		}
-		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+		s, err := timing.Open(timing.Config{PID: pid, Clock: clk, Correction: timing.CorrectionOff,
+			Targets: timing.Targets{Users: []string{"bench_fn"}, MaxProbes: 1}})
 		if err != nil {
 			return nil, err
 		}
-		s, err := loader.Open(loader.Options{Clock: clk, PID: pid}, specs)
-		if err != nil {
-			return nil, err
-		}
-		before := progRuntime(s.Programs()...)
+		before := progRuntime(s.Loader().Programs()...)
+		// The one timing loop, stopped by cancel when the calls are done.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Run(ctx, nil)
+			done <- err
+		}()
 		return func(calls int) result {
-			rt := progRuntime(s.Programs()...) - before
-			s.Stop()
-			p, _ := s.Poll()
+			rt := progRuntime(s.Loader().Programs()...) - before
+			cancel()
+			<-done
+			p := s.LastPoll()
 			s.Close()
-			n := float64(p.Totals[0].Calls)
-			if n == 0 {
-				n = 1
+			n := 1.0
+			if len(p.Totals) > 0 && p.Totals[0].Calls > 0 {
+				n = float64(p.Totals[0].Calls)
 			}
 			mean := -1.0
-			if clk.Kind == loader.ClockNS {
+			if clk.Kind == loader.ClockNS && len(p.Totals) > 0 {
 				mean = float64(p.Totals[0].NsSum) / n
 			}
 			return result{bpfNs: float64(rt) / n, records: float64(p.Records) / n, meanNs: mean}

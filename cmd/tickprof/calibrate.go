@@ -2,20 +2,18 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/units"
 )
 
 // calibrateFlags are the options of `tickprof calibrate`.
@@ -106,7 +104,7 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 			}
 		}
 	}
-	conf, err := parseConfidence(f.confidence)
+	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {
 		return usagef("--confidence: %v", err)
 	}
@@ -130,81 +128,18 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 	}
 	path := ""
 	if !f.noSave {
-		dir := f.dir
-		if dir == "" {
-			if dir, err = calibrate.Dir(); err != nil {
-				return err
-			}
-		}
-		if path, err = c.Save(dir); err != nil {
+		if path, err = c.Save(f.dir); err != nil {
 			return err
 		}
 	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), c)
+		return export.WriteJSON(cmd.OutOrStdout(), c)
 	}
-	if err := writeCalibration(cmd.OutOrStdout(), c); err != nil {
+	if err := export.WriteCalibration(cmd.OutOrStdout(), c); err != nil {
 		return err
 	}
 	if path != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "saved %s: the probe overheads that correct measured means on this machine\n", path)
-	}
-	return nil
-}
-
-// writeCalibration prints the calibration tables.
-func writeCalibration(w io.Writer, c *calibrate.Calibration) error {
-	fmt.Fprintf(w, "machine: kernel %s, %s, %d CPUs; %s\n\n", c.Machine.KernelRelease, c.Machine.CPUModel, c.Machine.CPUs, c.Date.Format(time.RFC3339))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLOCK\tREAD IN\tCHANGES\tINCREMENT min / mean / max\tPERIOD min / mean / max\tMEAN PERIOD INTERVAL")
-	for _, r := range c.Clocks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s / %s / %s\t%s / %s / %s\t[%s, %s] (%s)\n", r.Clock, r.Where, r.Changes,
-			formatNs(r.IncMinNs), formatNs(r.IncMeanNs), formatNs(r.IncMaxNs),
-			formatNs(r.PeriodMinNs), formatNs(r.PeriodMeanNs), formatNs(r.PeriodMaxNs),
-			formatNs(r.PeriodLowNs), formatNs(r.PeriodHighNs), formatPercent(r.Confidence))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(c.ClockCosts) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLOCK READ (BPF)\tCOST PER READ\tINTERVAL\tREADS")
-		for _, k := range c.ClockCosts {
-			fmt.Fprintf(tw, "%s\t%s\t[%s, %s] (%s)\t%d\n", k.Helper, formatNs(k.NsPerRead), formatNs(k.LowNs), formatNs(k.HighNs), formatPercent(k.Confidence), k.Reads)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE KIND\tEMPTY TARGET\tRUNS\tCALLS\tT_ovhd MEAN\tMEAN'S INTERVAL\tA RUN'S T_ovhd (subtracted)\tRUN MEANS\tMIN\tBPF TIME/CALL (total)")
-	for _, o := range c.Overheads {
-		bpfCost := "-"
-		if o.BPFNsPerCall > 0 {
-			bpfCost = formatNs(o.BPFNsPerCall)
-		}
-		runs, means, meanIv := max(o.Runs, 1), "-", "-"
-		if len(o.RunMeansNs) > 0 {
-			ms := make([]string, len(o.RunMeansNs))
-			for i, m := range o.RunMeansNs {
-				ms[i] = strconv.FormatFloat(m, 'f', 0, 64)
-			}
-			means = strings.Join(ms, " ") + " ns"
-			meanIv = fmt.Sprintf("[%s, %s] (%s)", formatNs(o.MeanLowNs), formatNs(o.MeanHighNs), formatPercent(o.Confidence))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t[%s, %s] (%s, %s)\t%s\t%s\t%s\n", o.Kind, o.Target, runs, o.Calls, formatNs(o.MeanNs), meanIv,
-			formatNs(o.LowNs), formatNs(o.HighNs), formatPercent(o.Confidence), o.Method, means, formatNs(float64(o.MinNs)), bpfCost)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, o := range c.Overheads {
-		fmt.Fprintf(w, "  %s: %s\n", o.Kind, o.Note)
-	}
-	for _, s := range c.Skipped {
-		fmt.Fprintf(w, "not measured: %s\n", s)
 	}
 	return nil
 }

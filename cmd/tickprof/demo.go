@@ -1,29 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/demo"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
-	"github.com/tickprof/tickprof/testdata/demo"
+	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
 )
 
 // demoFlags are the options of `tickprof demo`.
@@ -70,17 +67,11 @@ uprobes (see tickprof doctor).`,
 	return cmd
 }
 
-// demoTruth is one line the workload writes: its own measurement.
-type demoTruth struct {
-	calls      uint64
-	mean, sdev float64
-}
-
 func runDemo(cmd *cobra.Command, f demoFlags) error {
 	if err := checkDemoFlags(f); err != nil {
 		return err
 	}
-	if err := demoRequirements(); err != nil {
+	if err := demo.Requirements(); err != nil {
 		return err
 	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -92,68 +83,76 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 		return fmt.Errorf("make a build directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-	exe, err := buildWorkload(work)
+	exe, err := demo.Build(work)
 	if err != nil {
 		return err
 	}
 	timeOut := filepath.Join(f.dir, "demo-time.pb.gz")
-	cpuOut := filepath.Join(f.dir, "demo-cpu.pb.gz")
-	jsonOut := filepath.Join(work, "time.json")
 	truthFile := filepath.Join(work, "truth.txt")
 
 	// The probe overhead: this machine's calibration, or a quick one now.
-	ovhd, ovhdFrom, err := demoOverhead(ctx, work, errOut)
+	ovhd, ovhdFrom, err := demo.Overhead(ctx, work, errOut)
 	if err != nil {
 		return err
 	}
 
 	// 1. Time, with the jiffies clock, until the precision or the limit.
-	// --no-correct: the table below subtracts the overhead once, the one it
-	// prints (this machine's calibration, or the quick one just made).
-	timeArgs := []string{"--clock", "jiffies", "--precision", f.precision, "--duration", f.limit.String(),
-		"--no-correct", "--json", jsonOut, "-o", timeOut}
-	for _, fn := range demo.Functions() {
-		timeArgs = append(timeArgs, "-u", fn)
-	}
-	timeArgs = append(timeArgs, "--", exe, "-t", truthFile, strconv.Itoa(int(f.limit.Seconds())+30))
-	fmt.Fprintf(out, "== tickprof time %s\n", strings.Join(timeArgs, " "))
-	if err := runSub(ctx, newTimeCmd(), timeArgs, out, errOut); err != nil {
+	// Not corrected: the table below subtracts the overhead once, the one
+	// it prints (this machine's calibration, or the quick one just made).
+	targets, err := demoTime(ctx, out, errOut, f, exe, truthFile, timeOut)
+	if err != nil {
 		return fmt.Errorf("demo: timing: %w", err)
 	}
-	truth, err := readTruth(truthFile)
-	if err != nil {
-		return err
-	}
-	targets, err := readTimeJSON(jsonOut)
+	truth, err := demo.ReadTruth(truthFile)
 	if err != nil {
 		return err
 	}
 
 	// 2. Sample.
-	sampleArgs := []string{"-F", strconv.Itoa(f.freq), "--duration", f.sampleFor.String(), "-o", cpuOut, "--top", "8",
-		"--", exe, "-t", filepath.Join(work, "truth-sample.txt"), strconv.Itoa(int(f.sampleFor.Seconds()) + 30)}
-	fmt.Fprintf(out, "\n== tickprof sample %s\n", strings.Join(sampleArgs, " "))
-	if err := runSub(ctx, newSampleCmd(), sampleArgs, out, errOut); err != nil {
+	cpuOut := filepath.Join(f.dir, "demo-cpu.pb.gz")
+	if err := demoSample(ctx, out, errOut, f, exe, filepath.Join(work, "truth-sample.txt"), cpuOut); err != nil {
 		return fmt.Errorf("demo: sampling: %w", err)
 	}
-
 	// 3. The intervals beside the truth.
-	fmt.Fprintf(out, "\n== each function's mean per call, timed with a %s clock, beside the truth the workload measured itself\n", formatNs(targets.Resolution))
-	if err := writeDemoTable(out, targets, truth, ovhd); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "T_ovhd (probe overhead subtracted in CORRECTED) = %s [%s, %s] at %s, %s.\n",
-		formatNs(ovhd.MeanNs), formatNs(ovhd.LowNs), formatNs(ovhd.HighNs), formatPercent(ovhd.Confidence), ovhdFrom)
-	fmt.Fprintf(out, "\nOpen the profiles:\n  go tool pprof -top %s\n  go tool pprof -http=: %s\n  go tool pprof -top %s\n", timeOut, timeOut, cpuOut)
-	return nil
+	return export.WriteDemoSummary(out, targets, demo.Means(truth), ovhd, ovhdFrom, timeOut, cpuOut)
 }
 
-// demoRequirements says, in one line, everything the demo lacks: root (or
-// CAP_BPF and CAP_PERFMON), gcc, kernel BTF.
+// demoSample samples the workload for f.sampleFor and prints the top
+// functions, as `tickprof sample` would.
+func demoSample(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, cpuOut string) error {
+	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(f.sampleFor.Seconds()) + 30)}
+	fmt.Fprintf(out, "\n== tickprof sample -F %d --duration %s -o %s --top 8 -- %s\n", f.freq, f.sampleFor, cpuOut, strings.Join(argv, " "))
+	rc := sampler.RunConfig{Config: sampler.Config{Frequency: f.freq}, Command: argv, Duration: f.sampleFor,
+		Stdin: os.Stdin, Stdout: out, Stderr: errOut}
+	return sampleAndReport(ctx, out, errOut, rc, sampleOutput{file: cpuOut, top: 8, conf: 0.95})
+}
+
+// demoTime times the workload's functions with the jiffies clock until
+// every interval is within the precision or the limit, and prints and
+// writes (to timeOut) what `tickprof time` would.
+func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, timeOut string) (*timing.Result, error) {
+	precision, _ := units.ParsePercent(f.precision)
+	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(f.limit.Seconds()) + 30)}
+	cfg := timing.Config{Command: argv, Clock: loader.Clock{Kind: loader.ClockJiffies},
+		Targets:  timing.Targets{Users: demo.Functions(), MaxProbes: 256},
+		Estimate: estimate.Options{Confidence: 0.95}, Precision: precision, Duration: f.limit,
+		Correction: timing.CorrectionOff}
+	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s --no-correct -o %s -u %s -- %s\n",
+		f.precision, f.limit, timeOut, strings.Join(demo.Functions(), " -u "), strings.Join(argv, " "))
+	run, err := runTiming(ctx, errOut, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := export.WriteTimeTable(out, run, precision); err != nil {
+		return nil, err
+	}
+	return run, export.WriteTimeProfile(timeOut, run)
+}
+
 // checkDemoFlags validates every flag before anything is built or run
 // (-F 0 failed only after 40 s of timing).
 func checkDemoFlags(f demoFlags) error {
-	p, err := parsePercent(f.precision)
+	p, err := units.ParsePercent(f.precision)
 	if err != nil {
 		return usagef("--precision: %v", err)
 	}
@@ -171,152 +170,5 @@ func checkDemoFlags(f demoFlags) error {
 			return err
 		}
 	}
-	return nil
-}
-
-func demoRequirements() error {
-	var missing []string
-	if err := loader.CheckPrivileges(); errors.Is(err, loader.ErrNotRoot) {
-		missing = append(missing, "root (or CAP_BPF and CAP_PERFMON) to load BPF programs: run `sudo tickprof demo`")
-	} else if errors.Is(err, loader.ErrNoBTF) {
-		missing = append(missing, "a kernel with BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y)")
-	} else if err != nil {
-		missing = append(missing, err.Error())
-	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		missing = append(missing, "gcc to build the workload: apt-get install gcc")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("demo needs %s", strings.Join(missing, "; and "))
-	}
-	return nil
-}
-
-// buildWorkload compiles the bundled workload with gcc.
-func buildWorkload(dir string) (string, error) {
-	src := filepath.Join(dir, "workload.c")
-	exe := filepath.Join(dir, "workload")
-	args := demo.GCCArgs(src, exe)
-	// BuildC takes the flags before and the libraries after the source.
-	var flags, libs []string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "-o" || args[i] == src:
-			if args[i] == "-o" {
-				i++
-			}
-		case strings.HasPrefix(args[i], "-l"):
-			libs = append(libs, args[i])
-		default:
-			flags = append(flags, args[i])
-		}
-	}
-	got, err := calibrate.BuildC(dir, "workload", demo.Source, flags, libs)
-	if err != nil {
-		return "", fmt.Errorf("build the demo workload: %w", err)
-	}
-	return got, nil
-}
-
-// demoOverhead returns the uprobe T_ovhd of this machine's calibration,
-// or measures it now (not saved: `tickprof calibrate` does the full job).
-func demoOverhead(ctx context.Context, dir string, errOut io.Writer) (calibrate.Overhead, string, error) {
-	if c, err := calibrate.Load(); err == nil {
-		if o, ok := c.Overhead("user"); ok {
-			return o, "from this machine's calibration of " + c.Date.Format("2006-01-02 15:04 MST"), nil
-		}
-	}
-	fmt.Fprintln(errOut, "tickprof: no calibration for this machine: measuring the uprobe overhead on an empty function (2s)...")
-	ovs, _, err := calibrate.MeasureOverheads(ctx, dir, calibrate.OverheadOptions{Duration: 2 * time.Second, Kinds: []string{"user"}})
-	if err != nil {
-		return calibrate.Overhead{}, "", err
-	}
-	if len(ovs) != 1 {
-		return calibrate.Overhead{}, "", errors.New("demo: the probe overhead could not be measured on the empty function: run `sudo tickprof calibrate` to see why")
-	}
-	return ovs[0], "measured just now (run tickprof calibrate to keep one)", nil
-}
-
-// runSub runs one of tickprof's commands with args.
-func runSub(ctx context.Context, c *cobra.Command, args []string, out, errOut io.Writer) error {
-	c.SetArgs(args)
-	c.SetOut(out)
-	c.SetErr(errOut)
-	c.SilenceUsage, c.SilenceErrors = true, true
-	return c.ExecuteContext(ctx)
-}
-
-// readTruth parses the workload's "truth func=F calls=N mean_ns=X sd_ns=S"
-// lines.
-func readTruth(path string) (map[string]demoTruth, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("demo: the workload wrote no measurements of its own (%w)", err)
-	}
-	defer fh.Close()
-	out := map[string]demoTruth{}
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		var fn string
-		var t demoTruth
-		if _, err := fmt.Sscanf(sc.Text(), "truth func=%s calls=%d mean_ns=%g sd_ns=%g", &fn, &t.calls, &t.mean, &t.sdev); err != nil {
-			return nil, fmt.Errorf("demo: workload output %q: %w", sc.Text(), err)
-		}
-		out[fn] = t
-	}
-	return out, sc.Err()
-}
-
-// readTimeJSON reads the timing results the demo's `time` run wrote.
-func readTimeJSON(path string) (*export.TimeRun, error) {
-	run, err := export.ReadTimeJSONFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("demo: read the timing results: %w", err)
-	}
-	return run, nil
-}
-
-// resultOf is a target's measured estimate, with the normal standard error
-// its interval implies (for the correction's combined uncertainty).
-func resultOf(t export.TimeTarget) (estimate.Result, bool) {
-	r := t.Raw
-	if t.Err != "" || !(r.Confidence > 0 && r.Confidence < 1) {
-		return estimate.Result{}, false
-	}
-	r.StdErr = (r.High - r.Low) / 2 / estimate.Z(r.Confidence)
-	return r, true
-}
-
-// writeDemoTable prints raw and corrected intervals beside the truth.
-func writeDemoTable(w io.Writer, run *export.TimeRun, truth map[string]demoTruth, ovhd calibrate.Overhead) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "FUNCTION\tCALLS\tMEAN (jiffies)\tINTERVAL\tCORRECTED\tINTERVAL\tTRUTH\tTRUTH INSIDE?\t")
-	for _, t := range run.Targets {
-		tr, haveTruth := truth[t.Name]
-		truthS := "-"
-		if haveTruth {
-			truthS = formatNs(tr.mean)
-		}
-		r, ok := resultOf(t)
-		if !ok {
-			fmt.Fprintf(tw, "%s\t%d\t-\tno estimate: %s\t-\t-\t%s\t-\t\n", t.Name, t.Calls, shortErr(t.Err), truthS)
-			continue
-		}
-		conf := formatPercent(r.Confidence)
-		m, lo, hi := formatInterval(r.Mean, r.Low, r.High)
-		corr, cs, inside := "-", "-", "-"
-		if c, err := calibrate.Correct(r, ovhd); err == nil {
-			cm, clo, chi := formatInterval(c.Mean, c.Low, c.High)
-			corr, cs = cm, "["+clo+", "+chi+"] ("+conf+")"
-			if haveTruth {
-				inside = map[bool]string{true: "yes", false: "no"}[c.Low <= tr.mean && tr.mean <= c.High]
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t[%s, %s] (%s)\t%s\t%s\t%s\t%s\t\n", t.Name, t.Calls, m, lo, hi, conf, corr, cs, truthS, inside)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "TRUTH: the mean of the function's own clock_gettime measurements over the same run (exact ns, every call).")
 	return nil
 }

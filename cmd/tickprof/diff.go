@@ -5,6 +5,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/units"
 )
 
 func newDiffCmd() *cobra.Command {
@@ -31,15 +32,15 @@ the changes whose interval excludes zero are shown, largest first.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conf, err := parseConfidence(confidence)
+			conf, err := units.ParseConfidence(confidence)
 			if err != nil {
 				return usagef("--confidence: %v", err)
 			}
-			base, err := readProfileFile(args[0])
+			base, err := export.ReadProfileFile(args[0])
 			if err != nil {
 				return err
 			}
-			newp, err := readProfileFile(args[1])
+			newp, err := export.ReadProfileFile(args[1])
 			if err != nil {
 				return err
 			}
@@ -48,7 +49,7 @@ the changes whose interval excludes zero are shown, largest first.`,
 				return err
 			}
 			if asJSON {
-				return writeReportJSON(cmd.OutOrStdout(), t)
+				return export.WriteJSON(cmd.OutOrStdout(), t)
 			}
 			return t.WriteText(cmd.OutOrStdout())
 		},

@@ -1,60 +1,14 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/units"
 )
-
-// timeEstimateOutput is what `tickprof estimate --json` prints for clock
-// counts.
-type timeEstimateOutput struct {
-	MeanNs       float64         `json:"mean_ns"`
-	LowNs        float64         `json:"low_ns"`
-	HighNs       float64         `json:"high_ns"`
-	Confidence   float64         `json:"confidence"`
-	Method       string          `json:"method"`
-	Dist         string          `json:"dist"`
-	Calls        uint64          `json:"calls"`
-	Ticks        uint64          `json:"ticks"`
-	StdErrNs     float64         `json:"stderr_ns"`
-	RelHalfWidth jsonFloat       `json:"rel_half_width"`
-	ResolutionNs float64         `json:"resolution_ns"`
-	Batches      int             `json:"batches,omitempty"`
-	Candidates   []candidateJSON `json:"candidates"`
-}
-
-// candidateJSON is one interval the estimator computed; the reported one is
-// the widest.
-type candidateJSON struct {
-	Method   string  `json:"method"`
-	Dist     string  `json:"dist"`
-	LowNs    float64 `json:"low_ns"`
-	HighNs   float64 `json:"high_ns"`
-	StdErrNs float64 `json:"stderr_ns"`
-}
-
-// shareEstimateOutput is what `tickprof estimate --json` prints for sample
-// counts.
-type shareEstimateOutput struct {
-	Share      float64  `json:"share"`
-	ShareLow   float64  `json:"share_low"`
-	ShareHigh  float64  `json:"share_high"`
-	Confidence float64  `json:"confidence"`
-	Method     string   `json:"method"`
-	Hits       uint64   `json:"hits"`
-	Samples    uint64   `json:"samples"`
-	TimeNs     *float64 `json:"time_ns,omitempty"`
-	TimeLowNs  *float64 `json:"time_low_ns,omitempty"`
-	TimeHighNs *float64 `json:"time_high_ns,omitempty"`
-	// TotalNs is the sampled time the share was scaled by: samples x
-	// period, or the elapsed time.
-	TotalNs *float64 `json:"total_ns,omitempty"`
-}
 
 // estimateFlags are the raw values of the estimate command's flags.
 type estimateFlags struct {
@@ -71,12 +25,8 @@ var (
 	estimateShareFlags = []string{"samples", "hits", "period", "elapsed"}
 )
 
-func newEstimateCmd() *cobra.Command {
-	var f estimateFlags
-	cmd := &cobra.Command{
-		Use:   "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]",
-		Short: "Mean time with its confidence interval from tick counts, or a share from samples",
-		Long: `estimate runs tickprof's estimator on counts you give it.
+// estimateHelp is the help text of the command.
+const estimateHelp = `estimate runs tickprof's estimator on counts you give it.
 
 Clock counts: an interval executed --calls times, timed with a clock of
 resolution d, crossed --ticks clock ticks in all. Its mean is d*ticks/calls,
@@ -97,7 +47,14 @@ counters over one polling period); text after # is a comment.
 Durations are Go syntax with decimals (16.666ms, 40us, 1.5s); percentages
 are 95% or 0.95. --interval picks the proportion interval: wald (the seeds'
 formula, to reproduce their numbers), wilson or exact; the default uses the
-exact interval below 30 events on the rarer side and Wilson's above.`,
+exact interval below 30 events on the rarer side and Wilson's above.`
+
+func newEstimateCmd() *cobra.Command {
+	var f estimateFlags
+	cmd := &cobra.Command{
+		Use:   "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]",
+		Short: "Mean time with its confidence interval from tick counts, or a share from samples",
+		Long:  estimateHelp,
 		Example: `  # Chan's example: 400 of 2000 runs read one 16.666 ms tick
   tickprof estimate --resolution 16.666ms --calls 2000 --ticks 400 --interval wald
 
@@ -153,7 +110,7 @@ func runEstimate(cmd *cobra.Command, f estimateFlags) error {
 	if len(timeSet) == 0 && len(shareSet) == 0 {
 		return usagef("nothing to estimate: give --resolution with --calls and --ticks (or --batches), or --samples with --hits")
 	}
-	conf, err := parseConfidence(f.confidence)
+	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {
 		return usagef("--confidence: %v", err)
 	}
@@ -168,23 +125,23 @@ func runEstimate(cmd *cobra.Command, f estimateFlags) error {
 			return err
 		}
 		if f.asJSON {
-			return writeJSON(cmd.OutOrStdout(), out)
+			return export.WriteJSON(cmd.OutOrStdout(), out)
 		}
-		return writeShareEstimate(cmd.OutOrStdout(), out)
+		return export.WriteShareEstimate(cmd.OutOrStdout(), out)
 	}
 	out, err := estimateTime(cmd, f, o)
 	if err != nil {
 		return err
 	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), out)
+		return export.WriteJSON(cmd.OutOrStdout(), out)
 	}
-	return writeTimeEstimate(cmd.OutOrStdout(), out)
+	return export.WriteTimeEstimate(cmd.OutOrStdout(), out)
 }
 
 // countFlag parses a non-negative integer flag value.
 func countFlag(flag, v string) (uint64, error) {
-	n, err := parseCount(strings.TrimSpace(v))
+	n, err := units.ParseCount(strings.TrimSpace(v))
 	if err != nil {
 		return 0, usagef("--%s: %v, e.g. --%s 2000", flag, err, flag)
 	}
@@ -192,8 +149,8 @@ func countFlag(flag, v string) (uint64, error) {
 }
 
 // estimateTime handles clock counts.
-func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (timeEstimateOutput, error) {
-	var out timeEstimateOutput
+func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (export.TimeEstimate, error) {
+	var out export.TimeEstimate
 	fl := cmd.Flags()
 	if !fl.Changed("resolution") {
 		return out, usagef("clock counts need --resolution: the clock's tick length, e.g. --resolution 4ms")
@@ -208,7 +165,7 @@ func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (time
 		if fl.Changed("calls") || fl.Changed("ticks") {
 			return out, usagef("give --batches or --calls/--ticks, not both: the batches hold the totals")
 		}
-		bs, err := readBatchesFile(f.batches)
+		bs, err := units.ReadBatchesFile(f.batches)
 		if err != nil {
 			return out, usagef("--batches: %v (expected one \"calls ticks\" pair per line)", err)
 		}
@@ -237,19 +194,13 @@ func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (time
 	if err != nil {
 		return out, estimateErr(err)
 	}
-	out = timeEstimateOutput{MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, Confidence: r.Confidence,
-		Method: r.Method, Dist: r.Dist, Calls: r.Calls, Ticks: r.Events, StdErrNs: r.StdErr,
-		RelHalfWidth: jsonFloat(r.RelHalfWidth), ResolutionNs: res, Batches: r.Batches}
-	for _, cd := range r.Candidates {
-		out.Candidates = append(out.Candidates, candidateJSON{Method: cd.Method, Dist: cd.Dist,
-			LowNs: cd.Low, HighNs: cd.High, StdErrNs: cd.StdErr})
-	}
+	out = export.NewTimeEstimate(r, res)
 	return out, nil
 }
 
 // estimateShare handles sample counts.
-func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (shareEstimateOutput, error) {
-	var out shareEstimateOutput
+func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (export.SampleShare, error) {
+	var out export.SampleShare
 	fl := cmd.Flags()
 	if !fl.Changed("samples") || !fl.Changed("hits") {
 		return out, usagef("sample counts need both --samples (all samples, e.g. 800) and --hits (those in the function, e.g. 12)")
@@ -269,7 +220,7 @@ func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (sha
 	if err != nil {
 		return out, estimateErr(err)
 	}
-	out = shareEstimateOutput{Share: p.Share, ShareLow: p.Low, ShareHigh: p.High,
+	out = export.SampleShare{Share: p.Share, ShareLow: p.Low, ShareHigh: p.High,
 		Confidence: p.Confidence, Method: p.Method, Hits: h, Samples: n}
 	var total float64
 	switch {
@@ -289,51 +240,4 @@ func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (sha
 	m, lo, hi := p.Scale(total)
 	out.TimeNs, out.TimeLowNs, out.TimeHighNs, out.TotalNs = &m, &lo, &hi, &total
 	return out, nil
-}
-
-// writeTimeEstimate prints a time estimate for a person: the mean, always
-// with its interval and confidence, then the other intervals considered.
-func writeTimeEstimate(w io.Writer, r timeEstimateOutput) error {
-	m, lo, hi := formatInterval(r.MeanNs, r.LowNs, r.HighNs)
-	prec := "±" + formatPercent(float64(r.RelHalfWidth))
-	if r.MeanNs == 0 {
-		prec = "no tick crossed: the upper bound is what is known"
-	}
-	batches := ""
-	if r.Batches > 0 {
-		batches = fmt.Sprintf(", %d batches", r.Batches)
-	}
-	if _, err := fmt.Fprintf(w, "mean %s  %s CI [%s, %s]  (%s, %s/%s, %d calls, %d ticks%s)\n",
-		m, formatPercent(r.Confidence), lo, hi, prec, r.Method, r.Dist, r.Calls, r.Ticks, batches); err != nil {
-		return err
-	}
-	if len(r.Candidates) > 1 {
-		for _, c := range r.Candidates {
-			if c.Method == r.Method && c.Dist == r.Dist && c.LowNs == r.LowNs && c.HighNs == r.HighNs {
-				continue
-			}
-			_, clo, chi := formatInterval(r.MeanNs, c.LowNs, c.HighNs)
-			if _, err := fmt.Fprintf(w, "  also computed: %s/%s [%s, %s]\n", c.Method, c.Dist, clo, chi); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// writeShareEstimate prints a share (and time) estimate for a person.
-func writeShareEstimate(w io.Writer, s shareEstimateOutput) error {
-	m, lo, hi := formatShareInterval(s.Share, s.ShareLow, s.ShareHigh)
-	if _, err := fmt.Fprintf(w, "share %s  %s CI [%s, %s]  (%s, %d of %d samples)\n",
-		m, formatPercent(s.Confidence), lo, hi, s.Method, s.Hits, s.Samples); err != nil {
-		return err
-	}
-	if s.TimeNs != nil {
-		m, lo, hi := formatInterval(*s.TimeNs, *s.TimeLowNs, *s.TimeHighNs)
-		if _, err := fmt.Fprintf(w, "time  %s  %s CI [%s, %s]  (share of %s sampled)\n",
-			m, formatPercent(s.Confidence), lo, hi, formatNs(*s.TotalNs)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,5 +1,9 @@
 // Command tickprof is an eBPF profiler that reports every time with a
 // confidence interval. See README.md for a tour.
+//
+// It holds flags, validation and wiring only: each command fills a library
+// configuration (timing.Config, sampler.RunConfig, ...), runs it, and hands
+// the result to export.
 package main
 
 import (

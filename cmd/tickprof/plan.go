@@ -1,31 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/units"
 )
-
-// planOutput is what `tickprof plan --json` prints.
-type planOutput struct {
-	Executions   uint64   `json:"executions"`
-	ResolutionNs float64  `json:"resolution_ns"`
-	ExpectNs     float64  `json:"expect_ns"`
-	Confidence   float64  `json:"confidence"`
-	HalfWidthNs  float64  `json:"half_width_ns"`
-	RelHalfWidth float64  `json:"rel_half_width"`
-	RunTimeNs    *float64 `json:"run_time_ns,omitempty"`
-	// RatePerSec or LoopNs echo how the run time was computed.
-	RatePerSec *float64 `json:"rate_per_sec,omitempty"`
-	LoopNs     *float64 `json:"loop_ns,omitempty"`
-	// Note warns when the plan rests on a degenerate model.
-	Note string `json:"note,omitempty"`
-}
 
 // planFlags are the raw values of the plan command's flags.
 type planFlags struct {
@@ -69,9 +53,9 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 				return err
 			}
 			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), out)
+				return export.WriteJSON(cmd.OutOrStdout(), out)
 			}
-			return writePlan(cmd.OutOrStdout(), out, f)
+			return export.WritePlan(cmd.OutOrStdout(), out)
 		},
 	}
 	fl := cmd.Flags()
@@ -90,8 +74,8 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 }
 
 // runPlan validates the flags and computes the plan.
-func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
-	var out planOutput
+func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
+	var out export.Plan
 	fl := cmd.Flags()
 	if f.resolution == "" {
 		return out, usagef("plan needs --resolution: the clock's tick length, e.g. --resolution 4ms")
@@ -107,40 +91,13 @@ func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
 	if err != nil {
 		return out, err
 	}
-	conf, err := parseConfidence(f.confidence)
+	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {
 		return out, usagef("--confidence: %v", err)
 	}
-	var goal estimate.Goal
-	set := 0
-	if fl.Changed("precision") {
-		set++
-		p, err := parsePercent(f.precision)
-		if err != nil {
-			return out, usagef("--precision: %v", err)
-		}
-		if !(p > 0) {
-			return out, usagef("--precision %q must be above zero, e.g. 5%%", f.precision)
-		}
-		goal.RelHalfWidth = p
-	}
-	if fl.Changed("abs-error") {
-		set++
-		h, err := positiveDuration("--abs-error", f.absError)
-		if err != nil {
-			return out, err
-		}
-		goal.AbsHalfWidth = h
-	}
-	if fl.Changed("digits") {
-		set++
-		if f.digits < 1 || f.digits > 15 {
-			return out, usagef("--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
-		}
-		goal.Digits = f.digits
-	}
-	if set != 1 {
-		return out, usagef("give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)")
+	goal, err := planGoal(cmd, f)
+	if err != nil {
+		return out, err
 	}
 	if fl.Changed("rate") && fl.Changed("loop") {
 		return out, usagef("give --rate or --loop, not both: the run time follows from one of them")
@@ -149,11 +106,11 @@ func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
 	if err != nil {
 		return out, estimateErr(err)
 	}
-	out = planOutput{Executions: p.Executions, ResolutionNs: res, ExpectNs: exp, Confidence: p.Confidence,
+	out = export.Plan{Executions: p.Executions, ResolutionNs: res, ExpectNs: exp, Confidence: p.Confidence,
 		HalfWidthNs: p.HalfWidth, RelHalfWidth: p.RelHalfWidth}
 	switch {
 	case fl.Changed("rate"):
-		r, err := parseRate(f.rate)
+		r, err := units.ParseRate(f.rate)
 		if err != nil {
 			return out, usagef("--rate: %v", err)
 		}
@@ -176,39 +133,47 @@ func runPlan(cmd *cobra.Command, f planFlags) (planOutput, error) {
 	return out, nil
 }
 
-// writePlan prints the plan for a person.
-func writePlan(w io.Writer, p planOutput, f planFlags) error {
-	goal := "±" + formatPercent(p.RelHalfWidth) + " (±" + formatNs(p.HalfWidthNs) + ")"
-	noun := "executions"
-	if p.Executions == 1 {
-		noun = "execution"
-	}
-	if _, err := fmt.Fprintf(w, "%d %s  for %s at %s confidence  (expected %s, resolution %s, two-point model)\n",
-		p.Executions, noun, goal, formatPercent(p.Confidence), formatNsExact(p.ExpectNs), formatNsExact(p.ResolutionNs)); err != nil {
-		return err
-	}
-	if p.RunTimeNs != nil {
-		how := ""
-		if p.RatePerSec != nil {
-			how = "at " + trimFloat(*p.RatePerSec) + " calls/s"
-		} else {
-			how = "at one execution per " + formatNsExact(*p.LoopNs)
+// planGoal reads the one precision goal given: --precision, --abs-error
+// or --digits.
+func planGoal(cmd *cobra.Command, f planFlags) (estimate.Goal, error) {
+	fl := cmd.Flags()
+	var goal estimate.Goal
+	set := 0
+	if fl.Changed("precision") {
+		set++
+		p, err := units.ParsePercent(f.precision)
+		if err != nil {
+			return goal, usagef("--precision: %v", err)
 		}
-		if _, err := fmt.Fprintf(w, "run time  %s  %s\n", formatLongNs(*p.RunTimeNs), how); err != nil {
-			return err
+		if !(p > 0) {
+			return goal, usagef("--precision %q must be above zero, e.g. 5%%", f.precision)
 		}
+		goal.RelHalfWidth = p
 	}
-	if p.Note != "" {
-		if _, err := fmt.Fprintf(w, "note: %s\n", p.Note); err != nil {
-			return err
+	if fl.Changed("abs-error") {
+		set++
+		h, err := positiveDuration("--abs-error", f.absError)
+		if err != nil {
+			return goal, err
 		}
+		goal.AbsHalfWidth = h
 	}
-	return nil
+	if fl.Changed("digits") {
+		set++
+		if f.digits < 1 || f.digits > 15 {
+			return goal, usagef("--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
+		}
+		goal.Digits = f.digits
+	}
+	if set != 1 {
+		return goal, usagef("give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)")
+	}
+	return goal, nil
 }
 
 // positiveDuration parses a duration flag and requires it to be above zero.
 func positiveDuration(flag, v string) (float64, error) {
-	d, err := parseDuration(v)
+	d, err := units.ParseDuration(v)
 	if err != nil {
 		return 0, usagef("%s: %v", flag, err)
 	}
@@ -238,11 +203,4 @@ func noArgs(cmd *cobra.Command, args []string) error {
 // as usage errors.
 func flagError(_ *cobra.Command, err error) error {
 	return usageError{fmt.Errorf("%v (see --help)", err)}
-}
-
-// writeJSON prints v as one indented JSON object.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

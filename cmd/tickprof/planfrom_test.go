@@ -13,10 +13,11 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // runPlanFromArgs runs `plan` (which has --from) and returns the JSON.
-func runPlanFromArgs(t *testing.T, args ...string) (pilotPlan, error) {
+func runPlanFromArgs(t *testing.T, args ...string) (export.PilotPlan, error) {
 	t.Helper()
 	cmd := newPlanCmd()
 	var out bytes.Buffer
@@ -25,9 +26,9 @@ func runPlanFromArgs(t *testing.T, args ...string) (pilotPlan, error) {
 	cmd.SetArgs(append(args, "--json"))
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	if err := cmd.Execute(); err != nil {
-		return pilotPlan{}, err
+		return export.PilotPlan{}, err
 	}
-	var p pilotPlan
+	var p export.PilotPlan
 	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
 		t.Fatalf("plan --from printed %q: %v", out.String(), err)
 	}
@@ -96,8 +97,8 @@ func TestPlanFromCorrectedJSONUsesRawSpread(t *testing.T) {
 
 func TestPlanFromTimeProfile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pilot.pb.gz")
-	run := &export.TimeRun{Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Start: time.Unix(1, 0), Duration: 2 * time.Second,
-		Targets: []export.TimeTarget{{Name: "f", Kind: "user", Calls: 4000, Ticks: 10,
+	run := &timing.Result{Clock: "jiffies", Resolution: 4e6, Confidence: 0.95, Start: time.Unix(1, 0), Duration: 2 * time.Second,
+		Targets: []timing.TargetResult{{Name: "f", Kind: "user", Calls: 4000, Ticks: 10,
 			Estimate: estimate.Result{Mean: 10000, Low: 8000, High: 12000, Confidence: 0.95}}}}
 	if err := export.WriteTimeProfile(path, run); err != nil {
 		t.Fatal(err)

@@ -1,15 +1,22 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
-	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/units"
 )
+
+// reportHelp is the help text of the command.
+const reportHelp = `report reads a pprof profile and prints its function table with confidence
+intervals: for a CPU profile (tickprof sample, Go's runtime/pprof, perf data
+converted to pprof) each function's flat and cumulative share of the samples
+with its interval and the CPU time it stands for, and time per call where
+calls were counted; for a tickprof time profile each target's mean time per
+call with the interval stored in the profile.`
 
 func newReportCmd() *cobra.Command {
 	var (
@@ -21,12 +28,7 @@ func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report FILE",
 		Short: "The table with intervals for a pprof CPU profile or a tickprof time profile",
-		Long: `report reads a pprof profile and prints its function table with confidence
-intervals: for a CPU profile (tickprof sample, Go's runtime/pprof, perf data
-converted to pprof) each function's flat and cumulative share of the samples
-with its interval and the CPU time it stands for, and time per call where
-calls were counted; for a tickprof time profile each target's mean time per
-call with the interval stored in the profile.`,
+		Long:  reportHelp,
 		Example: `  tickprof report cpu.pb.gz
   tickprof report --top 5 --confidence 99% --json cpu.pprof`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -36,14 +38,14 @@ call with the interval stored in the profile.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conf, err := parseConfidence(confidence)
+			conf, err := units.ParseConfidence(confidence)
 			if err != nil {
 				return usagef("--confidence: %v", err)
 			}
 			if top < 0 {
 				return usagef("--top %d: give a count, or 0 for all", top)
 			}
-			p, err := readProfileFile(args[0])
+			p, err := export.ReadProfileFile(args[0])
 			if err != nil {
 				return err
 			}
@@ -54,7 +56,7 @@ call with the interval stored in the profile.`,
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
 				if asJSON {
-					return writeReportJSON(w, t)
+					return export.WriteJSON(w, t)
 				}
 				return t.WriteText(w, top)
 			}
@@ -65,7 +67,7 @@ call with the interval stored in the profile.`,
 			if byCum {
 				t.SortByCum()
 			}
-			return printCPUTable(w, t, top, asJSON)
+			return export.WriteCPUTable(w, t, top, asJSON)
 		},
 	}
 	fl := cmd.Flags()
@@ -74,15 +76,4 @@ call with the interval stored in the profile.`,
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	fl.BoolVar(&byCum, "cum", false, "order by cumulative share")
 	return cmd
-}
-
-// readProfileFile reads and parses a pprof profile file.
-func readProfileFile(path string) (*profile.Profile, error) {
-	return export.ReadProfileFile(path)
-}
-
-func writeReportJSON(w interface{ Write([]byte) (int, error) }, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

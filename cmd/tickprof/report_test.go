@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // runTickprof runs the root command with args and returns stdout, stderr
@@ -60,7 +61,7 @@ func TestReportRuntimePprofFile(t *testing.T) {
 		}
 		t.Fatalf("report exited %d: %s", code, errs)
 	}
-	for _, s := range []string{"samples of 10ms CPU each", "95% confidence", "flat% [95%]"} {
+	for _, s := range []string{"samples of 10.0 ms CPU each", "95% confidence", "flat% [95%]"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("report output lacks %q:\n%s", s, out)
 		}
@@ -111,15 +112,8 @@ func TestReportBadInput(t *testing.T) {
 // back with `tickprof report`.
 func TestSampleCommand(t *testing.T) {
 	bpftest.Require(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
 	dir := t.TempDir()
-	burn := filepath.Join(dir, "burn")
-	if b, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", burn,
-		filepath.Join("..", "..", "testdata", "sample", "burn.c")).CombinedOutput(); err != nil {
-		t.Fatalf("build burn: %v\n%s", err, b)
-	}
+	burn := testtarget.Burn(t)
 	file := filepath.Join(dir, "cpu.pb.gz")
 	out, errs, code := runTickprof(t, "sample", "-F", "999", "-o", file, "--count", "burn_a", "--top", "3",
 		"--", burn, "1", filepath.Join(dir, "truth"))
@@ -147,5 +141,22 @@ func TestSampleCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(file2); err != nil {
 		t.Errorf("no profile after --duration: %v", err)
+	}
+}
+
+// TestSampleCountLibrary counts a function of a shared library named as
+// -u names it (LIB:SYMBOL): the one target parser serves both commands.
+func TestSampleCountLibrary(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	burn := testtarget.Burn(t)
+	out, errs, code := runTickprof(t, "sample", "-F", "99", "-o", "", "--count", "libc:clock_gettime", "--",
+		burn, "1", filepath.Join(dir, "truth"))
+	if code != 0 {
+		t.Fatalf("sample --count libc:clock_gettime exited %d: %s", code, errs)
+	}
+	m := regexp.MustCompile(`clock_gettime .*\((\d+) calls`).FindStringSubmatch(out)
+	if m == nil || m[1] == "0" {
+		t.Errorf("no calls of libc's clock_gettime counted:\n%s", out)
 	}
 }

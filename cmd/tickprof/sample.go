@@ -2,21 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
+	"github.com/tickprof/tickprof/units"
 )
 
 // sampleFlags are the options of `tickprof sample`.
@@ -95,13 +96,13 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	if f.freq < 1 || f.freq > sampler.MaxFrequency {
 		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
 	}
-	conf, err := parseConfidence(f.confidence)
+	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {
 		return usagef("--confidence: %v", err)
 	}
 	var dur time.Duration
 	if f.duration != "" {
-		ns, err := parseDuration(f.duration)
+		ns, err := units.ParseDuration(f.duration)
 		if err != nil {
 			return usagef("--duration: %v", err)
 		}
@@ -122,119 +123,57 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	if err := loader.CheckPrivileges(); err != nil {
 		return err
 	}
-	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count}
-	var spawned *sampler.Spawned
-	var exited <-chan struct{}
-	switch {
-	case len(args) > 0:
-		spawned, err = sampler.Spawn(args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		if err != nil {
-			return err
-		}
-		cfg.PIDs, cfg.Exe = []int{spawned.PID()}, spawned.Exe
-		exited = spawned.Done()
-	case f.pid != 0:
-		cfg.PIDs = []int{f.pid}
-		if exited, err = sampler.ExitNotify(f.pid); err != nil {
-			return err
-		}
-	}
-	sess, err := sampler.Start(cfg)
-	if err != nil {
-		if spawned != nil {
-			spawned.Kill()
-		}
-		return err
-	}
-	defer sess.Close()
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if dur > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, dur)
-		defer cancel()
+	rc := sampler.RunConfig{
+		Config: sampler.Config{Frequency: f.freq, All: f.all, Count: f.count},
+		PID:    f.pid, Command: args, Duration: dur,
+		Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+	return sampleAndReport(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc, sampleOutput{file: f.out, top: f.top, conf: conf, json: f.json})
+}
+
+// sampleOutput says what a sampling run writes and prints.
+type sampleOutput struct {
+	file string  // the pprof profile ("": none)
+	top  int     // table rows (0: all)
+	conf float64 // confidence of the table's intervals
+	json bool    // the table as JSON
+}
+
+// sampleAndReport samples, writes the profile, and prints a line of
+// statistics and the function table.
+func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o sampleOutput) error {
+	res, runErr := sampler.Record(ctx, rc)
+	if res == nil {
+		return runErr
 	}
-	if spawned != nil {
-		if err := spawned.Release(); err != nil {
-			spawned.Kill()
-			return err
-		}
-	}
-	runErr := sess.Run(ctx, exited)
-	data, err := sess.Result()
-	if err != nil {
-		return err
-	}
-	st := sess.Stats()
+	data, st := res.Profile, res.Stats
 	prof, err := export.EncodeCPU(data)
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
-		if err := writeCPUProfile(f.out, prof); err != nil {
+	if o.file != "" {
+		if err := export.WriteProfileFile(o.file, prof); err != nil {
 			return err
 		}
 	}
-	errw := cmd.ErrOrStderr()
-	fmt.Fprintf(errw, "tickprof: %d samples at %d Hz over %s", st.Kept, f.freq, data.Duration.Round(time.Millisecond))
-	if st.Dropped > 0 {
-		fmt.Fprintf(errw, ", %d lost to a full ring buffer", st.Dropped)
-	}
-	if st.Exited > 0 {
-		fmt.Fprintf(errw, ", %d sampled processes exited", st.Exited)
-	}
-	if secs := data.Duration.Seconds(); secs > 0 {
-		fmt.Fprintf(errw, "; own CPU %.2f%% of a core while sampling", st.DrainCPU/1e9/secs*100)
-	}
-	if f.out != "" {
-		fmt.Fprintf(errw, "; profile written to %s (go tool pprof -http=: %s)", f.out, f.out)
-	}
-	fmt.Fprintln(errw)
+	export.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.file)
 	if runErr != nil {
 		return runErr
-	}
-	if spawned != nil && ctx.Err() != nil {
-		// Stopped by --duration or Ctrl-C: the command is cut short.
-		spawned.Kill()
 	}
 	if st.Kept == 0 {
 		return fmt.Errorf("no samples of the target: it was idle or exited at once; sample longer or at a higher -F")
 	}
-	tab, err := export.CPUReport(prof, estimate.Options{Confidence: conf})
+	tab, err := export.CPUReport(prof, estimate.Options{Confidence: o.conf})
 	if err != nil {
 		return err
 	}
-	return printCPUTable(cmd.OutOrStdout(), tab, f.top, f.json)
+	return export.WriteCPUTable(w, tab, o.top, o.json)
 }
 
-// countSpecHasBinary reports whether a --count spec names its file ("/bin/x:sym").
+// countSpecHasBinary reports whether a --count spec names its file
+// ("/bin/x:sym").
 func countSpecHasBinary(spec string) bool {
-	for i := len(spec) - 1; i > 0; i-- {
-		if spec[i] == ':' {
-			for _, c := range spec[:i] {
-				if c == '/' {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return false
-}
-
-// writeCPUProfile writes p gzipped to path (export.WriteProfileFile: no
-// link is followed).
-func writeCPUProfile(path string, p *profile.Profile) error {
-	return export.WriteProfileFile(path, p)
-}
-
-// printCPUTable prints a function table as text or JSON.
-func printCPUTable(w io.Writer, t *export.CPUTable, top int, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
-	}
-	return t.WriteText(w, top)
+	bin, _ := proc.SplitTarget(spec)
+	return strings.Contains(bin, "/")
 }

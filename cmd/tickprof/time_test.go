@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,42 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 )
 
-var (
-	timedOnce sync.Once
-	timedPath string
-	timedErr  error
-)
+func TestMain(m *testing.M) { testtarget.Main(m) }
 
-// timedTarget builds testdata/c/timed.c with gcc once per test binary.
-func timedTarget(t *testing.T) string {
-	t.Helper()
-	timedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tickprof-time-test")
-		if err != nil {
-			timedErr = err
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "c", "timed.c")
-		timedPath = filepath.Join(dir, "timed")
-		if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", timedPath, src).CombinedOutput(); err != nil {
-			timedErr = fmt.Errorf("gcc: %v: %s", err, out)
-		}
-	})
-	if timedErr != nil {
-		t.Fatalf("build the C target: %v", timedErr)
-	}
-	return timedPath
-}
+// timedTarget is testdata/c/timed.c, built once per test binary.
+func timedTarget(t *testing.T) string { return testtarget.Timed(t) }
 
 // noticeWriter collects stderr and closes ready at the "timing" notice.
 type noticeWriter struct {
@@ -199,40 +173,14 @@ func regexpLine(s, name string) bool {
 	return false
 }
 
-// startGatedTarget starts timed -g ... and waits until it is ready.
-func startGatedTarget(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner) {
-	t.Helper()
-	cmd := exec.Command(timedTarget(t), append([]string{"-g"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	// SCHED_FIFO: other load on the machine cannot preempt the target at
-	// the probes' trap returns, so its own timing and tickprof's differ by
-	// the probe bias only.
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 10}
-	if err := unix.SchedSetAttr(cmd.Process.Pid, &attr, 0); err != nil {
-		t.Logf("SCHED_FIFO for the target: %v", err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready") {
-		t.Fatalf("target not ready: %q", sc.Text())
-	}
-	return cmd, sc
-}
-
 func TestTimeCommandPIDClocks(t *testing.T) {
 	bpftest.Require(t)
 	for _, clock := range []string{"jiffies", "tick:50us"} {
 		t.Run(clock, func(t *testing.T) {
-			cmd, sc := startGatedTarget(t, "-t", "2", "spin500us", "200")
+			g := testtarget.StartGated(t, timedTarget(t), "-t", "2", "spin500us", "200")
 			js := filepath.Join(t.TempDir(), "run.json")
 			f := timeFlags{
-				users: []string{"tp_spin500us"}, clock: clock, validate: true, pid: cmd.Process.Pid,
+				users: []string{"tp_spin500us"}, clock: clock, validate: true, pid: g.Pid(),
 				confidence: "99.9%", maxProbes: 256, interval: 200 * time.Millisecond, jsonOut: js,
 				calDir: t.TempDir(),
 			}
@@ -245,11 +193,9 @@ func TestTimeCommandPIDClocks(t *testing.T) {
 			case err := <-done:
 				t.Fatalf("tickprof: %v\n%s", err, errOut)
 			}
-			cmd.Process.Signal(syscall.SIGUSR1)
-			var line string
-			for sc.Scan() {
-				line = sc.Text()
-			}
+			g.Release(t)
+			lines, _ := g.Wait(t, 60*time.Second, 0, nil)
+			line := testtarget.LastLine(lines)
 			if err := <-done; err != nil {
 				t.Fatalf("tickprof: %v\n%s", err, errOut)
 			}
@@ -456,107 +402,6 @@ func TestTimeCommandPrecisionStops(t *testing.T) {
 	// Plain progress lines (stderr is not a terminal here).
 	if !strings.Contains(errOut.String(), "calls") {
 		t.Errorf("no progress lines on stderr:\n%s", errOut)
-	}
-}
-
-// nsCounters are the counters of n calls of mean ns each with per-call
-// standard deviation sd (ns clock: ticks are ns).
-func nsCounters(n uint64, mean, sd float64) loader.Counters {
-	sum := uint64(float64(n) * mean)
-	sq := float64(n) * (mean*mean + sd*sd)
-	hi, lo := math.Floor(sq/math.Exp2(64)), math.Mod(sq, math.Exp2(64))
-	sq128 := loader.U128{Hi: uint64(hi), Lo: uint64(lo)}
-	return loader.Counters{Calls: n, Ticks: sum, TicksSq: sq128, NsSum: sum, NsSq: sq128}
-}
-
-// TestPrecisionRuleNeedsBatches reproduces the flaky stop: with the ns
-// clock, two polls whose batch means agree make the batch-means interval
-// narrower than the per-call one, which was then reported with no batch
-// count, so estimate.Reached let it stop; one poll later the batch-means
-// interval (t with 1 or 2 degrees of freedom) reached down to 0.
-func TestPrecisionRuleNeedsBatches(t *testing.T) {
-	ts := timeSetup{est: estimate.Options{Confidence: 0.95}, precision: 0.2, interval: 100 * time.Millisecond}
-	clk := loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}
-	var total loader.Counters
-	var batches []loader.Counters
-	add := func(b loader.Counters) {
-		batches = append(batches, b)
-		total = addTotals(total, b)
-	}
-	add(nsCounters(150, 500e3, 20e3))
-	add(nsCounters(150, 500e3, 20e3))
-	r := estimateTarget(clk, total, batches, ts)
-	if r.err != nil || !(r.res.RelHalfWidth < 0.2) || r.res.Events < estimate.MinStopEvents {
-		t.Fatalf("setup: %+v %v", r.res, r.err)
-	}
-	if r.batches != 2 || r.res.Batches != 2 {
-		t.Errorf("batches: row %d, result %d, want 2 (the per-call interval rests on the batches too)", r.batches, r.res.Batches)
-	}
-	if precisionReached(r, ts.precision) {
-		t.Errorf("reached after 2 batches: %+v", r.res)
-	}
-	if need := remaining(r, ts.precision, 200*time.Millisecond, ts); need < 2800*time.Millisecond {
-		t.Errorf("remaining %s, want at least 28 more polls of 100ms", need)
-	}
-	// One call in a single batch cannot stop either.
-	one := estimateTarget(clk, nsCounters(300, 500e3, 20e3), []loader.Counters{nsCounters(300, 500e3, 20e3)}, ts)
-	if precisionReached(one, ts.precision) {
-		t.Errorf("reached after 1 batch: %+v", one.res)
-	}
-	for len(batches) < estimate.MinStopBatches {
-		add(nsCounters(150, 500e3, 20e3))
-	}
-	r = estimateTarget(clk, total, batches, ts)
-	if !precisionReached(r, ts.precision) || remaining(r, ts.precision, 3*time.Second, ts) != 0 {
-		t.Errorf("not reached after %d batches: %+v", len(batches), r.res)
-	}
-	// A tick clock: the same rule.
-	jc := loader.Clock{Kind: loader.ClockTick, Tick: 50 * time.Microsecond}
-	tb := []loader.Counters{{Calls: 100, Ticks: 1000, TicksSq: loader.U128{Lo: 10000}}}
-	if r := estimateTarget(jc, tb[0], tb, ts); precisionReached(r, ts.precision) || r.err != nil {
-		t.Errorf("tick clock reached after 1 batch: %+v %v", r.res, r.err)
-	}
-}
-
-// addTotals adds two counters (the cumulative totals of batches).
-func addTotals(a, b loader.Counters) loader.Counters {
-	a.Calls += b.Calls
-	a.Ticks += b.Ticks
-	a.NsSum += b.NsSum
-	a.NsSq = a.NsSq.Add(b.NsSq)
-	a.TicksSq = a.TicksSq.Add(b.TicksSq)
-	return a
-}
-
-func TestScaleCallers(t *testing.T) {
-	cs := []export.TimeCaller{{Ticks: 300}, {Ticks: 100}, {Ticks: 0}}
-	scaleCallers(cs, 1001)
-	if cs[0].Ticks+cs[1].Ticks+cs[2].Ticks != 1001 || cs[1].Ticks != 250 || cs[2].Ticks != 0 {
-		t.Errorf("scaled: %+v", cs)
-	}
-	none := []export.TimeCaller{{Ticks: 0}}
-	scaleCallers(none, 50)
-	if none[0].Ticks != 0 {
-		t.Errorf("no estimates: %+v", none)
-	}
-}
-
-func TestDedupeSpecs(t *testing.T) {
-	bin := timedTarget(t)
-	specs := []loader.Spec{
-		{Kind: loader.KindUser, Name: "a", Binary: bin, Offset: 0x100},
-		{Kind: loader.KindUser, Name: "a-again", Binary: filepath.Join(filepath.Dir(bin), ".", filepath.Base(bin)), Offset: 0x100},
-		{Kind: loader.KindUser, Name: "b", Binary: bin, Offset: 0x200},
-		{Kind: loader.KindSyscall, Name: "syscall:read", Symbol: "read", Arg: 0},
-		{Kind: loader.KindSyscall, Name: "syscall:read", Symbol: "read", Arg: 0},
-	}
-	got := dedupeSpecs(specs)
-	var names []string
-	for _, s := range got {
-		names = append(names, s.Name)
-	}
-	if strings.Join(names, ",") != "a,b,syscall:read" {
-		t.Errorf("deduped to %v", names)
 	}
 }
 

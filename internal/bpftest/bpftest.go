@@ -4,6 +4,8 @@
 // BPF syscall, no BTF) the test is skipped with the reason, unless the
 // environment sets TICKPROF_REQUIRE_BPF=1, as CI does: then it fails, so a
 // machine that silently lost BPF cannot turn the suite green.
+//
+// bpftest may import only the standard library.
 package bpftest
 
 import (

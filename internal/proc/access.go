@@ -10,10 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Errors CheckAccess returns, for errors.Is.
+// Errors CheckAccess returns besides ErrNoProcess, for errors.Is.
 var (
-	// ErrNoProcess: no process has the PID (or it has exited).
-	ErrNoProcess = errors.New("no such process")
 	// ErrKernelThread: the PID is a kernel thread, which runs no user
 	// code and has no executable to probe.
 	ErrKernelThread = errors.New("is a kernel thread")

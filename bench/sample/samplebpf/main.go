@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tpbpf "github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/sampler"
 )
 
@@ -62,7 +63,7 @@ func run(mode string, hz, pid int) error {
 	} else if mode != "ringbuf" {
 		return fmt.Errorf("unknown mode %q", mode)
 	}
-	exited, err := sampler.ExitNotify(pid)
+	exited, err := proc.ExitNotify(pid)
 	if err != nil {
 		return err
 	}

@@ -480,7 +480,7 @@ func cases() []tc {
 		{[]string{"time", "-u", "nosuchsym", "-p", sleeperPID}, `symbol "nosuchsym" not found`, "nm"},
 		{[]string{"time", "-u", "zz*", "-p", sleeperPID}, `"zz*" not found`, "nm"},
 		{[]string{"time", "-u", "[", "-p", sleeperPID}, `bad glob "["`, "shell pattern such as"},
-		{[]string{"sample", "--count", "", "-p", sleeperPID, "-o", ""}, "names no function", "e.g. --count"},
+		{[]string{"sample", "--count", "", "-p", sleeperPID, "-o", ""}, "names no function", "e.g. main.work"},
 		{[]string{"time", "-u", fx("fifo") + ":f", "-p", sleeperPID}, "a FIFO, not a regular file", "give an executable"},
 		{[]string{"time", "-u", "/dev/zero:f", "-p", sleeperPID}, "a character device, not a regular file", "give an executable"},
 		{[]string{"time", "-u", fix + ":f", "-p", sleeperPID}, "a directory, not a regular file", "give an executable"},

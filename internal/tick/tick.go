@@ -1,4 +1,9 @@
-package loader
+// Package tick measures the kernel's tick: the jiffy period, the
+// resolution of bpf_jiffies64, which every jiffies-clock estimate rests
+// on. It is the one tick measurer: loader uses it for the jiffies clock,
+// doctor (loader.ProbeFeatures) to report the period. tick may import only
+// the standard library.
+package tick
 
 import (
 	"bufio"
@@ -16,7 +21,7 @@ import (
 func readTimerList() (nowNs, jiffies uint64, err error) {
 	b, err := os.ReadFile("/proc/timer_list")
 	if err != nil {
-		return 0, 0, fmt.Errorf("read /proc/timer_list to measure the jiffy period: %w (use --clock tick:4ms or ns)", err)
+		return 0, 0, fmt.Errorf("read /proc/timer_list to measure the jiffy period: %w (a tick:DUR or the ns clock needs no jiffy period)", err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	var haveNow bool
@@ -36,7 +41,7 @@ func readTimerList() (nowNs, jiffies uint64, err error) {
 			}
 		}
 	}
-	return 0, 0, errors.New("/proc/timer_list shows no jiffies: use --clock tick:4ms or ns")
+	return 0, 0, errors.New("/proc/timer_list shows no jiffies: use a tick:DUR clock or ns")
 }
 
 // jiffyEdge waits until jiffies changes and returns the kernel time of
@@ -59,17 +64,17 @@ func jiffyEdge() (edgeNs, jiffies, uncNs uint64, err error) {
 		}
 		prevNow = now
 	}
-	return 0, 0, 0, errors.New("jiffies did not advance in 1s: use --clock tick:4ms or ns")
+	return 0, 0, 0, errors.New("jiffies did not advance in 1s: use a tick:DUR clock or ns")
 }
 
-// MeasureJiffy measures the jiffy period (the resolution of bpf_jiffies64)
+// Period measures the jiffy period (the resolution of bpf_jiffies64)
 // from two jiffy edges at least span apart, instead of assuming CONFIG_HZ.
 // The second edge is taken again, later, until the edges' timing
 // uncertainty is below 0.1% of the span (or 3 s have passed). When the
 // measurement lies within its uncertainty (at least 0.1%, at most 1%) of
 // the period of a common CONFIG_HZ (100, 250, 300, 1000), that exact period
 // is returned.
-func MeasureJiffy(span time.Duration) (time.Duration, error) {
+func Period(span time.Duration) (time.Duration, error) {
 	e0, j0, u0, err := jiffyEdge()
 	if err != nil {
 		return 0, err
@@ -83,7 +88,7 @@ func MeasureJiffy(span time.Duration) (time.Duration, error) {
 			return 0, err
 		}
 		if j1 <= j0 || e1 <= e0 {
-			return 0, errors.New("jiffy measurement failed: use --clock tick:4ms or ns")
+			return 0, errors.New("jiffy measurement failed: use a tick:DUR clock or ns")
 		}
 		d = float64(e1-e0) / float64(j1-j0)
 		rel = float64(u0+u1) / float64(e1-e0)

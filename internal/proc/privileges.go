@@ -1,4 +1,4 @@
-package loader
+package proc
 
 import (
 	"errors"
@@ -14,8 +14,8 @@ import (
 // but not a uprobe, which patches the pages of a file.
 var ErrUprobeNeedsSysAdmin = errors.New("a uprobe needs CAP_SYS_ADMIN: the kernel creates uprobe perf events only with it, CAP_BPF and CAP_PERFMON are not enough; run as root or add cap_sys_admin")
 
-// hasCap reports whether capability c is in this process's effective set.
-func hasCap(c uint) bool {
+// HasCap reports whether capability c is in this process's effective set.
+func HasCap(c uint) bool {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
@@ -24,13 +24,17 @@ func hasCap(c uint) bool {
 	return data[c/32].Effective&(1<<(c%32)) != 0
 }
 
-// uprobePermission turns a refused uprobe attach into the reason: the
-// missing CAP_SYS_ADMIN, or (with it) the error as it came.
-func uprobePermission(what string, err error) error {
-	if !hasCap(unix.CAP_SYS_ADMIN) {
+// UprobeAttachError explains a failed uprobe attach to what: a refusal
+// names the missing privilege (ErrUprobeNeedsSysAdmin, or ErrNotPrivileged
+// with the kernel's error); other errors are returned wrapped as they are.
+func UprobeAttachError(what string, err error) error {
+	if !errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("attach to %s: %w", what, err)
+	}
+	if !HasCap(unix.CAP_SYS_ADMIN) {
 		return fmt.Errorf("attach to %s: %w (%v)", what, ErrUprobeNeedsSysAdmin, err)
 	}
-	return fmt.Errorf("attach to %s: %w (%v)", what, ErrNotRoot, err)
+	return fmt.Errorf("attach to %s: %w (%v)", what, ErrNotPrivileged, err)
 }
 
 // TracefsPermission explains a refused read of tracefs (a trace event's
@@ -40,14 +44,4 @@ func TracefsPermission(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: tracefs (/sys/kernel/tracing) is readable by root only here; run as root, or let this user read it (mount tracefs with gid= and mode=0750 for a tracing group)", err)
-}
-
-// UprobeAttachError explains a failed uprobe attach to what: a refusal
-// names the missing privilege (ErrUprobeNeedsSysAdmin); other errors are
-// returned wrapped as they are.
-func UprobeAttachError(what string, err error) error {
-	if errors.Is(err, os.ErrPermission) {
-		return uprobePermission(what, err)
-	}
-	return fmt.Errorf("attach to %s: %w", what, err)
 }

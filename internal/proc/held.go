@@ -1,10 +1,12 @@
-package loader
+package proc
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 )
@@ -13,8 +15,10 @@ import (
 // dynamic loader or any of its code ran: probes attached now see its very
 // first calls. Release lets it run.
 type Held struct {
-	// Pid is the command's process ID.
+	// Pid is the command's process ID; Exe the absolute path of its
+	// executable.
 	Pid int
+	Exe string
 
 	release chan struct{}
 	started chan error
@@ -23,19 +27,31 @@ type Held struct {
 	waitErr error
 }
 
-// StartHeld starts argv (with this process's stdin, stdout and stderr)
-// under ptrace, which stops it at its exec; the tracing thread waits for
-// Release, detaches, and then reaps the command. Wait reports its exit.
-func StartHeld(argv []string) (*Held, error) {
+// Stdio are the standard streams of a command started; a nil one is this
+// process's own.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// StartHeld starts argv under ptrace, which stops it at its exec: its
+// process exists with the command's image (so /proc/PID/exe and its
+// mappings are the command's) but none of its code ran. The tracing thread
+// waits for Release, detaches, and then reaps the command. Wait reports
+// its exit.
+func StartHeld(argv []string, stdio Stdio) (*Held, error) {
 	if len(argv) == 0 {
-		return nil, errors.New("no command given after --")
+		return nil, errors.New("no command to run")
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, fmt.Errorf("command %s: %w", argv[0], err)
 	}
-	h := &Held{release: make(chan struct{}), started: make(chan error, 1), done: make(chan struct{})}
-	go h.run(path, argv)
+	if path, err = filepath.Abs(path); err != nil {
+		return nil, fmt.Errorf("command %s: %w", argv[0], err)
+	}
+	h := &Held{Exe: path, release: make(chan struct{}), started: make(chan error, 1), done: make(chan struct{})}
+	go h.run(path, argv, stdio)
 	if err := <-h.started; err != nil {
 		return nil, err
 	}
@@ -44,13 +60,22 @@ func StartHeld(argv []string) (*Held, error) {
 
 // run owns the command: ptrace requests must come from the thread that
 // started it, so the goroutine stays locked to its thread.
-func (h *Held) run(path string, argv []string) {
+func (h *Held) run(path string, argv []string, stdio Stdio) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(h.done)
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args = argv
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if stdio.In != nil {
+		cmd.Stdin = stdio.In
+	}
+	if stdio.Out != nil {
+		cmd.Stdout = stdio.Out
+	}
+	if stdio.Err != nil {
+		cmd.Stderr = stdio.Err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := cmd.Start(); err != nil {
 		h.started <- fmt.Errorf("start %s: %w", argv[0], err)

@@ -1,4 +1,4 @@
-package main
+package demo_test
 
 import (
 	"bytes"
@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/calibrate"
-	"github.com/tickprof/tickprof/testdata/demo"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/demo"
 )
 
 func TestDemoTruthAndTable(t *testing.T) {
@@ -17,11 +18,11 @@ func TestDemoTruthAndTable(t *testing.T) {
 	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	truth, err := readTruth(path)
+	truth, err := demo.ReadTruth(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if truth["demo_short"].calls != 100 || truth["demo_sleep"].mean != 1.06e6 {
+	if truth["demo_short"].Calls != 100 || truth["demo_sleep"].Mean != 1.06e6 {
 		t.Fatalf("truth %+v", truth)
 	}
 	// What `time --no-correct --json` wrote, read back as the demo reads it.
@@ -35,13 +36,18 @@ func TestDemoTruthAndTable(t *testing.T) {
 	}
 	// Raw 7.3 us includes a 2.2 us overhead: corrected 5.1 us holds the
 	// truth; demo_sleep's interval is far from its truth and says so.
-	ts, err := readTimeJSON(jsonPath)
+	fh, err := os.Open(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	ts, err := export.ReadTimeJSON(fh)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := calibrate.Overhead{Kind: "user", MeanNs: 2200, LowNs: 2100, HighNs: 2300, StdErrNs: 100 / 1.959963984540054, Confidence: 0.95}
 	var out bytes.Buffer
-	if err := writeDemoTable(&out, ts, truth, o); err != nil {
+	if err := export.WriteDemoTable(&out, ts, demo.Means(truth), o); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

@@ -1,4 +1,4 @@
-package sampler
+package proc
 
 import (
 	"bufio"
@@ -96,8 +96,9 @@ func parseMapsLine(line string) (Mapping, bool, error) {
 	return m, exec, nil
 }
 
-// readMaps reads the executable mappings of a live process.
-func readMaps(pid int) ([]Mapping, error) {
+// ReadMaps reads the executable mappings of a live process, sorted by
+// start address.
+func ReadMaps(pid int) ([]Mapping, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, fmt.Errorf("read memory map of process %d: %w", pid, err)
@@ -106,8 +107,8 @@ func readMaps(pid int) ([]Mapping, error) {
 	return ParseMaps(f)
 }
 
-// findMapping returns the mapping holding addr in maps sorted by start.
-func findMapping(maps []Mapping, addr uint64) (int, bool) {
+// FindMapping returns the mapping holding addr in maps sorted by start.
+func FindMapping(maps []Mapping, addr uint64) (int, bool) {
 	i := sort.Search(len(maps), func(i int) bool { return maps[i].Limit > addr })
 	if i < len(maps) && maps[i].Start <= addr {
 		return i, true

@@ -1,4 +1,4 @@
-package main
+package units
 
 import (
 	"bytes"
@@ -32,13 +32,13 @@ func TestParseDuration(t *testing.T) {
 		{"1h2m3.5s", 3723.5e9},
 	}
 	for _, c := range good {
-		got, err := parseDuration(c.in)
+		got, err := ParseDuration(c.in)
 		if err != nil {
-			t.Errorf("parseDuration(%q): %v", c.in, err)
+			t.Errorf("ParseDuration(%q): %v", c.in, err)
 			continue
 		}
 		if math.Abs(got-c.want) > 1e-9*c.want+1e-12 {
-			t.Errorf("parseDuration(%q) = %v ns, want %v", c.in, got, c.want)
+			t.Errorf("ParseDuration(%q) = %v ns, want %v", c.in, got, c.want)
 		}
 	}
 	bad := []struct{ in, msg string }{
@@ -53,13 +53,13 @@ func TestParseDuration(t *testing.T) {
 		{"infs", "expected a number"},
 	}
 	for _, c := range bad {
-		_, err := parseDuration(c.in)
+		_, err := ParseDuration(c.in)
 		if err == nil {
-			t.Errorf("parseDuration(%q) accepted bad input", c.in)
+			t.Errorf("ParseDuration(%q) accepted bad input", c.in)
 			continue
 		}
 		if !strings.Contains(err.Error(), c.msg) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("parseDuration(%q) error %q: want one line mentioning %q", c.in, err, c.msg)
+			t.Errorf("ParseDuration(%q) error %q: want one line mentioning %q", c.in, err, c.msg)
 		}
 	}
 }
@@ -67,50 +67,50 @@ func TestParseDuration(t *testing.T) {
 func TestParsePercent(t *testing.T) {
 	good := map[string]float64{"95%": 0.95, "0.95": 0.95, "5%": 0.05, "0.05": 0.05, "99.9%": 0.999, " 90 % ": 0.9, "1": 1, "150%": 1.5}
 	for in, want := range good {
-		got, err := parsePercent(in)
+		got, err := ParsePercent(in)
 		if err != nil || math.Abs(got-want) > 1e-12 {
-			t.Errorf("parsePercent(%q) = %v, %v; want %v", in, got, err, want)
+			t.Errorf("ParsePercent(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "95", "abc", "-5%", "1e-2", "%", "0x1p-2", "NaN%", "Inf"} {
-		if v, err := parsePercent(in); err == nil {
-			t.Errorf("parsePercent(%q) = %v, want error", in, v)
+		if v, err := ParsePercent(in); err == nil {
+			t.Errorf("ParsePercent(%q) = %v, want error", in, v)
 		}
 	}
 	for _, in := range []string{"0%", "100%", "1", "0"} {
-		if _, err := parseConfidence(in); err == nil {
-			t.Errorf("parseConfidence(%q) accepted a level outside (0, 1)", in)
+		if _, err := ParseConfidence(in); err == nil {
+			t.Errorf("ParseConfidence(%q) accepted a level outside (0, 1)", in)
 		}
 	}
-	if c, err := parseConfidence("95%"); err != nil || c != 0.95 {
-		t.Errorf("parseConfidence(95%%) = %v, %v", c, err)
+	if c, err := ParseConfidence("95%"); err != nil || c != 0.95 {
+		t.Errorf("ParseConfidence(95%%) = %v, %v", c, err)
 	}
 }
 
 func TestParseRate(t *testing.T) {
 	good := map[string]float64{"1000/s": 1000, "1000": 1000, "2.5/ms": 2500, "60/min": 1, "3600/h": 1, "400Hz": 400, "2kHz": 2000, "1/us": 1e6}
 	for in, want := range good {
-		got, err := parseRate(in)
+		got, err := ParseRate(in)
 		if err != nil || math.Abs(got-want) > 1e-9*want {
-			t.Errorf("parseRate(%q) = %v, %v; want %v", in, got, err, want)
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "0/s", "-5/s", "5/fortnight", "fast", "1e3/s", "/s"} {
-		if v, err := parseRate(in); err == nil {
-			t.Errorf("parseRate(%q) = %v, want error", in, v)
+		if v, err := ParseRate(in); err == nil {
+			t.Errorf("ParseRate(%q) = %v, want error", in, v)
 		}
 	}
 }
 
 func TestParseBatches(t *testing.T) {
 	in := "# calls ticks\n1000 12\n\n 2000\t30  # second snapshot\n3000,41\r\n"
-	bs, err := parseBatches(strings.NewReader(in))
+	bs, err := ParseBatches(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []estimate.Batch{{Calls: 1000, Ticks: 12}, {Calls: 2000, Ticks: 30}, {Calls: 3000, Ticks: 41}}
 	if fmt.Sprint(bs) != fmt.Sprint(want) {
-		t.Fatalf("parseBatches = %v, want %v", bs, want)
+		t.Fatalf("ParseBatches = %v, want %v", bs, want)
 	}
 	bad := map[string]string{
 		"":                         "no batches",
@@ -124,9 +124,9 @@ func TestParseBatches(t *testing.T) {
 		"99999999999999999999 1\n": "not a non-negative integer",
 	}
 	for in, msg := range bad {
-		_, err := parseBatches(strings.NewReader(in))
+		_, err := ParseBatches(strings.NewReader(in))
 		if err == nil || !strings.Contains(err.Error(), msg) {
-			t.Errorf("parseBatches(%q) error %v, want one mentioning %q", in, err, msg)
+			t.Errorf("ParseBatches(%q) error %v, want one mentioning %q", in, err, msg)
 		}
 	}
 }
@@ -145,40 +145,40 @@ func TestFormatNs(t *testing.T) {
 		123456:    "123 µs",
 	}
 	for in, want := range cases {
-		if got := formatNs(in); got != want {
-			t.Errorf("formatNs(%v) = %q, want %q", in, got, want)
+		if got := Ns(in); got != want {
+			t.Errorf("Ns(%v) = %q, want %q", in, got, want)
 		}
 	}
-	m, lo, hi := formatInterval(8.3331e6, 8.3329e6, 8.3333e6)
+	m, lo, hi := Interval(8.3331e6, 8.3329e6, 8.3333e6)
 	if lo == m || hi == m {
-		t.Errorf("formatInterval did not separate a tight interval: %s [%s, %s]", m, lo, hi)
+		t.Errorf("Interval did not separate a tight interval: %s [%s, %s]", m, lo, hi)
 	}
-	if got := formatPercent(0.049); got != "4.9%" {
-		t.Errorf("formatPercent(0.049) = %q", got)
+	if got := Percent(0.049); got != "4.9%" {
+		t.Errorf("Percent(0.049) = %q", got)
 	}
 }
 
-// FuzzParseDuration checks that parseDuration never panics, returns only
+// FuzzParseDuration checks that ParseDuration never panics, returns only
 // finite non-negative values, agrees with time.ParseDuration wherever that
-// accepts a non-negative value, and reads formatNs output back.
+// accepts a non-negative value, and reads Ns output back.
 func FuzzParseDuration(f *testing.F) {
 	for _, s := range []string{"16.666ms", "40us", "40µs", "1.5s", "1m30s", "0", "-1s", "1e3ns", ".5s", "5.s", "1h2m3.5s", "9999999999999h", "0.0000000001ns", "8.33 ms", "", "\n\n1\n0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseDuration(s)
+		v, err := ParseDuration(s)
 		if err == nil {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				t.Fatalf("parseDuration(%q) = %v", s, v)
+				t.Fatalf("ParseDuration(%q) = %v", s, v)
 			}
-			// What formatNs prints must parse back within its rounding.
+			// What Ns prints must parse back within its rounding.
 			if v > 0 {
-				back, err := parseDuration(formatNs(v))
+				back, err := ParseDuration(Ns(v))
 				if err != nil {
-					t.Fatalf("formatNs(%v) = %q does not parse: %v", v, formatNs(v), err)
+					t.Fatalf("Ns(%v) = %q does not parse: %v", v, Ns(v), err)
 				}
 				if math.Abs(back-v) > 0.005*v {
-					t.Fatalf("formatNs round trip %v -> %q -> %v", v, formatNs(v), back)
+					t.Fatalf("Ns round trip %v -> %q -> %v", v, Ns(v), back)
 				}
 			}
 		} else if strings.Contains(err.Error(), "\n") {
@@ -187,24 +187,24 @@ func FuzzParseDuration(f *testing.F) {
 		d, gerr := time.ParseDuration(s)
 		if gerr == nil && d >= 0 && !strings.HasPrefix(s, "-") {
 			if err != nil {
-				t.Fatalf("time.ParseDuration(%q) = %v but parseDuration fails: %v", s, d, err)
+				t.Fatalf("time.ParseDuration(%q) = %v but ParseDuration fails: %v", s, d, err)
 			}
 			// time.ParseDuration truncates to whole nanoseconds.
 			if math.Abs(v-float64(d)) > 1+1e-12*v {
-				t.Fatalf("parseDuration(%q) = %v, time.ParseDuration = %v", s, v, float64(d))
+				t.Fatalf("ParseDuration(%q) = %v, time.ParseDuration = %v", s, v, float64(d))
 			}
 		}
 	})
 }
 
-// FuzzParsePercent checks parsePercent never panics, returns finite
+// FuzzParsePercent checks ParsePercent never panics, returns finite
 // non-negative fractions, and treats "X%" as X/100.
 func FuzzParsePercent(f *testing.F) {
 	for _, s := range []string{"95%", "0.95", "95", "5%", "1e-2", "%", "", "NaN", "100%", "0.000001%"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parsePercent(s)
+		v, err := ParsePercent(s)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error for %q", s)
@@ -212,32 +212,32 @@ func FuzzParsePercent(f *testing.F) {
 			return
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			t.Fatalf("parsePercent(%q) = %v", s, v)
+			t.Fatalf("ParsePercent(%q) = %v", s, v)
 		}
 		if !strings.HasSuffix(strings.TrimSpace(s), "%") && v > 1 {
-			t.Fatalf("parsePercent(%q) = %v: a plain fraction above 1 must be rejected", s, v)
+			t.Fatalf("ParsePercent(%q) = %v: a plain fraction above 1 must be rejected", s, v)
 		}
-		if c, err := parseConfidence(s); err == nil && !(c > 0 && c < 1) {
-			t.Fatalf("parseConfidence(%q) = %v outside (0,1)", s, c)
+		if c, err := ParseConfidence(s); err == nil && !(c > 0 && c < 1) {
+			t.Fatalf("ParseConfidence(%q) = %v outside (0,1)", s, c)
 		}
 	})
 }
 
-// FuzzParseRate checks parseRate never panics and returns only positive
+// FuzzParseRate checks ParseRate never panics and returns only positive
 // finite rates.
 func FuzzParseRate(f *testing.F) {
 	for _, s := range []string{"1000/s", "2.5/ms", "400Hz", "2kHz", "0/s", "/", "1/", "60/min"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseRate(s)
+		v, err := ParseRate(s)
 		if err == nil && (!(v > 0) || math.IsInf(v, 0)) {
-			t.Fatalf("parseRate(%q) = %v", s, v)
+			t.Fatalf("ParseRate(%q) = %v", s, v)
 		}
 	})
 }
 
-// FuzzParseBatches checks parseBatches never panics, returns at least one
+// FuzzParseBatches checks ParseBatches never panics, returns at least one
 // batch with calls > 0 on success, and that printing the batches and parsing
 // them again gives the same batches.
 func FuzzParseBatches(f *testing.F) {
@@ -245,7 +245,7 @@ func FuzzParseBatches(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		bs, err := parseBatches(bytes.NewReader(data))
+		bs, err := ParseBatches(bytes.NewReader(data))
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)
@@ -262,7 +262,7 @@ func FuzzParseBatches(f *testing.F) {
 			}
 			fmt.Fprintf(&buf, "%d %d\n", b.Calls, b.Ticks)
 		}
-		again, err := parseBatches(&buf)
+		again, err := ParseBatches(&buf)
 		if err != nil || fmt.Sprint(again) != fmt.Sprint(bs) {
 			t.Fatalf("round trip %v -> %v, %v", bs, again, err)
 		}

@@ -1,4 +1,11 @@
-package main
+// Package units parses and formats the quantities people type and read:
+// durations ("16.666ms", "40us", "8.33 ms"), percentages and confidence
+// levels ("95%", "0.95"), rates ("1000/s"), counts and batch files. It
+// holds the one duration format every table prints ("21.1 µs": three
+// significant digits, a space, the unit), which its parser reads back.
+// units may import estimate (for the batch type and the confidence range),
+// internal/safefile (bounded reads) and the standard library.
+package units
 
 import (
 	"bufio"
@@ -15,9 +22,7 @@ import (
 	"github.com/tickprof/tickprof/internal/safefile"
 )
 
-// This file holds the parsers for what users type on the command line
-// (durations, percentages, rates, batch files) and the formatter that prints
-// durations. Every command reuses them so that `16.666ms`, `95%` and
+// Every command reuses these parsers so that `16.666ms`, `95%` and
 // `1000/s` mean the same thing everywhere.
 
 // durationUnit returns the length in nanoseconds of a duration unit. Both
@@ -41,21 +46,21 @@ func durationUnit(u string) (float64, bool) {
 	return 0, false
 }
 
-// maxDurationNs is the longest duration parseDuration accepts: the
+// maxDurationNs is the longest duration ParseDuration accepts: the
 // largest time.Duration, about 292 years, so that every duration converts
 // to one without wrapping (99999999999999999999h wrapped to a negative
 // duration, and sampling never stopped).
 const maxDurationNs = float64(math.MaxInt64)
 
-// parseDuration parses a duration in Go syntax ("1.5s", "40us", "16.666ms",
+// ParseDuration parses a duration in Go syntax ("1.5s", "40us", "16.666ms",
 // "1m30s", "250ns") into float64 nanoseconds. Unlike time.ParseDuration it
 // keeps fractions of a nanosecond ("0.5ns"), does not overflow at 290
-// years, and ignores spaces ("8.33 ms", as formatNs prints). A bare number
+// years, and ignores spaces ("8.33 ms", as Ns prints). A bare number
 // without a unit is rejected (except "0"), and so are negative values:
 // every duration tickprof asks for is a length.
-func parseDuration(s string) (float64, error) {
+func ParseDuration(s string) (float64, error) {
 	orig := s
-	// Spaces are ignored so that formatNs output ("8.33 ms") parses back.
+	// Spaces are ignored so that Ns output ("8.33 ms") parses back.
 	s = strings.Join(strings.Fields(s), "")
 	if s == "" {
 		return 0, fmt.Errorf("empty duration: give a number with a unit, e.g. 16.666ms, 40us, 1.5s")
@@ -114,11 +119,11 @@ func parseDuration(s string) (float64, error) {
 	return total, nil
 }
 
-// parsePercent parses a fraction written either as a percentage ("95%",
+// ParsePercent parses a fraction written either as a percentage ("95%",
 // "2.5%") or as a plain fraction ("0.95", "0.025") and returns the fraction.
 // A plain number above 1 is rejected as ambiguous ("95" could mean 95% or
 // 9500%): the error tells the user to add the percent sign.
-func parsePercent(s string) (float64, error) {
+func ParsePercent(s string) (float64, error) {
 	orig := s
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -144,16 +149,16 @@ func parsePercent(s string) (float64, error) {
 	return v, nil
 }
 
-// parseConfidence parses a confidence level (see parsePercent) and checks
+// ParseConfidence parses a confidence level (see ParsePercent) and checks
 // that it lies strictly between 0 and 1.
-func parseConfidence(s string) (float64, error) {
-	c, err := parsePercent(s)
+func ParseConfidence(s string) (float64, error) {
+	c, err := ParsePercent(s)
 	if err != nil {
 		return 0, err
 	}
 	if !(c >= estimate.MinConfidence && c <= estimate.MaxConfidence) {
 		return 0, fmt.Errorf("confidence %q must lie between %s and %s (a level that rounds to 100%% has an infinite interval), e.g. 95%%", s,
-			formatPercent(estimate.MinConfidence), formatPercent(estimate.MaxConfidence))
+			Percent(estimate.MinConfidence), Percent(estimate.MaxConfidence))
 	}
 	return c, nil
 }
@@ -178,10 +183,10 @@ func rateUnit(u string) (float64, bool) {
 	return 0, false
 }
 
-// parseRate parses an event rate and returns events per second. Accepted
+// ParseRate parses an event rate and returns events per second. Accepted
 // forms: "1000/s", "2.5/ms", "60/min", "3600/h", "400Hz", "2kHz", or a bare
 // number meaning per second. The rate must be positive.
-func parseRate(s string) (float64, error) {
+func ParseRate(s string) (float64, error) {
 	orig := s
 	s = strings.TrimSpace(s)
 	var num string
@@ -241,25 +246,25 @@ func isPlainDecimal(s string) bool {
 // of batches, more than any run polls.
 const maxBatchesFile = 64 << 20
 
-// readBatchesFile reads a --batches file (see parseBatches).
-func readBatchesFile(path string) ([]estimate.Batch, error) {
+// ReadBatchesFile reads a --batches file (see ParseBatches).
+func ReadBatchesFile(path string) ([]estimate.Batch, error) {
 	data, err := safefile.ReadFile(path, "batches file", maxBatchesFile)
 	if err != nil {
 		return nil, err
 	}
-	bs, err := parseBatches(bytes.NewReader(data))
+	bs, err := ParseBatches(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("batches file %s: %w", path, err)
 	}
 	return bs, nil
 }
 
-// parseBatches reads a --batches file: one "calls ticks" pair per line (the
+// ParseBatches reads a --batches file: one "calls ticks" pair per line (the
 // increments of the call and tick counters over one polling period), two
 // non-negative integers separated by spaces, tabs or a comma. Text after '#' is a comment;
 // blank lines are skipped. Every batch needs at least one call, and the file
 // at least one batch.
-func parseBatches(r io.Reader) ([]estimate.Batch, error) {
+func ParseBatches(r io.Reader) ([]estimate.Batch, error) {
 	var out []estimate.Batch
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -280,11 +285,11 @@ func parseBatches(r io.Reader) ([]estimate.Batch, error) {
 		if len(fields) != 2 {
 			return nil, fmt.Errorf("line %d: got %d fields, expected two integers \"calls ticks\"", line, len(fields))
 		}
-		calls, err := parseCount(fields[0])
+		calls, err := ParseCount(fields[0])
 		if err != nil {
 			return nil, fmt.Errorf("line %d: calls: %w", line, err)
 		}
-		ticks, err := parseCount(fields[1])
+		ticks, err := ParseCount(fields[1])
 		if err != nil {
 			return nil, fmt.Errorf("line %d: ticks: %w", line, err)
 		}
@@ -305,8 +310,8 @@ func parseBatches(r io.Reader) ([]estimate.Batch, error) {
 	return out, nil
 }
 
-// parseCount parses a non-negative decimal integer.
-func parseCount(s string) (uint64, error) {
+// ParseCount parses a non-negative decimal integer.
+func ParseCount(s string) (uint64, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, fmt.Errorf("%q is negative: counts are non-negative integers", s)
 	}
@@ -317,14 +322,14 @@ func parseCount(s string) (uint64, error) {
 	return v, nil
 }
 
-// formatNs formats a duration given in float64 nanoseconds with three
+// Ns formats a duration given in float64 nanoseconds with three
 // significant digits in the largest unit among ns, µs, ms and s that keeps
 // the value at or above 1: 8333333 -> "8.33 ms", 40 -> "40.0 ns",
 // 2.5e9 -> "2.50 s". Values below 1 ns keep ns ("0.500 ns").
-func formatNs(ns float64) string { return formatNsDigits(ns, 3) }
+func Ns(ns float64) string { return NsDigits(ns, 3) }
 
-// formatNsDigits is formatNs with sig significant digits (1 to 15).
-func formatNsDigits(ns float64, sig int) string {
+// NsDigits is Ns with sig significant digits (1 to 15).
+func NsDigits(ns float64, sig int) string {
 	if sig < 1 {
 		sig = 1
 	}
@@ -371,12 +376,12 @@ func formatNsDigits(ns float64, sig int) string {
 	return sign + strconv.FormatFloat(v, 'f', dec, 64) + " " + unit
 }
 
-// formatInterval formats a point estimate and its interval with the fewest
+// Interval formats a point estimate and its interval with the fewest
 // significant digits (at least 3) at which the estimate and both bounds are
 // told apart, so that a tight interval does not print as [8.33 ms, 8.33 ms].
-func formatInterval(mean, low, high float64) (m, lo, hi string) {
+func Interval(mean, low, high float64) (m, lo, hi string) {
 	for sig := 3; sig <= 9; sig++ {
-		m, lo, hi = formatNsDigits(mean, sig), formatNsDigits(low, sig), formatNsDigits(high, sig)
+		m, lo, hi = NsDigits(mean, sig), NsDigits(low, sig), NsDigits(high, sig)
 		if (lo != m || low == mean) && (hi != m || high == mean) {
 			return m, lo, hi
 		}
@@ -384,9 +389,9 @@ func formatInterval(mean, low, high float64) (m, lo, hi string) {
 	return m, lo, hi
 }
 
-// formatPercent formats a fraction as a percentage with up to 3 significant
+// Percent formats a fraction as a percentage with up to 3 significant
 // digits: 0.95 -> "95%", 0.049 -> "4.9%", 0.000123 -> "0.0123%".
-func formatPercent(f float64) string {
+func Percent(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
@@ -411,16 +416,16 @@ func formatPercent(f float64) string {
 	return s + "%"
 }
 
-// formatNsExact formats a duration the user gave (a resolution, an
-// expected time) without rounding, in the unit formatNs would pick:
+// NsExact formats a duration the user gave (a resolution, an
+// expected time) without rounding, in the unit Ns would pick:
 // 16666000 -> "16.666 ms", 40000 -> "40 µs".
-func formatNsExact(ns float64) string {
+func NsExact(ns float64) string {
 	if math.IsNaN(ns) || math.IsInf(ns, 0) || ns == 0 {
-		return formatNs(ns)
+		return Ns(ns)
 	}
 	a := math.Abs(ns)
 	if a >= 1e18 {
-		return formatNs(ns)
+		return Ns(ns)
 	}
 	unit, div := "ns", 1.0
 	switch {
@@ -434,10 +439,10 @@ func formatNsExact(ns float64) string {
 	return strconv.FormatFloat(ns/div, 'f', -1, 64) + " " + unit
 }
 
-// formatLongNs is formatNs followed, for two minutes and more, by the same
+// LongNs is Ns followed, for two minutes and more, by the same
 // time in minutes, hours or days: "7300 s (2.03 h)".
-func formatLongNs(ns float64) string {
-	s := formatNs(ns)
+func LongNs(ns float64) string {
+	s := Ns(ns)
 	sec := ns / 1e9
 	switch {
 	case math.IsNaN(sec) || math.IsInf(sec, 0) || sec < 120:
@@ -451,21 +456,21 @@ func formatLongNs(ns float64) string {
 	}
 }
 
-// trimFloat formats a plain number without exponent or trailing zeros.
-func trimFloat(f float64) string {
+// Number formats a plain number without exponent or trailing zeros.
+func Number(f float64) string {
 	if math.Abs(f) >= 1e15 || (f != 0 && math.Abs(f) < 1e-6) {
 		return strconv.FormatFloat(f, 'g', 6, 64)
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
-// jsonFloat is a float64 that encodes NaN and ±Inf as JSON null (which
+// JSONFloat is a float64 that encodes NaN and ±Inf as JSON null (which
 // encoding/json otherwise refuses), e.g. the relative half-width of a zero
 // mean.
-type jsonFloat float64
+type JSONFloat float64
 
 // MarshalJSON encodes finite values as numbers and the rest as null.
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
+func (f JSONFloat) MarshalJSON() ([]byte, error) {
 	v := float64(f)
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return []byte("null"), nil
@@ -473,9 +478,9 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
 }
 
-// formatPercentDigits formats a fraction as a percentage with sig
+// PercentDigits formats a fraction as a percentage with sig
 // significant digits, keeping trailing zeros: (0.0062, 3) -> "0.620%".
-func formatPercentDigits(f float64, sig int) string {
+func PercentDigits(f float64, sig int) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
@@ -491,11 +496,11 @@ func formatPercentDigits(f float64, sig int) string {
 	return strconv.FormatFloat(r, 'f', dec, 64) + "%"
 }
 
-// formatShareInterval formats a share and its bounds as percentages with
+// ShareInterval formats a share and its bounds as percentages with
 // the fewest significant digits (at least 3) that tell them apart.
-func formatShareInterval(share, low, high float64) (m, lo, hi string) {
+func ShareInterval(share, low, high float64) (m, lo, hi string) {
 	for sig := 3; sig <= 9; sig++ {
-		m, lo, hi = formatPercentDigits(share, sig), formatPercentDigits(low, sig), formatPercentDigits(high, sig)
+		m, lo, hi = PercentDigits(share, sig), PercentDigits(low, sig), PercentDigits(high, sig)
 		if (lo != m || low == share) && (hi != m || high == share) {
 			return m, lo, hi
 		}

@@ -1,4 +1,4 @@
-package main
+package calibrate
 
 import (
 	"os"
@@ -26,7 +26,7 @@ func TestOverheadKind(t *testing.T) {
 		{loader.Spec{Kind: loader.KindSyscall}, ""},
 		{loader.Spec{Kind: loader.KindKernelFunc}, ""},
 	} {
-		got, err := overheadKind(c.sp)
+		got, err := (Corrector{}).OverheadKind(c.sp)
 		if err != nil || got != c.want {
 			t.Errorf("%+v: got %q, %v; want %q", c.sp, got, err, c.want)
 		}

@@ -1,0 +1,70 @@
+package calibrate
+
+import (
+	"fmt"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// Corrector applies a machine's calibration to timing results: it
+// implements timing.Corrector.
+type Corrector struct {
+	// Cal is the calibration whose overheads are subtracted.
+	Cal *Calibration
+}
+
+// OverheadKind is the calibrated probe kind whose overhead is subtracted
+// from a target, or "" when none is. Syscalls and kernel functions are not
+// corrected: there is no empty syscall or kernel function, so what
+// calibrate measures for them (getppid's whole path) includes the
+// kernel's own work, and subtracting it would remove real time.
+func (Corrector) OverheadKind(sp loader.Spec) (string, error) {
+	switch sp.Kind {
+	case loader.KindUser:
+		return UserProbeKind(sp.Binary, sp.Offset)
+	case loader.KindGoUser:
+		return "go", nil
+	case loader.KindSyscall, loader.KindKernelFunc:
+		return "", nil
+	}
+	return "", fmt.Errorf("no overhead calibration applies to %s targets", sp.Kind)
+}
+
+// Overhead is the calibrated overhead of kind at confidence level conf.
+func (c Corrector) Overhead(kind string, conf float64) (estimate.Result, bool) {
+	o, ok := c.Cal.Overhead(kind)
+	if !ok {
+		return estimate.Result{}, false
+	}
+	return o.At(conf), true
+}
+
+// Correct subtracts the calibrated overhead of kind from r.
+func (c Corrector) Correct(kind string, r estimate.Result) (estimate.Result, error) {
+	o, ok := c.Cal.Overhead(kind)
+	if !ok {
+		return estimate.Result{}, fmt.Errorf("the calibration has no %q probe overhead", kind)
+	}
+	return Correct(r, o)
+}
+
+// LoadCorrector loads this machine's calibration from dir ("": Dir()) as
+// a Corrector.
+func LoadCorrector(dir string) (Corrector, error) {
+	var cal *Calibration
+	var err error
+	if dir != "" {
+		m, merr := ThisMachine()
+		if merr != nil {
+			return Corrector{}, merr
+		}
+		cal, err = LoadFrom(dir, m)
+	} else {
+		cal, err = Load()
+	}
+	if err != nil {
+		return Corrector{}, err
+	}
+	return Corrector{Cal: cal}, nil
+}

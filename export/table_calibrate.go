@@ -1,0 +1,71 @@
+package export
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/units"
+)
+
+// WriteCalibration prints a calibration's tables: clock resolutions, clock
+// read costs and probe overheads.
+func WriteCalibration(w io.Writer, c *calibrate.Calibration) error {
+	fmt.Fprintf(w, "machine: kernel %s, %s, %d CPUs; %s\n\n", c.Machine.KernelRelease, c.Machine.CPUModel, c.Machine.CPUs, c.Date.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLOCK\tREAD IN\tCHANGES\tINCREMENT min / mean / max\tPERIOD min / mean / max\tMEAN PERIOD INTERVAL")
+	for _, r := range c.Clocks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s / %s / %s\t%s / %s / %s\t[%s, %s] (%s)\n", r.Clock, r.Where, r.Changes,
+			units.Ns(r.IncMinNs), units.Ns(r.IncMeanNs), units.Ns(r.IncMaxNs),
+			units.Ns(r.PeriodMinNs), units.Ns(r.PeriodMeanNs), units.Ns(r.PeriodMaxNs),
+			units.Ns(r.PeriodLowNs), units.Ns(r.PeriodHighNs), units.Percent(r.Confidence))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(c.ClockCosts) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CLOCK READ (BPF)\tCOST PER READ\tINTERVAL\tREADS")
+		for _, k := range c.ClockCosts {
+			fmt.Fprintf(tw, "%s\t%s\t[%s, %s] (%s)\t%d\n", k.Helper, units.Ns(k.NsPerRead), units.Ns(k.LowNs), units.Ns(k.HighNs), units.Percent(k.Confidence), k.Reads)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROBE KIND\tEMPTY TARGET\tRUNS\tCALLS\tT_ovhd MEAN\tMEAN'S INTERVAL\tA RUN'S T_ovhd (subtracted)\tRUN MEANS\tMIN\tBPF TIME/CALL (total)")
+	for _, o := range c.Overheads {
+		bpfCost := "-"
+		if o.BPFNsPerCall > 0 {
+			bpfCost = units.Ns(o.BPFNsPerCall)
+		}
+		runs, means, meanIv := max(o.Runs, 1), "-", "-"
+		if len(o.RunMeansNs) > 0 {
+			ms := make([]string, len(o.RunMeansNs))
+			for i, m := range o.RunMeansNs {
+				ms[i] = strconv.FormatFloat(m, 'f', 0, 64)
+			}
+			means = strings.Join(ms, " ") + " ns"
+			meanIv = fmt.Sprintf("[%s, %s] (%s)", units.Ns(o.MeanLowNs), units.Ns(o.MeanHighNs), units.Percent(o.Confidence))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t[%s, %s] (%s, %s)\t%s\t%s\t%s\n", o.Kind, o.Target, runs, o.Calls, units.Ns(o.MeanNs), meanIv,
+			units.Ns(o.LowNs), units.Ns(o.HighNs), units.Percent(o.Confidence), o.Method, means, units.Ns(float64(o.MinNs)), bpfCost)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, o := range c.Overheads {
+		fmt.Fprintf(w, "  %s: %s\n", o.Kind, o.Note)
+	}
+	for _, s := range c.Skipped {
+		fmt.Fprintf(w, "not measured: %s\n", s)
+	}
+	return nil
+}

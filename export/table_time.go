@@ -1,0 +1,165 @@
+package export
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/term"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
+)
+
+// meanInterval formats a mean with its interval: "1.23µs [1.20µs, 1.26µs]".
+func meanInterval(r estimate.Result) string {
+	m, lo, hi := units.Interval(r.Mean, r.Low, r.High)
+	return m + " [" + lo + ", " + hi + "]"
+}
+
+// WriteTimeTable prints a timing run's results: one row per target, then
+// the run; precision is the run's goal (0: none).
+func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	conf := units.Percent(r.Confidence)
+	corrected := false
+	for _, t := range r.Targets {
+		corrected = corrected || t.Corrected
+	}
+	hdr := "TARGET\tCALLS\tMEAN\tINTERVAL (" + conf + ")\t±%\t"
+	if corrected {
+		hdr += "RAW MEAN [" + conf + "]\tOVERHEAD [" + conf + "]\t"
+	}
+	hdr += "METHOD\tCROSSINGS\tORPHANS\tDROPPED\t"
+	if r.Validate {
+		hdr += "EXACT MEAN [" + conf + "]\tCOVERED\t"
+	}
+	fmt.Fprintln(tw, hdr)
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		var mean, iv, pct, method string
+		if t.Err != "" {
+			mean, iv, pct, method = "-", "no estimate: "+ShortErr(t.Err), "-", "-"
+		} else {
+			m, lo, hi := units.Interval(t.Estimate.Mean, t.Estimate.Low, t.Estimate.High)
+			mean, iv = m, "["+lo+", "+hi+"]"
+			pct = "±" + units.Percent(t.Estimate.RelHalfWidth)
+			if math.IsInf(t.Estimate.RelHalfWidth, 0) || math.IsNaN(t.Estimate.RelHalfWidth) {
+				pct = "-" // a zero mean: only the upper bound says something
+			}
+			method = t.Estimate.Method
+		}
+		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t", t.Name, t.Calls, mean, iv, pct)
+		if corrected {
+			raw, ov := "-", "-"
+			if t.Err == "" {
+				raw = meanInterval(t.Raw)
+			}
+			if t.Corrected {
+				ov = meanInterval(t.Overhead)
+			}
+			line += raw + "\t" + ov + "\t"
+		}
+		line += fmt.Sprintf("%s\t%d\t%d\t%d\t", method, t.Crossings, t.Orphans, t.Dropped)
+		if r.Validate {
+			ex, cov := "-", "-"
+			if t.Exact != nil && t.Exact.Mean.Calls > 0 {
+				ex = meanInterval(t.Exact.Mean)
+			}
+			if t.Covered != nil {
+				cov = map[bool]string{true: "yes", false: "NO"}[*t.Covered]
+			}
+			line += ex + "\t" + cov + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "clock %s (d = %s), %s confidence, %.1fs, stopped: %s", r.Clock, units.Ns(r.Resolution), conf, r.Duration.Seconds(), r.StopReason)
+	if precision > 0 {
+		fmt.Fprintf(w, ", precision goal ±%s", units.Percent(precision))
+	}
+	fmt.Fprintf(w, "; dropped records %d, stack failures %d\n", r.RingDrops, r.StackFails)
+	if g := r.Go; g != nil {
+		fmt.Fprintf(w, "Go: %d entry firings skipped for stack growth (counted on re-entry), %d entries expired without a RET (panic or Goexit, counted as orphans)",
+			g.Morestack, g.Expired)
+		if g.NoGoroutine > 0 {
+			fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
+		}
+		fmt.Fprintln(w)
+	}
+	var few []string
+	for _, t := range r.Targets {
+		if t.Calls > 0 && t.Estimate.Batches < timing.MinCheckBatches {
+			few = append(few, t.Name)
+		}
+	}
+	if len(few) > 0 {
+		fmt.Fprintf(w, "note: %s: fewer than %d polling batches, too few to check whether calls that overlap in time (several threads or goroutines in the function at once, crossing the same ticks) make the interval too narrow (Beilner eq. 11); time for at least %d x --interval, or shorten --interval\n",
+			strings.Join(few, ", "), timing.MinCheckBatches, timing.MinCheckBatches)
+	}
+	for _, t := range r.Targets {
+		if r.Correction == "on" && (t.Kind == loader.KindSyscall.String() || t.Kind == loader.KindKernelFunc.String()) {
+			fmt.Fprintln(w, "syscall and kernel-function means are as measured: they include the tracepoint or probe dispatch inside the window (no empty kernel path exists to calibrate it against)")
+			break
+		}
+	}
+	switch {
+	case corrected:
+		fmt.Fprintln(w, "MEAN is the measured (RAW) mean minus the calibrated probe overhead, both uncertainties in its interval; --no-correct shows raw means only")
+	case r.Correction == "off":
+		fmt.Fprintln(w, "means include tickprof's probe overhead (--no-correct)")
+	case r.Correction == "none":
+		fmt.Fprintln(w, "note: these means include tickprof's probe overhead; run `sudo tickprof calibrate` once and later runs subtract it")
+	}
+	return nil
+}
+
+// ShortErr shortens an error for a table cell: up to its first colon, or
+// 40 characters.
+func ShortErr(s string) string {
+	if i := strings.IndexByte(s, ':'); i > 0 && i < 40 {
+		return s[:i]
+	}
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// WriteTimeOutputs prints a timing run's table (precision: the goal, 0
+// for none) and writes its JSON and pprof profile where asked ("": not).
+// A file that cannot be written is one error after the table.
+func WriteTimeOutputs(out io.Writer, run *timing.Result, precision float64, jsonPath, pprofPath string) error {
+	if err := WriteTimeTable(out, run, precision); err != nil {
+		return err
+	}
+	var errs []string
+	if jsonPath != "" {
+		if err := WriteTimeJSONFile(jsonPath, run); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if pprofPath != "" {
+		if err := WriteTimeProfile(pprofPath, run); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		// One line: the table above holds the results all the same.
+		return fmt.Errorf("%s (the results are in the table above; check the output path)", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+// Package testtarget is the tests' support for the programs they probe: it
+// builds the C targets under testdata once per test binary (or hands out
+// the prebuilt ones under $TICKPROF_TESTBIN, as the kernel matrix does),
+// builds the Go targets, and starts a target that waits for a signal
+// before it makes its calls. A missing gcc has one policy: the test is
+// skipped with the reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
+//
+// testtarget may import only the standard library and x/sys; only tests
+// import it.
+package testtarget
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvTestBin names a directory of prebuilt C test targets (the kernel
+// matrix guests have no compiler): testdata/.../NAME.c is $EnvTestBin/NAME,
+// built with the flags the tests use.
+const EnvTestBin = "TICKPROF_TESTBIN"
+
+// Testdata is the repository's testdata directory.
+func Testdata() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata")
+}
+
+// builds caches the C targets built by C, once per test binary, in one
+// temporary directory that Main removes.
+var builds struct {
+	sync.Mutex
+	dir  string
+	done map[string]build // by output name
+}
+
+type build struct {
+	path string
+	err  error
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// Main runs the tests and removes the C targets built.
+func Main(m *testing.M) {
+	code := m.Run()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	os.Exit(code)
+}
+
+// NeedGCC skips the test when gcc is missing (no $EnvTestBin), or fails it
+// under TICKPROF_REQUIRE_BPF=1.
+func NeedGCC(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvTestBin) != "" {
+		return
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("TICKPROF_REQUIRE_BPF") == "1" {
+			t.Fatalf("gcc is needed to build the test targets: %v", err)
+		}
+		t.Skipf("gcc not installed: %v", err)
+	}
+}
+
+// C returns testdata/SRC built with gcc -O1 -g and flags as the binary
+// out, once per test binary; or, with $EnvTestBin set, the prebuilt
+// $EnvTestBin/NAME for SRC = .../NAME.c whatever the flags.
+func C(t testing.TB, src, out string, flags ...string) string {
+	t.Helper()
+	NeedGCC(t)
+	builds.Lock()
+	defer builds.Unlock()
+	b, ok := builds.done[out]
+	if !ok {
+		b = buildC(src, out, flags)
+		if builds.done == nil {
+			builds.done = map[string]build{}
+		}
+		builds.done[out] = b
+	}
+	if b.err != nil {
+		t.Fatalf("build the C target %s: %v", out, b.err)
+	}
+	return b.path
+}
+
+// buildC builds one C target (builds held).
+func buildC(src, out string, flags []string) build {
+	if dir := os.Getenv(EnvTestBin); dir != "" {
+		p := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
+		_, err := os.Stat(p)
+		return build{p, err}
+	}
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "tickprof-test-targets")
+		if err != nil {
+			return build{err: err}
+		}
+		builds.dir = dir
+	}
+	p := filepath.Join(builds.dir, out)
+	args := append(append([]string{"-O1", "-g"}, flags...), "-o", p, filepath.Join(Testdata(), src))
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		return build{err: &buildError{err, string(b)}}
+	}
+	return build{path: p}
+}
+
+// Timed returns testdata/c/timed.c built PIE (the default here).
+func Timed(t testing.TB) string {
+	t.Helper()
+	return C(t, "c/timed.c", "timed", "-fno-omit-frame-pointer", "-pthread", "-pie")
+}
+
+// Burn returns testdata/sample/burn.c built for sampling.
+func Burn(t testing.TB) string {
+	t.Helper()
+	return C(t, "sample/burn.c", "burn", "-fno-omit-frame-pointer", "-fno-inline")
+}
+
+// Go builds the main package testdata/go/NAME with extra go build
+// arguments and cgo ("CGO_ENABLED=0" or "CGO_ENABLED=1") in its
+// environment.
+func Go(t testing.TB, name, cgo string, args ...string) string {
+	t.Helper()
+	src := filepath.Join(Testdata(), "go", name)
+	out := filepath.Join(t.TempDir(), name)
+	a := append([]string{"build", "-o", out}, args...)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(a, src)...)
+	cmd.Env = append(os.Environ(), cgo)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %v: %v\n%s", a, err, b)
+	}
+	return out
+}
+
+// Proc is a started test target that printed its ready line and, when
+// gated, waits for SIGUSR1 before making its calls.
+type Proc struct {
+	Cmd   *exec.Cmd
+	lines chan []string // every line after the ready line, at end of output
+}
+
+// ReadyPrefix accepts a ready line that starts with "ready".
+func ReadyPrefix(line string) bool { return strings.HasPrefix(line, "ready") }
+
+// Start starts cmd, kills it when the test ends, runs setup (when not nil)
+// with its pid and waits for its first line, which ready must accept.
+func Start(t testing.TB, cmd *exec.Cmd, ready func(string) bool, setup func(pid int)) *Proc {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if setup != nil {
+		setup(cmd.Process.Pid)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || !ready(sc.Text()) {
+		t.Fatalf("%s did not get ready: %q", strings.Join(cmd.Args, " "), sc.Text())
+	}
+	p := &Proc{Cmd: cmd, lines: make(chan []string, 1)}
+	go func() {
+		var lines []string
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		p.lines <- lines
+	}()
+	return p
+}
+
+// Pid is the target's process ID.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// Release lets a gated target make its calls.
+func (p *Proc) Release(t testing.TB) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Wait waits up to limit for the end of the target's output, calling poll
+// (when not nil) every interval meanwhile, then for its exit. It returns
+// the lines after the ready line and the exit error.
+func (p *Proc) Wait(t testing.TB, limit, every time.Duration, poll func()) ([]string, error) {
+	t.Helper()
+	var tick <-chan time.Time
+	if poll != nil {
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	deadline := time.After(limit)
+	for {
+		select {
+		case lines := <-p.lines:
+			return lines, p.Cmd.Wait()
+		case <-tick:
+			poll()
+		case <-deadline:
+			t.Fatalf("%s did not finish in %v", strings.Join(p.Cmd.Args, " "), limit)
+		}
+	}
+}
+
+// LastLine returns the last of lines, "" when there is none.
+func LastLine(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[len(lines)-1]
+}
+
+// StartGated starts bin -g ARGS (testdata/c/timed's gate: it waits for
+// SIGUSR1 before calling), SCHED_FIFO so that other load on the machine
+// does not preempt it at the probes' trap returns: its own timing and
+// tickprof's then differ by the probe bias only, not scheduling delays.
+func StartGated(t testing.TB, bin string, args ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-g"}, args...)...)
+	return Start(t, cmd, ReadyPrefix, func(pid int) { setFIFO(t, pid) })
+}
+
+// setFIFO runs pid (and the threads it creates) SCHED_FIFO.
+func setFIFO(t testing.TB, pid int) {
+	t.Helper()
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 10}
+	if err := unix.SchedSetAttr(pid, &attr, 0); err != nil {
+		t.Logf("SCHED_FIFO for the target: %v (timing comparisons may see scheduling delays)", err)
+	}
+}

@@ -1,0 +1,116 @@
+package timing
+
+import (
+	"time"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// buildRun gathers the final results from the last poll p.
+func (s *Session) buildRun(p loader.Poll, reason string) *Result {
+	ls, cfg := s.ls, &s.cfg
+	clk := ls.Clock()
+	run := &Result{
+		Clock: clk.String(), Resolution: clk.Resolution(), Confidence: cfg.Estimate.Confidence,
+		Start: s.start, Duration: time.Since(s.start), PID: s.pid, Command: cfg.Command, StopReason: reason,
+		Validate:  cfg.Exact && clk.Kind != loader.ClockNS,
+		RingDrops: p.Stats.RingDrops, StackFails: p.Stats.StackFails,
+	}
+	inflight, _ := ls.InFlight()
+	callers := ls.Callers()
+	for i, c := range p.Totals {
+		tg := ls.Targets()[i]
+		if tg.Spec.Kind == loader.KindGoUser && run.Go == nil {
+			if g, err := ls.GoStats(); err == nil {
+				run.Go = &GoStats{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
+			}
+		}
+		row := estimateTarget(clk, c, ls.Batches(i), cfg.Estimate)
+		t := TargetResult{
+			Name: tg.Name, Kind: tg.Spec.Kind.String(), Binary: tg.Spec.File,
+			Calls: c.Calls, Ticks: c.Ticks, Estimate: row.Result,
+			Orphans: c.Orphans, Crossings: c.Crossings, InlinedInto: s.inlined[tg.Name],
+		}
+		if i < len(inflight) {
+			t.Orphans += inflight[i]
+		}
+		if row.Err != nil {
+			t.Err = row.Err.Error()
+		}
+		t.Callers, t.Dropped = targetCallers(callers, i, c)
+		if clk.Kind == loader.ClockNS {
+			scaleCallers(t.Callers, c.Ticks)
+		}
+		if cfg.Exact || clk.Kind == loader.ClockNS {
+			t.Exact, t.Covered = exactFigures(c, row, run.Validate, cfg.Estimate)
+		}
+		run.Targets = append(run.Targets, t)
+	}
+	return run
+}
+
+// targetCallers are the caller stacks of target i, and the crossing
+// records lost (whose caller is unknown).
+func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]Caller, uint64) {
+	var out []Caller
+	var recs uint64
+	for _, cl := range callers {
+		if cl.Target != i {
+			continue
+		}
+		recs += cl.Records
+		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks}
+		for _, fr := range cl.Stack {
+			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC})
+		}
+		out = append(out, tc)
+	}
+	return out, subFloor(c.Crossings, recs)
+}
+
+// exactFigures are a target's exact-ns figures and, when validating a
+// tick clock, whether its interval holds the exact mean.
+func exactFigures(c loader.Counters, row Row, validate bool, est estimate.Options) (*ExactNs, *bool) {
+	x := &ExactNs{Sum: c.NsSum, Min: c.NsMin, Max: c.NsMax, Hist: append([]uint64(nil), c.Hist[:]...)}
+	if m, err := estimate.MeanFromSums(c.Calls, float64(c.NsSum), c.NsSq.Float64(), est); err == nil {
+		x.Mean = m
+	}
+	if !validate || row.Err != nil || c.Calls == 0 {
+		return x, nil
+	}
+	// Both sides as measured: the check is on the clock and the
+	// estimator, before any overhead correction.
+	exact := float64(c.NsSum) / float64(c.Calls)
+	cov := row.Result.Low <= exact && exact <= row.Result.High
+	return x, &cov
+}
+
+// scaleCallers spreads a target's exact total (ns) over its callers in
+// proportion to their record-grid estimates (ns clock: a record per grid
+// line a call spans, so the estimates are unbiased shares but do not add
+// up to the exact total).
+func scaleCallers(cs []Caller, total uint64) {
+	var sum uint64
+	for _, c := range cs {
+		sum += c.Ticks
+	}
+	if sum == 0 {
+		return
+	}
+	var given uint64
+	for i := range cs {
+		cs[i].Ticks = uint64(float64(cs[i].Ticks) / float64(sum) * float64(total))
+		given += cs[i].Ticks
+	}
+	// Rounding: the remainder goes to the largest caller (the first).
+	cs[0].Ticks += subFloor(total, given)
+}
+
+// subFloor returns a-b, or 0 when b > a.
+func subFloor(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}

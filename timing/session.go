@@ -1,0 +1,238 @@
+package timing
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/loader"
+)
+
+var sprintf = fmt.Sprintf
+
+// DefaultInterval is the polling period when Config.Interval is 0.
+const DefaultInterval = 200 * time.Millisecond
+
+// Session is one timing run: opened (probes attached, a started command
+// still held), then run once.
+type Session struct {
+	cfg     Config
+	pid     int
+	held    *proc.Held
+	exited  <-chan struct{} // closed when the timed process exits
+	specs   []loader.Spec
+	kinds   []string // per spec, its calibrated probe kind ("": none)
+	ls      *loader.Session
+	inlined map[string][]string
+	start   time.Time
+	last    loader.Poll
+}
+
+// Open starts the command held before exec (or checks the process),
+// resolves the targets and attaches the probes. The caller must Close the
+// session.
+func Open(cfg Config) (*Session, error) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	s := &Session{cfg: cfg, pid: cfg.PID}
+	if len(cfg.Command) > 0 {
+		h, err := proc.StartHeld(cfg.Command, proc.Stdio{})
+		if err != nil {
+			return nil, err
+		}
+		s.held, s.pid, s.exited = h, h.Pid, h.Done()
+	} else if s.pid != 0 {
+		var err error
+		if s.exited, err = proc.ExitNotify(s.pid); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.open(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) open() error {
+	specs := s.cfg.Specs
+	if specs == nil {
+		var err error
+		if specs, err = s.cfg.Targets.Resolve(s.pid); err != nil {
+			return err
+		}
+	}
+	s.specs = specs
+	s.overheadKinds()
+	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords}, specs)
+	if err != nil {
+		return err
+	}
+	s.ls = ls
+	s.inlined = s.goInlined()
+	return nil
+}
+
+// goInlined warns, one line per Go target, about the functions it was also
+// inlined into (those calls run none of its own code and are not counted),
+// and returns them by target name.
+func (s *Session) goInlined() map[string][]string {
+	g, err := s.ls.GoStats()
+	if err != nil {
+		s.cfg.warn("%v", err)
+	}
+	out := map[string][]string{}
+	for _, site := range g.Sites {
+		if len(site.InlinedInto) == 0 {
+			continue
+		}
+		out[site.Target] = site.InlinedInto
+		into := site.InlinedInto
+		if len(into) > 3 {
+			into = append(into[:3:3], fmt.Sprintf("%d more", len(site.InlinedInto)-3))
+		}
+		s.cfg.warn("%s is also inlined into %s: those calls run no probe and are not counted (mark it //go:noinline to count them)",
+			site.Target, strings.Join(into, ", "))
+	}
+	return out
+}
+
+// PID is the timed process (the started command's), 0 for every process.
+func (s *Session) PID() int { return s.pid }
+
+// Clock is the clock in use (the jiffy period measured).
+func (s *Session) Clock() loader.Clock { return s.ls.Clock() }
+
+// Targets are the attached targets.
+func (s *Session) Targets() []*loader.Target { return s.ls.Targets() }
+
+// Loader is the loader session underneath (its programs, its batches).
+func (s *Session) Loader() *loader.Session { return s.ls }
+
+// LastPoll is the poll the result was built from.
+func (s *Session) LastPoll() loader.Poll { return s.last }
+
+// Close detaches every probe and, when the command started is still held
+// (an error before Run), kills it.
+func (s *Session) Close() error {
+	var err error
+	if s.ls != nil {
+		err = s.ls.Close()
+	}
+	if s.held != nil && s.start.IsZero() {
+		s.held.Kill()
+		s.held.Wait()
+	}
+	return err
+}
+
+// Stop reasons (Result.StopReason).
+const (
+	StopInterrupted = "interrupted"
+	StopDuration    = "duration reached"
+	StopExited      = "target exited"
+	StopPrecision   = "precision reached"
+)
+
+// Run releases the held command, polls every Interval until a stop rule
+// holds (Duration, Precision, the target's exit, or ctx done), reads the
+// counters a last time, ends the command when it still runs, and returns
+// the result. onProgress (nil: none) sees every batch's estimates. A
+// failed read stops the run, and the result holds the last good read.
+func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, error) {
+	s.start = time.Now()
+	if s.held != nil {
+		s.held.Release()
+	}
+	reason, lastGood := s.loop(ctx, onProgress)
+	s.ls.Stop()
+	p, err := s.ls.Poll()
+	if err != nil {
+		if lastGood == nil {
+			return nil, fmt.Errorf("%w: nothing was read to report; check `tickprof doctor`", err)
+		}
+		// The batches end with the last good poll: report that.
+		s.cfg.warn("the final read failed (%v): reporting the poll at %.1fs", err, lastGood.Elapsed.Seconds())
+		p = *lastGood
+	}
+	s.last = p
+	if s.held != nil && reason != StopExited {
+		s.endCommand()
+	}
+	run := s.buildRun(p, reason)
+	s.correct(run)
+	return run, nil
+}
+
+// loop polls until a stop rule holds; it returns the reason and the last
+// poll that read every counter.
+func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, *loader.Poll) {
+	var deadline <-chan time.Time
+	if s.cfg.Duration > 0 {
+		t := time.NewTimer(s.cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(s.cfg.Interval)
+	defer tick.Stop()
+	var lastGood *loader.Poll
+	for {
+		select {
+		case <-ctx.Done():
+			return StopInterrupted, lastGood
+		case <-deadline:
+			return StopDuration, lastGood
+		case <-s.exited:
+			return StopExited, lastGood
+		case <-tick.C:
+		}
+		p, err := s.ls.Poll()
+		if err != nil {
+			// Stop, and still report what the last good read holds.
+			return "error: " + err.Error(), lastGood
+		}
+		lastGood = &p
+		rows := s.Rows(p)
+		if onProgress != nil {
+			onProgress(s.progress(p, rows))
+		}
+		if s.cfg.Precision > 0 && allReached(rows, s.cfg.Precision) {
+			return StopPrecision, lastGood
+		}
+	}
+}
+
+// Rows estimates every target from a poll.
+func (s *Session) Rows(p loader.Poll) []Row {
+	rows := make([]Row, len(p.Totals))
+	for i, c := range p.Totals {
+		rows[i] = estimateTarget(s.ls.Clock(), c, s.ls.Batches(i), s.cfg.Estimate)
+		rows[i].Name = s.ls.Targets()[i].Name
+	}
+	return rows
+}
+
+func (s *Session) progress(p loader.Poll, rows []Row) Progress {
+	pr := Progress{Elapsed: p.Elapsed, Rows: rows, Precision: s.cfg.Precision}
+	if s.cfg.Precision > 0 {
+		pr.Remaining = make([]time.Duration, len(rows))
+		for i, r := range rows {
+			pr.Remaining[i] = r.Remaining(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+		}
+	}
+	return pr
+}
+
+// endCommand ends the command started: SIGTERM, then SIGKILL after 2s.
+func (s *Session) endCommand() {
+	syscall.Kill(s.held.Pid, syscall.SIGTERM)
+	select {
+	case <-s.held.Done():
+	case <-time.After(2 * time.Second):
+		s.held.Kill()
+	}
+}
