@@ -185,7 +185,7 @@ func TestCorrectedEmptyFunction(t *testing.T) {
 		t.Skip("short mode")
 	}
 	dir := t.TempDir()
-	opts := OverheadOptions{Duration: 500 * time.Millisecond, Runs: 1, Kinds: []string{"user"}}
+	opts := OverheadOptions{Duration: 500 * time.Millisecond, Runs: 1, Kinds: []ProbeKind{"user"}}
 	var calRuns []Overhead
 	var calMeans, againRuns []float64
 	for i := 0; i < 5; i++ {
@@ -259,7 +259,7 @@ func TestCorrectedOtherFunction(t *testing.T) {
 		t.Skip("short mode")
 	}
 	dir := t.TempDir()
-	ovs, _, err := MeasureOverheads(context.Background(), dir, OverheadOptions{Kinds: []string{"user"}})
+	ovs, _, err := MeasureOverheads(context.Background(), dir, OverheadOptions{Kinds: []ProbeKind{KindUser}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestUserProbeKindOnTarget(t *testing.T) {
 	if err != nil {
 		t.Skipf("no calibration target: %v", err)
 	}
-	for sym, want := range map[string]string{"cal_empty": "user", "cal_empty_stepped": "user-stepped"} {
+	for sym, want := range map[string]ProbeKind{"cal_empty": KindUser, "cal_empty_stepped": KindUserStepped} {
 		off, err := symbolOffset(exe, sym)
 		if err != nil {
 			t.Fatal(err)

@@ -114,7 +114,7 @@ type ClockResolution struct {
 type Overhead struct {
 	// Kind is the target kind it applies to, as loader.Kind spells it
 	// ("user", "syscall", ...), or a variant ("user-stepped").
-	Kind string `json:"kind"`
+	Kind ProbeKind `json:"kind"`
 	// Target is what was timed ("cal_empty", "syscall:getppid").
 	Target string `json:"target"`
 	// Note says what the figure includes.
@@ -231,7 +231,7 @@ type Calibration struct {
 }
 
 // Overhead returns the T_ovhd measured for kind ("user", "syscall", ...).
-func (c *Calibration) Overhead(kind string) (Overhead, bool) {
+func (c *Calibration) Overhead(kind ProbeKind) (Overhead, bool) {
 	if c == nil {
 		return Overhead{}, false
 	}

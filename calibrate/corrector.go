@@ -22,9 +22,10 @@ type Corrector struct {
 func (Corrector) OverheadKind(sp loader.Spec) (string, error) {
 	switch sp.Kind {
 	case loader.KindUser:
-		return UserProbeKind(sp.Binary, sp.Offset)
+		k, err := UserProbeKind(sp.Binary, sp.Offset)
+		return string(k), err
 	case loader.KindGoUser:
-		return "go", nil
+		return string(KindGo), nil
 	case loader.KindSyscall, loader.KindKernelFunc:
 		return "", nil
 	}
@@ -33,7 +34,7 @@ func (Corrector) OverheadKind(sp loader.Spec) (string, error) {
 
 // Overhead is the calibrated overhead of kind at confidence level conf.
 func (c Corrector) Overhead(kind string, conf float64) (estimate.Result, bool) {
-	o, ok := c.Cal.Overhead(kind)
+	o, ok := c.Cal.Overhead(ProbeKind(kind))
 	if !ok {
 		return estimate.Result{}, false
 	}
@@ -42,7 +43,7 @@ func (c Corrector) Overhead(kind string, conf float64) (estimate.Result, bool) {
 
 // Correct subtracts the calibrated overhead of kind from r.
 func (c Corrector) Correct(kind string, r estimate.Result) (estimate.Result, error) {
-	o, ok := c.Cal.Overhead(kind)
+	o, ok := c.Cal.Overhead(ProbeKind(kind))
 	if !ok {
 		return estimate.Result{}, fmt.Errorf("the calibration has no %q probe overhead", kind)
 	}

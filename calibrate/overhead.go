@@ -23,7 +23,8 @@ import (
 
 // A probe kind the calibration measures.
 type probeKind struct {
-	kind, note string
+	kind ProbeKind
+	note string
 	// targets are what is timed, run after run in turn: more than one
 	// target folds the overhead's dependence on the target into its
 	// interval.
@@ -49,15 +50,15 @@ var probeKinds = []probeKind{
 	// (two functions of ~200 ns, each against its own unprobed mean): with
 	// empty targets only, corrected intervals of such functions missed
 	// their truth.
-	{"user", "uprobe+uretprobe on functions whose first instruction (push %rbp) the kernel emulates; runs alternate between cal_empty, cal_spin (~200 ns of work, its own unprobed mean subtracted) and cal_small (a few instructions)",
+	{KindUser, "uprobe+uretprobe on functions whose first instruction (push %rbp) the kernel emulates; runs alternate between cal_empty, cal_spin (~200 ns of work, its own unprobed mean subtracted) and cal_small (a few instructions)",
 		[]calTarget{{"user", "cal_empty", false}, {"spin", "cal_spin", true}, {"small", "cal_small", false}}, false},
-	{"user-stepped", "uprobe+uretprobe on an empty function whose first instruction the kernel single-steps",
+	{KindUserStepped, "uprobe+uretprobe on an empty function whose first instruction the kernel single-steps",
 		[]calTarget{{"stepped", "cal_empty_stepped", false}}, false},
-	{"syscall", "syscall entry+exit on getppid; includes getppid's own kernel path, so a reference only: time does not subtract it",
+	{KindSyscall, "syscall entry+exit on getppid; includes getppid's own kernel path, so a reference only: time does not subtract it",
 		[]calTarget{{"syscall", "getppid", false}}, false},
-	{"go", "RET-site uprobes on an empty Go function (tickprof's own calibrate.EmptyGo)",
+	{KindGo, "RET-site uprobes on an empty Go function (tickprof's own calibrate.EmptyGo)",
 		[]calTarget{{"go", GoSymbol, false}}, true},
-	{"kernel", "kprobe+kretprobe (or fentry+fexit) on getppid's kernel handler; includes the handler's own work, so a reference only: time does not subtract it",
+	{KindKernel, "kprobe+kretprobe (or fentry+fexit) on getppid's kernel handler; includes the handler's own work, so a reference only: time does not subtract it",
 		[]calTarget{{"syscall", "__x64_sys_getppid", false}}, true},
 }
 
@@ -82,7 +83,7 @@ type OverheadOptions struct {
 	Confidence float64
 	// Kinds restricts the kinds measured (nil: all; "user",
 	// "user-stepped", "syscall", "kernel", "go").
-	Kinds []string
+	Kinds []ProbeKind
 	// Ordinary runs the calibration target at the ordinary priority. By
 	// default it runs at the lowest real-time priority (SCHED_FIFO 1),
 	// where ordinary tasks cannot preempt it: a preemption inside an empty
@@ -117,7 +118,7 @@ func MeasureOverheads(ctx context.Context, dir string, o OverheadOptions) (out [
 	if err != nil {
 		return nil, nil, err
 	}
-	want := map[string]bool{}
+	want := map[ProbeKind]bool{}
 	for _, k := range o.Kinds {
 		want[k] = true
 	}
@@ -287,12 +288,12 @@ func CombineRuns(runs []Overhead, conf float64) (Overhead, error) {
 // timeRun runs argv (whose executable is exe), times symbol in it with
 // tickprof's probes of kind and the ns clock for d, and returns the run's
 // T_ovhd with its within-run interval. cpu >= 0 pins the target to that CPU.
-func timeRun(ctx context.Context, argv []string, exe, kind, symbol string, d time.Duration, cpu int, o OverheadOptions) (Overhead, error) {
+func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, symbol string, d time.Duration, cpu int, o OverheadOptions) (Overhead, error) {
 	var t timing.Targets
 	switch kind {
-	case "kernel":
+	case KindKernel:
 		t.Kernel, t.KernelAttach = []string{symbol}, loader.AttachAuto
-	case "syscall":
+	case KindSyscall:
 		t.Syscalls = []string{symbol}
 	default:
 		t.Users, t.MaxProbes = []string{exe + ":" + symbol}, 1

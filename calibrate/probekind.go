@@ -5,12 +5,25 @@ import (
 	"os"
 )
 
+// ProbeKind names a kind of probe pair whose overhead is calibrated: the
+// target kind it applies to, as loader.Kind spells it, or a variant.
+type ProbeKind string
+
+// The probe kinds calibrated.
+const (
+	KindUser        ProbeKind = "user"         // uprobe pair, first instruction emulated
+	KindUserStepped ProbeKind = "user-stepped" // uprobe pair, first instruction single-stepped
+	KindGo          ProbeKind = "go"           // RET-site uprobes on Go code
+	KindSyscall     ProbeKind = "syscall"      // syscall entry and exit (a reference only)
+	KindKernel      ProbeKind = "kernel"       // kernel-function pair (a reference only)
+)
+
 // UserProbeKind returns the overhead kind that applies to a uprobe at file
 // offset off of the ELF file at path: "user" when the kernel's x86 uprobe
 // code emulates the probed instruction, "user-stepped" when it must
 // single-step it out of line, which costs several times more and lands
 // inside the measured interval (the probe's clock read comes first).
-func UserProbeKind(path string, off uint64) (string, error) {
+func UserProbeKind(path string, off uint64) (ProbeKind, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("read the probed instruction: %w", err)
@@ -22,9 +35,9 @@ func UserProbeKind(path string, off uint64) (string, error) {
 		return "", fmt.Errorf("read the probed instruction of %s at %#x: %w", path, off, err)
 	}
 	if Emulated(b[:n]) {
-		return "user", nil
+		return KindUser, nil
 	}
-	return "user-stepped", nil
+	return KindUserStepped, nil
 }
 
 // Emulated reports whether the x86-64 instruction starting at code is one

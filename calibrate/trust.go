@@ -120,7 +120,7 @@ func (c *Calibration) Validate() error {
 	for i, o := range c.Overheads {
 		name := fmt.Sprintf("overheads[%d] (%s)", i, o.Kind)
 		switch {
-		case strings.TrimSpace(o.Kind) == "":
+		case strings.TrimSpace(string(o.Kind)) == "":
 			return bad(fmt.Sprintf("overheads[%d].kind", i), `""`, "a probe kind such as user")
 		case !finite(o.MeanNs, o.LowNs, o.HighNs, o.StdErrNs, o.RunSDNs, o.MeanLowNs, o.MeanHighNs, o.BPFNsPerCall):
 			return bad(name, "a non-finite value", "finite numbers")

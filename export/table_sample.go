@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/sampler"
+	"github.com/tickprof/tickprof/units"
 )
 
 // WriteSampleStats prints one line about a sampling run: samples kept and
 // lost, processes exited, the sampler's own CPU, and the profile written
 // (file, "" for none).
 func WriteSampleStats(w io.Writer, st sampler.Stats, freq int, dur time.Duration, file string) {
-	fmt.Fprintf(w, "tickprof: %d samples at %d Hz over %s", st.Kept, freq, dur.Round(time.Millisecond))
+	fmt.Fprintf(w, "tickprof: %d samples at %d Hz over %s", st.Kept, freq, units.Ns(float64(dur)))
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, ", %d lost to a full ring buffer", st.Dropped)
 	}

@@ -81,7 +81,7 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "clock %s (d = %s), %s confidence, %.1fs, stopped: %s", r.Clock, units.Ns(r.Resolution), conf, r.Duration.Seconds(), r.StopReason)
+	fmt.Fprintf(w, "clock %s (d = %s), %s confidence, %s, stopped: %s", r.Clock, units.Ns(r.Resolution), conf, units.Ns(float64(r.Duration)), r.StopReason)
 	if precision > 0 {
 		fmt.Fprintf(w, ", precision goal ±%s", units.Percent(precision))
 	}

@@ -167,20 +167,13 @@ func ParseConfidence(s string) (float64, error) {
 // ("N/s", "N/ms").
 func rateUnit(u string) (float64, bool) {
 	switch u {
-	case "ns":
-		return 1e-9, true
-	case "us", "\u00b5s", "\u03bcs":
-		return 1e-6, true
-	case "ms":
-		return 1e-3, true
-	case "s", "sec":
-		return 1, true
-	case "m", "min":
-		return 60, true
-	case "h":
-		return 3600, true
+	case "sec":
+		u = "s"
+	case "min":
+		u = "m"
 	}
-	return 0, false
+	ns, ok := durationUnit(u)
+	return ns / 1e9, ok
 }
 
 // ParseRate parses an event rate and returns events per second. Accepted

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -119,24 +120,24 @@ func runEstimate(cmd *cobra.Command, f estimateFlags) error {
 		return usagef("--interval: %v", err)
 	}
 	o := estimate.Options{Confidence: conf, Interval: iv}
+	w := cmd.OutOrStdout()
 	if len(shareSet) > 0 {
 		out, err := estimateShare(cmd, f, o)
-		if err != nil {
-			return err
-		}
-		if f.asJSON {
-			return export.WriteJSON(cmd.OutOrStdout(), out)
-		}
-		return export.WriteShareEstimate(cmd.OutOrStdout(), out)
+		return writeEstimate(w, f.asJSON, out, err, func() error { return export.WriteShareEstimate(w, out) })
 	}
 	out, err := estimateTime(cmd, f, o)
+	return writeEstimate(w, f.asJSON, out, err, func() error { return export.WriteTimeEstimate(w, out) })
+}
+
+// writeEstimate prints an estimate (unless err) as JSON or with text.
+func writeEstimate(w io.Writer, asJSON bool, v any, err error, text func() error) error {
 	if err != nil {
 		return err
 	}
-	if f.asJSON {
-		return export.WriteJSON(cmd.OutOrStdout(), out)
+	if asJSON {
+		return export.WriteJSON(w, v)
 	}
-	return export.WriteTimeEstimate(cmd.OutOrStdout(), out)
+	return text()
 }
 
 // countFlag parses a non-negative integer flag value.

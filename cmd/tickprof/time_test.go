@@ -418,7 +418,7 @@ func TestTimeCommandOverheadCorrection(t *testing.T) {
 		t.Fatal(err)
 	}
 	calDir := t.TempDir()
-	fake := map[string]float64{"user": 3000, "user-stepped": 9000}
+	fake := map[calibrate.ProbeKind]float64{"user": 3000, "user-stepped": 9000}
 	cal := &calibrate.Calibration{Machine: m, Date: time.Now()}
 	for kind, mean := range fake {
 		cal.Overheads = append(cal.Overheads, calibrate.Overhead{Kind: kind, Target: "fake", Calls: 100000,
@@ -471,8 +471,8 @@ func TestTimeCommandOverheadCorrection(t *testing.T) {
 	ovhd := num(tg, "overhead_ns")
 	mean, low, high := num(tg, "mean_ns"), num(tg, "low_ns"), num(tg, "high_ns")
 	rawMean, rawLow, rawHigh := num(tg, "raw_mean_ns"), num(tg, "raw_low_ns"), num(tg, "raw_high_ns")
-	if ovhd != fake[kind] || math.Abs(rawMean-ovhd-mean) > 1e-6*rawMean {
-		t.Errorf("%s overhead %v: mean %v should be raw %v minus %v", kind, ovhd, mean, rawMean, fake[kind])
+	if ovhd != fake[calibrate.ProbeKind(kind)] || math.Abs(rawMean-ovhd-mean) > 1e-6*rawMean {
+		t.Errorf("%s overhead %v: mean %v should be raw %v minus %v", kind, ovhd, mean, rawMean, fake[calibrate.ProbeKind(kind)])
 	}
 	// The overhead's own uncertainty widens the interval (Lilja 6.2.1).
 	if !(low < rawLow-ovhd && high > rawHigh-ovhd) {

@@ -79,7 +79,7 @@ func Overhead(ctx context.Context, dir string, errOut io.Writer) (calibrate.Over
 		}
 	}
 	fmt.Fprintln(errOut, "tickprof: no calibration for this machine: measuring the uprobe overhead on an empty function (2s)...")
-	ovs, _, err := calibrate.MeasureOverheads(ctx, dir, calibrate.OverheadOptions{Duration: 2 * time.Second, Kinds: []string{"user"}})
+	ovs, _, err := calibrate.MeasureOverheads(ctx, dir, calibrate.OverheadOptions{Duration: 2 * time.Second, Kinds: []calibrate.ProbeKind{calibrate.KindUser}})
 	if err != nil {
 		return calibrate.Overhead{}, "", err
 	}
