@@ -327,8 +327,8 @@ func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, sym
 	if err := ctx.Err(); err != nil {
 		return Overhead{}, err
 	}
-	if strings.HasPrefix(run.StopReason, "error: ") {
-		return Overhead{}, fmt.Errorf("calibration %s: %s", kind, strings.TrimPrefix(run.StopReason, "error: "))
+	if err := s.PollErr(); err != nil {
+		return Overhead{}, fmt.Errorf("calibration %s: %w", kind, err)
 	}
 	if len(run.Targets) != 1 || run.Targets[0].Calls < 2 {
 		return Overhead{}, fmt.Errorf("calibration: %s was not called while timed", symbol)

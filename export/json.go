@@ -103,7 +103,7 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
 		Start: r.Start.UTC(), DurationS: r.Duration.Seconds(), PID: r.PID, Command: r.Command,
-		StopReason: r.StopReason, Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
+		StopReason: string(r.StopReason), Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
 		Correction: string(r.Correction), Targets: []timeTargetJSON{},
 	}
 	if g := r.Go; g != nil {
@@ -260,7 +260,7 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 	run := &timing.Result{
 		Clock: doc.Clock, Resolution: doc.ResolutionNs, Confidence: doc.Confidence, Start: doc.Start,
 		Duration: time.Duration(doc.DurationS * 1e9), PID: doc.PID, Command: doc.Command,
-		StopReason: doc.StopReason, Validate: doc.Validate, RingDrops: doc.RingDrops, StackFails: doc.StackFails,
+		StopReason: timing.StopReason(doc.StopReason), Validate: doc.Validate, RingDrops: doc.RingDrops, StackFails: doc.StackFails,
 		Correction: timing.CorrectionMode(doc.Correction),
 	}
 	for _, j := range doc.Targets {

@@ -38,7 +38,7 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 		},
 	}
 	if r.StopReason != "" {
-		p.Comments = append(p.Comments, "stopped: "+r.StopReason)
+		p.Comments = append(p.Comments, "stopped: "+string(r.StopReason))
 	}
 	switch r.Correction {
 	case "on":

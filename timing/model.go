@@ -24,7 +24,7 @@ type Result struct {
 	Command []string
 	// StopReason says why the run stopped ("duration", "precision",
 	// "target exited", "interrupted", ...).
-	StopReason string
+	StopReason StopReason
 	// Validate is true when every target was also timed with the ns clock.
 	Validate bool
 	// RingDrops, StackFails: records lost to a full ring buffer, stacks

@@ -8,7 +8,7 @@ import (
 )
 
 // buildRun gathers the final results from the last poll p.
-func (s *Session) buildRun(p loader.Poll, reason string) *Result {
+func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 	ls, cfg := s.ls, &s.cfg
 	clk := ls.Clock()
 	run := &Result{

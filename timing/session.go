@@ -29,6 +29,7 @@ type Session struct {
 	inlined map[string][]string
 	start   time.Time
 	last    loader.Poll
+	pollErr error // the read that stopped the run
 }
 
 // Open starts the command held before exec (or checks the process),
@@ -113,6 +114,10 @@ func (s *Session) Targets() []*loader.Target { return s.ls.Targets() }
 // Loader is the loader session underneath (its programs, its batches).
 func (s *Session) Loader() *loader.Session { return s.ls }
 
+// PollErr is the read error that stopped the run (nil when a stop rule
+// did).
+func (s *Session) PollErr() error { return s.pollErr }
+
 // LastPoll is the poll the result was built from.
 func (s *Session) LastPoll() loader.Poll { return s.last }
 
@@ -130,12 +135,16 @@ func (s *Session) Close() error {
 	return err
 }
 
-// Stop reasons (Result.StopReason).
+// StopReason says why a run stopped.
+type StopReason string
+
+// Stop reasons (Result.StopReason); a failed read stops a run with
+// "error: " and the error (Session.PollErr).
 const (
-	StopInterrupted = "interrupted"
-	StopDuration    = "duration reached"
-	StopExited      = "target exited"
-	StopPrecision   = "precision reached"
+	StopInterrupted StopReason = "interrupted"
+	StopDuration    StopReason = "duration reached"
+	StopExited      StopReason = "target exited"
+	StopPrecision   StopReason = "precision reached"
 )
 
 // Run releases the held command, polls every Interval until a stop rule
@@ -170,7 +179,7 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 
 // loop polls until a stop rule holds; it returns the reason and the last
 // poll that read every counter.
-func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, *loader.Poll) {
+func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReason, *loader.Poll) {
 	var deadline <-chan time.Time
 	if s.cfg.Duration > 0 {
 		t := time.NewTimer(s.cfg.Duration)
@@ -193,7 +202,8 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (string, 
 		p, err := s.ls.Poll()
 		if err != nil {
 			// Stop, and still report what the last good read holds.
-			return "error: " + err.Error(), lastGood
+			s.pollErr = err
+			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
 		rows := s.Rows(p)

@@ -113,8 +113,8 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	}
 	if f.all && len(f.count) > 0 {
 		for _, c := range f.count {
-			if !countSpecHasBinary(c) {
-				return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, c)
+			if bin, sym := proc.SplitTarget(c); !strings.Contains(bin, "/") {
+				return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, sym)
 			}
 		}
 	}
@@ -169,11 +169,4 @@ func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfi
 		return err
 	}
 	return export.WriteCPUTable(w, tab, o.top, o.json)
-}
-
-// countSpecHasBinary reports whether a --count spec names its file
-// ("/bin/x:sym").
-func countSpecHasBinary(spec string) bool {
-	bin, _ := proc.SplitTarget(spec)
-	return strings.Contains(bin, "/")
 }
