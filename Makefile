@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint generate check-generate bench demo test-kernels clean
+.PHONY: all build test unit lint generate check-generate bench bench-agent demo test-kernels clean
 
 all: build
 
@@ -43,6 +43,12 @@ check-generate:
 # writes bench/RESULTS.md. BENCH_REPS=N changes the repetitions.
 bench:
 	bench/run.sh
+	bench/agent/run.sh >> bench/RESULTS.md
+
+# The agent's own CPU, RSS and target slowdown at 19, 49 and 99 Hz (root;
+# about 12 min), printed as a Markdown section.
+bench-agent:
+	bench/agent/run.sh
 
 # A bundled workload timed and sampled, with the known truth beside each
 # interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.

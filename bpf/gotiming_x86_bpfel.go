@@ -21,19 +21,23 @@ type GoTimingGoProbeStats struct {
 }
 
 type GoTimingTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type GoTimingTpEntry struct {
@@ -65,6 +69,7 @@ type GoTimingTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -72,8 +77,10 @@ type GoTimingTpTstack struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	GoTimingMapGoStats       = "go_stats"
+	GoTimingMapTpCheck       = "tp_check"
 	GoTimingMapTpCounters    = "tp_counters"
 	GoTimingMapTpEntries     = "tp_entries"
+	GoTimingMapTpInflight    = "tp_inflight"
 	GoTimingMapTpRecords     = "tp_records"
 	GoTimingMapTpRunstats    = "tp_runstats"
 	GoTimingMapTpStacks      = "tp_stacks"
@@ -84,12 +91,15 @@ const (
 	GoTimingVarGoGoidOff     = "go_goid_off"
 	GoTimingVarGoStackhiOff  = "go_stackhi_off"
 	GoTimingVarGoUnusedStats = "go_unused_stats"
+	GoTimingVarTpCheckEvery  = "tp_check_every"
 	GoTimingVarTpClock       = "tp_clock"
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
 	GoTimingVarTpRecordNs    = "tp_record_ns"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
+	GoTimingVarTpWindowOpen  = "tp_window_open"
+	GoTimingVarTpWindowed    = "tp_windowed"
 )
 
 // LoadGoTiming returns the embedded CollectionSpec for GoTiming.
@@ -143,8 +153,10 @@ type GoTimingProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type GoTimingMapSpecs struct {
 	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -159,12 +171,15 @@ type GoTimingVariableSpecs struct {
 	GoGoidOff     *ebpf.VariableSpec `ebpf:"go_goid_off"`
 	GoStackhiOff  *ebpf.VariableSpec `ebpf:"go_stackhi_off"`
 	GoUnusedStats *ebpf.VariableSpec `ebpf:"go_unused_stats"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // GoTimingObjects contains all objects after they have been loaded into the kernel.
@@ -188,8 +203,10 @@ func (o *GoTimingObjects) Close() error {
 // It can be passed to LoadGoTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GoTimingMaps struct {
 	GoStats    *ebpf.Map `ebpf:"go_stats"`
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -200,8 +217,10 @@ type GoTimingMaps struct {
 func (m *GoTimingMaps) Close() error {
 	return _GoTimingClose(
 		m.GoStats,
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -217,12 +236,15 @@ type GoTimingVariables struct {
 	GoGoidOff     *ebpf.Variable `ebpf:"go_goid_off"`
 	GoStackhiOff  *ebpf.Variable `ebpf:"go_stackhi_off"`
 	GoUnusedStats *ebpf.Variable `ebpf:"go_unused_stats"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // GoTimingPrograms contains all programs after they have been loaded into the kernel.

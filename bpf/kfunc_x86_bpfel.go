@@ -14,19 +14,23 @@ import (
 )
 
 type KfuncTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type KfuncTpEntry struct {
@@ -58,14 +62,17 @@ type KfuncTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	KfuncMapTpCheck        = "tp_check"
 	KfuncMapTpCounters     = "tp_counters"
 	KfuncMapTpEntries      = "tp_entries"
+	KfuncMapTpInflight     = "tp_inflight"
 	KfuncMapTpRecords      = "tp_records"
 	KfuncMapTpRunstats     = "tp_runstats"
 	KfuncMapTpStacks       = "tp_stacks"
@@ -76,12 +83,15 @@ const (
 	KfuncProgKfKprobeEntry = "kf_kprobe_entry"
 	KfuncProgKfKprobeExit  = "kf_kprobe_exit"
 	KfuncVarKfTarget       = "kf_target"
+	KfuncVarTpCheckEvery   = "tp_check_every"
 	KfuncVarTpClock        = "tp_clock"
 	KfuncVarTpExact        = "tp_exact"
 	KfuncVarTpFilterTgid   = "tp_filter_tgid"
 	KfuncVarTpRecordNs     = "tp_record_ns"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
+	KfuncVarTpWindowOpen   = "tp_window_open"
+	KfuncVarTpWindowed     = "tp_windowed"
 )
 
 // LoadKfunc returns the embedded CollectionSpec for Kfunc.
@@ -136,8 +146,10 @@ type KfuncProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncMapSpecs struct {
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -150,12 +162,15 @@ type KfuncMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncVariableSpecs struct {
 	KfTarget      *ebpf.VariableSpec `ebpf:"kf_target"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // KfuncObjects contains all objects after they have been loaded into the kernel.
@@ -178,8 +193,10 @@ func (o *KfuncObjects) Close() error {
 //
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncMaps struct {
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -189,8 +206,10 @@ type KfuncMaps struct {
 
 func (m *KfuncMaps) Close() error {
 	return _KfuncClose(
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -204,12 +223,15 @@ func (m *KfuncMaps) Close() error {
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncVariables struct {
 	KfTarget      *ebpf.Variable `ebpf:"kf_target"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // KfuncPrograms contains all programs after they have been loaded into the kernel.

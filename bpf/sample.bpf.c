@@ -33,6 +33,15 @@ char LICENSE[] SEC("license") = "GPL";
 #define FLAG_KERN_ERR 4  /* bpf_get_stack failed for the kernel stack */
 #define FLAG_USER_ERR 8  /* bpf_get_stack failed for the user stack */
 #define FLAG_SP_WORD 16  /* sp_word holds the word at the user stack pointer */
+#define FLAG_REGS 32     /* user_ip/sp/bp hold the user registers */
+
+/* Bytes of user stack copied per sample, from the stack pointer up, at most
+ * MAX_STACK; 0 turns the copy off (frame-pointer stacks only). Set before
+ * load. The copy is read in pieces that end on page boundaries, so that it
+ * stops exactly where the stack's mapping ends. */
+#define MAX_STACK 28672 /* a per-CPU map value is at most 32 KiB */
+#define PAGE 4096
+volatile const __u32 stack_bytes = 0;
 
 /* Set before load: sample every task except the idle task. */
 volatile const __u8 filter_all = 0;
@@ -51,11 +60,22 @@ struct sample_hdr {
 	 * leaf function has not set up a frame (frameless leaf or prologue),
 	 * which the frame-pointer walk then skips. User space checks it. */
 	__u64 sp_word;
+	/* The user registers a call-frame-information unwinder starts from
+	 * (FLAG_REGS), and the number of stack bytes copied from user_sp,
+	 * which follow the addresses. */
+	__u64 user_ip;
+	__u64 user_sp;
+	__u64 user_bp;
+	__u32 stack_len;
+	__u32 pad;
 };
+
+#define IPS_BYTES (2 * MAX_DEPTH * 8)
 
 struct sample_buf {
 	struct sample_hdr hdr;
-	__u64 ips[2 * MAX_DEPTH];
+	/* Kernel then user addresses, then the copied user stack. */
+	__u8 data[IPS_BYTES + MAX_STACK];
 };
 
 /* Counters indexed by STAT_*. */
@@ -148,7 +168,7 @@ int sample_cpu(void *ctx)
 	if (!b)
 		return 0;
 
-	kn = bpf_get_stack(ctx, &b->ips[0], MAX_DEPTH * 8, 0);
+	kn = bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0);
 	if (kn < 0) {
 		flags |= FLAG_KERN_ERR;
 		kn = 0;
@@ -159,7 +179,7 @@ int sample_cpu(void *ctx)
 	if (kn == MAX_DEPTH)
 		flags |= FLAG_KERN_FULL;
 
-	un = bpf_get_stack(ctx, &b->ips[kn], MAX_DEPTH * 8, BPF_F_USER_STACK);
+	un = bpf_get_stack(ctx, &b->data[kn * 8], MAX_DEPTH * 8, BPF_F_USER_STACK);
 	if (un < 0) {
 		flags |= FLAG_USER_ERR;
 		un = 0;
@@ -178,19 +198,64 @@ int sample_cpu(void *ctx)
 	b->hdr.kern_len = kn;
 	b->hdr.user_len = un;
 	b->hdr.sp_word = 0;
-	if (un > 0) {
-		/* User sp: the sample's own registers when it hit user mode,
-		 * else the task's saved user registers. */
+	b->hdr.user_ip = 0;
+	b->hdr.user_sp = 0;
+	b->hdr.user_bp = 0;
+	b->hdr.stack_len = 0;
+	b->hdr.pad = 0;
+	{
+		/* The user registers: the sample's own when it hit user mode,
+		 * else the task's saved user registers (at kernel entry). */
+		struct sample_pt_regs *uregs = 0;
 		__u64 sp = 0;
-		if (kn == 0) {
-			sp = ((struct bpf_perf_event_data *)ctx)->regs.sp;
+		if ((((struct bpf_perf_event_data *)ctx)->regs.cs & 3) == 3) {
+			uregs = &((struct bpf_perf_event_data *)ctx)->regs;
+			b->hdr.user_ip = uregs->ip;
+			b->hdr.user_sp = uregs->sp;
+			b->hdr.user_bp = uregs->bp;
+			flags |= FLAG_REGS;
 		} else {
-			struct sample_pt_regs *regs = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
-			if (regs)
-				bpf_probe_read_kernel(&sp, sizeof(sp), &regs->sp);
+			uregs = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
+			if (uregs && bpf_probe_read_kernel(&b->hdr.user_ip, 8, &uregs->ip) == 0 &&
+			    bpf_probe_read_kernel(&b->hdr.user_sp, 8, &uregs->sp) == 0 &&
+			    bpf_probe_read_kernel(&b->hdr.user_bp, 8, &uregs->bp) == 0 &&
+			    b->hdr.user_sp != 0)
+				flags |= FLAG_REGS;
 		}
-		if (sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
+		sp = b->hdr.user_sp;
+		if (un > 0 && sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 			flags |= FLAG_SP_WORD;
+		if ((flags & FLAG_REGS) && stack_bytes > 0 && sp) {
+			/* Copy from sp to the end of its page, then whole pages,
+			 * until stack_bytes or an unmapped page. */
+			__u32 off = (kn + un) * 8;
+			__u32 got = 0, want = stack_bytes, pos, piece;
+			__u64 sz;
+			int i;
+			if (want > MAX_STACK)
+				want = MAX_STACK;
+			piece = PAGE - (sp & (PAGE - 1));
+			for (i = 0; i < MAX_STACK / PAGE + 1; i++) {
+				if (got >= want)
+					break;
+				if (piece > want - got)
+					piece = want - got;
+				/* The empty asm keeps clang from passing another copy
+				 * of the size than the one checked, so the verifier
+				 * sees its bounds. */
+				sz = piece;
+				asm volatile("" : "+r"(sz));
+				pos = off + got;
+				if (sz == 0 || sz > PAGE || pos > IPS_BYTES + MAX_STACK - PAGE)
+					break;
+				asm volatile("" : "+r"(sz));
+				if (bpf_probe_read_user(&b->data[pos], sz, (void *)(sp + got)) != 0)
+					break;
+				got += piece;
+				piece = PAGE;
+			}
+			b->hdr.stack_len = got;
+		}
 	}
 	b->hdr.flags = flags;
 
@@ -204,7 +269,7 @@ int sample_cpu(void *ctx)
 	else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
 		wake = BPF_RB_FORCE_WAKEUP;
 
-	size = sizeof(struct sample_hdr) + (kn + un) * 8;
+	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len;
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
 	if (bpf_ringbuf_output(&samples, b, size, wake) < 0)

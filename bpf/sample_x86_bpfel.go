@@ -14,22 +14,27 @@ import (
 )
 
 type SampleSampleBuf struct {
-	_   structs.HostLayout
-	Hdr SampleSampleHdr
-	Ips [254]uint64
+	_    structs.HostLayout
+	Hdr  SampleSampleHdr
+	Data [30704]uint8
 }
 
 type SampleSampleHdr struct {
-	_       structs.HostLayout
-	Kind    uint32
-	Pid     uint32
-	Tid     uint32
-	Cpu     uint32
-	TimeNs  uint64
-	KernLen uint16
-	UserLen uint16
-	Flags   uint32
-	SpWord  uint64
+	_        structs.HostLayout
+	Kind     uint32
+	Pid      uint32
+	Tid      uint32
+	Cpu      uint32
+	TimeNs   uint64
+	KernLen  uint16
+	UserLen  uint16
+	Flags    uint32
+	SpWord   uint64
+	UserIp   uint64
+	UserSp   uint64
+	UserBp   uint64
+	StackLen uint32
+	Pad      uint32
 }
 
 type SampleStackKey struct {
@@ -58,6 +63,7 @@ const (
 	SampleProgSampleCpu     = "sample_cpu"
 	SampleProgSampleStackid = "sample_stackid"
 	SampleVarFilterAll      = "filter_all"
+	SampleVarStackBytes     = "stack_bytes"
 )
 
 // LoadSample returns the embedded CollectionSpec for Sample.
@@ -127,7 +133,8 @@ type SampleMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SampleVariableSpecs struct {
-	FilterAll *ebpf.VariableSpec `ebpf:"filter_all"`
+	FilterAll  *ebpf.VariableSpec `ebpf:"filter_all"`
+	StackBytes *ebpf.VariableSpec `ebpf:"stack_bytes"`
 }
 
 // SampleObjects contains all objects after they have been loaded into the kernel.
@@ -177,7 +184,8 @@ func (m *SampleMaps) Close() error {
 //
 // It can be passed to LoadSampleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SampleVariables struct {
-	FilterAll *ebpf.Variable `ebpf:"filter_all"`
+	FilterAll  *ebpf.Variable `ebpf:"filter_all"`
+	StackBytes *ebpf.Variable `ebpf:"stack_bytes"`
 }
 
 // SamplePrograms contains all programs after they have been loaded into the kernel.

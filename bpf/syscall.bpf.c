@@ -81,7 +81,7 @@ static __always_inline int sc_enter(__u32 tid, __u32 target1)
 {
 	__u32 slot = tid & sc_slot_mask;
 	struct sc_state *st;
-	__u64 ns = 0;
+	__u64 ns = 0, ph;
 
 	st = bpf_map_lookup_elem(&sc_slots, &slot);
 	if (!st)
@@ -90,11 +90,12 @@ static __always_inline int sc_enter(__u32 tid, __u32 target1)
 		/* This thread's previous timed call never reached its exit
 		 * (or another thread's whose id collides is still in flight). */
 		tp_orphan(st->target - 1);
+	ph = tp_phase();
 	/* Read the clock last, as close to the timed path as possible. */
-	if (tp_need_ns())
+	if (tp_need_ns() || tp_check_draw(target1 - 1))
 		ns = bpf_ktime_get_ns();
 	st->tid = tid;
-	st->tick = tp_now_tick(ns);
+	st->tick = tp_now_tick(ns) - ph;
 	st->ns = ns;
 	st->target = target1;
 	return 0;

@@ -22,19 +22,23 @@ type SyscallScState struct {
 }
 
 type SyscallTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type SyscallTpEntry struct {
@@ -66,6 +70,7 @@ type SyscallTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -74,8 +79,10 @@ type SyscallTpTstack struct {
 const (
 	SyscallMapScSlots       = "sc_slots"
 	SyscallMapScTargets     = "sc_targets"
+	SyscallMapTpCheck       = "tp_check"
 	SyscallMapTpCounters    = "tp_counters"
 	SyscallMapTpEntries     = "tp_entries"
+	SyscallMapTpInflight    = "tp_inflight"
 	SyscallMapTpRecords     = "tp_records"
 	SyscallMapTpRunstats    = "tp_runstats"
 	SyscallMapTpStacks      = "tp_stacks"
@@ -88,12 +95,15 @@ const (
 	SyscallProgScTpEnter    = "sc_tp_enter"
 	SyscallProgScTpExit     = "sc_tp_exit"
 	SyscallVarScSlotMask    = "sc_slot_mask"
+	SyscallVarTpCheckEvery  = "tp_check_every"
 	SyscallVarTpClock       = "tp_clock"
 	SyscallVarTpExact       = "tp_exact"
 	SyscallVarTpFilterTgid  = "tp_filter_tgid"
 	SyscallVarTpRecordNs    = "tp_record_ns"
 	SyscallVarTpTickNs      = "tp_tick_ns"
 	SyscallVarTpWantRecords = "tp_want_records"
+	SyscallVarTpWindowOpen  = "tp_window_open"
+	SyscallVarTpWindowed    = "tp_windowed"
 )
 
 // LoadSyscall returns the embedded CollectionSpec for Syscall.
@@ -152,8 +162,10 @@ type SyscallProgramSpecs struct {
 type SyscallMapSpecs struct {
 	ScSlots    *ebpf.MapSpec `ebpf:"sc_slots"`
 	ScTargets  *ebpf.MapSpec `ebpf:"sc_targets"`
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -166,12 +178,15 @@ type SyscallMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type SyscallVariableSpecs struct {
 	ScSlotMask    *ebpf.VariableSpec `ebpf:"sc_slot_mask"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // SyscallObjects contains all objects after they have been loaded into the kernel.
@@ -196,8 +211,10 @@ func (o *SyscallObjects) Close() error {
 type SyscallMaps struct {
 	ScSlots    *ebpf.Map `ebpf:"sc_slots"`
 	ScTargets  *ebpf.Map `ebpf:"sc_targets"`
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -209,8 +226,10 @@ func (m *SyscallMaps) Close() error {
 	return _SyscallClose(
 		m.ScSlots,
 		m.ScTargets,
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -224,12 +243,15 @@ func (m *SyscallMaps) Close() error {
 // It can be passed to LoadSyscallObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SyscallVariables struct {
 	ScSlotMask    *ebpf.Variable `ebpf:"sc_slot_mask"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // SyscallPrograms contains all programs after they have been loaded into the kernel.

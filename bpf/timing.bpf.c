@@ -25,13 +25,15 @@ const struct tp_record *tp_unused_record __attribute__((unused));
 SEC("uprobe")
 int tp_uentry(struct pt_regs *ctx)
 {
-	return tp_task_enter((__u32)bpf_get_attach_cookie(ctx));
+	return tp_task_enter_frame((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
 }
 
+/* The exit finds its entry by the frame (tp_task_uexit), without the
+ * cookie. */
 SEC("uretprobe")
 int tp_uexit(struct pt_regs *ctx)
 {
-	return tp_task_exit(ctx, (__u32)bpf_get_attach_cookie(ctx), BPF_F_USER_STACK);
+	return tp_task_uexit(ctx, BPF_F_USER_STACK);
 }
 
 /* Empty programs: the probe-pair floor for the benchmark and

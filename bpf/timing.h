@@ -28,7 +28,8 @@
  * Clock (DESIGN.md "The clocks"): tp_clock is a load-time constant, so
  * the verifier prunes the branches for the clocks not chosen.
  *   TP_CLOCK_JIFFIES  tick = bpf_jiffies64(), d = measured jiffy period
- *   TP_CLOCK_TICK     tick = bpf_ktime_get_ns() / tp_tick_ns
+ *   TP_CLOCK_TICK     ns on a grid of tp_tick_ns shifted per call by a
+ *                     random phase (see tp_phase: dithered)
  *   TP_CLOCK_NS       tick = bpf_ktime_get_ns(), d = 1 ns
  * tp_exact = 1 also reads ns at entry/exit (ns mode and --validate) and
  * fills the exact-ns sums and the log2 histogram.
@@ -63,6 +64,22 @@ volatile const __u32 tp_want_records = 1;
  * ring traffic stays about ET/tp_record_ns records per call instead of
  * one per call; 0 or 1 means one record per call. */
 volatile const __u64 tp_record_ns = 0;
+/* Timing in windows (an overhead budget, user functions only): the entry
+ * counts a call only while tp_window_open is set (by the loader at run
+ * time); calls entering outside are pushed flagged (bit 0 of the frame) so
+ * that their exits still pair, and are not counted. tp_inflight holds the
+ * counted calls not yet returned, so that the exit probe stays attached
+ * until they have (see estimate/window.go). 0: every call counts. */
+volatile const __u32 tp_windowed = 0;
+__u32 tp_window_open = 0;
+#define TP_FRAME_UNCOUNTED 1ULL
+/* Jiffies clock without tp_exact: nonzero turns on the clock check, one
+ * call in tp_check[target] (a power of two, set by the loader from the
+ * target's mean so that the check costs about 1% of it; at most
+ * tp_check_every) drawn at random and also timed with the ns clock, so
+ * that the loader can compare the jiffies estimate with the exact mean of
+ * the same calls (see tp_check_draw). */
+volatile const __u32 tp_check_every = 0;
 
 /* Per-target, per-CPU counters: value of tp_counters[target].
  * The *_sq sums are 128-bit (hi:lo) so that a day of one-second calls in
@@ -83,6 +100,13 @@ struct tp_counts {
 	__u64 ns_max;     /* exact mode: max ns */
 	__u64 hist[TP_HIST_BUCKETS]; /* exact mode: bucket b counts ns with
 				      * floor(log2(ns)) == b (ns = 0 -> 0) */
+	/* Checked calls (tp_check_every): their count, sum c, sum c^2 and
+	 * exact ns total. 64 bits: c^2 sums overflow only after 2^64 / HZ^2
+	 * squared seconds, the ns total after 584 years of checked calls. */
+	__u64 chk_calls;
+	__u64 chk_ticks;
+	__u64 chk_ticks_sq;
+	__u64 chk_ns;
 };
 
 /* Per-CPU run statistics: value of tp_runstats[0]. */
@@ -133,6 +157,14 @@ struct {
 	__type(value, struct tp_stats);
 } tp_runstats SEC(".maps");
 
+/* Per target: check one call in this many (tp_check_draw); 0: none. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 256); /* resized by the loader to the target count */
+	__type(key, __u32);
+	__type(value, __u32);
+} tp_check SEC(".maps");
+
 /* Bounded: an entry whose exit never comes (thread killed, longjmp) is
  * evicted by LRU instead of leaking; the loader counts live entries left
  * at the end as orphans. */
@@ -156,6 +188,24 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } tp_records SEC(".maps");
+
+/* Windowed runs: counted calls entered and not yet returned, per target
+ * (per CPU: an exit may run on another CPU than its entry; the sum over
+ * CPUs is the count). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 256); /* resized by the loader to the target count */
+	__type(key, __u32);
+	__type(value, __s64);
+} tp_inflight SEC(".maps");
+
+static __always_inline void tp_inflight_add(__u32 target, __s64 d)
+{
+	__s64 *v = bpf_map_lookup_elem(&tp_inflight, &target);
+
+	if (v)
+		*v += d;
+}
 
 /* Caller stacks of crossing records: TP_STACK_DEPTH frames are plenty to
  * attribute time to callers, and keep the preallocated map at 2 MiB. */
@@ -190,20 +240,102 @@ static __always_inline int tp_pid_ok(void)
 	return 0;
 }
 
-/* tp_now_tick reads the selected tick clock. */
+/* tp_now_tick reads the selected tick clock. For TP_CLOCK_TICK it is the
+ * ns reading itself: tp_close quantizes the call (see tp_phase). */
 static __always_inline __u64 tp_now_tick(__u64 ns)
 {
 	if (tp_clock == TP_CLOCK_JIFFIES)
 		return bpf_jiffies64();
-	if (tp_clock == TP_CLOCK_TICK)
-		return ns / tp_tick_ns;
 	return ns;
 }
 
-/* tp_need_ns reports whether the ns clock is read at all. */
+/*
+ * tp_phase draws the dither of one call on the tick:DUR clock: a uniform
+ * random r in {0, ..., d-1} ns (d = tp_tick_ns); 0 on the other clocks.
+ * The entry stores e - r and tp_close counts c = floor((x - e + r) / d),
+ * for entry ns e and exit ns x: the ticks of a grid of period d whose
+ * last line before the entry lies r before it, a grid drawn anew for
+ * every call.
+ *
+ * Why: the estimator's one assumption is Beilner's asynchronism (section
+ * 2, eq. 4a/4b): the begin deviation B' (entry minus the last tick before
+ * it) is uniform on (0, d) whatever the call does. A fixed grid breaks it
+ * when the program keeps time with the clock (threads woken by the
+ * scheduler tick, loops sleeping to timer boundaries, a probe whose extra
+ * work on crossing calls shifts the next call). Here B' = r by
+ * construction. Proof: let D = x - e = k d + f (integers, 0 <= f < d).
+ * Then c = k + [r >= d - f], so E[c | D] = k + f/d = D/d exactly, because
+ * r is drawn from a generator the program cannot observe, after everything
+ * that decides D is fixed except the call's own code, which does not see
+ * r either; D may depend on every earlier call and earlier r (a probe's
+ * extra work on a crossing call runs after its exit reading and delays
+ * the next call), but not on this r. So E[d c_i - D_i | past] = 0: the
+ * errors d c_i - D_i form a martingale difference sequence, the mean
+ * d sum c / n is unbiased for the mean of the D_i, and the errors of
+ * different calls are uncorrelated whatever the calls' own correlation.
+ *
+ * Variance: per call c is floor(D/d) or ceil(D/d) (two values, the
+ * two-point model, Beilner 8 and 10a/10b: Var(c | D) = p(1-p) with
+ * p = frac(D/d)), so the per-call and batch-means intervals of estimate/
+ * hold as they are. What dithering gives up is the telescoping of back-to-
+ * back calls on one grid (Beilner 10c/10d: a tight loop's total is exact
+ * to within one tick): with a grid per call every call keeps its own
+ * quantization error, so a contiguous series has Var(c) = p(1-p) per call,
+ * not d^2/6 for the whole run.
+ *
+ * Two 32-bit draws make a 64-bit one: with a single u32, r mod d is off
+ * uniform by up to 1/2^32 per value, a bias up to d^2/2^32 ns in the mean
+ * (3.7 us at d = 4 ms); with 64 bits it is below d^2/2^64 (under 1e-6 ns).
+ */
+static __always_inline __u64 tp_phase(void)
+{
+	__u64 r;
+
+	if (tp_clock != TP_CLOCK_TICK)
+		return 0;
+	r = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32();
+	return r % tp_tick_ns;
+}
+
+/* tp_need_ns reports whether the ns clock is read on every call. */
 static __always_inline int tp_need_ns(void)
 {
 	return tp_clock != TP_CLOCK_JIFFIES || tp_exact;
+}
+
+/* tp_check_on reports whether a random share of calls is checked. */
+static __always_inline int tp_check_on(void)
+{
+	return tp_clock == TP_CLOCK_JIFFIES && !tp_exact && tp_check_every != 0;
+}
+
+/*
+ * tp_check_draw decides at a call's entry whether it is checked, and so
+ * whether the entry reads the ns clock: 1 in tp_check[target] calls, drawn
+ * independently of everything the program does. The jiffies tick cannot be
+ * dithered (tp_phase), so the asynchrony the estimate rests on can fail
+ * there (threads woken by the tick, loops sleeping to it); on the checked
+ * calls the jiffies crossings and the exact ns are both known, and since
+ * the draw is independent of the calls, they are a random sample whose
+ * jiffies estimate must agree with their exact mean when the clock is
+ * asynchronous with the program. One array lookup and one helper call
+ * per call; two ns reads per checked call.
+ *
+ * The check's ns window ends a little later than the jiffies one: the
+ * exit reads jiffies first and ns only after finding the entry (a few
+ * tens of ns at most, next to a check whose resolution is the jiffy
+ * divided by the square root of the checked crossings).
+ */
+static __always_inline int tp_check_draw(__u32 target)
+{
+	__u32 *every;
+
+	if (!tp_check_on())
+		return 0;
+	every = bpf_map_lookup_elem(&tp_check, &target);
+	if (!every || *every == 0)
+		return 0;
+	return (bpf_get_prandom_u32() & (*every - 1)) == 0;
 }
 
 /* tp_enter pushes the clock reading(s) for (id, target). */
@@ -211,7 +343,7 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 {
 	struct tp_key key = { .id = id, .target = target };
 	struct tp_entry *e;
-	__u64 ns = 0, tick;
+	__u64 ns = 0, tick, ph;
 	__u32 slot;
 
 	e = bpf_map_lookup_elem(&tp_entries, &key);
@@ -236,13 +368,14 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 			c->orphans++;
 	}
 	slot = e->depth & (TP_MAX_DEPTH - 1);
+	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns())
+	if (tp_need_ns() || tp_check_draw(target))
 		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns);
+	tick = tp_now_tick(ns) - ph;
 	e->tick[slot] = tick;
-	if (tp_exact)
-		e->ns[slot] = ns;
+	if (tp_exact || tp_check_on())
+		e->ns[slot] = ns; /* check: 0 for an unchecked call */
 	e->depth++;
 	return 0;
 }
@@ -313,8 +446,20 @@ static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 targe
 				     __u64 tick, __u64 ns, __u64 etick, __u64 ens,
 				     __u64 stack_flags)
 {
-	__u64 d = tick - etick, dns = 0, rt = d;
+	__u64 d = tick - etick, dns = 0, rt;
 
+	if (tp_check_on() && ens) {
+		/* A checked call (tp_check_draw). */
+		__u64 cns = bpf_ktime_get_ns() - ens;
+
+		c->chk_calls++;
+		c->chk_ticks += d;
+		c->chk_ticks_sq += d * d;
+		c->chk_ns += cns;
+	}
+	if (tp_clock == TP_CLOCK_TICK)
+		d /= tp_tick_ns; /* etick holds the dither (tp_phase) */
+	rt = d;
 	if (tp_exact) {
 		dns = ns - ens;
 		rt = tp_record_ticks(d, ens, ns);
@@ -380,6 +525,7 @@ struct tp_tstack {
 	__u32 target[TP_MAX_DEPTH];
 	__u64 tick[TP_MAX_DEPTH];
 	__u64 ns[TP_MAX_DEPTH];
+	__u64 frame[TP_MAX_DEPTH]; /* uprobes: sp at entry; 0: unknown */
 };
 
 struct {
@@ -389,12 +535,13 @@ struct {
 	__type(value, struct tp_tstack);
 } tp_tasks SEC(".maps");
 
-/* tp_task_enter pushes the clock reading(s) of target on the current
- * thread's stack. */
-static __always_inline int tp_task_enter(__u32 target)
+/* tp_task_enter_frame pushes the clock reading(s) of target on the current
+ * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
+ * address of the return address; 0 when unknown, see tp_task_uexit). */
+static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 {
 	struct tp_tstack *st;
-	__u64 ns = 0;
+	__u64 ns = 0, ph;
 	__u32 slot;
 
 	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
@@ -405,17 +552,35 @@ static __always_inline int tp_task_enter(__u32 target)
 	if (st->depth - st->floor >= TP_MAX_DEPTH) {
 		/* Overwrite the oldest entry: its exit will not count. */
 		st->floor++;
-		tp_orphan(st->target[slot]);
+		if (!(st->frame[slot] & TP_FRAME_UNCOUNTED)) {
+			tp_orphan(st->target[slot]);
+			if (tp_windowed)
+				tp_inflight_add(st->target[slot], -1);
+		}
+	}
+	if (tp_windowed) {
+		if (tp_window_open)
+			tp_inflight_add(target, 1);
+		else
+			frame |= TP_FRAME_UNCOUNTED;
 	}
 	st->target[slot] = target;
+	st->frame[slot] = frame;
+	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns())
+	if (tp_need_ns() || tp_check_draw(target))
 		ns = bpf_ktime_get_ns();
-	st->tick[slot] = tp_now_tick(ns);
-	if (tp_exact)
-		st->ns[slot] = ns;
+	st->tick[slot] = tp_now_tick(ns) - ph;
+	if (tp_exact || tp_check_on())
+		st->ns[slot] = ns; /* check: 0 for an unchecked call */
 	st->depth++;
 	return 0;
+}
+
+/* tp_task_enter pushes target's clock reading(s) with no frame tag. */
+static __always_inline int tp_task_enter(__u32 target)
+{
+	return tp_task_enter_frame(target, 0);
 }
 
 /* tp_task_exit pops target's entry from the current thread's stack and
@@ -424,17 +589,12 @@ static __always_inline int tp_task_enter(__u32 target)
  * deeper: the entries above it are dropped as orphans; or target's entry
  * was never seen (the exit probe was attached first): the exit is an
  * orphan and the stack is left alone. */
-static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_flags)
+static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_flags,
+					   __u64 tick, __u64 ns)
 {
 	struct tp_tstack *st;
 	struct tp_counts *c;
-	__u64 ns = 0, tick;
 	__u32 slot, depth, i;
-
-	/* Read the clock first, as close to the timed code as possible. */
-	if (tp_need_ns())
-		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns);
 
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
@@ -465,14 +625,83 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 			return 0;
 		}
 		/* The i-1 entries above target's lost their exits. */
-		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++)
-			tp_orphan(st->target[(depth - k) & (TP_MAX_DEPTH - 1)]);
+		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++) {
+			__u32 lost = (depth - k) & (TP_MAX_DEPTH - 1);
+
+			if (st->frame[lost] & TP_FRAME_UNCOUNTED)
+				continue;
+			tp_orphan(st->target[lost]);
+			if (tp_windowed)
+				tp_inflight_add(st->target[lost], -1);
+		}
 		depth -= i - 1;
 		slot = (depth - 1) & (TP_MAX_DEPTH - 1);
 	}
 	st->depth = depth - 1;
+	if (st->frame[slot] & TP_FRAME_UNCOUNTED)
+		return 0; /* entered outside a window */
+	if (tp_windowed)
+		tp_inflight_add(target, -1);
 	tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
 	return 0;
+}
+
+static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_flags)
+{
+	__u64 ns = 0, tick;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+	return tp_task_exit_at(ctx, target, stack_flags, tick, ns);
+}
+
+/* tp_task_uexit is tp_task_exit for a uretprobe whose entry pushed its
+ * frame (tp_task_enter_frame with the entry's sp). The uretprobe runs after
+ * the RET popped the return address, so its sp is the entry's plus 8. When
+ * the top entry carries that frame it is this call's entry, and its target
+ * is the one pushed: the exit needs no bpf_get_attach_cookie, a helper call
+ * (~20 ns on this machine, bench/bpfcost). Otherwise (an exit whose entry
+ * was missed, exits lost to a longjmp) it falls back to tp_task_exit's
+ * search by target. A function that tail-jumps to another target shares
+ * its frame with it; their exits come innermost first, which is the stack's
+ * order, so each still pops its own entry. What the frame cannot tell: a
+ * stale entry (its exit lost to a longjmp) at the very frame of a later call
+ * whose own entry was never pushed; entries are pushed for every call while
+ * the exit probe is attached, so that needs a failed task-storage creation. */
+static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
+{
+	struct tp_tstack *st;
+	struct tp_counts *c;
+	__u64 ns = 0, tick;
+	__u32 slot, target;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->depth != st->floor) {
+		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+		__u64 frame = st->frame[slot];
+
+		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
+			target = st->target[slot];
+			st->depth--;
+			if (frame & TP_FRAME_UNCOUNTED)
+				return 0; /* entered outside a window */
+			c = bpf_map_lookup_elem(&tp_counters, &target);
+			if (!c)
+				return 0;
+			if (tp_windowed)
+				tp_inflight_add(target, -1);
+			tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
+			return 0;
+		}
+	}
+	return tp_task_exit_at(ctx, (__u32)bpf_get_attach_cookie(ctx), stack_flags, tick, ns);
 }
 
 #endif /* TICKPROF_TIMING_H */

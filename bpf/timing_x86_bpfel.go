@@ -14,19 +14,23 @@ import (
 )
 
 type TimingTpCounts struct {
-	_         structs.HostLayout
-	Calls     uint64
-	Ticks     uint64
-	TicksSqLo uint64
-	TicksSqHi uint64
-	Orphans   uint64
-	Crossings uint64
-	NsSum     uint64
-	NsSqLo    uint64
-	NsSqHi    uint64
-	NsMin     uint64
-	NsMax     uint64
-	Hist      [64]uint64
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
 }
 
 type TimingTpEntry struct {
@@ -68,14 +72,17 @@ type TimingTpTstack struct {
 	Target [16]uint32
 	Tick   [16]uint64
 	Ns     [16]uint64
+	Frame  [16]uint64
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TimingMapTpCheck        = "tp_check"
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
+	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpRecords      = "tp_records"
 	TimingMapTpRunstats     = "tp_runstats"
 	TimingMapTpStacks       = "tp_stacks"
@@ -85,6 +92,7 @@ const (
 	TimingProgTpEmptyExit   = "tp_empty_exit"
 	TimingProgTpUentry      = "tp_uentry"
 	TimingProgTpUexit       = "tp_uexit"
+	TimingVarTpCheckEvery   = "tp_check_every"
 	TimingVarTpClock        = "tp_clock"
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
@@ -92,6 +100,8 @@ const (
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
 	TimingVarTpWantRecords  = "tp_want_records"
+	TimingVarTpWindowOpen   = "tp_window_open"
+	TimingVarTpWindowed     = "tp_windowed"
 )
 
 // LoadTiming returns the embedded CollectionSpec for Timing.
@@ -146,8 +156,10 @@ type TimingProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TimingMapSpecs struct {
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
@@ -159,6 +171,7 @@ type TimingMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TimingVariableSpecs struct {
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
@@ -166,6 +179,8 @@ type TimingVariableSpecs struct {
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowOpen   *ebpf.VariableSpec `ebpf:"tp_window_open"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // TimingObjects contains all objects after they have been loaded into the kernel.
@@ -188,8 +203,10 @@ func (o *TimingObjects) Close() error {
 //
 // It can be passed to LoadTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TimingMaps struct {
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
@@ -199,8 +216,10 @@ type TimingMaps struct {
 
 func (m *TimingMaps) Close() error {
 	return _TimingClose(
+		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpInflight,
 		m.TpRecords,
 		m.TpRunstats,
 		m.TpStacks,
@@ -213,6 +232,7 @@ func (m *TimingMaps) Close() error {
 //
 // It can be passed to LoadTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TimingVariables struct {
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
@@ -220,6 +240,8 @@ type TimingVariables struct {
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowOpen   *ebpf.Variable `ebpf:"tp_window_open"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // TimingPrograms contains all programs after they have been loaded into the kernel.

@@ -41,11 +41,17 @@ func (c Corrector) Overhead(kind string, conf float64) (estimate.Result, bool) {
 	return o.At(conf), true
 }
 
-// Correct subtracts the calibrated overhead of kind from r.
+// Correct subtracts the calibrated overhead of kind from r. A
+// single-stepped probe ("user-stepped") is corrected one-sided
+// (CorrectStepped): the single step's cost depends on load.
 func (c Corrector) Correct(kind string, r estimate.Result) (estimate.Result, error) {
 	o, ok := c.Cal.Overhead(ProbeKind(kind))
 	if !ok {
 		return estimate.Result{}, fmt.Errorf("the calibration has no %q probe overhead", kind)
+	}
+	if kind == "user-stepped" {
+		floor, _ := c.Cal.Overhead("user") // none: a floor of 0
+		return CorrectStepped(r, o, floor)
 	}
 	return Correct(r, o)
 }

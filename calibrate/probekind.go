@@ -3,6 +3,8 @@ package calibrate
 import (
 	"fmt"
 	"os"
+
+	"github.com/tickprof/tickprof/symtab"
 )
 
 // ProbeKind names a kind of probe pair whose overhead is calibrated: the
@@ -42,24 +44,6 @@ func UserProbeKind(path string, off uint64) (ProbeKind, error) {
 
 // Emulated reports whether the x86-64 instruction starting at code is one
 // the kernel's uprobe code emulates instead of single-stepping
-// (arch/x86/kernel/uprobes.c: push_setup_xol_ops and branch_setup_xol_ops):
-// push of a register, nop, jmp, call and conditional jumps.
-func Emulated(code []byte) bool {
-	if len(code) == 0 {
-		return false
-	}
-	c := code[0]
-	switch {
-	case c >= 0x50 && c <= 0x57: // push %rax..%rdi
-		return true
-	case c == 0x41 && len(code) > 1 && code[1] >= 0x50 && code[1] <= 0x57: // push %r8..%r15
-		return true
-	case c == 0x90, c == 0xe8, c == 0xe9, c == 0xeb: // nop, call, jmp
-		return true
-	case c >= 0x70 && c <= 0x7f: // jcc rel8
-		return true
-	case c == 0x0f && len(code) > 1 && code[1] >= 0x80 && code[1] <= 0x8f: // jcc rel32
-		return true
-	}
-	return false
-}
+// (symtab.KernelEmulates: push of a register, nop, jmp, call and
+// conditional jumps).
+func Emulated(code []byte) bool { return symtab.KernelEmulates(code) }

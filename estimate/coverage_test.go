@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ func (g regime) String() string {
 	if g.contiguous {
 		mode = "contiguous"
 	}
-	return fmt.Sprintf("%-11s ET/d=%-5g n=%-6d %s", g.dist, g.x, g.n, mode)
+	return fmt.Sprintf("%-11s ET/d=%-5.6g n=%-6d %s", g.dist, g.x, g.n, mode)
 }
 
 // outcome summarizes the replications of one regime.
@@ -51,16 +52,22 @@ const gridBatches = 50 // polling periods per experiment in the grid
 // runRegime replicates one regime reps times with a fixed seed.
 func runRegime(t testing.TB, g regime, reps int, seed uint64, o Options) outcome {
 	s := newSim(g.dist, g.x, g.contiguous, seed)
+	return replicate(t, g, g.x, reps, func() Counts { return s.experiment(g.n, gridBatches) }, o)
+}
+
+// replicate estimates reps experiments drawn by draw and tallies how often
+// the interval covers truth.
+func replicate(t testing.TB, g fmt.Stringer, truth float64, reps int, draw func() Counts, o Options) outcome {
 	out := outcome{reps: reps, constant: true, methods: map[string]int{}}
 	first := math.NaN()
 	for i := 0; i < reps; i++ {
-		c := s.experiment(g.n, gridBatches)
+		c := draw()
 		r, err := Time(c, o)
 		if err != nil {
 			t.Errorf("%v: Time(%+v): %v", g, c, err)
 			return out
 		}
-		if r.Low <= g.x && g.x <= r.High {
+		if r.Low <= truth && truth <= r.High {
 			out.covered++
 		}
 		out.sumMean += r.Mean
@@ -161,6 +168,13 @@ func TestCoverageGrid(t *testing.T) {
 			for _, x := range []float64{0.01, 0.1, 0.5, 0.9, 1.5, 5, 20} {
 				for _, n := range ns {
 					grid = append(grid, regime{d, x, n, cont})
+					if cont && d == distConstant {
+						// n x is a whole number of ticks here, so every
+						// replication gives the exact mean and the cell
+						// tests nothing: its neighbour with 0.37 of a
+						// tick more in the run does.
+						grid = append(grid, regime{d, x + 0.37/float64(n), n, cont})
+					}
 				}
 			}
 		}
@@ -182,9 +196,9 @@ func TestCoverageGrid(t *testing.T) {
 			z = b / se
 		}
 		flag := ""
-		if cov < 0.935 {
+		if floor := coverageFloor(reps, 0.001); cov < floor {
 			flag = "  LOW"
-			t.Errorf("%v: coverage %.2f%% below 93.5%%", g, 100*cov)
+			t.Errorf("%v: coverage %.2f%% below %.2f%%", g, 100*cov, 100*floor)
 		}
 		switch exempt := upperExempt(g, o); {
 		case cross < 30:
@@ -204,4 +218,223 @@ func TestCoverageGrid(t *testing.T) {
 		fmt.Fprintf(&tab, "%-48s %7.2f%% %9.0f %8.2f  %s%s\n", g, 100*cov, cross, z, methodSummary(o.methods), flag)
 	}
 	t.Log(tab.String())
+}
+
+// coverageFloor is the lowest coverage of a valid 95% interval a test
+// accepts from reps replications of one cell, for a one-sided false-alarm
+// rate alpha per cell: z_{1-alpha} binomial standard errors below 95%
+// (normal approximation to the binomial). alpha = 0.001 gives 93.5% at
+// 2000 replications. An interval that covers more than 95%, as most do
+// here, raises a false alarm less often.
+func coverageFloor(reps int, alpha float64) float64 {
+	return 0.95 - stdNormal.Quantile(1-alpha)*math.Sqrt(0.95*0.05/float64(reps))
+}
+
+// phaseRegime is one cell of the coupled-phase grid.
+type phaseRegime struct {
+	dist     durDist
+	x        float64
+	n        uint64
+	law      phaseLaw
+	dithered bool
+}
+
+func (g phaseRegime) String() string {
+	clk := "fixed grid"
+	if g.dithered {
+		clk = "dithered"
+	}
+	return fmt.Sprintf("%-11s ET/d=%-5g n=%-6d %-7s %s", g.dist, g.x, g.n, g.law, clk)
+}
+
+// TestCoverageCoupledPhase checks the dithered tick:DUR clock where the
+// program keeps time with the clock (phaseCoupled, phaseLocked): the clock
+// of bpf/timing.h draws a grid phase per call, so E[c] = ET/d whatever the
+// entry phases (the proof is at tp_phase), and the 95% interval must cover
+// as in the asynchronous grid: at least coverageFloor, set so that an
+// interval covering exactly 95% fails one of the dithered cells in 1% of
+// runs (Bonferroni over the cells: 0.0125% each, 92.5% at 1000
+// replications); at most 97.5% (3.6 standard errors above 95%) where 30
+// crossings or more are expected; and no bias beyond 4.5 Monte Carlo
+// standard errors (a false alarm in 7e-6 of cells).
+//
+// The same cells on a fixed grid (jiffies) are the documented check that
+// the regimes couple at all: there the estimate is biased (entries just
+// after a tick rarely reach the next one; locked entries always do) and
+// the interval must miss in most replications of the cells in mustMiss,
+// whose bias is over 100 standard errors of their estimates: their
+// coverage is 0-1%, so "at most 50%" cannot fail by chance. Were it not
+// so, the dithered cells would test nothing.
+func TestCoverageCoupledPhase(t *testing.T) {
+	const reps = 1000
+	var grid []phaseRegime
+	for _, dith := range []bool{true, false} {
+		for _, law := range []phaseLaw{phaseCoupled, phaseLocked} {
+			for d := distConstant; d <= distBimodal; d++ {
+				for _, x := range []float64{0.025, 0.1, 0.5, 1.5, 5} {
+					for _, n := range []uint64{1000, 5000} {
+						if !dith && n != 5000 {
+							continue // the bias shows at the larger n
+						}
+						grid = append(grid, phaseRegime{d, x, n, law, dith})
+					}
+				}
+			}
+		}
+	}
+	dithered := 0
+	for _, g := range grid {
+		if g.dithered {
+			dithered++
+		}
+	}
+	mustMiss := map[string]bool{
+		phaseRegime{distConstant, 0.5, 5000, phaseCoupled, false}.String():   true,
+		phaseRegime{distUniform, 0.5, 5000, phaseCoupled, false}.String():    true,
+		phaseRegime{distConstant, 0.025, 5000, phaseLocked, false}.String():  true,
+		phaseRegime{distExponential, 0.5, 5000, phaseLocked, false}.String(): true,
+	}
+	outs := make([]outcome, len(grid))
+	parallel(len(grid), func(i int) {
+		g := grid[i]
+		s := newPhaseSim(g.dist, g.x, g.law, g.dithered, uint64(5000+i))
+		outs[i] = replicate(t, g, g.x, reps, func() Counts { return s.experiment(g.n, gridBatches) }, Options{})
+	})
+	floor := coverageFloor(reps, 0.01/float64(dithered))
+	var tab strings.Builder
+	fmt.Fprintf(&tab, "coverage of the default 95%% interval, %d replications per regime, %d batches (floor %.2f%%):\n", reps, gridBatches, 100*floor)
+	fmt.Fprintf(&tab, "%-52s %8s %9s %8s  %s\n", "regime", "coverage", "crossings", "bias/se", "method")
+	missed := 0
+	for i, g := range grid {
+		o := outs[i]
+		cov := o.coverage()
+		cross := float64(g.n) * g.x
+		b, se := o.bias(g.x)
+		z := 0.0
+		if se > 0 {
+			z = b / se
+		}
+		flag := ""
+		if g.dithered {
+			if cov < floor {
+				flag = "  LOW"
+				t.Errorf("%v: coverage %.2f%% below %.2f%%", g, 100*cov, 100*floor)
+			}
+			if cross >= 30 && !o.constant && cov > 0.975 {
+				flag = "  HIGH"
+				t.Errorf("%v: coverage %.2f%% above 97.5%% with %g expected crossings", g, 100*cov, cross)
+			}
+			if math.Abs(z) > 4.5 {
+				t.Errorf("%v: mean %.6g differs from the truth %g by %.1f Monte Carlo standard errors", g, g.x+b, g.x, z)
+			}
+		} else if mustMiss[g.String()] {
+			missed++
+			flag = "  (must miss)"
+			if cov > 0.5 {
+				t.Errorf("%v: a fixed grid covered %.2f%%: the regime does not couple, so the dithered cells test nothing", g, 100*cov)
+			}
+		}
+		fmt.Fprintf(&tab, "%-52s %7.2f%% %9.0f %8.2f  %s%s\n", g, 100*cov, cross, z, methodSummary(o.methods), flag)
+	}
+	if missed != len(mustMiss) {
+		t.Errorf("%d of the %d must-miss cells are in the grid", missed, len(mustMiss))
+	}
+	t.Log(tab.String())
+}
+
+// checkExperiment draws m checked calls, in b batches, of a fixed-grid
+// clock with entries following law: their tick counts and exact total.
+func checkExperiment(r *rand.Rand, d durDist, x float64, law phaseLaw, m uint64, b int) (Counts, float64) {
+	c := Counts{Resolution: 1, HasTicksSq: true}
+	var exact float64
+	per := m / uint64(b)
+	for j := 0; j < b; j++ {
+		var t uint64
+		for i := uint64(0); i < per; i++ {
+			dur := d.draw(r, x)
+			k := uint64(math.Floor(law.draw(r) + dur))
+			exact += dur
+			t += k
+			c.TicksSq += k * k
+		}
+		c.Batches = append(c.Batches, Batch{Calls: per, Ticks: t})
+		c.Calls += per
+		c.Ticks += t
+	}
+	return c, exact
+}
+
+// TestCheckClockFalseAlarms: with an asynchronous clock the check at 95%
+// fails in at most 5% of runs. Asserted per regime over 2000 runs: at
+// most 5% + 3.09 binomial standard errors (6.5%), a false alarm of this
+// test in 0.1% of regimes for a check at exactly 5%.
+func TestCheckClockFalseAlarms(t *testing.T) {
+	const reps = 2000
+	limit := 0.05 + 3.09*math.Sqrt(0.05*0.95/reps)
+	for _, tc := range []struct {
+		d durDist
+		x float64
+		m uint64
+	}{
+		{distConstant, 0.05, 2000}, {distExponential, 0.05, 20000}, {distConstant, 0.5, 500},
+		{distUniform, 1.5, 500}, {distBimodal, 5, 200}, {distExponential, 0.01, 5000},
+	} {
+		r := rand.New(rand.NewPCG(uint64(tc.m), 17))
+		fails := 0
+		for i := 0; i < reps; i++ {
+			c, exact := checkExperiment(r, tc.d, tc.x, phaseAsync, tc.m, 20)
+			ck, err := CheckClock(c, exact, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ck.Agree {
+				fails++
+			}
+		}
+		rate := float64(fails) / reps
+		t.Logf("%v ET/d=%g m=%d: asynchronous clock failed the check in %.2f%% of runs", tc.d, tc.x, tc.m, 100*rate)
+		if rate > limit {
+			t.Errorf("%v ET/d=%g m=%d: false alarms in %.2f%% of runs, above %.2f%%", tc.d, tc.x, tc.m, 100*rate, 100*limit)
+		}
+	}
+}
+
+// TestCheckClockDetectsCoupling: entries coupled to the tick (the -10%
+// bias of phaseCoupled at ET/d = 0.5, 4.5 standard errors with 2000
+// checked calls) and a phase-locked loop (a whole tick reported for a
+// fortieth of one) fail the check. The coupled regime's power is about
+// 0.9; asserted at least 0.8 over 500 runs (5.6 binomial standard errors
+// below 0.9, so the test fails by chance far less than once in a million
+// runs). The locked loop fails it in every run.
+func TestCheckClockDetectsCoupling(t *testing.T) {
+	const reps = 500
+	for _, tc := range []struct {
+		law   phaseLaw
+		d     durDist
+		x     float64
+		m     uint64
+		power float64
+	}{
+		{phaseCoupled, distConstant, 0.5, 2000, 0.8},
+		{phaseLocked, distConstant, 0.025, 200, 1},
+		{phaseLocked, distExponential, 0.025, 200, 1},
+	} {
+		r := rand.New(rand.NewPCG(uint64(tc.m), 23))
+		fails := 0
+		for i := 0; i < reps; i++ {
+			c, exact := checkExperiment(r, tc.d, tc.x, tc.law, tc.m, 20)
+			ck, err := CheckClock(c, exact, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ck.Agree {
+				fails++
+			}
+		}
+		rate := float64(fails) / reps
+		t.Logf("%v %v ET/d=%g m=%d: the check failed in %.1f%% of runs", tc.law, tc.d, tc.x, tc.m, 100*rate)
+		if rate < tc.power {
+			t.Errorf("%v %v ET/d=%g m=%d: coupling detected in %.1f%% of runs, want at least %.0f%%", tc.law, tc.d, tc.x, tc.m, 100*rate, 100*tc.power)
+		}
+	}
 }

@@ -17,6 +17,10 @@
 //     sample sizes (4.21, 4.28), proportions (4.4.3), comparisons (ch. 5),
 //     timer overhead (6.2.1), short intervals (6.2.3), PC sampling (6.3.1).
 //
+// It also checks a tick clock against an exact one on the same calls
+// (CheckClock) and forecasts the calls a precision still needs
+// (NeededCalls, CallRate).
+//
 // The package does no I/O and imports nothing of the project.
 //
 // estimate may import only the standard library and gonum: no I/O, no

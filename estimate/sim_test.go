@@ -337,3 +337,99 @@ func TestSimulator(t *testing.T) {
 		t.Errorf("multinomial batches: standardized mean %v, variance %v", m, v)
 	}
 }
+
+// phaseLaw is where calls start relative to the ticks of the clock the
+// program keeps time with (the scheduler tick), in fractions of a tick.
+type phaseLaw int
+
+const (
+	// phaseAsync: uniform, the estimator's assumption (Beilner section 2,
+	// eq. 4a/4b).
+	phaseAsync phaseLaw = iota
+	// phaseCoupled: entries 1.9x as frequent 5-15% of a tick after a tick
+	// as elsewhere (0.9x): threads made runnable by the scheduler tick
+	// under CPU contention (measured 1.4-1.6x 200-600 us after a 4 ms
+	// boundary, 0.7x just before one).
+	phaseCoupled
+	// phaseLocked: every entry within the last 2% of a tick: a loop that
+	// sleeps to the next timer boundary and is woken just before the
+	// clock moves.
+	phaseLocked
+)
+
+var phaseNames = [...]string{"async", "coupled", "locked"}
+
+func (l phaseLaw) String() string { return phaseNames[l] }
+
+// draw returns an entry phase in [0, 1).
+func (l phaseLaw) draw(r *rand.Rand) float64 {
+	switch l {
+	case phaseCoupled:
+		if r.Float64() < 0.1 {
+			return 0.05 + 0.1*r.Float64()
+		}
+	case phaseLocked:
+		return 0.98 + 0.02*r.Float64()
+	}
+	return r.Float64()
+}
+
+// ditherTick is the tick, in ns, of the simulated dithered clock.
+const ditherTick = 1000
+
+// phaseSim times separated calls whose entries follow a phase law relative
+// to a grid of period d, call by call, with either a fixed grid (jiffies,
+// or an undithered tick:DUR: c = floor(U + T)) or the dithered tick:DUR
+// clock of bpf/timing.h exactly as it computes in BPF, in integer ns: the
+// entry stores e - r for r uniform in {0..d-1} (a 64-bit draw mod d) and
+// the exit counts (x - (e - r)) / d. Durations are rounded to integer ns
+// stochastically (floor(T d + V), V uniform), so that the true mean stays
+// x ticks exactly.
+type phaseSim struct {
+	dist     durDist
+	x        float64
+	law      phaseLaw
+	dithered bool
+	rng      *rand.Rand
+}
+
+func newPhaseSim(d durDist, x float64, law phaseLaw, dithered bool, seed uint64) *phaseSim {
+	return &phaseSim{dist: d, x: x, law: law, dithered: dithered,
+		rng: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}
+}
+
+// call returns the ticks one call crosses.
+func (s *phaseSim) call() uint64 {
+	u := s.law.draw(s.rng)
+	t := s.dist.draw(s.rng, s.x)
+	if !s.dithered {
+		return uint64(math.Floor(u + t))
+	}
+	const base = 1 << 40 // a monotonic clock well past boot
+	e := uint64(base) + uint64(math.Floor(u*ditherTick))
+	x := e + uint64(math.Floor(t*ditherTick+s.rng.Float64()))
+	g := e - s.rng.Uint64()%ditherTick // tp_phase at entry
+	return (x - g) / ditherTick        // tp_close at exit
+}
+
+// experiment draws b batches of n/b calls (resolution 1 tick).
+func (s *phaseSim) experiment(n uint64, b int) Counts {
+	c := Counts{Resolution: 1, HasTicksSq: true}
+	per := n / uint64(b)
+	for j := 0; j < b; j++ {
+		m := per
+		if j == b-1 {
+			m = n - per*uint64(b-1)
+		}
+		var t uint64
+		for i := uint64(0); i < m; i++ {
+			k := s.call()
+			t += k
+			c.TicksSq += k * k
+		}
+		c.Batches = append(c.Batches, Batch{Calls: m, Ticks: t})
+		c.Calls += m
+		c.Ticks += t
+	}
+	return c
+}

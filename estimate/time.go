@@ -31,7 +31,10 @@ type Counts struct {
 	// are taken as the batch totals; otherwise they must equal them.
 	Batches []Batch
 	// Contiguous says the executions ran back to back in a tight loop, so
-	// that the end of one is the start of the next (Beilner 10c/10d).
+	// that the end of one is the start of the next on one clock grid
+	// (Beilner 10c/10d). Not for a dithered clock (tickprof's tick:DUR),
+	// which puts every execution on a grid of its own: its executions are
+	// separated whatever their layout.
 	Contiguous bool
 }
 

@@ -123,7 +123,7 @@ func EncodeCPU(d *sampler.Profile) (*profile.Profile, error) {
 
 // CallCounts reads the call counts EncodeCPU stored in a profile's comments.
 func CallCounts(p *profile.Profile) []CallCount {
-	var out []CallCount
+	out := sampleCallCounts(p)
 	for _, c := range p.Comments {
 		rest, ok := strings.CutPrefix(c, callsComment)
 		if !ok {

@@ -28,7 +28,31 @@ type timeJSON struct {
 	StackFails   uint64           `json:"stack_failures"`
 	Correction   string           `json:"overhead_correction,omitempty"`
 	Go           *goStatsJSON     `json:"go,omitempty"`
+	Budget       *budgetJSON      `json:"overhead_budget,omitempty"`
 	Targets      []timeTargetJSON `json:"targets"`
+}
+
+// budgetJSON is a run under an overhead budget: the budget and the duty
+// cycle as fractions, the projected slowdown (a fraction) with its interval,
+// and each target's call rate while probed (calls per second, in targets
+// order).
+type budgetJSON struct {
+	Budget       float64    `json:"budget"`
+	Duty         float64    `json:"duty_cycle"`
+	Windows      int        `json:"windows"`
+	Binding      bool       `json:"binding"`
+	Slowdown     float64    `json:"slowdown"`
+	SlowdownLow  float64    `json:"slowdown_low"`
+	SlowdownHigh float64    `json:"slowdown_high"`
+	CostNs       float64    `json:"probe_cost_ns"`
+	Censored     uint64     `json:"censored_calls"`
+	Rates        []rateJSON `json:"call_rates"`
+}
+
+type rateJSON struct {
+	PerSec float64 `json:"per_s"`
+	Low    float64 `json:"low_per_s"`
+	High   float64 `json:"high_per_s"`
 }
 
 type goStatsJSON struct {
@@ -73,6 +97,7 @@ type timeTargetJSON struct {
 	NsMax        *uint64      `json:"ns_max,omitempty"`
 	NsLog2Hist   []uint64     `json:"ns_log2_hist,omitempty"`
 	Covered      *bool        `json:"covered,omitempty"`
+	ClockCheck   *checkJSON   `json:"clock_check,omitempty"`
 	Callers      []callerJSON `json:"callers,omitempty"`
 }
 
@@ -99,6 +124,15 @@ func fp(v float64) *float64 {
 // probe overhead has corrected: true, its measured figures in raw_mean_ns,
 // raw_low_ns, raw_high_ns and the overhead subtracted in overhead_ns,
 // overhead_low_ns, overhead_high_ns; mean_ns..high_ns are then corrected.
+// With --validate, covered says whether the tick-clock interval holds the
+// exact mean of the same calls (ns_mean): a check of quantization on these
+// calls, not of the long-run mean (ValidateNote).
+// With the jiffies clock, clock_check compares the jiffies estimate of a
+// random sample of the calls (tick_mean_ns, tick_low_ns, tick_high_ns at
+// its confidence) with their exact mean (exact_mean_ns); agree is false
+// when the clock keeps time with the program and the mean is biased;
+// resolves is false when the check is much less sharp than the target's
+// estimate (it checked a small share of short calls).
 func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	doc := timeJSON{
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
@@ -109,6 +143,15 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 	if g := r.Go; g != nil {
 		doc.Go = &goStatsJSON{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
 	}
+	if b := r.Budget; b != nil {
+		bj := &budgetJSON{Budget: b.Budget, Duty: b.Duty, Windows: b.Windows, Binding: b.Binding,
+			Slowdown: b.Slowdown.Mean, SlowdownLow: b.Slowdown.Low, SlowdownHigh: b.Slowdown.High,
+			CostNs: b.Cost.Mean, Censored: b.Censored, Rates: []rateJSON{}}
+		for _, rt := range b.Rates {
+			bj.Rates = append(bj.Rates, rateJSON{PerSec: rt.Mean, Low: rt.Low, High: rt.High})
+		}
+		doc.Budget = bj
+	}
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		j := timeTargetJSON{
@@ -116,6 +159,7 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
 			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
+			ClockCheck: checkToJSON(t),
 		}
 		if t.Err == "" {
 			e := t.Estimate
@@ -272,6 +316,7 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
 			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
+			ClockCheck: checkFromJSON(j.ClockCheck),
 		}
 		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {
 			if t.Err == "" {

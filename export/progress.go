@@ -54,7 +54,12 @@ func (p *Progress) Update(pr timing.Progress) {
 				case need == 0:
 					b.WriteString("  precision reached")
 				case need > 0:
-					fmt.Fprintf(&b, "  ~%s more for ±%s", need.Round(100*time.Millisecond), units.Percent(rel))
+					fmt.Fprintf(&b, "  ~%s more for ±%s", roundNeed(need), units.Percent(rel))
+					if i < len(pr.RemainingLow) && i < len(pr.RemainingHigh) {
+						if lo, hi := pr.RemainingLow[i], pr.RemainingHigh[i]; lo >= 0 && (lo != need || hi != need) {
+							fmt.Fprintf(&b, " (%s–%s, 80%%)", roundNeed(lo), roundNeed(hi))
+						}
+					}
 				}
 			}
 		}
@@ -76,4 +81,15 @@ func (p *Progress) Clear() {
 		fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.lines)
 		p.lines = 0
 	}
+}
+
+// roundNeed rounds a forecast to about two significant digits.
+func roundNeed(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute)
+	case d >= 10*time.Second:
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
 }

@@ -37,12 +37,15 @@ type TimeRow struct {
 	Mean        float64 `json:"mean_ns"`
 	Low         float64 `json:"low_ns"`
 	High        float64 `json:"high_ns"`
+	// Method is the interval's model when report computed it from the
+	// counts of a merge-friendly profile ("" when read from labels).
+	Method string `json:"method,omitempty"`
 }
 
 // IsTimeProfile reports whether p was written by `tickprof time`: sample
 // types calls/count, ticks/count, wall/nanoseconds.
 func IsTimeProfile(p *profile.Profile) bool {
-	if len(p.SampleType) != 3 {
+	if len(p.SampleType) != 3 && (len(p.SampleType) != 4 || p.SampleType[3].Type != TicksSqType) {
 		return false
 	}
 	st := p.SampleType
@@ -107,6 +110,9 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 	for _, n := range order {
 		t.Rows = append(t.Rows, *rows[n])
 	}
+	if err := recomputeTimeRows(p, t); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(t.Rows, func(i, j int) bool { return t.Rows[i].Wall > t.Rows[j].Wall })
 	return t, nil
 }
@@ -138,6 +144,9 @@ func (t *TimeTable) WriteText(w io.Writer, top int) error {
 	}
 	if len(rows) < len(t.Rows) {
 		fmt.Fprintf(w, "... %d more targets (--top 0 shows all)\n", len(t.Rows)-len(rows))
+	}
+	if len(t.Rows) > 0 && t.Rows[0].Method != "" {
+		fmt.Fprintln(w, "intervals computed from the summed calls, ticks and ticks_sq (mergeable windows): no batch-means interval")
 	}
 	return nil
 }

@@ -20,6 +20,13 @@ type Plan struct {
 	// RatePerSec or LoopNs echo how the run time was computed.
 	RatePerSec *float64 `json:"rate_per_sec,omitempty"`
 	LoopNs     *float64 `json:"loop_ns,omitempty"`
+	// Budget (a fraction), Duty and BudgetRunTimeNs: the run time under an
+	// overhead budget at the duty cycle that holds it, for a probe cost of
+	// CostNs per call (plan --overhead).
+	Budget          *float64 `json:"overhead_budget,omitempty"`
+	Duty            *float64 `json:"duty_cycle,omitempty"`
+	BudgetRunTimeNs *float64 `json:"budget_run_time_ns,omitempty"`
+	CostNs          *float64 `json:"probe_cost_ns,omitempty"`
 	// Note warns when the plan rests on a degenerate model.
 	Note string `json:"note,omitempty"`
 }
@@ -43,6 +50,12 @@ func WritePlan(w io.Writer, p Plan) error {
 			how = "at one execution per " + units.NsExact(*p.LoopNs)
 		}
 		if _, err := fmt.Fprintf(w, "run time  %s  %s\n", units.LongNs(*p.RunTimeNs), how); err != nil {
+			return err
+		}
+	}
+	if p.Budget != nil && p.Duty != nil && p.BudgetRunTimeNs != nil {
+		if _, err := fmt.Fprintf(w, "under a %s overhead budget  %s  probed %s of the time (probe cost %s per call)\n",
+			units.Percent(*p.Budget), units.LongNs(*p.BudgetRunTimeNs), units.Percent(*p.Duty), units.Ns(*p.CostNs)); err != nil {
 			return err
 		}
 	}

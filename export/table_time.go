@@ -85,7 +85,10 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 	if precision > 0 {
 		fmt.Fprintf(w, ", precision goal ±%s", units.Percent(precision))
 	}
-	fmt.Fprintf(w, "; dropped records %d, stack failures %d\n", r.RingDrops, r.StackFails)
+	fmt.Fprintf(w, "; dropped records %d, stack failures %d (caller stacks the kernel could not record: stack map full or the walk faulted)\n", r.RingDrops, r.StackFails)
+	if b := r.Budget; b != nil {
+		writeBudget(w, b, conf)
+	}
 	if g := r.Go; g != nil {
 		fmt.Fprintf(w, "Go: %d entry firings skipped for stack growth (counted on re-entry), %d entries expired without a RET (panic or Goexit, counted as orphans)",
 			g.Morestack, g.Expired)
@@ -94,13 +97,29 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if r.Validate {
+		fmt.Fprintln(w, ValidateNote)
+	}
+	for i := range r.Targets {
+		for _, line := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
+			if line != "" {
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
 	var few []string
 	for _, t := range r.Targets {
 		if t.Calls > 0 && t.Estimate.Batches < timing.MinCheckBatches {
 			few = append(few, t.Name)
 		}
 	}
-	if len(few) > 0 {
+	if len(few) > 0 && r.Budget != nil {
+		fmt.Fprintf(w, "note: %s: calls in fewer than %d windows: the interval rests on the spread of few windows (Student t with few degrees of freedom); time longer for a tighter one\n",
+			strings.Join(few, ", "), timing.MinCheckBatches)
+	} else if len(few) > 0 {
 		fmt.Fprintf(w, "note: %s: fewer than %d polling batches, too few to check whether calls that overlap in time (several threads or goroutines in the function at once, crossing the same ticks) make the interval too narrow (Beilner eq. 11); time for at least %d x --interval, or shorten --interval\n",
 			strings.Join(few, ", "), timing.MinCheckBatches, timing.MinCheckBatches)
 	}
@@ -162,4 +181,19 @@ func WriteTimeOutputs(out io.Writer, run *timing.Result, precision float64, json
 		return fmt.Errorf("%s (the results are in the table above; check the output path)", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// writeBudget says what an overhead budget did: the duty cycle, the
+// windows, the projected slowdown with its interval, the call rates.
+func writeBudget(w io.Writer, b *timing.BudgetResult, conf string) {
+	how := "probed in random windows"
+	if !b.Binding {
+		how = "the budget did not bind: probed all the time"
+	}
+	fmt.Fprintf(w, "overhead budget %s: %s, attached %s of the time over %d windows; projected slowdown %s [%s, %s] (%s; probe cost %s per call)\n",
+		units.Percent(b.Budget), how, units.Percent(b.Duty), b.Windows,
+		units.Percent(b.Slowdown.Mean), units.Percent(b.Slowdown.Low), units.Percent(b.Slowdown.High), conf, units.Ns(b.Cost.Mean))
+	if b.Censored > 0 {
+		fmt.Fprintf(w, "%d calls were still running when their window's probes were detached: the means leave them out and lean toward short calls\n", b.Censored)
+	}
 }

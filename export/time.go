@@ -46,6 +46,16 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 	case "none", "off":
 		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
 	}
+	if r.Validate {
+		p.Comments = append(p.Comments, ValidateNote)
+	}
+	for i := range r.Targets {
+		for _, w := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
+			if w != "" {
+				p.Comments = append(p.Comments, w)
+			}
+		}
+	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {
 		k := name + "\x00" + file
@@ -116,10 +126,13 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 				if name == "" {
 					name = fmt.Sprintf("%#x", f.Addr)
 					if f.File != "" {
-						name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Addr)
+						name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Off)
 					}
 				}
 				stack = append(stack, loc(fmt.Sprintf("%s\x00%#x", f.File, f.Addr), f.Addr, fn(name, f.File)))
+			}
+			if c.Cut {
+				stack = append(stack, loc("\x00truncated", 0, fn(TruncatedFrame, "")))
 			}
 			add(stack, c.Calls, c.Ticks)
 			calls += c.Calls

@@ -206,3 +206,30 @@ func TestReadTimeJSONRoundTrip(t *testing.T) {
 		t.Error("not JSON was read")
 	}
 }
+
+// An unnamed frame is its file plus its offset in the file (not its
+// absolute address), and a cut caller stack ends in the truncated marker.
+func TestEncodeTimeUnnamedAndCut(t *testing.T) {
+	r := sampleRun()
+	r.Targets[1].Callers = []timing.Caller{{Frames: []timing.Frame{{File: "/usr/bin/sqlite3", Addr: 0x564b175490c4, Off: 0x490c4}}, Calls: 40, Ticks: 45, Cut: true}}
+	p, err := EncodeTime(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range p.Sample {
+		if s.Location[0].Line[0].Function.Name != "big" || len(s.Location) < 2 {
+			continue
+		}
+		found = true
+		if got := s.Location[1].Line[0].Function.Name; got != "sqlite3+0x490c4" {
+			t.Errorf("unnamed frame %q, want sqlite3+0x490c4", got)
+		}
+		if got := s.Location[len(s.Location)-1].Line[0].Function.Name; got != TruncatedFrame {
+			t.Errorf("cut stack ends in %q, want %q", got, TruncatedFrame)
+		}
+	}
+	if !found {
+		t.Error("no caller sample of big")
+	}
+}

@@ -54,6 +54,26 @@ type Counters struct {
 	NsMin, NsMax uint64
 	// Hist is the log2 histogram of ns (exact mode).
 	Hist [HistBuckets]uint64
+	// Check holds the checked calls of the jiffies clock (see
+	// Options.CheckEvery).
+	Check CheckCounts
+}
+
+// CheckCounts are the counters of the calls timed with both the jiffies
+// clock and the ns clock: a random sample of the calls, drawn in BPF
+// independently of what the program does.
+type CheckCounts struct {
+	// Calls is the number of checked calls; Ticks their sum c_i and
+	// TicksSq their sum c_i^2; Ns their exact total in ns.
+	Calls, Ticks, TicksSq, Ns uint64
+}
+
+func (c CheckCounts) sub(p CheckCounts) CheckCounts {
+	return CheckCounts{c.Calls - p.Calls, c.Ticks - p.Ticks, c.TicksSq - p.TicksSq, c.Ns - p.Ns}
+}
+
+func (c CheckCounts) add(p CheckCounts) CheckCounts {
+	return CheckCounts{c.Calls + p.Calls, c.Ticks + p.Ticks, c.TicksSq + p.TicksSq, c.Ns + p.Ns}
 }
 
 // Sub returns the increment c - prev (min and max are dropped).
@@ -66,6 +86,7 @@ func (c Counters) Sub(prev Counters) Counters {
 		Crossings: c.Crossings - prev.Crossings,
 		NsSum:     c.NsSum - prev.NsSum,
 		NsSq:      c.NsSq.Sub(prev.NsSq),
+		Check:     c.Check.sub(prev.Check),
 	}
 	for i := range d.Hist {
 		d.Hist[i] = c.Hist[i] - prev.Hist[i]
@@ -83,6 +104,7 @@ func addCounters(a, b Counters) Counters {
 		Crossings: a.Crossings + b.Crossings,
 		NsSum:     a.NsSum + b.NsSum,
 		NsSq:      a.NsSq.Add(b.NsSq),
+		Check:     a.Check.add(b.Check),
 	}
 	for i := range d.Hist {
 		d.Hist[i] = a.Hist[i] + b.Hist[i]
@@ -111,6 +133,7 @@ func sumCPUs(per []bpf.TimingTpCounts) Counters {
 		for i := range c.Hist {
 			c.Hist[i] += p.Hist[i]
 		}
+		c.Check = c.Check.add(CheckCounts{p.ChkCalls, p.ChkTicks, p.ChkTicksSq, p.ChkNs})
 	}
 	if minPlus1 != 0 {
 		c.NsMin = minPlus1 - 1
@@ -153,4 +176,42 @@ func EstimatorCounts(clk Clock, total Counters, batches []Counters) (estimate.Co
 		ec.Batches = nil
 	}
 	return ec, n
+}
+
+// CheckEstimatorCounts turns a target's checked calls, cumulative and per
+// polling batch, into the estimator's inputs for the jiffies clock clk,
+// and returns their exact ns total. Batches are dropped when they do not
+// add up to the totals (see EstimatorCounts).
+func CheckEstimatorCounts(clk Clock, total Counters, batches []Counters) (estimate.Counts, uint64) {
+	ck := total.Check
+	ec := estimate.Counts{Resolution: clk.Resolution(), Calls: ck.Calls, Ticks: ck.Ticks,
+		TicksSq: ck.TicksSq, HasTicksSq: true}
+	var calls, ticks uint64
+	for _, b := range batches {
+		if b.Check.Calls == 0 {
+			continue
+		}
+		ec.Batches = append(ec.Batches, estimate.Batch{Calls: b.Check.Calls, Ticks: b.Check.Ticks})
+		calls += b.Check.Calls
+		ticks += b.Check.Ticks
+	}
+	if calls != ck.Calls || ticks != ck.Ticks {
+		ec.Batches = nil
+	}
+	return ec, ck.Ns
+}
+
+// ClockCheck compares the jiffies estimate of a target's checked calls
+// (Options.CheckEvery) with their exact mean (estimate.CheckClock, at o's
+// confidence); nil when none were checked.
+func ClockCheck(clk Clock, total Counters, batches []Counters, o estimate.Options) *estimate.ClockCheck {
+	if clk.Kind != ClockJiffies || total.Check.Calls == 0 {
+		return nil
+	}
+	ec, ns := CheckEstimatorCounts(clk, total, batches)
+	ck, err := estimate.CheckClock(ec, float64(ns), o)
+	if err != nil {
+		return nil
+	}
+	return &ck
 }

@@ -60,6 +60,6 @@
 // resolve to KindGoUser (ResolveUser checks symtab IsGo) and are probed at
 // their RET instructions: a uretprobe must never touch a Go program.
 //
-// loader may import bpf, estimate, symtab, internal/proc and internal/tick;
+// loader may import bpf, estimate, symtab, debuginfo, internal/proc and internal/tick;
 // it must not import timing, sampler, export or cmd.
 package loader

@@ -1,11 +1,12 @@
 package loader
 
 import (
+	"context"
 	"strings"
 	"sync"
 
+	"github.com/tickprof/tickprof/debuginfo"
 	"github.com/tickprof/tickprof/internal/proc"
-
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -31,6 +32,7 @@ type procMaps struct {
 	mu     sync.Mutex
 	maps   []proc.Mapping
 	tables map[string]*symtab.Table // nil entry: unreadable
+	debug  map[string]*symtab.Table // separate debug files' symbols; nil entry: none
 }
 
 func newProcMaps(pid int) *procMaps {
@@ -65,6 +67,14 @@ func (p *procMaps) table(path string) *symtab.Table {
 }
 
 func (p *procMaps) symbolize(pc uint64) Frame {
+	f, _ := p.lookup(pc)
+	return f
+}
+
+// lookup symbolizes pc and reports whether it lies in an executable file
+// mapping: a frame-pointer walk through code that keeps no frame pointer
+// reads data (text, counters) as return addresses, which map nowhere.
+func (p *procMaps) lookup(pc uint64) (Frame, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := Frame{PC: pc}
@@ -73,19 +83,56 @@ func (p *procMaps) symbolize(pc uint64) Frame {
 			continue
 		}
 		f.File = m.Path
+		f.Offset = pc - m.Start + m.Offset
 		t := p.table(m.Path)
 		if t == nil {
-			return f
+			return f, true
 		}
 		// A return address points after the call: look up pc-1.
 		if va, ok := t.VAddr(pc - 1 - m.Start + m.Offset); ok {
 			if name, _, ok := t.Func(va); ok {
 				f.Func = name
 			}
+			if dt := p.debugTable(m.Path, t); dt != nil {
+				if name, _, ok := dt.Func(va); ok {
+					if i := strings.Index(name, "@"); i > 0 {
+						name = name[:i] // "__libc_start_main@@GLIBC_2.34"
+					}
+					f.Func = name
+				}
+			}
 		}
-		return f
+		return f, true
 	}
-	return f
+	return f, p.maps == nil
+}
+
+// debugTable returns the symbols of the separate debug file of a file
+// without its own .symtab (found by build ID), or nil.
+func (p *procMaps) debugTable(path string, t *symtab.Table) *symtab.Table {
+	if d, ok := p.debug[path]; ok {
+		return d
+	}
+	if p.debug == nil {
+		p.debug = map[string]*symtab.Table{}
+	}
+	p.debug[path] = nil
+	if t.BuildID == "" {
+		return nil
+	}
+	for _, s := range t.Symbols() {
+		if s.Source == symtab.FromSymtab {
+			return nil
+		}
+	}
+	dp, err := debuginfo.FromEnv().Find(context.Background(), t.BuildID)
+	if err != nil {
+		return nil
+	}
+	if d, err := symtab.Open(dp); err == nil {
+		p.debug[path] = d
+	}
+	return p.debug[path]
 }
 
 // close releases the symbol tables.
@@ -98,4 +145,10 @@ func (p *procMaps) close() {
 		}
 	}
 	p.tables = map[string]*symtab.Table{}
+	for _, t := range p.debug {
+		if t != nil {
+			t.Close()
+		}
+	}
+	p.debug = nil
 }

@@ -56,7 +56,29 @@ type Options struct {
 	// calls get a crossing record (about ET/RecordGrid records per call);
 	// 0 means DefaultRecordGrid.
 	RecordGrid time.Duration
+	// Windowed counts only the calls entering while the window is open
+	// (SetWindowOpen; closed at Open) and keeps the in-flight count
+	// (WindowInFlight): timing under an overhead budget. Native user functions
+	// only.
+	Windowed bool
+	// CheckEvery is, for the jiffies clock without Exact, how many calls
+	// one checked call stands for at most: a random share of the calls is
+	// also timed with the ns clock (Counters.Check), so that the jiffies
+	// estimate can be compared with the exact mean of the same calls. The
+	// first calls are checked 1 in 8 (or 1 in CheckEvery if fewer), to
+	// learn how long they are; Poll then sets the rate per target so that
+	// the check costs about 1% of the calls' time, between every call
+	// (calls from 7.2 us) and 1 in CheckEvery. 0 means DefaultCheckEvery;
+	// a negative value turns the check off; otherwise a power of two.
+	// Unused with the other clocks: tick:DUR is asynchronous with the
+	// program by construction, ns is exact.
+	CheckEvery int
 }
+
+// DefaultCheckEvery is the jiffies clock's default check rate: about 1 in
+// 64 calls pays two ns-clock reads (72 ns here), about 1 ns per call on
+// average, next to the one random draw every call pays.
+const DefaultCheckEvery = 64
 
 // DefaultRecordGrid is the ns clock's record grid: per-caller attribution
 // from one record per 100 us of timed code keeps the ring traffic of short
@@ -100,6 +122,8 @@ type Session struct {
 	merging bool
 	batches [][]Counters
 	procs   *procMaps
+	// checkEvery is the clock check's rate per target (tp_check).
+	checkEvery []uint32
 }
 
 type callerKey struct {
@@ -132,6 +156,9 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 			return nil, fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
 		}
 	}
+	if err := checkWindowed(opts, specs); err != nil {
+		return nil, err
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)
 	}
@@ -153,6 +180,14 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 	}
 	if opts.Clock.Tick <= 0 {
 		return nil, fmt.Errorf("clock %s has no resolution", opts.Clock)
+	}
+	switch {
+	case opts.Clock.Kind != ClockJiffies || opts.Exact || opts.CheckEvery < 0:
+		opts.CheckEvery = 0
+	case opts.CheckEvery == 0:
+		opts.CheckEvery = DefaultCheckEvery
+	case opts.CheckEvery&(opts.CheckEvery-1) != 0 || opts.CheckEvery > 1<<30:
+		return nil, fmt.Errorf("check every %d calls: want a power of two", opts.CheckEvery)
 	}
 	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}}
 	for i, sp := range specs {
@@ -226,6 +261,8 @@ func (s *Session) constants() map[string]any {
 		"tp_filter_tgid":  uint32(s.opts.PID),
 		"tp_want_records": records,
 		"tp_record_ns":    uint64(s.opts.RecordGrid),
+		"tp_windowed":     boolU32(s.opts.Windowed),
+		"tp_check_every":  uint32(s.opts.CheckEvery),
 	}
 }
 
@@ -238,6 +275,8 @@ func (s *Session) load() error {
 		return err
 	}
 	spec.Maps["tp_counters"].MaxEntries = uint32(len(s.targets))
+	spec.Maps["tp_inflight"].MaxEntries = uint32(len(s.targets))
+	spec.Maps["tp_check"].MaxEntries = uint32(len(s.targets))
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	}
@@ -245,8 +284,60 @@ func (s *Session) load() error {
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return loadError(err)
 	}
+	// The first calls are checked 1 in 8 (at most), so that a few checked
+	// calls soon tell how long the calls are; adaptCheck then sets the rate.
+	s.checkEvery = make([]uint32, len(s.targets))
+	for i := range s.targets {
+		if err := s.setCheckEvery(i, uint32(min(s.opts.CheckEvery, 8))); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// checkCostNs is what a checked call costs more: two ns-clock reads
+// (36 ns each on the machine the README's figures come from).
+const checkCostNs = 72
+
+// setCheckEvery makes one call in every of target i a checked one.
+func (s *Session) setCheckEvery(i int, every uint32) error {
+	if err := s.objs.TpCheck.Put(s.targets[i].Index, every); err != nil {
+		return fmt.Errorf("set the clock check of %s: %w", s.targets[i].Name, err)
+	}
+	s.checkEvery[i] = every
+	return nil
+}
+
+// adaptCheck sets, from the checked calls so far, how many calls of each
+// target one checked call stands for: the fewest (a power of two, at most
+// Options.CheckEvery) for which the check's two ns reads cost at most
+// about 1% of the target's mean, so that long calls, where the check
+// costs nothing next to the call, are all checked and the check is as
+// sharp as the estimate itself. Only the rate of later draws changes: the
+// checked calls stay a sample drawn independently of the calls.
+func (s *Session) adaptCheck(p Poll) {
+	if s.opts.CheckEvery == 0 {
+		return
+	}
+	for i := range s.targets {
+		ck := p.Totals[i].Check
+		if ck.Calls < 8 || ck.Ns == 0 {
+			continue
+		}
+		mean := float64(ck.Ns) / float64(ck.Calls)
+		every := uint32(1)
+		for every < uint32(s.opts.CheckEvery) && float64(every)*mean < 100*checkCostNs {
+			every *= 2
+		}
+		if every != s.checkEvery[i] {
+			s.setCheckEvery(i, every) // best effort: the old rate stays valid
+		}
+	}
+}
+
+// CheckEvery returns, per target, how many calls one checked call stands
+// for at present (0: no check).
+func (s *Session) CheckEvery() []uint32 { return append([]uint32(nil), s.checkEvery...) }
 
 func setConstants(spec *ebpf.CollectionSpec, consts map[string]any) error {
 	for name, v := range consts {
@@ -292,6 +383,8 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_stacks":   s.objs.TpStacks,
 		"tp_zero":     s.objs.TpZero,
 		"tp_tasks":    s.objs.TpTasks,
+		"tp_inflight": s.objs.TpInflight,
+		"tp_check":    s.objs.TpCheck,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {
@@ -376,6 +469,9 @@ func (s *Session) Poll() (Poll, error) {
 	s.mu.Unlock()
 	if s.procs != nil {
 		s.procs.refresh()
+	}
+	if !s.stopped {
+		s.adaptCheck(p)
 	}
 	return p, nil
 }
@@ -535,6 +631,8 @@ type Frame struct {
 	Func string
 	// File is the mapped file holding PC ("" when unknown).
 	File string
+	// Offset is PC's offset in File.
+	Offset uint64
 }
 
 // Caller is the crossing records of one target from one caller stack.
@@ -544,6 +642,9 @@ type Caller struct {
 	// Stack is the caller's stack, innermost first (the return address in
 	// the caller comes first); empty when it could not be captured.
 	Stack []Frame
+	// Cut says the stack was cut at an address outside every executable
+	// mapping (a frame-pointer walk through code without frame pointers).
+	Cut bool
 	// Records is the number of calls from this stack that crossed at least
 	// one tick; Ticks their crossings; Ns their exact ns (exact mode).
 	Records, Ticks, Ns uint64
@@ -572,7 +673,12 @@ func (s *Session) Callers() []Caller {
 					if pc == 0 {
 						break
 					}
-					c.Stack = append(c.Stack, s.symbolize(pc))
+					f, ok := s.lookup(pc)
+					if !ok {
+						c.Cut = true
+						break
+					}
+					c.Stack = append(c.Stack, f)
 				}
 			}
 		}
@@ -585,6 +691,13 @@ func (s *Session) Callers() []Caller {
 		return out[i].Records > out[j].Records
 	})
 	return out
+}
+
+func (s *Session) lookup(pc uint64) (Frame, bool) {
+	if s.procs == nil {
+		return Frame{PC: pc}, true
+	}
+	return s.procs.lookup(pc)
 }
 
 func (s *Session) symbolize(pc uint64) Frame {

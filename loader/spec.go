@@ -55,8 +55,13 @@ type Spec struct {
 	// call name (syscalls).
 	Symbol string
 	// Offset is the file offset of the probe (user kinds), already moved
-	// past an endbr64 landing pad.
+	// to the first instruction the kernel emulates where that is safe
+	// (past endbr64 and register moves: symtab.NativeEntrySite).
 	Offset uint64
+	// Stepped says why a native function's entry probe stays on an
+	// instruction the kernel single-steps ("" when it does not, or when
+	// the first instruction is emulated).
+	Stepped string
 	// Addr is the function's virtual address in Binary (user kinds).
 	Addr uint64
 	// Size is the function's size in bytes (0 when unknown).

@@ -23,7 +23,8 @@ import (
 // BenchmarkSyscallOverhead measures what timing a syscall adds, on a tight
 // getppid loop in this process: unprobed, with empty raw-tracepoint
 // enter/exit programs (the floor), with tickprof's raw_syscalls and
-// syscall-tracepoint methods in the jiffies and ns clocks, and with
+// syscall-tracepoint methods in the jiffies (with and without its clock
+// check), dithered tick and ns clocks, and with
 // bpftrace's raw_syscalls one-liner when bpftrace is installed. The
 // configurations run interleaved for several rounds and the medians are
 // reported as ns added per syscall. Run with -benchtime=1x:
@@ -52,23 +53,36 @@ func BenchmarkSyscallOverhead(b *testing.B) {
 		name  string
 		setup func() (io.Closer, error)
 	}
-	session := func(clk Clock, m SyscallAttach) func() (io.Closer, error) {
+	sessionOpts := func(o Options, m SyscallAttach) func() (io.Closer, error) {
 		return func() (io.Closer, error) {
 			specs, err := ResolveSyscall("getppid", m)
 			if err != nil {
 				return nil, err
 			}
-			return Open(Options{Clock: clk, PID: os.Getpid()}, specs)
+			o.PID = os.Getpid()
+			return Open(o, specs)
 		}
+	}
+	session := func(clk Clock, m SyscallAttach) func() (io.Closer, error) {
+		return sessionOpts(Options{Clock: clk}, m)
 	}
 	jiffies := Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}
 	ns := Clock{Kind: ClockNS}
+	// The dithered tick clock (a random grid phase per call) at the jiffy
+	// period and at a fine tick, where about 2% of getppid calls cross
+	// a tick and write a record.
+	tick4ms := Clock{Kind: ClockTick, Tick: 4 * time.Millisecond}
+	tick10us := Clock{Kind: ClockTick, Tick: 10 * time.Microsecond}
 	configs := []config{
 		{"unprobed", nil},
 		{"floor-empty-raw-tp", emptyRawTracepoints},
 		{"raw-jiffies", session(jiffies, SyscallRaw)},
+		{"raw-jiffies-nocheck", sessionOpts(Options{Clock: jiffies, CheckEvery: -1}, SyscallRaw)},
+		{"raw-tick:4ms", session(tick4ms, SyscallRaw)},
+		{"raw-tick:10us", session(tick10us, SyscallRaw)},
 		{"raw-ns", session(ns, SyscallRaw)},
 		{"tracepoint-jiffies", session(jiffies, SyscallTracepoint)},
+		{"tracepoint-tick:4ms", session(tick4ms, SyscallTracepoint)},
 		{"tracepoint-ns", session(ns, SyscallTracepoint)},
 	}
 	if _, err := exec.LookPath("bpftrace"); err == nil {
@@ -184,7 +198,7 @@ func (p procCloser) Close() error {
 
 // BenchmarkSyscallProgramTime reports the BPF run time per getppid of the
 // raw_syscalls enter and exit programs (kernel.bpf_stats_enabled), in the
-// jiffies and ns clocks, next to an empty raw-tracepoint program measured
+// jiffies, dithered tick and ns clocks, next to an empty raw-tracepoint program measured
 // the same way (the statistics' own cost, to subtract).
 //
 //	go test -run '^$' -bench SyscallProgramTime -benchtime=1x ./loader/
@@ -225,12 +239,24 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 		floor := perRun(empty.Enter)
 		empty.Enter.Close()
 		b.ReportMetric(floor, "empty-prog-ns/run")
-		for _, clk := range []Clock{{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, {Kind: ClockNS}} {
+		for _, o := range []Options{
+			{Clock: Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}},
+			{Clock: Clock{Kind: ClockJiffies, Tick: 4 * time.Millisecond}, CheckEvery: -1},
+			{Clock: Clock{Kind: ClockTick, Tick: 4 * time.Millisecond}},
+			{Clock: Clock{Kind: ClockTick, Tick: 10 * time.Microsecond}},
+			{Clock: Clock{Kind: ClockNS}},
+		} {
+			clk := o.Clock
+			name := clk.String()
+			if o.CheckEvery < 0 {
+				name += "-nocheck"
+			}
 			specs, err := ResolveSyscall("getppid", SyscallRaw)
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := Open(Options{Clock: clk, PID: os.Getpid()}, specs)
+			o.PID = os.Getpid()
+			s, err := Open(o, specs)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -240,9 +266,9 @@ func BenchmarkSyscallProgramTime(b *testing.B) {
 			for _, c := range s.closers {
 				if o, ok := c.(*scRawObjects); ok {
 					enter, exit := perRun(o.Enter), perRun(o.Exit)
-					b.ReportMetric(enter+exit-2*floor, "raw-"+clk.String()+"-prog-ns/call")
+					b.ReportMetric(enter+exit-2*floor, "raw-"+name+"-prog-ns/call")
 					b.Logf("%s: enter %.0f ns, exit %.0f ns per run; empty program %.0f ns (statistics' own cost): %.0f ns of BPF work per syscall",
-						clk, enter, exit, floor, enter+exit-2*floor)
+						name, enter, exit, floor, enter+exit-2*floor)
 				}
 			}
 			s.Close()

@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -16,11 +15,6 @@ import (
 
 	"github.com/tickprof/tickprof/symtab"
 )
-
-// endbr64 is the CET landing pad some compilers put first in a function.
-// It has no effect, so the probe goes after it: the kernel can emulate
-// the next instruction instead of single-stepping endbr64 (~3.7x cheaper).
-var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}
 
 // SymbolError is a symbol missing from a binary, with the closest names.
 type SymbolError struct {
@@ -107,14 +101,20 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("symbol %s in %s: %w", s.Name, display, err)
 		}
-		if kind == KindUser && s.Size >= uint64(len(endbr64)) {
-			if code, err := t.Code(s); err == nil && bytes.HasPrefix(code, endbr64) {
-				off += uint64(len(endbr64))
+		var stepped string
+		if kind == KindUser {
+			// The entry probe (and the uretprobe on the same address)
+			// goes on the first instruction the kernel emulates when
+			// that is safe (symtab.NativeEntrySite): past endbr64,
+			// register moves and tests that leave rsp alone.
+			if e, err := t.NativeEntrySite(s); err == nil {
+				off += e.Skip
+				stepped = e.Why
 			}
 		}
 		out = append(out, Spec{
 			Kind: kind, Name: prefix + s.Display, Binary: path, File: display, Symbol: s.Name,
-			Offset: off, Addr: s.Value, Size: s.Size,
+			Offset: off, Addr: s.Value, Size: s.Size, Stepped: stepped,
 		})
 	}
 	if len(out) == 0 {

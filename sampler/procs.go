@@ -7,8 +7,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/debuginfo"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/unwind"
 )
 
 // procTable holds what is known of every sampled process: its memory map as
@@ -20,6 +22,8 @@ type procTable struct {
 	files  map[string]*binFile
 	vdsos  map[string]*binFile // vDSO images by SHA-256 of their bytes
 	nextID uint64
+	// debug finds separate debug files (DEBUGINFOD_URLS and friends).
+	debug *debuginfo.Finder
 }
 
 // procImage is one memory map of one process.
@@ -33,6 +37,7 @@ type procImage struct {
 	exe    string             // the main executable's path
 	calls  map[[2]uint64]bool // isCallTo results by (return address, leaf function start)
 	readAt time.Time
+	mods   []unwind.Module // maps with unwind tables, built on first use
 }
 
 // binFile is one mapped file with its symbol table.
@@ -48,6 +53,16 @@ type binFile struct {
 	// vdsoNames, for a vDSO, names each function by its __vdso_ alias
 	// (by start address).
 	vdsoNames map[uint64]string
+	// cfi is the file's call frame information (read on first use);
+	// debugPath a separate debug file of the same build, if found.
+	cfi       *unwind.Table
+	cfiErr    error
+	cfiDone   bool
+	debugPath string
+	// dbg holds the symbols of the separate debug file (debugfiles.go).
+	dbg     *symtab.Table
+	dbgErr  error
+	dbgDone bool
 }
 
 // inliner returns the file's DWARF inline reader, or nil.
@@ -62,7 +77,7 @@ func (b *binFile) inliner() *inliner {
 }
 
 func newProcTable() *procTable {
-	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}}
+	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}, debug: debuginfo.FromEnv()}
 }
 
 // image returns the current memory map of pid, reading it on first sight.
@@ -232,6 +247,9 @@ func (t *procTable) close() {
 func (b *binFile) close() {
 	if b.table != nil {
 		b.table.Close()
+	}
+	if b.dbg != nil {
+		b.dbg.Close()
 	}
 	if b.f != nil {
 		b.f.Close()

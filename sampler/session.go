@@ -3,7 +3,14 @@
 // functions with entry-only uprobes, and symbolizes what it gathered (ELF
 // and Go symbols through symtab, /proc/kallsyms for the kernel) into a
 // Profile, its own model (package export encodes it as pprof). sampler may
-// import bpf and symtab; it must not import export or cmd.
+// import bpf, symtab, unwind, debuginfo and internal/proc; it must not
+// import export or cmd.
+//
+// User stacks are unwound from a copy of the user stack and registers the
+// BPF program takes per sample, with the mapped files' call frame
+// information (package unwind; unwind.go here), falling back to the
+// kernel's frame-pointer walk; functions are named from the files, or from
+// their separate debug files (package debuginfo; debugfiles.go).
 //
 // A process's memory map is read when its first sample arrives (the BPF
 // program wakes the reader for it) and again after exec, and the mapped
@@ -47,6 +54,13 @@ type Config struct {
 	// Count lists functions whose calls are counted: "SYMBOL" in the main
 	// executable or "BINARY:SYMBOL".
 	Count []string
+	// StackBytes is how much of the user stack is copied per sample for
+	// unwinding by call frame information (0: DefaultStackBytes; at most
+	// MaxStackBytes).
+	StackBytes int
+	// FramePointersOnly turns the stack copy off: user stacks are then
+	// the kernel's frame-pointer walks.
+	FramePointersOnly bool
 }
 
 // Stats are the sampler's own counters.
@@ -86,8 +100,14 @@ type Session struct {
 	procs   *procTable
 	stacks  map[string]*rawStack
 	records uint64
+	// copied and copies are the user stack bytes received and the
+	// samples that carried a copy.
+	copied, copies uint64
 	// CPU time of this process spent in Run and in Result (ns).
 	drainCPU, symCPU float64
+	// ksyms is /proc/kallsyms as read at ksymsAt (see kernelSyms).
+	ksyms   *Kallsyms
+	ksymsAt time.Time
 }
 
 // rawStack is one distinct stack of one process image, with its count.
@@ -97,6 +117,10 @@ type rawStack struct {
 	kern  []uint64
 	user  []uint64
 	count int64
+	// unwound says the user stack came from call frame information;
+	// stop says why it ended early (zero when it reached its root).
+	unwound bool
+	stop    walkStop
 }
 
 // Record kinds and flags, as in bpf/sample.bpf.c.
@@ -109,8 +133,9 @@ const (
 	flagKernErr  = 4
 	flagUserErr  = 8
 	flagSPWord   = 16
+	flagRegs     = 32
 
-	hdrSize = 40
+	hdrSize = 72
 )
 
 // Start loads the BPF programs, marks the targets, attaches the call counters
@@ -140,6 +165,13 @@ func Start(cfg Config) (*Session, error) {
 		if err := spec.Variables["filter_all"].Set(uint8(1)); err != nil {
 			return nil, fmt.Errorf("set filter_all: %w", err)
 		}
+	}
+	if n := cfg.stackBytes(); n > 0 {
+		if err := spec.Variables["stack_bytes"].Set(uint32(n)); err != nil {
+			return nil, fmt.Errorf("set stack_bytes: %w", err)
+		}
+		// Room for ~1000 copies at the wake-up threshold's pace.
+		spec.Maps["samples"].MaxEntries = 32 << 20
 	}
 	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
 	tpbpf.SetKernelVersion(spec)
@@ -342,38 +374,50 @@ func (s *Session) handle(b []byte) {
 			break
 		}
 	}
-	// A frameless user leaf (or one in its prologue) hides its caller from
-	// the frame-pointer walk; the word at the stack pointer is then the
-	// return address into that caller, which is kept when the instruction
-	// before it is a direct call of the leaf's function.
-	if flags&flagSPWord != 0 && un > 0 {
-		ra := le.Uint64(b[32:])
-		leaf := le.Uint64(addrs[8*kn:])
-		if (un < 2 || le.Uint64(addrs[8*(kn+1):]) != ra) && img.isCallTo(ra, leaf) {
-			withRA := make([]byte, 0, len(addrs)+8)
-			withRA = append(withRA, addrs[:8*(kn+1)]...)
-			withRA = le.AppendUint64(withRA, ra)
-			withRA = append(withRA, addrs[8*(kn+1):]...)
-			addrs = withRA
-			un++
-		}
+	var user []uint64
+	for i := kn; i < kn+un; i++ {
+		user = append(user, le.Uint64(addrs[8*i:]))
 	}
-	flags &^= flagSPWord
-	key := make([]byte, 0, 16+len(addrs))
+	var stop walkStop
+	unwound := false
+	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
+		user, stop = img.unwindUser(regs, stack, user)
+		unwound = true
+		s.copied += uint64(len(stack))
+		s.copies++
+	} else {
+		// A frameless user leaf (or one in its prologue) hides its caller
+		// from the frame-pointer walk; the word at the stack pointer is
+		// then the return address into that caller, which is kept when
+		// the instruction before it is a direct call of the leaf's
+		// function.
+		if flags&flagSPWord != 0 && un > 0 {
+			ra := le.Uint64(b[32:])
+			if (un < 2 || user[1] != ra) && img.isCallTo(ra, user[0]) {
+				user = append(user[:1], append([]uint64{ra}, user[1:]...)...)
+			}
+		}
+		user, stop = img.checkFramePointers(user)
+	}
+	flags &^= flagSPWord | flagRegs
+	key := make([]byte, 0, 32+8*(kn+len(user)))
 	key = le.AppendUint64(key, img.id)
 	key = le.AppendUint32(key, flags)
 	key = le.AppendUint16(key, uint16(kn))
-	key = append(key, addrs...)
+	key = append(key, addrs[:8*kn]...)
+	for _, a := range user {
+		key = le.AppendUint64(key, a)
+	}
+	key = append(key, stop.reason...)
+	key = append(key, 0)
+	key = append(key, stop.file...)
 	if st, ok := s.stacks[string(key)]; ok {
 		st.count++
 		return
 	}
-	st := &rawStack{proc: img, flags: flags, count: 1}
+	st := &rawStack{proc: img, flags: flags, count: 1, user: user, unwound: unwound, stop: stop}
 	for i := 0; i < kn; i++ {
 		st.kern = append(st.kern, le.Uint64(addrs[8*i:]))
-	}
-	for i := kn; i < kn+un; i++ {
-		st.user = append(st.user, le.Uint64(addrs[8*i:]))
 	}
 	s.stacks[string(key)] = st
 }

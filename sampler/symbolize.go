@@ -68,7 +68,7 @@ func (s *Session) Result() (*Profile, error) {
 		Duration: dur,
 	}
 	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}}
-	ks, kerr := ReadKallsyms()
+	ks, kerr := s.kernelSyms()
 	if kerr == nil {
 		sy.kallsyms = ks
 	} else {
@@ -81,6 +81,8 @@ func (s *Session) Result() (*Profile, error) {
 		pids[st.proc.pid] = true
 	}
 	sort.Strings(keys) // deterministic output
+	stops := map[walkStop]int64{}
+	var total int64
 	for _, k := range keys {
 		st := s.stacks[k]
 		sample := Sample{Count: st.count}
@@ -99,9 +101,15 @@ func (s *Session) Result() (*Profile, error) {
 				outerFile = sy.d.Mappings[m].File
 			}
 		}
+		if st.stop.reason != "" {
+			stops[st.stop] += st.count
+		}
 		switch {
-		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0:
+		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0 && !(st.unwound && st.stop.reason == "" && st.flags&(flagKernFull|flagKernErr) == 0):
 			sample.Truncated = true
+		case st.unwound:
+			// Call frame information says where a stack ends.
+			sample.Truncated = st.stop.reason != ""
 		case len(st.user) == 0:
 			// A user process interrupted without a user stack lost it;
 			// kernel threads (no executable mappings) have none.
@@ -110,7 +118,9 @@ func (s *Session) Result() (*Profile, error) {
 			sample.Truncated = true
 		}
 		d.Samples = append(d.Samples, sample)
+		total += st.count
 	}
+	d.Comments = append(d.Comments, stopComments(stops, total)...)
 	calls, err := s.Calls()
 	if err != nil {
 		return nil, err
@@ -121,6 +131,10 @@ func (s *Session) Result() (*Profile, error) {
 	sy.mainFirst(s.mainExe())
 	st := s.Stats()
 	d.Comments = append(d.Comments, fmt.Sprintf("tickprof sample -F %d: %d samples kept, %d lost to a full ring buffer, %d processes", s.cfg.Frequency, st.Kept, st.Dropped, len(pids)))
+	if s.copies > 0 {
+		d.Comments = append(d.Comments, fmt.Sprintf("user stacks unwound by call frame information from a copy of up to %d bytes: %d bytes copied per sample on average (%d samples)",
+			s.cfg.stackBytes(), s.copied/s.copies, s.copies))
+	}
 	return d, nil
 }
 
@@ -214,12 +228,25 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 			look--
 		}
 		if va, ok := bin.table.VAddr(look - m.Start + m.Offset); ok {
-			if name, start, ok := bin.table.Func(va); ok {
+			tab := bin.table
+			if dt := bin.debugSymbols(img.t.debug); dt != nil {
+				if _, _, ok := dt.Func(va); ok {
+					tab = dt
+				}
+			}
+			if name, start, ok := tab.Func(va); ok {
+				if tab != bin.table {
+					// Debug files' .symtab spells versioned aliases
+					// "__libc_start_main@@GLIBC_2.34".
+					if i := strings.Index(name, "@"); i > 0 {
+						name = name[:i]
+					}
+				}
 				if n, ok := bin.vdsoNames[start]; ok {
 					name = n
 				}
 				loc.Function = name
-				if file, line, ok := bin.table.Line(va); ok {
+				if file, line, ok := tab.Line(va); ok {
 					loc.File, loc.Line = file, int64(line)
 					sy.d.Mappings[pm].Lines = true
 				}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,8 +36,9 @@ func record(pid uint32, flags uint32, kern, user []uint64) []byte {
 // TestSymbolizeSelf feeds records with this test binary's own addresses
 // through the aggregation and symbolization (no BPF): Go functions are named
 // through /proc/self/maps (and the load bias, if any), with file and line;
-// addresses outside every mapping keep their address; a stack cut by the
-// depth limit is marked.
+// an address outside every executable mapping is never a frame (the stack
+// is cut there, marked truncated, and the profile says why); a stack cut by
+// the depth limit is marked.
 func TestSymbolizeSelf(t *testing.T) {
 	pc := uint64(symbolizeTarget())
 	caller := uint64(reflect.ValueOf(TestSymbolizeSelf).Pointer()) + 1
@@ -58,6 +60,10 @@ func TestSymbolizeSelf(t *testing.T) {
 	}
 	var found, truncated, unknown bool
 	for _, smp := range d.Samples {
+		if len(smp.Locations) == 0 {
+			unknown = smp.Truncated
+			continue
+		}
 		leaf := d.Locations[smp.Locations[0]]
 		switch {
 		case leaf.Function == "github.com/tickprof/tickprof/sampler.symbolizeTarget" && smp.Count == 3:
@@ -73,12 +79,18 @@ func TestSymbolizeSelf(t *testing.T) {
 			}
 		case smp.Truncated && smp.Count == 1 && leaf.Function != "":
 			truncated = true
-		case leaf.Address == 0x10 && leaf.Function == "" && leaf.Mapping == -1:
-			unknown = true
+		}
+		for _, l := range smp.Locations {
+			if d.Locations[l].Address == 0x10 {
+				t.Errorf("address 0x10, outside every mapping, emitted as a frame")
+			}
 		}
 	}
 	if !found || !truncated || !unknown {
 		t.Errorf("found %v, truncated %v, unknown %v: %+v", found, truncated, unknown, d.Samples)
+	}
+	if !strings.Contains(strings.Join(d.Comments, "\n"), "1 samples: return address outside every executable mapping") {
+		t.Errorf("comments do not say why a stack stopped: %q", d.Comments)
 	}
 	exe, _ := os.Executable()
 	if d.Mappings[0].File != exe {

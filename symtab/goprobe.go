@@ -109,17 +109,38 @@ func (t *Table) probeSitesIn(s Symbol, code []byte) (ProbeSites, error) {
 		if in.Op != x86asm.RET {
 			continue
 		}
-		site := ExitSite{Addr: in.pc}
-		j := i - 1
-		for j >= 0 && insts[j].Op == x86asm.NOP { // alignment padding
-			j--
-		}
-		if j >= 0 && isPopRBP(insts[j].Inst) && !branchTargetIn(insts, insts[j].pc+1, in.pc) {
-			site = ExitSite{Addr: insts[j].pc, SPAdjust: 8}
-		}
-		ps.Exits = append(ps.Exits, site)
+		ps.Exits = append(ps.Exits, exitSite(insts, code, s.Value, i))
 	}
 	return ps, nil
+}
+
+// exitSite picks the exit probe for the RET insts[i] of a function whose
+// code starts at base. The kernel single-steps both RET and POP RBP, so:
+//
+//   - an instruction the kernel emulates right before the RET (a one-byte
+//     NOP, as in POP RBP; NOP; RET, about 3% of the RETs of a large Go
+//     binary) takes the probe when no branch lands on the RET itself: SP
+//     there is SP at the RET (SPAdjust 0);
+//   - else the POP RBP before the RET (NOPs aside) where every path to the
+//     RET runs it (the frame pointer there still holds the function's own
+//     frame, so a stack walked from it includes the caller);
+//   - else the RET.
+func exitSite(insts []inst, code []byte, base uint64, i int) ExitSite {
+	in := insts[i]
+	if i > 0 {
+		p := insts[i-1]
+		if p.Op == x86asm.NOP && p.pc >= base && KernelEmulates(code[p.pc-base:]) && !branchTargetIn(insts, in.pc, in.pc) {
+			return ExitSite{Addr: p.pc}
+		}
+	}
+	j := i - 1
+	for j >= 0 && insts[j].Op == x86asm.NOP { // alignment padding
+		j--
+	}
+	if j >= 0 && isPopRBP(insts[j].Inst) && !branchTargetIn(insts, insts[j].pc+1, in.pc) {
+		return ExitSite{Addr: insts[j].pc, SPAdjust: 8}
+	}
+	return ExitSite{Addr: in.pc}
 }
 
 // inst is a decoded instruction and its address.

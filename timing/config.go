@@ -51,6 +51,14 @@ type Config struct {
 	// no calibration).
 	Corrector  Corrector
 	Correction CorrectionMode
+	// Overhead is a budget on the target's slowdown, a fraction (0.01 for
+	// 1%; 0: none): the probes are then attached only in random windows,
+	// at the duty cycle that holds it (package budget). Native user
+	// functions only; needs the Corrector for the probe cost.
+	Overhead float64
+	// Window is the length of a window under a budget (0: budget's
+	// default).
+	Window time.Duration
 	// Warn receives one line per warning (nil: dropped).
 	Warn func(string)
 }

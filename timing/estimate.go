@@ -32,9 +32,11 @@ type Progress struct {
 	Rows []Row
 	// Precision is the run's precision goal (0: none); Remaining, when it
 	// is set, the estimated time per row still needed to reach it (0:
-	// reached, -1: unknown).
-	Precision float64
-	Remaining []time.Duration
+	// reached, -1: unknown), and RemainingLow, RemainingHigh its 80% range
+	// (Row.RemainingRange).
+	Precision                   float64
+	Remaining                   []time.Duration
+	RemainingLow, RemainingHigh []time.Duration
 }
 
 // MinCheckBatches is the number of polling batches below which a result
@@ -92,36 +94,55 @@ func allReached(rows []Row, rel float64) bool {
 	return len(rows) > 0
 }
 
-// Remaining estimates the time still needed to reach rel at the current
-// call rate (0 when reached, -1 when unknown): enough calls for the
-// interval, and enough polling batches (each interval long) for the
-// stopping rule.
+// Remaining is the forecast of RemainingRange without its range.
 func (r Row) Remaining(rel float64, elapsed, interval time.Duration, est estimate.Options) time.Duration {
-	if r.Err != nil || r.Calls == 0 || elapsed <= 0 {
-		return -1
+	need, _, _ := r.RemainingRange(rel, elapsed, interval, est)
+	return need
+}
+
+// RemainingRange forecasts the time still needed to reach rel, with an
+// 80% range (0 when reached, -1 when unknown): the calls still needed
+// (estimate.NeededCalls: the spread at stopping, not the small-sample
+// quantile of now; the range from the spread's own uncertainty) over the
+// call rate (estimate.CallRate over the polls, its range too), and at
+// least the polls the stopping rule still needs (the next poll at the
+// earliest).
+func (r Row) RemainingRange(rel float64, elapsed, interval time.Duration, est estimate.Options) (need, low, high time.Duration) {
+	if r.Err != nil || r.Calls == 0 || elapsed <= 0 || interval <= 0 {
+		return -1, -1, -1
 	}
 	if r.Reached(rel) {
-		return 0
+		return 0, 0, 0
 	}
-	var more float64
-	if r.exact {
-		n := float64(r.Calls)
-		more = math.Max(n*(r.Result.RelHalfWidth/rel)*(r.Result.RelHalfWidth/rel)-n, 0)
-		more = math.Max(more, float64(estimate.MinStopEvents)-n)
-	} else {
+	const level = 0.8
+	nd, ok := estimate.NeededCalls(r.Result, rel, level)
+	if !ok {
 		m, err := estimate.MoreCalls(r.counts, rel, est)
 		if err != nil {
-			return -1
+			return -1, -1, -1
 		}
-		more = float64(m)
+		nd = estimate.Needed{Calls: float64(m), Low: float64(m), High: float64(m)}
+	}
+	polls := int(elapsed / interval)
+	perPoll := make([]uint64, 0, max(polls, len(r.counts.Batches)))
+	for _, b := range r.counts.Batches {
+		perPoll = append(perPoll, b.Calls)
+	}
+	for len(perPoll) < polls {
+		perPoll = append(perPoll, 0) // polls without calls
 	}
 	rate := float64(r.Calls) / elapsed.Seconds()
-	secs := more / rate
+	rlo, rhi := rate, rate
+	if len(perPoll) >= 2 {
+		_, rlo, rhi = estimate.CallRate(perPoll, interval.Seconds(), level)
+	}
+	minSecs := interval.Seconds() // the next poll is the earliest stop
 	if b := estimate.MinStopBatches - r.Batches; b > 0 {
-		secs = math.Max(secs, float64(b)*interval.Seconds())
+		minSecs = float64(b) * interval.Seconds()
 	}
-	if secs > 1e7 {
-		secs = 1e7
+	dur := func(calls, rate float64) time.Duration {
+		secs := math.Min(math.Max(calls/rate, minSecs), 1e7)
+		return time.Duration(secs * float64(time.Second))
 	}
-	return time.Duration(secs * float64(time.Second))
+	return dur(nd.Calls, rate), dur(nd.Low, rhi), dur(nd.High, rlo)
 }

@@ -37,8 +37,14 @@ type Result struct {
 	// Go holds the Go probes' statistics; nil when no Go function was
 	// timed.
 	Go *GoStats
+	// Budget holds the overhead budget's figures (duty cycle, projected
+	// slowdown); nil without a budget.
+	Budget *BudgetResult
 	// Targets are the timed targets.
 	Targets []TargetResult
+	// Notes are remarks on the run, one line each: for a syscall target
+	// without calls, the related system calls the process made.
+	Notes []string
 }
 
 // TargetResult is one timed target's estimate and counters.
@@ -74,8 +80,13 @@ type TargetResult struct {
 	// Exact holds the exact-ns figures (ns clock and --validate).
 	Exact *ExactNs
 	// Covered is the --validate verdict: whether the tick-clock interval
-	// holds the exact mean (nil without --validate).
+	// holds the exact mean of the same calls (nil without --validate): a
+	// check of quantization on these calls, not of the long-run mean.
 	Covered *bool
+	// ClockCheck compares, on a random sample of the calls, the jiffies
+	// estimate with their exact mean (nil when no call was checked: other
+	// clocks, or --validate, which checks every call).
+	ClockCheck *estimate.ClockCheck
 	// Callers attribute the ticks to caller stacks.
 	Callers []Caller
 }
@@ -110,6 +121,9 @@ type Caller struct {
 	// Calls counts the calls that crossed at least one tick from this
 	// stack (all calls in ns mode); Ticks their crossings.
 	Calls, Ticks uint64
+	// Cut says the stack ended early: its walk reached an address outside
+	// every executable mapping.
+	Cut bool
 }
 
 // Frame is one symbolized frame.
@@ -117,6 +131,7 @@ type Frame struct {
 	Func string
 	File string
 	Addr uint64
+	Off  uint64 // Addr's offset in File
 }
 
 // Wall returns the estimated total time of the target in ns: d sum c_i,

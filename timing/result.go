@@ -35,6 +35,7 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 		if i < len(inflight) {
 			t.Orphans += inflight[i]
 		}
+		t.ClockCheck = loader.ClockCheck(clk, c, ls.Batches(i), cfg.Estimate)
 		if row.Err != nil {
 			t.Err = row.Err.Error()
 		}
@@ -60,9 +61,9 @@ func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]Caller,
 			continue
 		}
 		recs += cl.Records
-		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks}
+		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks, Cut: cl.Cut}
 		for _, fr := range cl.Stack {
-			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC})
+			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC, Off: fr.Offset})
 		}
 		out = append(out, tc)
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/budget"
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 )
@@ -26,10 +28,12 @@ type Session struct {
 	specs   []loader.Spec
 	kinds   []string // per spec, its calibrated probe kind ("": none)
 	ls      *loader.Session
+	watch   *loader.NoCallsWatch
 	inlined map[string][]string
 	start   time.Time
 	last    loader.Poll
-	pollErr error // the read that stopped the run
+	pollErr error           // the read that stopped the run
+	cost    estimate.Result // probe cost per call, under an overhead budget
 }
 
 // Open starts the command held before exec (or checks the process),
@@ -69,11 +73,22 @@ func (s *Session) open() error {
 	}
 	s.specs = specs
 	s.overheadKinds()
-	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords}, specs)
+	windowed := s.cfg.Overhead > 0
+	if windowed {
+		var err error
+		if s.cost, err = s.budgetCost(); err != nil {
+			return err
+		}
+	}
+	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed}, specs)
 	if err != nil {
 		return err
 	}
 	s.ls = ls
+	if windowed {
+		ls.DetachProbes() // the windows attach them
+	}
+	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
 	return nil
 }
@@ -157,7 +172,18 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 	if s.held != nil {
 		s.held.Release()
 	}
-	reason, lastGood := s.loop(ctx, onProgress)
+	var bst *budget.Status
+	var reason StopReason
+	var lastGood *loader.Poll
+	if s.cfg.Overhead > 0 {
+		r, st, p, err := s.runBudget(ctx, onProgress)
+		if err != nil {
+			return nil, err
+		}
+		reason, lastGood, bst = r, p, &st
+	} else {
+		reason, lastGood = s.loop(ctx, onProgress)
+	}
 	s.ls.Stop()
 	p, err := s.ls.Poll()
 	if err != nil {
@@ -173,6 +199,10 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 		s.endCommand()
 	}
 	run := s.buildRun(p, reason)
+	if bst != nil {
+		s.applyBudget(run, *bst)
+	}
+	run.Notes = append(run.Notes, s.watch.Hints(s.ls, p)...)
 	s.correct(run)
 	return run, nil
 }
@@ -206,6 +236,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
+		s.watch.Update(s.ls, p)
 		rows := s.Rows(p)
 		if onProgress != nil {
 			onProgress(s.progress(p, rows))
@@ -230,8 +261,10 @@ func (s *Session) progress(p loader.Poll, rows []Row) Progress {
 	pr := Progress{Elapsed: p.Elapsed, Rows: rows, Precision: s.cfg.Precision}
 	if s.cfg.Precision > 0 {
 		pr.Remaining = make([]time.Duration, len(rows))
+		pr.RemainingLow = make([]time.Duration, len(rows))
+		pr.RemainingHigh = make([]time.Duration, len(rows))
 		for i, r := range rows {
-			pr.Remaining[i] = r.Remaining(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+			pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = r.RemainingRange(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
 		}
 	}
 	return pr

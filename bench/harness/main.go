@@ -487,7 +487,7 @@ func (h *harness) calibration() {
 // what they print.
 func (h *harness) others() {
 	var entries []string
-	for _, pat := range []string{"time*", "sample*", "syscall*", "uprobe*"} {
+	for _, pat := range []string{"time*", "sample*", "syscall*", "uprobe*", "bpfcost*", "budget*"} {
 		m, _ := filepath.Glob(filepath.Join(h.benchDir, pat))
 		entries = append(entries, m...)
 	}

@@ -32,6 +32,7 @@ profiles open in go tool pprof.`,
 		newTimeCmd(),
 		newCalibrateCmd(), newDemoCmd(),
 		newPlanCmd(), newEstimateCmd(),
+		newAgentCmd(),
 	)
 	hardenCommands(root)
 	return root

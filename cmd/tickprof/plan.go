@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickprof/tickprof/budget"
+	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/units"
@@ -17,6 +19,7 @@ type planFlags struct {
 	precision, absError            string
 	digits                         int
 	rate, loop                     string
+	overhead, cost                 string
 	asJSON                         bool
 }
 
@@ -67,6 +70,8 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 	fl.IntVar(&f.digits, "digits", 0, "target significant `N` digits: half-width of one unit of the last digit, e.g. 3")
 	fl.StringVar(&f.rate, "rate", "", "call `RATE` for the run time, e.g. 1000/s, 2.5/ms, 400Hz")
 	fl.StringVar(&f.loop, "loop", "", "loop period `DUR` (one execution per cycle) for the run time, e.g. 10ms")
+	fl.StringVar(&f.overhead, "overhead", "", "with --rate: the run time under a budget `PCT` on the target's slowdown (time --overhead)")
+	fl.StringVar(&f.cost, "cost", "", "probe cost per call `DUR` for --overhead (default: this machine's calibration)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object (keys executions, resolution_ns, expect_ns, confidence, half_width_ns, rel_half_width, run_time_ns)")
 	cmd.SetFlagErrorFunc(flagError)
 	addPlanFrom(cmd)
@@ -116,6 +121,11 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 		}
 		rt := estimate.RunTime(p.Executions, r)
 		out.RunTimeNs, out.RatePerSec = &rt, &r
+		if fl.Changed("overhead") {
+			if err := planBudget(&out, f, p.Executions, r); err != nil {
+				return out, err
+			}
+		}
 	case fl.Changed("loop"):
 		l, err := positiveDuration("--loop", f.loop)
 		if err != nil {
@@ -126,6 +136,9 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 		}
 		rt := estimate.LoopRunTime(p.Executions, l)
 		out.RunTimeNs, out.LoopNs = &rt, &l
+	}
+	if fl.Changed("overhead") && !fl.Changed("rate") {
+		return out, usagef("--overhead needs --rate: the duty cycle follows from the call rate")
 	}
 	if x := exp / res; x == float64(int64(x)) {
 		out.Note = "the expected duration is a whole number of ticks, where the two-point model predicts no spread at all; time a pilot run and plan from its measured spread"
@@ -203,4 +216,39 @@ func noArgs(cmd *cobra.Command, args []string) error {
 // as usage errors.
 func flagError(_ *cobra.Command, err error) error {
 	return usageError{fmt.Errorf("%v (see --help)", err)}
+}
+
+// planBudget adds the run time under an overhead budget to a plan: the
+// duty cycle that holds the budget at the call rate and probe cost
+// (estimate.DutyForBudget, one thread: the safe case), and the time the
+// executions take at that duty in windows of budget.DefaultWindow, at
+// least estimate.MinStopBatches of them (estimate.PlanUnderBudget).
+func planBudget(out *export.Plan, f planFlags, executions uint64, rate float64) error {
+	b, err := units.ParsePercent(f.overhead)
+	if err != nil || !(b > 0 && b < 1) {
+		return usagef("--overhead %q: want a slowdown budget such as 1%%", f.overhead)
+	}
+	var cost float64
+	if f.cost != "" {
+		if cost, err = positiveDuration("--cost", f.cost); err != nil {
+			return err
+		}
+	} else {
+		c, err := calibrate.LoadCorrector("")
+		if err != nil {
+			return usagef("--overhead needs the probe cost: give --cost DUR or run `tickprof calibrate` (%v)", err)
+		}
+		o, ok := c.Overhead("user", 0.95)
+		if !ok {
+			return usagef("--overhead needs the probe cost: give --cost DUR (the calibration has no user probe cost)")
+		}
+		cost = o.High
+	}
+	q, err := estimate.DutyForBudget(b, rate*cost*1e-9)
+	if err != nil {
+		return estimateErr(err)
+	}
+	rt := estimate.PlanUnderBudget(executions, rate, q, float64(budget.DefaultWindow))
+	out.Budget, out.Duty, out.BudgetRunTimeNs, out.CostNs = &b, &q, &rt, &cost
+	return nil
 }

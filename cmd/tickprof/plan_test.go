@@ -181,3 +181,30 @@ func checkHelpFlags(t *testing.T, name, help string, flags []string) {
 		t.Errorf("%s --help has no examples section", name)
 	}
 }
+
+// TestPlanOverhead checks plan --overhead: 200,000 calls a second at
+// 1.5 us a call is a probe load of 0.3, so a 1% budget allows a duty of
+// 0.01 / (0.3 * 1.01); 121391 executions at that duty take 18.4 s, less
+// than the 30 windows of 50 ms the windowed estimate needs (45.45 s).
+func TestPlanOverhead(t *testing.T) {
+	out, _, err := runCommandInProcess(t, newPlanCmd(), "--resolution", "4ms", "--expect", "50us", "--precision", "5%",
+		"--rate", "200000/s", "--overhead", "1%", "--cost", "1.5us", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Duty    float64 `json:"duty_cycle"`
+		RunTime float64 `json:"budget_run_time_ns"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := 0.01 / (0.3 * 1.01); math.Abs(p.Duty-want) > 1e-9 {
+		t.Errorf("duty %v, want %v", p.Duty, want)
+	}
+	if want := 30 * 50e6 / p.Duty; math.Abs(p.RunTime-want) > 1 {
+		t.Errorf("run time %v ns, want %v (30 windows)", p.RunTime, want)
+	}
+	_, _, err = runCommandInProcess(t, newPlanCmd(), "--resolution", "4ms", "--expect", "50us", "--precision", "5%", "--overhead", "1%")
+	checkUsageError(t, []string{"--overhead without --rate"}, err, "--overhead needs --rate")
+}

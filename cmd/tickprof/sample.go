@@ -31,6 +31,7 @@ type sampleFlags struct {
 	top        int
 	confidence string
 	json       bool
+	userStack  int
 }
 
 func newSampleCmd() *cobra.Command {
@@ -64,6 +65,7 @@ was gathered is written in every case.`,
 	fl.IntVar(&f.top, "top", 20, "show the top `N` functions (0 for all)")
 	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
 	fl.BoolVar(&f.json, "json", false, "print the table as JSON")
+	fl.IntVar(&f.userStack, "user-stack", sampler.DefaultStackBytes, "copy `BYTES` of user stack per sample to unwind it by call frame information (0: frame pointers only; at most 28672)")
 	return cmd
 }
 
@@ -123,10 +125,13 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	if err := loader.CheckPrivileges(); err != nil {
 		return err
 	}
+	if f.userStack < 0 || f.userStack > sampler.MaxStackBytes {
+		return usagef("--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rc := sampler.RunConfig{
-		Config: sampler.Config{Frequency: f.freq, All: f.all, Count: f.count},
+		Config: sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0},
 		PID:    f.pid, Command: args, Duration: dur,
 		Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 	return sampleAndReport(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc, sampleOutput{file: f.out, top: f.top, conf: conf, json: f.json})

@@ -35,6 +35,8 @@ type timeFlags struct {
 	interval                time.Duration
 	attach                  string
 	noCorrect               bool
+	overhead                string
+	window                  time.Duration
 	// calDir is where the machine's calibration is looked up; "" means
 	// calibrate.Dir() (tests point it at a directory of their own).
 	calDir string
@@ -56,9 +58,12 @@ Targets (repeatable):
   -s SYSCALL         a system call's kernel path
   -k FUNC            a kernel function
 
-Clocks (--clock): jiffies (the kernel tick, period measured), tick:DUR
-(monotonic time quantized to DUR), ns (exact). The default is ns for user
-functions and jiffies for syscalls and kernel functions (see README).
+Clocks (--clock): jiffies (the kernel tick, period measured; a random share
+of calls is also timed exactly, and a tick-coupled program is warned about),
+tick:DUR (monotonic time quantized to DUR on a grid shifted by a random
+phase for every call, so that it cannot keep time with the program), ns
+(exact). The default is ns for user functions and jiffies for syscalls and
+kernel functions (see README).
 
 It stops at --duration, when every interval is within --precision, when the
 target exits, or on Ctrl-C / SIGTERM, and always prints and writes what it
@@ -106,11 +111,13 @@ func newTimeCmd() *cobra.Command {
 	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to `FILE`")
 	fl.StringVarP(&f.pprofOut, "output", "o", "", "write a pprof profile to `FILE` (.pb.gz)")
-	fl.BoolVar(&f.validate, "validate", false, "also read the ns clock and report whether each tick-clock interval covers the exact mean")
+	fl.BoolVar(&f.validate, "validate", false, "also read the ns clock on every call and report whether each tick-clock interval holds the exact mean of the same calls (a check of the clock's quantization on these calls, not of the long-run mean)")
 	fl.IntVar(&f.maxProbes, "max-probes", 256, "most functions one glob may expand to")
 	fl.DurationVar(&f.interval, "interval", 200*time.Millisecond, "counter polling period (one batch each)")
 	fl.StringVar(&f.attach, "attach", "auto", "how -k functions are probed: auto, kprobe or fentry")
 	fl.BoolVar(&f.noCorrect, "no-correct", false, "do not subtract the calibrated probe overhead (show raw means only)")
+	fl.StringVar(&f.overhead, "overhead", "", "budget `PCT` on the target's slowdown (e.g. 1%): probe in random windows at the duty cycle that holds it (-u native functions; needs a calibration of this machine)")
+	fl.DurationVar(&f.window, "window", 0, "window length under --overhead (default 50ms)")
 	return cmd
 }
 
@@ -121,6 +128,7 @@ type timeSetup struct {
 	precision float64 // 0: none
 	est       estimate.Options
 	interval  time.Duration // the polling period (one batch each)
+	overhead  float64       // 0: no budget
 }
 
 func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
@@ -166,6 +174,22 @@ func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
 			return ts, usagef("--precision %q: want a relative half-width such as 5%%", f.precision)
 		}
 		ts.precision = p
+	}
+	if f.overhead != "" {
+		p, err := units.ParsePercent(f.overhead)
+		if err != nil || !(p > 0 && p < 1) {
+			return ts, usagef("--overhead %q: want a slowdown budget such as 1%%", f.overhead)
+		}
+		if len(f.syscalls)+len(f.kfuncs) > 0 {
+			return ts, usagef("--overhead applies to -u functions only")
+		}
+		if f.noCorrect {
+			return ts, usagef("--overhead needs the calibrated probe cost: drop --no-correct")
+		}
+		ts.overhead = p
+	}
+	if f.window < 0 {
+		return ts, usagef("--window %s: want a positive duration", f.window)
 	}
 	if f.clock == "" {
 		ts.clock = timing.DefaultClock(len(f.users) > 0, f.validate)
@@ -231,7 +255,7 @@ func timeConfig(f timeFlags, argv []string) (timing.Config, error) {
 		return timing.Config{}, err
 	}
 	cfg := timing.Config{PID: f.pid, Command: argv, Clock: ts.clock, Exact: ts.exact, Estimate: ts.est,
-		Interval: ts.interval, Duration: f.duration, Precision: ts.precision,
+		Interval: ts.interval, Duration: f.duration, Precision: ts.precision, Overhead: ts.overhead, Window: f.window,
 		Targets: timing.Targets{Users: f.users, Syscalls: f.syscalls, Kernel: f.kfuncs, MaxProbes: f.maxProbes}}
 	if len(f.kfuncs) > 0 {
 		if cfg.Targets.KernelAttach, err = loader.ParseAttachMode(f.attach); err != nil {

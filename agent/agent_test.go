@@ -1,0 +1,405 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/push"
+	"github.com/tickprof/tickprof/push/pushtest"
+	"github.com/tickprof/tickprof/sampler"
+)
+
+func TestMain(m *testing.M) { testtarget.Main(m) }
+
+// buildBurn is testdata/sample/burn.c (burn_a does 3 units of work for
+// every unit of burn_b) built as the executable name, so that --exe can
+// tell the tests' targets apart.
+func buildBurn(t *testing.T, name string) string {
+	t.Helper()
+	return testtarget.C(t, "sample/burn.c", name, "-fno-omit-frame-pointer", "-fno-inline")
+}
+
+// startBurn runs the burn target for secs seconds.
+func startBurn(t *testing.T, exe string, secs float64) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(exe, strconv.FormatFloat(secs, 'f', 1, 64), "/dev/null")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// leafHits counts samples whose user leaf is fn, and all samples.
+func leafHits(p *profile.Profile, fn string) (hits, n uint64) {
+	for _, s := range p.Sample {
+		c := uint64(s.Value[0])
+		n += c
+		for _, l := range s.Location {
+			if l.Mapping != nil && l.Mapping.File == "[kernel.kallsyms]" {
+				continue
+			}
+			if len(l.Line) > 0 && l.Line[len(l.Line)-1].Function.Name == fn {
+				hits += c
+			}
+			break
+		}
+	}
+	return hits, n
+}
+
+// TestAgentPushesWindows runs the agent on a real sampled target with every
+// kind of destination, each a real receiver in this process; what arrives
+// decodes with google/pprof, carries the labels, and the windows merged
+// give burn_a's share as one sampler run over the same span does.
+func TestAgentPushesWindows(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	exe := buildBurn(t, "tpburn")
+	target := startBurn(t, exe, 30)
+
+	ing := &pushtest.Ingest{MaxAge: time.Hour}
+	ingLn := pushtest.Listen(t, "127.0.0.1:0")
+	pushtest.Serve(t, ingLn, ing)
+	conLn := pushtest.Listen(t, "127.0.0.1:0")
+	con, _ := pushtest.StartConnect(t, conLn)
+	otlp, otlpAddr, _ := pushtest.StartOTLP(t, "127.0.0.1:0")
+
+	ingest, err := push.NewIngest("http://"+ingLn.Addr().String(), push.HTTPOptions{Auth: push.Auth{TenantID: "team"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect, _ := push.NewConnect("http://"+conLn.Addr().String(), push.HTTPOptions{})
+	osink, _ := push.NewOTLP(otlpAddr, push.OTLPOptions{Insecure: true, OriginalPayload: true})
+	defer osink.Close()
+	dsink, err := push.NewDir(filepath.Join(dir, "profiles"), push.DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dsink.Close()
+
+	a, err := New(Config{
+		PIDs: []int{target.Process.Pid}, Frequency: 199, Window: 2 * time.Second,
+		Labels: map[string]string{"team": "perf"},
+		Sinks:  []push.Sink{ingest, connect, osink, dsink},
+		Logf:   t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One sampler run over the agent's whole span, for comparison.
+	ref, err := sampler.Start(sampler.Config{Frequency: 199, PIDs: []int{target.Process.Pid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	// Until four windows are done (the machine may be slow to load BPF).
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	refDone := make(chan error, 1)
+	go func() { refDone <- ref.Run(ctx, nil) }()
+	go func() {
+		for ctx.Err() == nil && a.Stats().Windows < 4 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-refDone; err != nil {
+		t.Fatal(err)
+	}
+	st := a.Stats()
+	t.Logf("agent stats %+v", st)
+
+	got := ing.Received()
+	if len(got) < 4 {
+		t.Fatalf("ingest received %d windows, want at least 4", len(got))
+	}
+	var u unix.Utsname
+	unix.Uname(&u)
+	host, _ := os.Hostname()
+	var profs []*profile.Profile
+	for _, in := range got {
+		l := in.Labels
+		if in.App != "tpburn" || l["pid"] != strconv.Itoa(target.Process.Pid) || l["executable"] != exe ||
+			l["host"] != host || l["kernel_release"] != unix.ByteSliceToString(u.Release[:]) || l["team"] != "perf" || l["build_id"] == "" {
+			t.Errorf("window labels %s %v", in.App, l)
+		}
+		if in.Header.Get("X-Scope-OrgID") != "team" {
+			t.Errorf("tenant header missing")
+		}
+		if in.Rate != "199" {
+			t.Errorf("sampleRate %q", in.Rate)
+		}
+		profs = append(profs, in.Profile)
+	}
+	reqs, _ := con.Received()
+	if len(reqs) != len(got) {
+		t.Errorf("Connect received %d windows, ingest %d", len(reqs), len(got))
+	}
+	for _, r := range reqs {
+		if _, err := profile.ParseData(r.Series[0].Samples[0].RawProfile); err != nil {
+			t.Errorf("Connect window does not decode: %v", err)
+		}
+	}
+	ot := otlp.Received()
+	if len(ot) != len(got) {
+		t.Errorf("OTLP received %d windows, ingest %d", len(ot), len(got))
+	}
+	for _, pd := range ot {
+		op := pd.ResourceProfiles().At(0).ScopeProfiles().At(0).Profiles().At(0)
+		if _, err := profile.ParseData(op.OriginalPayload().AsRaw()); err != nil {
+			t.Errorf("OTLP window does not decode: %v", err)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "profiles", "*"+push.DirSuffix))
+	if len(files) != len(got) {
+		t.Errorf("directory holds %d windows, ingest %d", len(files), len(got))
+	}
+
+	merged, err := profile.Merge(profs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := export.CPUReport(merged, estimate.Options{Confidence: 0.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := ref.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refProf, err := export.EncodeCPU(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, n1 := leafHits(merged, "burn_a")
+	h2, n2 := leafHits(refProf, "burn_a")
+	if tab.Samples != n1 || n1 == 0 || n2 == 0 {
+		t.Fatalf("merged windows %d samples (report %d), reference %d", n1, tab.Samples, n2)
+	}
+	// The two runs sample the same process at the same time: their shares
+	// are positively correlated, so the independent-samples interval is
+	// conservative; it holds 0 with probability >= 99% when they agree.
+	d, err := estimate.DiffProportions(h1, n1, h2, n2, estimate.Options{Confidence: 0.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("burn_a share: merged windows %d/%d = %.3f, one sampler run %d/%d = %.3f, difference [%.3f, %.3f] (99%%)",
+		h1, n1, float64(h1)/float64(n1), h2, n2, float64(h2)/float64(n2), d.Low, d.High)
+	if d.Significant {
+		t.Errorf("merged windows and one sampler run disagree on burn_a's share: difference %.3f [%.3f, %.3f]", d.Diff, d.Low, d.High)
+	}
+	if float64(n1) < 0.8*float64(n2) {
+		t.Errorf("the windows hold %d samples, the single run %d: more than 20%% lost between windows", n1, n2)
+	}
+
+	// The metrics endpoint reports the pushes.
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		fmt.Sprintf(`tickprof_agent_push_windows_total{destination="pyroscope-ingest",result="pushed"} %d`, len(got)),
+		`tickprof_agent_push_windows_total{destination="otlp",result="dropped"} 0`,
+		"tickprof_agent_ring_buffer_drops_total 0",
+		"process_resident_memory_bytes",
+		"process_cpu_seconds_total",
+		"tickprof_agent_attached_probes",
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// TestAgentExeChurn watches an executable by name while targets start and
+// stop: once the first window is out, a second process starts and the first
+// is killed. The second is in a window that starts within one window of its
+// start (plus a second: from is whole seconds); the first is in no window
+// that starts after it exited.
+func TestAgentExeChurn(t *testing.T) {
+	bpftest.Require(t)
+	exe := buildBurn(t, "tpchurn")
+	const window = 2 * time.Second
+	first := startBurn(t, exe, 60)
+	ing := &pushtest.Ingest{}
+	ln := pushtest.Listen(t, "127.0.0.1:0")
+	pushtest.Serve(t, ln, ing)
+	sink, _ := push.NewIngest("http://"+ln.Addr().String(), push.HTTPOptions{})
+	a, err := New(Config{Exes: []string{"tpchurn"}, Frequency: 99, Window: window, Sinks: []push.Sink{sink}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	waitWindows := func(n uint64) {
+		for ctx.Err() == nil && a.Stats().Windows < n {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var second *exec.Cmd
+	var secondStart, firstEnd time.Time
+	go func() {
+		waitWindows(1)
+		second = startBurn(t, exe, 60)
+		secondStart = time.Now()
+		first.Process.Kill()
+		first.Wait()
+		firstEnd = time.Now()
+		waitWindows(a.Stats().Windows + 3)
+		cancel()
+	}()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if second == nil {
+		t.Fatal("no window within 90 s")
+	}
+	var firstSeen, secondSeen bool
+	var secondFirstWindow time.Time
+	for _, in := range ing.Received() {
+		pid, _ := strconv.Atoi(in.Labels["pid"])
+		from := time.Unix(in.From, 0)
+		switch pid {
+		case first.Process.Pid:
+			firstSeen = true
+			if from.After(firstEnd) {
+				t.Errorf("exited process %d in a window from %v (it ended at %v)", pid, from, firstEnd)
+			}
+		case second.Process.Pid:
+			if !secondSeen || from.Before(secondFirstWindow) {
+				secondFirstWindow = from
+			}
+			secondSeen = true
+		default:
+			t.Errorf("window of unexpected process %d (%v)", pid, in.Labels)
+		}
+		if !strings.HasSuffix(in.Labels["executable"], "/tpchurn") || in.App != "tpchurn" {
+			t.Errorf("window labels %s %v", in.App, in.Labels)
+		}
+	}
+	if !firstSeen || !secondSeen {
+		t.Fatalf("windows of the first target %v, of the second %v", firstSeen, secondSeen)
+	}
+	if lag := secondFirstWindow.Sub(secondStart); lag > window+time.Second {
+		t.Errorf("the second target started at %v was first sampled in a window from %v (%v later, window %v)",
+			secondStart, secondFirstWindow, lag, window)
+	}
+	if st := a.Stats(); st.Watched != 1 {
+		t.Errorf("watch set holds %d processes at the end, want 1 (the second)", st.Watched)
+	}
+	t.Logf("stats %+v", a.Stats())
+}
+
+// TestAgentTimesFunction times burn_a continuously (-u, ns clock) beside a
+// single loader session over a span that holds the agent's: the windows
+// merged give at most its calls, and a mean whose difference from the
+// single session's holds 0 at 99% (the calls overlap, so the
+// independent-samples interval is conservative).
+func TestAgentTimesFunction(t *testing.T) {
+	bpftest.Require(t)
+	exe := buildBurn(t, "tptime")
+	target := startBurn(t, exe, 60)
+	ing := &pushtest.Ingest{}
+	ln := pushtest.Listen(t, "127.0.0.1:0")
+	pushtest.Serve(t, ln, ing)
+	sink, _ := push.NewIngest("http://"+ln.Addr().String(), push.HTTPOptions{})
+	a, err := New(Config{PIDs: []int{target.Process.Pid}, Frequency: 49, Window: 2 * time.Second,
+		Users: []string{"burn_a"}, Confidence: 0.99, Sinks: []push.Sink{sink}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := loader.ResolveUser(target.Process.Pid, "burn_a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: target.Process.Pid, NoRecords: true}, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil && a.Stats().Windows < 4 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ref.Stop()
+	rp, err := ref.Poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profs []*profile.Profile
+	for _, in := range ing.Received() {
+		if export.IsTimeProfile(in.Profile) {
+			profs = append(profs, in.Profile)
+		}
+	}
+	if len(profs) < 3 {
+		t.Fatalf("%d time windows", len(profs))
+	}
+	merged, err := profile.Merge(profs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := export.TimeReport(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Rows) != 1 || !tab.Rows[0].HasEstimate {
+		t.Fatalf("time report of the merged windows: %+v", tab.Rows)
+	}
+	row := tab.Rows[0]
+	c := rp.Totals[0]
+	want, err := estimate.Time(estimate.Counts{Resolution: 1, Calls: c.Calls, Ticks: c.Ticks, TicksSq: c.TicksSq.Lo, HasTicksSq: true},
+		estimate.Options{Confidence: 0.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d windows merged: %d calls, mean %.0f ns [%.0f, %.0f] (%s); one session: %d calls, %.0f ns [%.0f, %.0f]",
+		len(profs), row.Calls, row.Mean, row.Low, row.High, row.Method, c.Calls, want.Mean, want.Low, want.High)
+	// The single session runs from before the agent's start to after its
+	// end: it holds every call the windows hold.
+	if row.Calls == 0 || row.Calls > c.Calls {
+		t.Errorf("merged windows count %d calls, the single session over a longer span %d", row.Calls, c.Calls)
+	}
+	got := estimate.Result{Mean: row.Mean, Low: row.Low, High: row.High, Confidence: tab.Confidence,
+		StdErr: (row.High - row.Low) / (2 * 2.575829), Calls: row.Calls}
+	d, err := estimate.DiffResults(want, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Significant {
+		t.Errorf("merged windows and one session disagree on burn_a's mean: difference %.0f [%.0f, %.0f]", d.Diff, d.Low, d.High)
+	}
+}

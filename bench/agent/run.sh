@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Agent benchmark (root): what `tickprof agent` costs at 19, 49 and 99 Hz.
+#   1. Own CPU and RSS with 20 watched CPU-bound processes (--exe), pushing
+#      every 10 s window to a directory: the agent's utime+stime per second of
+#      wall time after its first window, and its RSS (VmRSS, VmHWM).
+#   2. Target slowdown: the CPU time of a fixed amount of work (bench/sample/
+#      target.c) unprofiled, under the agent (-p), and under `perf record -g`
+#      at the same rate, interleaved A B C A B C; the minimum of REPS runs.
+# Usage: bench/agent/run.sh [REPS] (default 2); AGENT_SECS (default 40) is
+# the length of each own-CPU run. Prints a Markdown section on stdout.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPS=${1:-2}
+SECS=${AGENT_SECS:-40}
+ROUNDS=${ROUNDS:-15000}
+RATES=${RATES:-"19 49 99"}
+export PATH="/usr/local/go/bin:$PATH"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+command -v perf >/dev/null || { echo "bench/agent: perf not installed (apt-get install linux-perf)" >&2; exit 1; }
+
+gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
+go build -o "$tmp/tickprof" ./cmd/tickprof
+
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+ticks=$(getconf CLK_TCK)
+# cpu_s PID: utime+stime of PID in seconds.
+cpu_s() { awk -v t="$ticks" '{ sub(/.*\) /, ""); split($0, f, " "); print (f[12] + f[13]) / t }' "/proc/$1/stat"; }
+kb() { awk -v k="$2" '$1 == k":" { print $2 }' "/proc/$1/status"; }
+
+echo "## Agent: own CPU, RSS and target slowdown"
+echo
+echo "bench/agent/run.sh, $(date -u +%FT%TZ), $(nproc) CPUs, kernel $(uname -r), load average at start $(cut -d' ' -f1-3 /proc/loadavg); $REPS repetitions, interleaved by rate."
+echo
+
+# 1. Own CPU and RSS with 20 watched processes.
+own() { # HZ -> "cpu_percent rss_kb hwm_kb windows"
+	local hz=$1 out="$tmp/out-$1" log="$tmp/log-$1"
+	rm -rf "$out"
+	"$tmp/tickprof" agent --exe tpbench -F "$hz" --window 10s --dir "$out" 2>"$log" &
+	local a=$!
+	pids+=("$a")
+	# Skip the start (BPF load) and the first window.
+	sleep 12
+	local c0 w0 c1 w1
+	c0=$(cpu_s "$a"); w0=$(date +%s.%N)
+	sleep "$SECS"
+	c1=$(cpu_s "$a"); w1=$(date +%s.%N)
+	local rss hwm
+	rss=$(kb "$a" VmRSS); hwm=$(kb "$a" VmHWM)
+	kill -TERM "$a"; wait "$a" || true
+	echo "$(calc %.3f "($c1 - $c0) / ($w1 - $w0) * 100") $rss $hwm $(ls "$out" | wc -l)"
+}
+for _ in $(seq 20); do
+	"$tmp/tpbench" 100000000 >/dev/null &
+	pids+=("$!")
+done
+declare -A owncpu rss hwm files
+for r in $(seq "$REPS"); do
+	for hz in $RATES; do
+		read -r c m h n < <(own "$hz")
+		owncpu[$hz]+="$c "; rss[$hz]+="$m "; hwm[$hz]+="$h "; files[$hz]+="$n "
+	done
+done
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
+pids=()
+range() { tr ' ' '\n' | grep -v '^$' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+echo "Own CPU and memory, 20 CPU-bound processes watched with \`--exe\`, 10 s windows to \`--dir\`, measured over ${SECS} s after the first window (range over runs). Budget: at most 1% of a core at the default rate; RSS at most 100 MB."
+echo
+echo "| rate | own CPU (% of a core) | RSS (kB) | peak RSS (kB) | window files |"
+echo "|---|---|---|---|---|"
+for hz in $RATES; do
+	echo "| $hz Hz | $(echo "${owncpu[$hz]}" | range) | $(echo "${rss[$hz]}" | range) | $(echo "${hwm[$hz]}" | range) | $(echo "${files[$hz]}" | range) |"
+done
+echo
+
+# 2. Target slowdown against perf record at the same rate.
+held() { # start the target stopped, print its PID
+	sh -c 'kill -STOP $$; exec "$0" "$1"' "$tmp/tpbench" "$ROUNDS" >"$tmp/work" &
+	echo $!
+}
+work_cpu() { awk '/^wall_ns/ { print $4 }' "$tmp/work"; }
+run_base() {
+	"$tmp/tpbench" "$ROUNDS" >"$tmp/work"
+	work_cpu
+}
+run_agent() {
+	local t a
+	t=$(held); sleep 0.2
+	"$tmp/tickprof" agent -p "$t" -F "$1" --window 10s --dir "$tmp/slow" 2>"$tmp/alog" &
+	a=$!
+	until grep -q "sampling at" "$tmp/alog" 2>/dev/null; do sleep 0.1; done
+	sleep 1
+	kill -CONT "$t"
+	while kill -0 "$t" 2>/dev/null; do sleep 0.1; done
+	kill -TERM "$a"; wait "$a" || true
+	work_cpu
+}
+run_perf() {
+	local t p
+	t=$(held); sleep 0.2
+	perf record -q -F "$1" -e cpu-clock -g -p "$t" -o "$tmp/perf.data" 2>/dev/null &
+	p=$!
+	sleep 1
+	kill -CONT "$t"
+	while kill -0 "$t" 2>/dev/null; do sleep 0.1; done
+	kill -INT "$p"; wait "$p" 2>/dev/null || true
+	work_cpu
+}
+min() { tr ' ' '\n' | grep -v '^$' | sort -g | head -1; }
+declare -A base agent perfr
+for r in $(seq "$REPS"); do
+	for hz in $RATES; do
+		base[$hz]+="$(run_base) "
+		agent[$hz]+="$(run_agent "$hz") "
+		perfr[$hz]+="$(run_perf "$hz") "
+	done
+done
+echo "Target slowdown: CPU time of fixed work ($ROUNDS rounds of bench/sample/target.c; interrupt time is charged to the target) under the agent and under \`perf record -g\` at the same rate, against unprofiled runs interleaved with them; minimum of $REPS runs. Budget: the agent within 1 point of perf at the default rate."
+echo
+echo "| rate | unprofiled (s) | agent slowdown | perf record slowdown | agent - perf (points) |"
+echo "|---|---|---|---|---|"
+for hz in $RATES; do
+	b=$(echo "${base[$hz]}" | min); a=$(echo "${agent[$hz]}" | min); p=$(echo "${perfr[$hz]}" | min)
+	echo "| $hz Hz | $(calc %.3f "$b / 1e9") | $(calc %+.2f%% "($a / $b - 1) * 100") | $(calc %+.2f%% "($p / $b - 1) * 100") | $(calc %+.2f "($a - $p) / $b * 100") |"
+done
+echo
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -1,0 +1,309 @@
+// Command bpfcost measures where the BPF program time of timing a user
+// function goes: it attaches, in turn, the pairs of bpf/cost.bpf.c (each
+// adds one piece of tickprof's entry and exit programs to the one before)
+// and tickprof's own programs (loader, jiffies clock) to a C target calling
+// a ~200 ns function, and reports per call the programs' run time
+// (ebpf.EnableStats) and the target's own time per call. Every repetition
+// runs every configuration once (interleaved, A B C A B C ...), and the
+// ratios are taken within a repetition, so that a change of machine load
+// hits them alike; medians and ranges over repetitions are printed.
+//
+// Run as root from the repository root:
+//
+//	go run ./bench/bpfcost [-calls 200000] [-reps 7]
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// config is one configuration: attach returns the programs whose run time
+// counts and a function that detaches.
+type config struct {
+	name   string
+	vs     int // the configuration the "over" column compares with
+	attach func(pid int, bin string, objs *bpf.CostObjects) (progs []*ebpf.Program, detach func(), err error)
+}
+
+// sample is one run of one configuration.
+type sample struct {
+	nsPerCall float64 // the target's own time per call
+	bpfNs     float64 // program run time per call (entry + exit)
+}
+
+func main() {
+	calls := flag.Int("calls", 200000, "calls per run")
+	reps := flag.Int("reps", 7, "repetitions of every configuration")
+	rt := flag.Bool("rt", true, "run the target SCHED_FIFO (chrt -f 50)")
+	goPair := flag.Bool("go", false, "measure a Go function's entry+exit against the C pair instead")
+	flag.BoolVar(&withStats, "stats", true, "enable BPF run-time statistics (they add ~100 ns to every probe pair; off for ratios as users see them)")
+	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 s t for tickprof); the unprobed run and the empty pair always run")
+	flag.Parse()
+	if err := run(*calls, *reps, *rt, *goPair); err != nil {
+		fmt.Fprintln(os.Stderr, "bpfcost:", err)
+		os.Exit(1)
+	}
+}
+
+func pair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+	return func(pid int, bin string, objs *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		ex, err := link.OpenExecutable(bin)
+		if err != nil {
+			return nil, nil, err
+		}
+		o := &link.UprobeOptions{Address: specs[0].Offset, PID: pid}
+		lx, err := ex.Uretprobe("bench_fn", x(objs), o)
+		if err != nil {
+			return nil, nil, err
+		}
+		le, err := ex.Uprobe("bench_fn", e(objs), o)
+		if err != nil {
+			lx.Close()
+			return nil, nil, err
+		}
+		return []*ebpf.Program{e(objs), x(objs)}, func() { le.Close(); lx.Close() }, nil
+	}
+}
+
+func tickprof(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+	specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, PID: pid}, specs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Programs(), func() { s.Stop(); s.Close() }, nil
+}
+
+func costPair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+	return pair(e, x)
+}
+
+var configs = []config{
+	{"unprobed", 0, nil},
+	{"0 empty pair", 0, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE0 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX0 })},
+	{"1 + attach cookie", 1, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE1 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX1 })},
+	{"1t 1 + get_current_task_btf", 2, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEt }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXt })},
+	{"2 1 + task storage", 2, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE2 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX2 })},
+	{"3 2 + jiffies, push/pop", 4, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
+	{"4 3 + counters (before)", 5, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
+	{"5 4 - exit cookie (after)", 6, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
+	{"s uprobe session (4's work)", 6, session},
+	{"tickprof jiffies (loader)", 7, tickprof},
+}
+
+var (
+	withStats bool
+	only      string
+)
+
+// selected reports whether configuration i runs.
+func selected(i int) bool {
+	if only == "" || i < 2 {
+		return true
+	}
+	key, _, _ := strings.Cut(configs[i].name, " ")
+	if i == len(configs)-1 {
+		key = "t"
+	}
+	for _, k := range strings.Split(only, ",") {
+		if strings.TrimSpace(k) == key {
+			return true
+		}
+	}
+	return false
+}
+
+func run(calls, reps int, rt, goPair bool) error {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return err
+	}
+	if withStats {
+		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+		}
+		defer stats.Close()
+	}
+	var objs bpf.CostObjects
+	if err := bpf.LoadCostObjects(&objs, nil); err != nil {
+		return fmt.Errorf("load the cost programs: %w", err)
+	}
+	defer objs.Close()
+	dir, err := os.MkdirTemp("", "tickprof-bpfcost")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(dir, "target")
+	// -O0 keeps `push %rbp` first: an instruction the kernel emulates.
+	src := filepath.Join(filepath.Dir(file), "..", "uprobe", "target.c")
+	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-o", bin, src).CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc: %v: %s", err, out)
+	}
+	chrt := ""
+	if rt {
+		chrt, _ = exec.LookPath("chrt")
+	}
+	if goPair {
+		return runGo(bin, calls, reps, chrt, &objs)
+	}
+	all := make([][]sample, len(configs))
+	for r := 0; r < reps; r++ {
+		for i, c := range configs {
+			if !selected(i) {
+				continue
+			}
+			s, err := runOnce(bin, chrt, calls, c, &objs)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			all[i] = append(all[i], s)
+			fmt.Fprintf(os.Stderr, "rep %d %-28s %7.0f ns/call  BPF %5.0f ns/call\n", r+1, c.name, s.nsPerCall, s.bpfNs)
+		}
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added [range]\t\n")
+	for i, c := range configs {
+		if !selected(i) {
+			continue
+		}
+		if i == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t-\t\n", c.name, medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })))
+			continue
+		}
+		bpfNs := col(all[i], func(s sample) float64 { return s.bpfNs })
+		prev, over := "-", "-"
+		if i > 1 && withStats {
+			if selected(c.vs) {
+				prev = medRange(diffs(all[i], all[c.vs]))
+			}
+			over = medRange(diffs(all[i], all[1]))
+		}
+		if !withStats {
+			bpfNs = nil
+		}
+		ratios := make([]float64, reps)
+		for r := 0; r < reps; r++ {
+			base := all[0][r].nsPerCall
+			ratios[r] = (all[i][r].nsPerCall - base) / (all[1][r].nsPerCall - base)
+		}
+		bpfCol := "-"
+		if bpfNs != nil {
+			bpfCol = medRange(bpfNs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
+			medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })), medRangeF(ratios, "%.3f"))
+	}
+	tw.Flush()
+	if withStats {
+		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; BPF ns/call includes what the run-time statistics add to every program run\n", reps, calls)
+	} else {
+		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; run-time statistics off\n", reps, calls)
+	}
+	return nil
+}
+
+func col(ss []sample, f func(sample) float64) []float64 {
+	v := make([]float64, len(ss))
+	for i, s := range ss {
+		v[i] = f(s)
+	}
+	return v
+}
+
+// diffs returns a[r].bpfNs - b[r].bpfNs per repetition.
+func diffs(a, b []sample) []float64 {
+	v := make([]float64, len(a))
+	for i := range a {
+		v[i] = a[i].bpfNs - b[i].bpfNs
+	}
+	return v
+}
+
+func medRange(v []float64) string { return medRangeF(v, "%.0f") }
+
+func medRangeF(v []float64, f string) string {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return fmt.Sprintf(f+" ["+f+", "+f+"]", s[len(s)/2], s[0], s[len(s)-1])
+}
+
+func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (sample, error) {
+	cmd := exec.Command(bin, fmt.Sprint(calls))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return sample{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return sample{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	defer cmd.Process.Kill()
+	if chrt != "" {
+		if out, err := exec.Command(chrt, "-f", "-p", "50", fmt.Sprint(cmd.Process.Pid)).CombinedOutput(); err != nil {
+			return sample{}, fmt.Errorf("chrt: %v: %s", err, out)
+		}
+	}
+	var progs []*ebpf.Program
+	detach := func() {}
+	if c.attach != nil {
+		if progs, detach, err = c.attach(cmd.Process.Pid, bin, objs); err != nil {
+			return sample{}, err
+		}
+	}
+	before := runtimeOf(progs)
+	io.WriteString(stdin, "go\n")
+	sc := bufio.NewScanner(stdout)
+	var ns float64
+	for sc.Scan() {
+		fmt.Sscanf(sc.Text(), "ns_per_call=%g", &ns)
+	}
+	cmd.Wait()
+	spent := runtimeOf(progs) - before
+	detach()
+	if ns == 0 {
+		return sample{}, errors.New("the target printed no timing")
+	}
+	return sample{nsPerCall: ns, bpfNs: float64(spent) / float64(calls)}, nil
+}
+
+func runtimeOf(ps []*ebpf.Program) time.Duration {
+	var d time.Duration
+	for _, p := range ps {
+		if s, err := p.Stats(); err == nil {
+			d += s.Runtime
+		}
+	}
+	return d
+}

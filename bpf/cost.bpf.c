@@ -1,0 +1,167 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cost.bpf.c - the user-function timing programs taken apart, for
+ * bench/bpfcost: each pair (cost_eN entry, cost_xN exit) adds one piece of
+ * tp_uentry/tp_uexit (timing.bpf.c) to the one before, so that the
+ * difference of their run times per call is what that piece costs. Built
+ * with the jiffies clock, as the per-call budget is stated for it.
+ *
+ *   0  empty programs
+ *   1  + bpf_get_attach_cookie (the target index)
+ *   2  + the thread's entry stack: bpf_get_current_task_btf and
+ *        bpf_task_storage_get (created at entry, looked up at exit)
+ *   3  + bpf_jiffies64 at entry and exit, the push and the pop
+ *   4  tp_task_enter / tp_task_exit: + the per-CPU counters lookup and
+ *        the accounting (n, sum c, sum c^2)
+ *   5  tp_task_enter_frame / tp_task_uexit, as tp_uentry/tp_uexit: the
+ *        exit finds its entry by the frame and calls no cookie helper
+ *   t  bpf_get_current_task_btf alone (beside 1: what it adds)
+ *   s  a uprobe session program (below)
+ */
+#include "timing.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+__u64 cost_sink;
+
+SEC("uprobe")
+int cost_e0(struct pt_regs *ctx) { return 0; }
+SEC("uretprobe")
+int cost_x0(struct pt_regs *ctx) { return 0; }
+
+SEC("uprobe")
+int cost_e1(struct pt_regs *ctx)
+{
+	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
+	return 0;
+}
+SEC("uretprobe")
+int cost_x1(struct pt_regs *ctx)
+{
+	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
+	return 0;
+}
+
+SEC("uprobe")
+int cost_e2(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
+	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
+						    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (st)
+		cost_sink += st->depth + target;
+	return 0;
+}
+SEC("uretprobe")
+int cost_x2(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
+	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (st)
+		cost_sink += st->depth + target;
+	return 0;
+}
+
+SEC("uprobe")
+int cost_e3(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
+	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
+						    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u32 slot;
+
+	if (!st)
+		return 0;
+	slot = st->depth & (TP_MAX_DEPTH - 1);
+	st->target[slot] = target;
+	st->tick[slot] = bpf_jiffies64();
+	st->depth++;
+	return 0;
+}
+SEC("uretprobe")
+int cost_x3(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 tick = bpf_jiffies64();
+	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	__u32 slot;
+
+	if (!st || st->depth == 0)
+		return 0;
+	slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+	st->depth--;
+	cost_sink += tick - st->tick[slot] + st->target[slot] + target;
+	return 0;
+}
+
+SEC("uprobe")
+int cost_e4(struct pt_regs *ctx)
+{
+	return tp_task_enter((__u32)bpf_get_attach_cookie(ctx));
+}
+SEC("uretprobe")
+int cost_x4(struct pt_regs *ctx)
+{
+	return tp_task_exit(ctx, (__u32)bpf_get_attach_cookie(ctx), BPF_F_USER_STACK);
+}
+
+SEC("uprobe")
+int cost_e5(struct pt_regs *ctx)
+{
+	return tp_task_enter_frame((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
+}
+SEC("uretprobe")
+int cost_x5(struct pt_regs *ctx)
+{
+	return tp_task_uexit(ctx, BPF_F_USER_STACK);
+}
+
+SEC("uprobe")
+int cost_et(struct pt_regs *ctx)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
+	if (t)
+		cost_sink++;
+	return 0;
+}
+SEC("uretprobe")
+int cost_xt(struct pt_regs *ctx)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
+	if (t)
+		cost_sink++;
+	return 0;
+}
+
+/* s  one uprobe.session program at entry and return (uprobe_multi session
+ *    link, 6.13+): the kernel keeps an 8-byte cookie per call between the
+ *    two runs (bpf_session_cookie), so no thread stack is needed; the
+ *    target index is the attach cookie, read at return. */
+extern __u64 *bpf_session_cookie(void) __ksym;
+extern _Bool bpf_session_is_return(void) __ksym;
+
+SEC("uprobe.session")
+int cost_s(struct pt_regs *ctx)
+{
+	__u64 *slot = bpf_session_cookie();
+	struct tp_counts *c;
+	__u32 target;
+	__u64 d;
+
+	if (!bpf_session_is_return()) {
+		*slot = bpf_jiffies64();
+		return 0; /* 0: run at return too */
+	}
+	d = bpf_jiffies64() - *slot;
+	target = (__u32)bpf_get_attach_cookie(ctx);
+	c = bpf_map_lookup_elem(&tp_counters, &target);
+	if (c)
+		tp_account(ctx, c, target, d, 0, d, BPF_F_USER_STACK);
+	return 0;
+}

@@ -1,0 +1,384 @@
+// Package budget runs a windowed timing session under an overhead budget:
+// it attaches the probes only in time windows placed at random, at the duty
+// cycle that holds the target's projected slowdown within the budget, and
+// estimates each target's mean per call, call rate and the slowdown with
+// windows as clusters (estimate.WindowedTime).
+//
+// It owns the windows' timing and placement and the per-window counts; the
+// loader owns the probes (loader.Options.Windowed), the estimate package
+// the statistics. It imports loader and estimate, and nothing that prints.
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// Config is what a budgeted run needs.
+type Config struct {
+	// Budget is the slowdown allowed, a fraction (0.01 for 1%).
+	Budget float64
+	// Window is the length of a window (default DefaultWindow).
+	Window time.Duration
+	// Cost is a probe pair's cost per call in ns with its interval (the
+	// calibrated T_ovhd of the target's probe kind).
+	Cost estimate.Result
+	// Threads is the number of busy threads the calls are spread over (0:
+	// 1, the safe choice: see estimate.ProbeLoad).
+	Threads int
+	// MaxDrain bounds how long the probes stay attached after a window for
+	// its calls to return (default DefaultMaxDrain); calls still running
+	// then are counted as censored.
+	MaxDrain time.Duration
+	// Estimate are the estimator options (confidence).
+	Estimate estimate.Options
+	// Seed seeds the window placement (0: from the clock).
+	Seed uint64
+}
+
+// Defaults.
+const (
+	DefaultWindow   = 50 * time.Millisecond
+	DefaultMaxDrain = 2 * time.Second
+)
+
+// Status is the state of a budgeted run after a window.
+type Status struct {
+	// Windows is the number of windows so far; Elapsed the run's length.
+	Windows int
+	Elapsed time.Duration
+	// Duty is the fraction of the run the probes were attached so far;
+	// NextDuty the duty cycle the next window is placed for: the largest
+	// that keeps the slowdown's upper bound within the budget (1: the
+	// budget does not bind, and the probes stay attached).
+	Duty, NextDuty float64
+	// Slowdown is the projected slowdown over all targets at the duty
+	// cycle the run had (estimate.ProjectSlowdown), with its interval.
+	Slowdown estimate.Slowdown
+	// Targets are the per-target estimates (Index order); Err says why a
+	// target has none yet.
+	Targets []Target
+}
+
+// Target is one target's windowed estimate.
+type Target struct {
+	Name     string
+	Windowed estimate.Windowed
+	Err      error
+}
+
+// Runner runs windows on a windowed loader session.
+type Runner struct {
+	ls       *loader.Session
+	cfg      Config
+	rng      *rand.Rand
+	start    time.Time
+	windows  [][]estimate.Window // per target
+	res      float64             // clock resolution (ns) for quantized clocks, 0 for ns
+	duty     float64
+	attach   time.Duration // mean time attaching and draining, around a window
+	nAround  int
+	attached bool // probing continuously (the budget does not bind)
+}
+
+// New returns a runner for ls, which must have been opened with
+// Options.Windowed and have its probes detached (loader.Session.DetachProbes).
+func New(ls *loader.Session, cfg Config) (*Runner, error) {
+	if !ls.Options().Windowed {
+		return nil, errors.New("the timing session is not windowed")
+	}
+	if !(cfg.Budget > 0) || cfg.Budget >= 1 {
+		return nil, fmt.Errorf("overhead budget %v: want a fraction between 0 and 1, such as 0.01 for 1%%", cfg.Budget)
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.MaxDrain <= 0 {
+		cfg.MaxDrain = DefaultMaxDrain
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	r := &Runner{ls: ls, cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		windows: make([][]estimate.Window, len(ls.Targets())),
+		// Until a rate is measured, plan for the worst: every moment of a
+		// probed thread spent in the probes (load u = 1).
+		duty: math.Min(1, cfg.Budget/(1+cfg.Budget))}
+	if c := ls.Clock(); c.Kind != loader.ClockNS {
+		r.res = float64(c.Tick)
+	}
+	return r, nil
+}
+
+// Run places windows at random until ctx is done, calling onWindow (nil:
+// none) after each with the estimates so far, and returns the last status.
+// Each slot of length (window + time attached around it) / duty holds one
+// window at a uniformly random offset (estimate/window.go says why that
+// makes every call's chance of being counted the duty cycle).
+func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error) {
+	r.start = time.Now()
+	prev, err := r.ls.Poll()
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	defer func() {
+		if r.attached {
+			r.ls.SetWindowOpen(false)
+			r.ls.DetachProbes()
+			r.attached = false
+		}
+	}()
+	for {
+		if r.duty >= 1 {
+			// The budget does not bind: probe all the time, one
+			// window per Window of time, back to back.
+			p, w, err := r.continuous(ctx, prev)
+			if err != nil {
+				return st, err
+			}
+			prev = p
+			r.add(w)
+			st = r.status()
+			if onWindow != nil {
+				onWindow(st)
+			}
+			r.duty = st.NextDuty
+			if ctx.Err() != nil {
+				return st, nil
+			}
+			continue
+		}
+		if r.attached {
+			// Leaving continuous probing: drain, then windows.
+			r.ls.SetWindowOpen(false)
+			r.drain()
+			r.ls.DetachProbes()
+			r.attached = false
+			if p, err := r.ls.Poll(); err == nil {
+				prev = p
+			}
+		}
+		around := r.attach
+		if around == 0 {
+			around = 20 * time.Millisecond // a first guess: attach and drain
+		}
+		busy := r.cfg.Window + around
+		slot := time.Duration(float64(busy) / r.duty)
+		offset := time.Duration(r.rng.Float64() * float64(slot-busy))
+		if len(r.windows[0]) == 0 {
+			// The first window is the pilot that measures the call
+			// rate: at once, so that a short run learns its duty. Its
+			// start is fixed by tickprof's clock, not the target's,
+			// so it is still independent of the calls; only calls
+			// near the start of the run are a little more likely to
+			// be counted (a warm-up would weigh more).
+			offset = 0
+		}
+		slotEnd := time.Now().Add(slot)
+		if !sleep(ctx, offset) {
+			return st, nil
+		}
+		p, w, err := r.window(ctx, prev)
+		if err != nil {
+			return st, err
+		}
+		prev = p
+		r.add(w)
+		r.nAround++
+		r.attach += time.Duration((w[0].Drain - float64(r.attach)) / float64(r.nAround))
+		st = r.status()
+		if onWindow != nil {
+			onWindow(st)
+		}
+		r.duty = st.NextDuty
+		if !sleep(ctx, time.Until(slotEnd)) {
+			return st, nil
+		}
+	}
+}
+
+// window runs one window: attach, open, wait, close, drain, read, detach.
+// It returns the poll after the window and each target's window.
+func (r *Runner) window(ctx context.Context, prev loader.Poll) (loader.Poll, []estimate.Window, error) {
+	t0 := time.Now()
+	if err := r.ls.AttachProbes(); err != nil {
+		return prev, nil, err
+	}
+	if err := r.ls.SetWindowOpen(true); err != nil {
+		r.ls.DetachProbes()
+		return prev, nil, err
+	}
+	opened := time.Now()
+	sleep(ctx, r.cfg.Window)
+	if err := r.ls.SetWindowOpen(false); err != nil {
+		r.ls.DetachProbes()
+		return prev, nil, err
+	}
+	closed := time.Now()
+	in, err := r.drain()
+	if err != nil {
+		r.ls.DetachProbes()
+		return prev, nil, err
+	}
+	p, err := r.ls.Poll()
+	drained := time.Now()
+	r.ls.DetachProbes()
+	if err != nil {
+		return prev, nil, err
+	}
+	ws := make([]estimate.Window, len(p.Totals))
+	for i := range p.Totals {
+		d := p.Totals[i].Sub(prev.Totals[i])
+		w := estimate.Window{
+			Length: float64(closed.Sub(opened)),
+			Drain:  float64(opened.Sub(t0) + drained.Sub(closed)),
+			Calls:  d.Calls,
+			Ticks:  d.Ticks,
+			Sum:    float64(d.NsSum),
+		}
+		if in[i] > 0 {
+			w.Censored = uint64(in[i])
+		}
+		ws[i] = w
+	}
+	return p, ws, nil
+}
+
+// drain waits until every counted call has returned, or MaxDrain; it
+// returns the calls still in flight.
+func (r *Runner) drain() ([]int64, error) {
+	start := time.Now()
+	for {
+		in, err := r.ls.WindowInFlight()
+		if err != nil || allZero(in) || time.Since(start) > r.cfg.MaxDrain {
+			return in, err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// continuous runs one Window of continuous probing (attached and open
+// throughout) and returns it as a window without drain.
+func (r *Runner) continuous(ctx context.Context, prev loader.Poll) (loader.Poll, []estimate.Window, error) {
+	t0 := time.Now()
+	if !r.attached {
+		if err := r.ls.AttachProbes(); err != nil {
+			return prev, nil, err
+		}
+		if err := r.ls.SetWindowOpen(true); err != nil {
+			return prev, nil, err
+		}
+		r.attached = true
+		if p, err := r.ls.Poll(); err == nil {
+			prev = p
+		}
+		t0 = time.Now()
+	}
+	sleep(ctx, r.cfg.Window)
+	p, err := r.ls.Poll()
+	if err != nil {
+		return prev, nil, err
+	}
+	ws := make([]estimate.Window, len(p.Totals))
+	for i := range p.Totals {
+		d := p.Totals[i].Sub(prev.Totals[i])
+		ws[i] = estimate.Window{Length: float64(time.Since(t0)), Calls: d.Calls, Ticks: d.Ticks, Sum: float64(d.NsSum)}
+	}
+	return p, ws, nil
+}
+
+func (r *Runner) add(w []estimate.Window) {
+	for i := range w {
+		r.windows[i] = append(r.windows[i], w[i])
+	}
+}
+
+// status estimates every target and the slowdown, and the duty cycle for
+// the next window.
+func (r *Runner) status() Status {
+	el := time.Since(r.start)
+	st := Status{Windows: len(r.windows[0]), Elapsed: el, NextDuty: r.duty}
+	var u, lo, hi float64
+	conf := r.cfg.Estimate.Confidence
+	loadKnown := true
+	for i, t := range r.ls.Targets() {
+		ws := r.windows[i]
+		// With no call counted yet the error says so, and the rate
+		// (bounded from zero calls) and duty are still filled in.
+		w, err := estimate.WindowedTime(estimate.WindowedCounts{Windows: ws, Elapsed: float64(el), Resolution: r.res}, r.cfg.Estimate)
+		st.Targets = append(st.Targets, Target{Name: t.Name, Windowed: w, Err: err})
+		if w.Windows == 0 {
+			loadKnown = false
+			continue
+		}
+		tu, tlo, thi, c, lerr := estimate.ProbeLoad(w.Rate, r.cfg.Cost, r.cfg.Threads)
+		if lerr != nil {
+			loadKnown = false
+			continue
+		}
+		u, lo, hi, conf = u+tu, lo+tlo, hi+thi, c
+		st.Duty = w.Duty
+	}
+	if !loadKnown && len(r.windows[0]) == 1 {
+		// The pilot window alone: no spread between windows yet, so
+		// the load's upper bound comes from each count's Poisson bound
+		// (n + 3 sqrt(n) + 3, above the 99.8% Garwood bound for every
+		// n), enough to place the next windows.
+		u, lo, hi, loadKnown = 0, 0, 0, true
+		for i := range r.windows {
+			w := r.windows[i][0]
+			n := float64(w.Calls)
+			rate := estimate.Result{Mean: n / (w.Length / 1e9), Low: 0, High: (n + 3*math.Sqrt(n) + 3) / (w.Length / 1e9), Confidence: 0.998}
+			tu, tlo, thi, c, err := estimate.ProbeLoad(rate, r.cfg.Cost, r.cfg.Threads)
+			if err != nil {
+				loadKnown = false
+				break
+			}
+			u, lo, hi, conf = u+tu, lo+tlo, hi+thi, c
+		}
+		st.Duty = math.Min(1, (r.windows[0][0].Length+r.windows[0][0].Drain)/float64(el))
+	}
+	if !loadKnown {
+		return st
+	}
+	if sd, err := estimate.ProjectSlowdown(u, lo, hi, conf, math.Max(st.Duty, 1e-9)); err == nil {
+		st.Slowdown = sd
+	}
+	if q, err := estimate.DutyForBudget(r.cfg.Budget, hi); err == nil {
+		st.NextDuty = q
+	}
+	return st
+}
+
+func allZero(v []int64) bool {
+	for _, x := range v {
+		if x > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sleep waits d or until ctx is done; false when ctx is done.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,78 @@
+package budget
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/loader"
+)
+
+func TestMain(m *testing.M) { testtarget.Main(m) }
+
+// TestBudgetedRun times a function called back to back (spin1us, a few
+// hundred thousand calls a second) under a 5% budget in 10 ms windows:
+// the runner must settle on a duty cycle below 1, project a slowdown within
+// the budget, and estimate the mean per call from its windows.
+func TestBudgetedRun(t *testing.T) {
+	bpftest.Require(t)
+	g := testtarget.StartGated(t, testtarget.Timed(t), "spin1us", "0") // calls forever
+	pid := g.Pid()
+	specs, err := loader.ResolveUser(pid, "tp_spin1us", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := loader.Open(loader.Options{PID: pid, Clock: loader.Clock{Kind: loader.ClockNS}, Windowed: true}, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	ls.DetachProbes()
+	g.Release(t)
+	const budget = 0.05
+	r, err := New(ls, Config{Budget: budget, Window: 10 * time.Millisecond, Seed: 1,
+		Cost: estimate.Result{Mean: 1500, Low: 1000, High: 2000, Confidence: 0.95}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	st, err := r.Run(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := st.Targets[0]
+	w := tg.Windowed
+	t.Logf("%d windows in %v: duty %.3f (next %.3f), mean %.0f ns [%.0f, %.0f], rate %.0f/s [%.0f, %.0f], slowdown %.2f%% [%.2f, %.2f], censored %d",
+		st.Windows, st.Elapsed, st.Duty, st.NextDuty, w.Mean.Mean, w.Mean.Low, w.Mean.High,
+		w.Rate.Mean, w.Rate.Low, w.Rate.High, 100*st.Slowdown.Mean, 100*st.Slowdown.Low, 100*st.Slowdown.High, w.Censored)
+	if tg.Err != nil {
+		t.Fatalf("no estimate: %v", tg.Err)
+	}
+	if st.Windows < 2 { // the fewest a mean with windows as clusters needs; how many fit depends on attach and drain times, which depend on load
+		t.Errorf("%d windows in 6 s", st.Windows)
+	}
+	if !(st.NextDuty < 1) {
+		t.Errorf("next duty %v: a function called back to back should make a 5%% budget bind", st.NextDuty)
+	}
+	if !(w.Mean.Mean > 1000 && w.Mean.Mean < 20000) {
+		t.Errorf("mean per call %.0f ns: want a spin of 1 us plus the probes", w.Mean.Mean)
+	}
+	// The next windows are placed for the load's upper bound: at that
+	// duty the projected slowdown's upper bound is the budget. (The duty
+	// realized so far also counts attach and drain times, which depend on
+	// the machine's load, so it is only logged.)
+	at, err := estimate.ProjectSlowdown(st.Slowdown.Load, st.Slowdown.LoadLow, st.Slowdown.LoadHigh, 0.95, st.NextDuty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at.High > budget*(1+1e-9) {
+		t.Errorf("at the next duty %.4f the slowdown's upper bound is %.2f%%, over the %.0f%% budget", st.NextDuty, 100*at.High, 100*budget)
+	}
+	for i, x := range r.windows[0] {
+		t.Logf("window %d: open %.1f ms, attached around it %.1f ms, %d calls", i, x.Length/1e6, x.Drain/1e6, x.Calls)
+	}
+}

@@ -1,0 +1,295 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/sampler"
+)
+
+// Merge-friendly profiles.
+//
+// A continuous-profiling backend (Pyroscope, an OTLP store, pprof's own
+// profile.Merge) merges profiles by adding their sample values stack by
+// stack; labels on a sample keep it apart from samples with other labels,
+// and comments are kept once each. The window profiles below carry every
+// count an interval needs as a sample value, so the sum of windows is the
+// profile of their union, and report and diff recompute the intervals from
+// it:
+//
+//   - CPU windows (EncodeCPUWindow): samples/count and cpu/nanoseconds as
+//     EncodeCPU writes them, plus calls/count: the exact call counts of the
+//     counted functions, each on a sample whose stack is the function alone
+//     (no samples of its own). Shares, times and times per call of a merged
+//     profile are exactly those of the union of its windows.
+//   - Time windows (EncodeTimeWindow): calls/count (n), ticks/count (sum c),
+//     wall/nanoseconds (d sum c) and ticks_sq/count (sum c^2), one sample per
+//     target. The mean d sum c / n, the "two-point" interval (n, sum c) and
+//     the "observed" interval (sum c^2) of a merge equal those of the union.
+//     The batch-means interval, which needs the counts of each polling
+//     batch, does not survive a merge: a merged time profile reports the
+//     wider of two-point and observed, and its rows say so (Method).
+//
+// Windows merge only with windows of the same period (sampling rate, clock
+// resolution): profile.Merge keeps the largest period.
+
+// Sample types of the merge-friendly profiles.
+const (
+	// CallsType counts calls (CPU windows: of counted functions; time
+	// windows: of the targets).
+	CallsType = "calls"
+	// TicksSqType is sum c_i^2 of a timed target.
+	TicksSqType = "ticks_sq"
+)
+
+// EncodeCPUWindow encodes d as EncodeCPU does, with the call counts as
+// sample values (type calls/count) instead of comments, so that windows
+// merge by addition.
+func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
+	calls := d.Calls
+	dd := *d
+	dd.Calls = nil
+	p, err := EncodeCPU(&dd)
+	if err != nil {
+		return nil, err
+	}
+	p.SampleType = append(p.SampleType, &profile.ValueType{Type: CallsType, Unit: "count"})
+	for _, s := range p.Sample {
+		s.Value = append(s.Value, 0)
+	}
+	for _, c := range calls {
+		if c.Calls < 0 || c.Function == "" {
+			continue
+		}
+		p.Sample = append(p.Sample, &profile.Sample{
+			Location: []*profile.Location{functionLocation(p, c.Function)},
+			Value:    []int64{0, 0, c.Calls},
+		})
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("encode CPU window: %w", err)
+	}
+	return p, nil
+}
+
+// functionLocation returns a location whose innermost function is name,
+// adding one (without address or mapping) when the profile has none.
+func functionLocation(p *profile.Profile, name string) *profile.Location {
+	for _, l := range p.Location {
+		if len(l.Line) > 0 && l.Line[0].Function != nil && l.Line[0].Function.Name == name {
+			return l
+		}
+	}
+	var fn *profile.Function
+	for _, f := range p.Function {
+		if f.Name == name {
+			fn = f
+			break
+		}
+	}
+	if fn == nil {
+		fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name}
+		p.Function = append(p.Function, fn)
+	}
+	l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+	p.Location = append(p.Location, l)
+	return l
+}
+
+// sampleCallCounts reads call counts stored as calls/count sample values in
+// a CPU profile (by leaf function, summed); nil when the profile has no
+// such sample type.
+func sampleCallCounts(p *profile.Profile) []CallCount {
+	ci := -1
+	for i, st := range p.SampleType {
+		if st.Type == CallsType && st.Unit == "count" {
+			ci = i
+		}
+	}
+	if ci < 0 || IsTimeProfile(p) {
+		return nil
+	}
+	sums := map[string]int64{}
+	var order []string
+	for _, s := range p.Sample {
+		if ci >= len(s.Value) || s.Value[ci] <= 0 || len(s.Location) == 0 {
+			continue
+		}
+		fn := locationFuncs(s.Location[0])[0]
+		if _, ok := sums[fn]; !ok {
+			order = append(order, fn)
+		}
+		sums[fn] += s.Value[ci]
+	}
+	sort.Strings(order)
+	var out []CallCount
+	for _, fn := range order {
+		out = append(out, CallCount{Function: fn, Calls: sums[fn]})
+	}
+	return out
+}
+
+// TimeWindowTarget is one timed target's counters over a window.
+type TimeWindowTarget struct {
+	// Name is the target's display name; Binary the file holding it ("" for
+	// a syscall).
+	Name, Binary string
+	// Calls is n, Ticks sum c_i, TicksSq sum c_i^2.
+	Calls, Ticks, TicksSq uint64
+}
+
+// TimeWindow is the timing data of one window.
+type TimeWindow struct {
+	// Clock is the clock's name ("jiffies", "tick:1ms", "ns"); Resolution
+	// its tick length d in ns.
+	Clock      string
+	Resolution float64
+	// Confidence is the level report uses for the intervals.
+	Confidence float64
+	// Start and Duration are the window's span.
+	Start    time.Time
+	Duration time.Duration
+	// Targets are the timed targets.
+	Targets []TimeWindowTarget
+}
+
+// EncodeTimeWindow builds a merge-friendly time profile: sample types
+// calls/count, ticks/count, wall/nanoseconds (so that it reads as a time
+// profile) and ticks_sq/count, one sample per target with the target as the
+// leaf frame. It carries no interval: report computes it from the sums.
+func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
+	if !(w.Resolution > 0) {
+		return nil, fmt.Errorf("encode time window: resolution %v ns is not positive", w.Resolution)
+	}
+	conf := w.Confidence
+	if conf == 0 {
+		conf = estimate.DefaultConfidence
+	}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{
+			{Type: "calls", Unit: "count"},
+			{Type: "ticks", Unit: "count"},
+			{Type: "wall", Unit: "nanoseconds"},
+			{Type: TicksSqType, Unit: "count"},
+		},
+		DefaultSampleType: "wall",
+		PeriodType:        &profile.ValueType{Type: "wall", Unit: "nanoseconds"},
+		Period:            int64(math.Round(w.Resolution)),
+		TimeNanos:         w.Start.UnixNano(),
+		DurationNanos:     w.Duration.Nanoseconds(),
+		Comments: []string{
+			fmt.Sprintf("tickprof time: clock %s, resolution %.6g ns", w.Clock, w.Resolution),
+			fmt.Sprintf("confidence %.4g%% for every interval (computed by report from calls, ticks and ticks_sq)", 100*conf),
+			"wall = resolution x ticks: the estimated total time in each target",
+		},
+	}
+	for _, t := range w.Targets {
+		if t.TicksSq > math.MaxInt64 || t.Ticks > math.MaxInt64 || t.Calls > math.MaxInt64 {
+			return nil, fmt.Errorf("encode time window: counts of %s overflow a sample value", t.Name)
+		}
+		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: t.Name, SystemName: t.Name, Filename: t.Binary}
+		p.Function = append(p.Function, f)
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f}}}
+		if t.Binary != "" {
+			m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: t.Binary, HasFunctions: true}
+			p.Mapping = append(p.Mapping, m)
+			l.Mapping = m
+		}
+		p.Location = append(p.Location, l)
+		p.Sample = append(p.Sample, &profile.Sample{
+			Location: []*profile.Location{l},
+			Value:    []int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)},
+			Label:    map[string][]string{"target": {t.Name}, "clock": {w.Clock}},
+		})
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("encode time window: %w", err)
+	}
+	return p, nil
+}
+
+var resolutionComment = regexp.MustCompile(`^tickprof time: clock \S+, resolution ([0-9.eE+]+) ns`)
+
+// recomputeTimeRows fills the intervals of a merge-friendly time profile
+// (one with a ticks_sq sample type) from the summed counts: estimate.Time
+// with n, sum c and sum c^2 and no batches. Rows of other time profiles are
+// left as read from their labels. It sums ticks_sq per target itself.
+func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
+	qi := -1
+	for i, st := range p.SampleType {
+		if st.Type == TicksSqType {
+			qi = i
+		}
+	}
+	if qi < 0 {
+		return nil
+	}
+	res := 0.0
+	for _, c := range p.Comments {
+		if m := resolutionComment.FindStringSubmatch(c); m != nil {
+			res, _ = strconv.ParseFloat(m[1], 64)
+		}
+	}
+	if !(res > 0) {
+		res = float64(p.Period)
+	}
+	if !(res > 0) {
+		return errors.New("merged time profile states no clock resolution")
+	}
+	if t.Confidence == 0 {
+		t.Confidence = estimate.DefaultConfidence
+	}
+	sq := map[string]uint64{}
+	for _, s := range p.Sample {
+		name := ""
+		if v := s.Label["target"]; len(v) > 0 {
+			name = v[0]
+		} else if len(s.Location) > 0 {
+			name = locationFuncs(s.Location[0])[0]
+		}
+		if qi < len(s.Value) {
+			sq[name] += nonNeg(s.Value[qi])
+		}
+	}
+	for i := range t.Rows {
+		r := &t.Rows[i]
+		r.Wall = res * float64(r.Ticks)
+		r.HasEstimate = false
+		if r.Calls == 0 {
+			continue
+		}
+		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
+			TicksSq: sq[r.Target], HasTicksSq: true}, estimate.Options{Confidence: t.Confidence})
+		if err != nil {
+			return fmt.Errorf("target %s: %w", r.Target, err)
+		}
+		r.HasEstimate = true
+		r.Mean, r.Low, r.High, r.Method = e.Mean, e.Low, e.High, e.Method
+	}
+	return nil
+}
+
+// IsMergeable reports whether p has one of the merge-friendly layouts
+// above: a time profile with ticks_sq, or a CPU profile with calls/count.
+func IsMergeable(p *profile.Profile) bool {
+	var samples, calls bool
+	for _, st := range p.SampleType {
+		switch st.Type {
+		case TicksSqType:
+			return true
+		case CallsType:
+			calls = true
+		case "samples":
+			samples = true
+		}
+	}
+	return samples && calls
+}

@@ -1,0 +1,65 @@
+package push
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// HTTPOptions configure the HTTP-based sinks.
+type HTTPOptions struct {
+	// Client sends the requests; nil for a client with a 30 s timeout.
+	Client *http.Client
+	// Auth identifies the agent to the backend.
+	Auth Auth
+	// UserAgent is sent with each request; empty for "tickprof".
+	UserAgent string
+}
+
+func (o HTTPOptions) client() *http.Client {
+	if o.Client != nil {
+		return o.Client
+	}
+	return &http.Client{Timeout: 30 * time.Second}
+}
+
+func (o HTTPOptions) userAgent() string {
+	if o.UserAgent != "" {
+		return o.UserAgent
+	}
+	return "tickprof"
+}
+
+// parseBase checks a backend URL (http or https, no query).
+func parseBase(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("backend URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("backend URL %q: the scheme must be http or https", raw)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("backend URL %q has no host", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("backend URL %q: give no query or fragment", raw)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u, nil
+}
+
+// statusError turns a non-2xx answer into an error: permanent for a 4xx
+// other than 408 (timeout) and 429 (too many requests).
+func statusError(what string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	err := fmt.Errorf("%s: %s: %s", what, resp.Status, strings.TrimSpace(string(body)))
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 &&
+		resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
+		return permanent(err)
+	}
+	return err
+}

@@ -1,0 +1,198 @@
+package sampler
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/unwind"
+)
+
+// DefaultStackBytes is the user stack copied per sample when Config leaves
+// StackBytes at 0: the most the BPF program copies. perf's default of 8 KiB
+// stopped short of main on every sqlite3 sample, 16 KiB on 5% of them
+// (bench/unwind); the copy ends at the top of the stack's mapping anyway.
+const DefaultStackBytes = MaxStackBytes
+
+// MaxStackBytes is the most the BPF program copies (MAX_STACK there: a per-CPU map value holds at most 32 KiB).
+const MaxStackBytes = 28672
+
+// stackBytes is the copy size the configuration asks for (0 = none).
+func (c Config) stackBytes() int {
+	switch {
+	case c.FramePointersOnly:
+		return 0
+	case c.StackBytes <= 0:
+		return DefaultStackBytes
+	case c.StackBytes > MaxStackBytes:
+		return MaxStackBytes
+	}
+	return c.StackBytes
+}
+
+// walkStop is why a user stack ended where it did, for the profile's
+// comments: the reason and the file.
+type walkStop struct {
+	reason string
+	file   string
+}
+
+// cfiTable returns the file's call frame information, read once.
+func (b *binFile) cfiTable() *unwind.Table {
+	if b.cfiDone {
+		return b.cfi
+	}
+	b.cfiDone = true
+	if b.f == nil {
+		return nil
+	}
+	var dbg *os.File
+	if b.debugPath != "" {
+		dbg, _ = os.Open(b.debugPath)
+	}
+	var t *unwind.Table
+	var err error
+	if dbg != nil {
+		t, err = unwind.NewTable(b.f, dbg)
+		dbg.Close()
+	} else {
+		t, err = unwind.NewTable(b.f, nil)
+	}
+	if t == nil {
+		b.cfiErr = err
+		return nil
+	}
+	b.cfi, b.cfiErr = t, err
+	return t
+}
+
+// modules returns the image's executable mappings with their unwind
+// tables, built on first use.
+func (img *procImage) modules() []unwind.Module {
+	if img.mods != nil || len(img.maps) == 0 {
+		return img.mods
+	}
+	img.mods = make([]unwind.Module, len(img.maps))
+	for i, m := range img.maps {
+		um := unwind.Module{Start: m.Start, Limit: m.Limit, Offset: m.Offset, Name: m.Path}
+		if b := img.bins[i]; b != nil {
+			um.Name = b.path
+			um.Table = b.cfiTable()
+		}
+		img.mods[i] = um
+	}
+	return img.mods
+}
+
+// unwindUser walks the user stack of one sample from its registers and
+// stack copy. fp is the frame-pointer walk the BPF program made; when the
+// copy ends before the walk does, the frame-pointer frames from the last
+// unwound frame on are appended as long as they stay in executable
+// mappings.
+func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64) ([]uint64, walkStop) {
+	res := unwind.Unwind(img.modules(), regs, unwind.Stack{Addr: regs.SP, Data: stack})
+	out := make([]uint64, 0, len(res.Frames)+8)
+	for _, f := range res.Frames {
+		out = append(out, f.PC)
+	}
+	if res.Complete() {
+		return out, walkStop{}
+	}
+	stop := walkStop{reason: res.Stop.String(), file: res.File}
+	if res.Stop == unwind.StopStackCopy && len(out) > 0 {
+		last := out[len(out)-1]
+		for j := 1; j < len(fp); j++ {
+			if fp[j] != last {
+				continue
+			}
+			n := 0
+			for _, a := range fp[j+1:] {
+				if _, ok := proc.FindMapping(img.maps, a); !ok {
+					break
+				}
+				out = append(out, a)
+				n++
+			}
+			if n > 0 {
+				stop.reason = "continued by frame pointers after the stack copy; " + stop.reason
+			}
+			break
+		}
+	}
+	return out, stop
+}
+
+// checkFramePointers cuts a frame-pointer stack at its first address
+// outside every executable mapping: frame-pointer walks through code that
+// keeps no frame pointer read data (text, counters) as return addresses.
+func (img *procImage) checkFramePointers(user []uint64) ([]uint64, walkStop) {
+	for i, a := range user {
+		if _, ok := proc.FindMapping(img.maps, a); !ok {
+			stop := walkStop{reason: unwind.StopOutsideMapping.String()}
+			if i > 0 {
+				if mi, ok := proc.FindMapping(img.maps, user[i-1]); ok {
+					stop.file = img.maps[mi].Path
+				}
+			}
+			return user[:i], stop
+		}
+	}
+	return user, walkStop{}
+}
+
+// parseUserRegs reads the registers and stack copy of a sample record.
+func parseUserRegs(b []byte, flags uint32, addrEnd int) (unwind.Regs, []byte, bool) {
+	le := binary.LittleEndian
+	if flags&flagRegs == 0 || len(b) < hdrSize {
+		return unwind.Regs{}, nil, false
+	}
+	regs := unwind.Regs{IP: le.Uint64(b[40:]), SP: le.Uint64(b[48:]), BP: le.Uint64(b[56:])}
+	n := int(le.Uint32(b[64:]))
+	if n == 0 || addrEnd+n > len(b) {
+		return regs, nil, false
+	}
+	return regs, b[addrEnd : addrEnd+n], true
+}
+
+// stopComments summarizes where user stacks stopped early, by reason and
+// file, most samples first.
+func stopComments(stops map[walkStop]int64, total int64) []string {
+	type kv struct {
+		k walkStop
+		n int64
+	}
+	var all []kv
+	var stopped int64
+	for k, n := range stops {
+		all = append(all, kv{k, n})
+		stopped += n
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].n != all[j].n {
+			return all[i].n > all[j].n
+		}
+		return all[i].k.reason+all[i].k.file < all[j].k.reason+all[j].k.file
+	})
+	out := []string{fmt.Sprintf("user stacks that ended before their outermost frame: %d of %d samples", stopped, total)}
+	var noInfo []string
+	for _, e := range all {
+		where := ""
+		if e.k.file != "" {
+			where = " in " + e.k.file
+		}
+		out = append(out, fmt.Sprintf("  %d samples: %s%s", e.n, e.k.reason, where))
+		if strings.HasSuffix(e.k.reason, unwind.StopNoUnwindInfo.String()) && e.k.file != "" {
+			noInfo = append(noInfo, e.k.file)
+		}
+	}
+	if len(noInfo) > 0 {
+		out = append(out, "files without unwind information: "+strings.Join(noInfo, ", "))
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package sampler_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
+)
+
+// stackHas reports whether a sample's stack names fn.
+func stackHas(s *profile.Sample, fn func(string) bool) bool {
+	for _, l := range s.Location {
+		for _, ln := range l.Line {
+			if fn(ln.Function.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// userRoot reports whether a stack reaches the start of its process or
+// thread.
+func userRoot(name string) bool {
+	switch name {
+	case "main", "start_thread", "clone3", "__clone3":
+		return true
+	}
+	return false
+}
+
+// TestUnwindFrameless samples testdata/sample/frameless.c, built without
+// frame pointers: at least 99% of its stacks must reach main or their
+// thread's start, also those through a signal handler (above the kernel's
+// sigreturn trampoline), qsort's callback, the vDSO and PLT stubs, and no
+// frame may lie outside an executable mapping.
+//
+// The share is checked with a one-sided bound at 99.9% confidence: a
+// sampler whose stacks are complete 99% of the time fails it in at most
+// 0.05% of runs.
+func TestUnwindFrameless(t *testing.T) {
+	bpftest.Require(t)
+	bin := testtarget.C(t, "sample/frameless.c", "frameless", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables", "-pthread")
+	d, p, _ := sampleCommand(t, 999, nil, bin, "3")
+	var n, complete int64
+	groups := map[string][2]int64{} // samples, complete
+	for _, s := range p.Sample {
+		c := s.Value[0]
+		n += c
+		ok := stackHas(s, userRoot)
+		if ok {
+			complete += c
+		}
+		for name, match := range map[string]func(string) bool{
+			"signal handler": func(f string) bool { return f == "in_handler" },
+			"qsort callback": func(f string) bool { return f == "cmp" },
+			"vDSO":           func(f string) bool { return strings.Contains(f, "vdso") },
+			"PLT callers":    func(f string) bool { return f == "plt_calls" },
+		} {
+			if stackHas(s, match) {
+				g := groups[name]
+				g[0] += c
+				if ok {
+					g[1] += c
+				}
+				groups[name] = g
+			}
+		}
+	}
+	share, err := estimate.Share(uint64(complete), uint64(n), estimate.Options{Confidence: 0.998})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d samples reach main or a thread start: %.4f [%.4f, %.4f]", complete, n, share.Share, share.Low, share.High)
+	if share.High < 0.99 {
+		t.Errorf("stacks complete in %.2f%% [%.2f, %.2f] of samples, want at least 99%%\n%s",
+			100*share.Share, 100*share.Low, 100*share.High, strings.Join(d.Comments, "\n"))
+	}
+	for name, g := range groups {
+		t.Logf("%s: %d of %d samples complete", name, g[1], g[0])
+		if g[0] == 0 {
+			t.Errorf("no sample in the %s", name)
+			continue
+		}
+		if float64(g[1]) < 0.9*float64(g[0]) {
+			t.Errorf("%s: only %d of %d samples reach main", name, g[1], g[0])
+		}
+	}
+	if len(groups) < 4 {
+		t.Errorf("some cases had no samples: %v", groups)
+	}
+	for _, l := range p.Location {
+		if l.Mapping == nil && !(len(l.Line) == 1 && l.Line[0].Function.Name == export.TruncatedFrame) {
+			t.Errorf("frame %#x outside every mapping", l.Address)
+		}
+	}
+}

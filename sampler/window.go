@@ -1,0 +1,162 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+// RunWindows drains samples like Run and, every window, symbolizes what was
+// gathered since the previous window and hands it to emit, so that one
+// session (its BPF programs, perf events and symbol tables) serves a
+// continuous run. Each window's CPUData covers [previous cut, this cut];
+// consecutive windows neither overlap nor leave a gap. When ctx is done or
+// stop is closed, sampling stops and the last (partial) window is emitted.
+// emit runs on the calling goroutine; an error from it ends the run.
+// Call counts (Config.Count) are cumulative and are not split by window.
+func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window time.Duration, emit func(*Profile) error) error {
+	if window <= 0 {
+		return fmt.Errorf("window %v is not positive", window)
+	}
+	next := s.start.Add(window)
+	for {
+		c0 := selfCPU()
+		deadline := time.Now().Add(50 * time.Millisecond)
+		if deadline.After(next) {
+			deadline = next
+		}
+		err := s.drain(deadline)
+		s.drainCPU += selfCPU() - c0
+		if err != nil {
+			return err
+		}
+		done := false
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-stop:
+			done = true
+		default:
+		}
+		if done {
+			c0 := selfCPU()
+			err := s.finish()
+			s.drainCPU += selfCPU() - c0
+			if err != nil {
+				return err
+			}
+			d, err := s.cut(s.end)
+			if err != nil {
+				return err
+			}
+			return emit(d)
+		}
+		if now := time.Now(); !now.Before(next) {
+			d, err := s.cut(now)
+			if err != nil {
+				return err
+			}
+			if err := emit(d); err != nil {
+				return err
+			}
+			for !next.After(now) {
+				next = next.Add(window)
+			}
+		}
+	}
+}
+
+// cut symbolizes the stacks gathered up to end into a window, then starts
+// the next window at end with no stacks, and forgets the memory maps of
+// processes that are gone.
+func (s *Session) cut(end time.Time) (*Profile, error) {
+	saved := s.end
+	s.end = end
+	d, err := s.Result()
+	s.end = saved
+	// Result labels samples with their PID only when it saw several
+	// processes; a window always says whose samples it holds.
+	if err == nil {
+		pid := 0
+		for _, st := range s.stacks {
+			pid = st.proc.pid
+			break
+		}
+		for i := range d.Samples {
+			if d.Samples[i].Pid == 0 {
+				d.Samples[i].Pid = int64(pid)
+			}
+		}
+	}
+	s.stacks = map[string]*rawStack{}
+	s.start = end
+	s.procs.prune()
+	return d, err
+}
+
+// prune drops the images of processes that exited; their samples were
+// symbolized into an emitted window.
+func (t *procTable) prune() {
+	for pid := range t.cur {
+		if !alive(pid) {
+			delete(t.cur, pid)
+		}
+	}
+	keep := t.all[:0]
+	for _, img := range t.all {
+		if cur, ok := t.cur[img.pid]; ok && cur == img {
+			keep = append(keep, img)
+		}
+	}
+	clear(t.all[len(keep):])
+	t.all = keep
+}
+
+// Watch adds a process to the running session's targets (its children are
+// followed from then on); Unwatch removes one.
+func (s *Session) Watch(pid int) error {
+	if s.cfg.All {
+		return nil
+	}
+	if pid <= 0 {
+		return errors.New("PID is not positive")
+	}
+	if err := s.objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
+		return fmt.Errorf("mark process %d as target: %w", pid, err)
+	}
+	return nil
+}
+
+// Unwatch stops sampling a process (a no-op when it is not a target).
+func (s *Session) Unwatch(pid int) error {
+	if s.cfg.All {
+		return nil
+	}
+	if err := s.objs.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unmark process %d: %w", pid, err)
+	}
+	return nil
+}
+
+// kallsymsMaxAge is how long a session reuses /proc/kallsyms: parsing it
+// cost about 0.1 s of CPU here, 1% of a core if done every 10 s window; it
+// changes only when modules load (their functions may then go unnamed for
+// up to this long).
+const kallsymsMaxAge = 10 * time.Minute
+
+// kernelSyms returns the kernel's symbols, read at most every
+// kallsymsMaxAge.
+func (s *Session) kernelSyms() (*Kallsyms, error) {
+	if s.ksyms != nil && time.Since(s.ksymsAt) < kallsymsMaxAge {
+		return s.ksyms, nil
+	}
+	ks, err := ReadKallsyms()
+	if err != nil {
+		return nil, err
+	}
+	s.ksyms, s.ksymsAt = ks, time.Now()
+	return ks, nil
+}

@@ -1,0 +1,175 @@
+package timing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tickprof/tickprof/budget"
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/loader"
+)
+
+// BudgetResult is what a run under an overhead budget (Config.Overhead)
+// adds to its result.
+type BudgetResult struct {
+	// Budget is the slowdown allowed (a fraction).
+	Budget float64
+	// Duty is the fraction of the run the probes were attached (windows,
+	// attaching and draining); Windows the number of windows.
+	Duty    float64
+	Windows int
+	// Slowdown is the projected slowdown at that duty, with its interval.
+	Slowdown estimate.Slowdown
+	// Binding says the budget made the run probe in windows (false: the
+	// projected slowdown of probing all the time was within it).
+	Binding bool
+	// Cost is the probe cost per call the projection used (ns).
+	Cost estimate.Result
+	// Rates are the targets' call rates while probed (calls per second),
+	// in Targets order; Censored counts calls whose drain was cut short.
+	Rates    []estimate.Result
+	Censored uint64
+}
+
+// budgetCost is the probe cost per call of a budgeted run: the calibrated
+// overhead of the targets' probe kind, the largest when they differ.
+func (s *Session) budgetCost() (estimate.Result, error) {
+	if s.cfg.Corrector == nil {
+		return estimate.Result{}, errors.New("an overhead budget needs the probe cost of this machine: run `tickprof calibrate` first")
+	}
+	conf := s.cfg.Estimate.Confidence
+	if conf == 0 {
+		conf = estimate.DefaultConfidence
+	}
+	var cost estimate.Result
+	for i, sp := range s.specs {
+		kind := ""
+		if i < len(s.kinds) {
+			kind = s.kinds[i]
+		}
+		o, ok := s.cfg.Corrector.Overhead(kind, conf)
+		if !ok {
+			return estimate.Result{}, fmt.Errorf("%s: the calibration has no %q probe cost for the overhead budget: run `tickprof calibrate` again", sp.Name, kind)
+		}
+		if o.High > cost.High {
+			cost = o
+		}
+	}
+	return cost, nil
+}
+
+// runBudget runs windows until a stop rule holds, and returns the reason,
+// the last status and the last good poll.
+func (s *Session) runBudget(ctx context.Context, onProgress func(Progress)) (StopReason, budget.Status, *loader.Poll, error) {
+	r, err := budget.New(s.ls, budget.Config{Budget: s.cfg.Overhead, Window: s.cfg.Window, Cost: s.cost, Estimate: s.cfg.Estimate})
+	if err != nil {
+		return StopReason(""), budget.Status{}, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The first stop rule to hold names the reason; the watcher below may
+	// fire again as the run unwinds, so the reason is set once.
+	var (
+		reasonOnce sync.Once
+		reasonMu   sync.Mutex
+		reason     StopReason
+	)
+	stop := func(why StopReason) {
+		reasonOnce.Do(func() {
+			reasonMu.Lock()
+			reason = why
+			reasonMu.Unlock()
+		})
+		cancel()
+	}
+	go func() {
+		var deadline <-chan time.Time
+		if s.cfg.Duration > 0 {
+			t := time.NewTimer(s.cfg.Duration)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-ctx.Done():
+			stop(StopInterrupted)
+		case <-deadline:
+			stop(StopDuration)
+		case <-s.exited:
+			stop(StopExited)
+		}
+	}()
+	st, err := r.Run(ctx, func(st budget.Status) {
+		rows := make([]Row, len(st.Targets))
+		reached := true
+		pr := Progress{Elapsed: st.Elapsed, Rows: rows, Precision: s.cfg.Precision}
+		if s.cfg.Precision > 0 {
+			pr.Remaining = make([]time.Duration, len(rows))
+		}
+		for i, t := range st.Targets {
+			rows[i] = Row{Name: t.Name, Calls: t.Windowed.Mean.Calls, Result: t.Windowed.Mean, Err: t.Err, Batches: t.Windowed.Mean.Batches}
+			if s.cfg.Precision <= 0 {
+				continue
+			}
+			if t.Err == nil && estimate.ReachedWindowed(t.Windowed, s.cfg.Precision) {
+				continue
+			}
+			reached = false
+			pr.Remaining[i] = -1
+			if m, err := estimate.WindowsNeeded(t.Windowed, s.cfg.Precision); err == nil && st.NextDuty > 0 {
+				left := m - st.Windows
+				pr.Remaining[i] = time.Duration(estimate.WindowedRunTime(max(left, 0), float64(s.window()), st.NextDuty))
+			}
+		}
+		if onProgress != nil {
+			onProgress(pr)
+		}
+		if s.cfg.Precision > 0 && reached {
+			stop(StopPrecision)
+		}
+	})
+	stop(StopInterrupted) // no-op when a rule already stopped the run
+	reasonMu.Lock()
+	final := reason
+	reasonMu.Unlock()
+	if err != nil && final != StopExited {
+		return StopReason("error: " + err.Error()), st, nil, nil
+	}
+	p, perr := s.ls.Poll()
+	if perr != nil {
+		return final, st, nil, nil
+	}
+	return final, st, &p, nil
+}
+
+// window is the window length in use.
+func (s *Session) window() time.Duration {
+	if s.cfg.Window > 0 {
+		return s.cfg.Window
+	}
+	return budget.DefaultWindow
+}
+
+// applyBudget puts the windowed estimates into run: each target's mean
+// with windows as clusters, and the duty, windows and slowdown.
+func (s *Session) applyBudget(run *Result, st budget.Status) {
+	b := &BudgetResult{Budget: s.cfg.Overhead, Duty: st.Duty, Windows: st.Windows, Slowdown: st.Slowdown,
+		Binding: st.NextDuty < 1 || st.Duty < 1, Cost: s.cost}
+	for i, t := range st.Targets {
+		b.Rates = append(b.Rates, t.Windowed.Rate)
+		b.Censored += t.Windowed.Censored
+		if i >= len(run.Targets) {
+			continue
+		}
+		rt := &run.Targets[i]
+		if t.Err != nil {
+			rt.Err = t.Err.Error()
+			continue
+		}
+		rt.Estimate = t.Windowed.Mean
+		rt.Err = ""
+	}
+	run.Budget = b
+}

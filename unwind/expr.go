@@ -1,0 +1,300 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// DWARF expression operations used by unwind rules (DWARF 5 §2.5): glibc's
+// signal trampoline describes the interrupted registers with
+// DW_OP_breg7 offsets into the signal frame, and PLT entries compute their
+// CFA from the instruction pointer.
+const (
+	opAddr       = 0x03
+	opDeref      = 0x06
+	opConst1u    = 0x08
+	opConst1s    = 0x09
+	opConst2u    = 0x0a
+	opConst2s    = 0x0b
+	opConst4u    = 0x0c
+	opConst4s    = 0x0d
+	opConst8u    = 0x0e
+	opConst8s    = 0x0f
+	opConstu     = 0x10
+	opConsts     = 0x11
+	opDup        = 0x12
+	opDrop       = 0x13
+	opOver       = 0x14
+	opSwap       = 0x16
+	opAbs        = 0x19
+	opAnd        = 0x1a
+	opDiv        = 0x1b
+	opMinus      = 0x1c
+	opMod        = 0x1d
+	opMul        = 0x1e
+	opNeg        = 0x1f
+	opNot        = 0x20
+	opOr         = 0x21
+	opPlus       = 0x22
+	opPlusUconst = 0x23
+	opShl        = 0x24
+	opShr        = 0x25
+	opShra       = 0x26
+	opXor        = 0x27
+	opEq         = 0x29
+	opGe         = 0x2a
+	opGt         = 0x2b
+	opLe         = 0x2c
+	opLt         = 0x2d
+	opNe         = 0x2e
+	opLit0       = 0x30
+	opLit31      = 0x4f
+	opReg0       = 0x50
+	opBreg0      = 0x70
+	opBreg31     = 0x8f
+	opBregx      = 0x92
+	opNop        = 0x96
+)
+
+// evalExpr evaluates a DWARF expression with the registers of the frame and
+// the stack copy; initial, if set, is pushed first (the CFA, for register
+// rules).
+func evalExpr(e []byte, regs *regFile, mem memory, initial *uint64) (uint64, error) {
+	var st []uint64
+	if initial != nil {
+		st = append(st, *initial)
+	}
+	pop := func() (uint64, error) {
+		if len(st) == 0 {
+			return 0, fmt.Errorf("expression stack underflow")
+		}
+		v := st[len(st)-1]
+		st = st[:len(st)-1]
+		return v, nil
+	}
+	le := binary.LittleEndian
+	for i := 0; i < len(e); {
+		op := e[i]
+		i++
+		need := func(n int) error {
+			if i+n > len(e) {
+				return fmt.Errorf("truncated expression")
+			}
+			return nil
+		}
+		switch {
+		case op >= opLit0 && op <= opLit31:
+			st = append(st, uint64(op-opLit0))
+			continue
+		case op >= opBreg0 && op <= opBreg31 || op == opBregx:
+			reg := uint64(op - opBreg0)
+			if op == opBregx {
+				r, n := uleb(e[i:])
+				if n == 0 {
+					return 0, fmt.Errorf("truncated expression")
+				}
+				reg, i = r, i+n
+			}
+			off, n := sleb(e[i:])
+			if n == 0 {
+				return 0, fmt.Errorf("truncated expression")
+			}
+			i += n
+			v, ok := regs.get(reg)
+			if !ok {
+				return 0, fmt.Errorf("register %d unknown", reg)
+			}
+			st = append(st, v+uint64(off))
+			continue
+		}
+		switch op {
+		case opNop:
+		case opAddr, opConst8u, opConst8s:
+			if err := need(8); err != nil {
+				return 0, err
+			}
+			st = append(st, le.Uint64(e[i:]))
+			i += 8
+		case opConst1u:
+			if err := need(1); err != nil {
+				return 0, err
+			}
+			st = append(st, uint64(e[i]))
+			i++
+		case opConst1s:
+			if err := need(1); err != nil {
+				return 0, err
+			}
+			st = append(st, uint64(int64(int8(e[i]))))
+			i++
+		case opConst2u:
+			if err := need(2); err != nil {
+				return 0, err
+			}
+			st = append(st, uint64(le.Uint16(e[i:])))
+			i += 2
+		case opConst2s:
+			if err := need(2); err != nil {
+				return 0, err
+			}
+			st = append(st, uint64(int64(int16(le.Uint16(e[i:])))))
+			i += 2
+		case opConst4u:
+			if err := need(4); err != nil {
+				return 0, err
+			}
+			st = append(st, uint64(le.Uint32(e[i:])))
+			i += 4
+		case opConst4s:
+			if err := need(4); err != nil {
+				return 0, err
+			}
+			st = append(st, uint64(int64(int32(le.Uint32(e[i:])))))
+			i += 4
+		case opConstu, opPlusUconst:
+			v, n := uleb(e[i:])
+			if n == 0 {
+				return 0, fmt.Errorf("truncated expression")
+			}
+			i += n
+			if op == opConstu {
+				st = append(st, v)
+			} else {
+				a, err := pop()
+				if err != nil {
+					return 0, err
+				}
+				st = append(st, a+v)
+			}
+		case opConsts:
+			v, n := sleb(e[i:])
+			if n == 0 {
+				return 0, fmt.Errorf("truncated expression")
+			}
+			i += n
+			st = append(st, uint64(v))
+		case opDup, opDrop, opOver, opSwap, opDeref, opAbs, opNeg, opNot:
+			a, err := pop()
+			if err != nil {
+				return 0, err
+			}
+			switch op {
+			case opDup:
+				st = append(st, a, a)
+			case opDrop:
+			case opOver:
+				b, err := pop()
+				if err != nil {
+					return 0, err
+				}
+				st = append(st, b, a, b)
+			case opSwap:
+				b, err := pop()
+				if err != nil {
+					return 0, err
+				}
+				st = append(st, a, b)
+			case opDeref:
+				v, ok := mem.word(a)
+				if !ok {
+					return 0, fmt.Errorf("read %#x: outside the stack copy", a)
+				}
+				st = append(st, v)
+			case opAbs:
+				if int64(a) < 0 {
+					a = -a
+				}
+				st = append(st, a)
+			case opNeg:
+				st = append(st, -a)
+			case opNot:
+				st = append(st, ^a)
+			}
+		default:
+			b, err := pop()
+			if err != nil {
+				return 0, err
+			}
+			a, err := pop()
+			if err != nil {
+				return 0, err
+			}
+			var v uint64
+			switch op {
+			case opAnd:
+				v = a & b
+			case opOr:
+				v = a | b
+			case opXor:
+				v = a ^ b
+			case opPlus:
+				v = a + b
+			case opMinus:
+				v = a - b
+			case opMul:
+				v = a * b
+			case opDiv:
+				if b == 0 {
+					return 0, fmt.Errorf("division by zero")
+				}
+				v = uint64(int64(a) / int64(b))
+			case opMod:
+				if b == 0 {
+					return 0, fmt.Errorf("division by zero")
+				}
+				v = a % b
+			case opShl:
+				v = a << b
+			case opShr:
+				v = a >> b
+			case opShra:
+				v = uint64(int64(a) >> b)
+			case opEq, opGe, opGt, opLe, opLt, opNe:
+				x, y := int64(a), int64(b)
+				t := map[byte]bool{opEq: x == y, opGe: x >= y, opGt: x > y, opLe: x <= y, opLt: x < y, opNe: x != y}[op]
+				if t {
+					v = 1
+				}
+			default:
+				return 0, fmt.Errorf("unsupported DWARF operation %#x", op)
+			}
+			st = append(st, v)
+		}
+	}
+	return pop()
+}
+
+func uleb(b []byte) (uint64, int) {
+	var v uint64
+	var s uint
+	for i, c := range b {
+		v |= uint64(c&0x7f) << s
+		s += 7
+		if c&0x80 == 0 {
+			return v, i + 1
+		}
+		if s >= 64 {
+			break
+		}
+	}
+	return 0, 0
+}
+
+func sleb(b []byte) (int64, int) {
+	var v int64
+	var s uint
+	for i, c := range b {
+		v |= int64(c&0x7f) << s
+		s += 7
+		if c&0x80 == 0 {
+			if s < 64 && c&0x40 != 0 {
+				v |= -1 << s
+			}
+			return v, i + 1
+		}
+		if s >= 64 {
+			break
+		}
+	}
+	return 0, 0
+}

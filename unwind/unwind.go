@@ -1,0 +1,412 @@
+// Package unwind walks user-space stacks of x86-64 processes from a copy of
+// the stack and the registers at the sample, with the call frame
+// information (.eh_frame, .debug_frame) of the mapped files, falling back to
+// frame pointers where a file has none. It is pure Go: the caller supplies
+// the registers, the stack bytes, and the process's executable mappings with
+// their tables (NewTable); nothing here reads a process.
+//
+// Frames are only emitted for addresses inside an executable mapping, and a
+// walk that stops before the outermost frame says why (Stop) and in which
+// file. DWARF CFI is parsed by Delve's pkg/dwarf/frame; DWARF expressions
+// (signal trampolines, PLT entries) are evaluated here.
+//
+// It imports only the standard library and Delve's frame parser.
+package unwind
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+)
+
+// DWARF register numbers of x86-64 (System V psABI, figure 3.36).
+const (
+	regBP = 6
+	regSP = 7
+	regRA = 16
+	nRegs = 17
+)
+
+// Regs are the user registers at the sample.
+type Regs struct {
+	IP, SP, BP uint64
+}
+
+// Stack is a copy of user memory starting at Addr (the stack pointer at the
+// sample).
+type Stack struct {
+	Addr uint64
+	Data []byte
+}
+
+// Module is one executable mapping of the process.
+type Module struct {
+	Start, Limit uint64 // runtime addresses [Start, Limit)
+	Offset       uint64 // file offset of Start
+	Name         string // the file, for stop reasons
+	// Table is the file's call frame information; nil when it could not
+	// be read (the walk then uses frame pointers in this file).
+	Table *Table
+}
+
+// Frame is one unwound frame.
+type Frame struct {
+	PC uint64
+	// Exact says PC is the interrupted instruction (the sampled frame, or
+	// one a signal interrupted) rather than a return address.
+	Exact bool
+	// FramePointer says this frame's caller was found by frame pointer
+	// rather than call frame information.
+	FramePointer bool
+	// SP is the stack pointer in this frame.
+	SP uint64
+}
+
+// Stop says why a walk ended.
+type Stop int
+
+// The reasons a walk stops.
+const (
+	// StopRoot: the outermost frame was reached (its return address is
+	// undefined in the call frame information, or zero).
+	StopRoot Stop = iota
+	// StopNoUnwindInfo: a frame in a file without call frame information
+	// whose frame pointer did not lead on.
+	StopNoUnwindInfo
+	// StopNoEntry: the file has call frame information but none for this
+	// address, and the frame pointer did not lead on.
+	StopNoEntry
+	// StopOutsideMapping: the next return address lies outside every
+	// executable mapping (a corrupt stack or a frame-pointer walk through
+	// code that does not keep one).
+	StopOutsideMapping
+	// StopStackCopy: the walk needed memory beyond the copied stack.
+	StopStackCopy
+	// StopDepth: the frame limit was reached.
+	StopDepth
+	// StopBadFrame: the rules gave a frame that does not move up the
+	// stack, or a register they need is unknown.
+	StopBadFrame
+	// StopNoRegisters: no registers were captured.
+	StopNoRegisters
+)
+
+var stopNames = [...]string{
+	StopRoot:           "reached the outermost frame",
+	StopNoUnwindInfo:   "no unwind information",
+	StopNoEntry:        "no unwind entry for the address",
+	StopOutsideMapping: "return address outside every executable mapping",
+	StopStackCopy:      "stack copy too short",
+	StopDepth:          "frame limit reached",
+	StopBadFrame:       "unwind rules gave an invalid frame",
+	StopNoRegisters:    "no user registers",
+}
+
+func (s Stop) String() string {
+	if s >= 0 && int(s) < len(stopNames) {
+		return stopNames[s]
+	}
+	return fmt.Sprintf("stop(%d)", int(s))
+}
+
+// Result is a walked stack.
+type Result struct {
+	Frames []Frame // leaf first
+	Stop   Stop
+	// File is the file of the frame where the walk stopped ("" if none).
+	File string
+	// Detail says more about the stop (the rule that failed).
+	Detail string
+}
+
+// Complete reports whether the walk reached the outermost frame.
+func (r Result) Complete() bool { return r.Stop == StopRoot }
+
+// MaxFrames bounds a walk.
+const MaxFrames = 256
+
+// regFile holds the registers known in a frame.
+type regFile struct {
+	v     [nRegs]uint64
+	known uint32
+}
+
+func (r *regFile) get(i uint64) (uint64, bool) {
+	if i >= nRegs || r.known&(1<<i) == 0 {
+		return 0, false
+	}
+	return r.v[i], true
+}
+
+func (r *regFile) set(i uint64, v uint64) {
+	if i < nRegs {
+		r.v[i] = v
+		r.known |= 1 << i
+	}
+}
+
+func (r *regFile) clear(i uint64) {
+	if i < nRegs {
+		r.known &^= 1 << i
+	}
+}
+
+// memory is the stack copy.
+type memory Stack
+
+func (m memory) word(addr uint64) (uint64, bool) {
+	if addr < m.Addr || addr-m.Addr+8 > uint64(len(m.Data)) || addr+8 < addr {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(m.Data[addr-m.Addr:]), true
+}
+
+// calleeSaved are the registers a call preserves (System V psABI): rbx,
+// rbp, r12-r15. The others are unknown in a caller unless a rule says.
+const calleeSaved = 1<<3 | 1<<regBP | 1<<12 | 1<<13 | 1<<14 | 1<<15
+
+// Unwind walks the stack. mods must be sorted by Start and not overlap.
+func Unwind(mods []Module, regs Regs, stack Stack) Result {
+	var res Result
+	if regs.SP == 0 || regs.IP == 0 {
+		res.Stop = StopNoRegisters
+		return res
+	}
+	mem := memory(stack)
+	var rf regFile
+	rf.set(regSP, regs.SP)
+	rf.set(regBP, regs.BP)
+	rf.set(regRA, regs.IP)
+	pc, exact := regs.IP, true
+	for {
+		m := find(mods, pc)
+		if m == nil {
+			res.Stop = StopOutsideMapping
+			res.Detail = fmt.Sprintf("%#x", pc)
+			return res
+		}
+		if len(res.Frames) >= MaxFrames {
+			res.Stop, res.File = StopDepth, m.Name
+			return res
+		}
+		fr := Frame{PC: pc, Exact: exact, SP: rf.v[regSP]}
+		look := pc
+		if !exact {
+			look-- // a return address: the call is the instruction before
+		}
+		next, signal, stop, detail := step(m, look, exact, &rf, mem)
+		if stop == stopFP {
+			fr.FramePointer = true
+		}
+		res.Frames = append(res.Frames, fr)
+		if stop != stopNone && stop != stopFP {
+			res.Stop, res.File, res.Detail = stop, m.Name, detail
+			return res
+		}
+		if next.known&(1<<regRA) == 0 || next.v[regRA] == 0 {
+			res.Stop, res.File = StopRoot, m.Name
+			return res
+		}
+		oldSP := rf.v[regSP]
+		newSP, ok := next.get(regSP)
+		if !ok || (newSP <= oldSP && !signal) {
+			res.Stop, res.File, res.Detail = StopBadFrame, m.Name, fmt.Sprintf("stack pointer %#x after %#x", newSP, oldSP)
+			return res
+		}
+		rf = next
+		pc, exact = rf.v[regRA], signal
+	}
+}
+
+// entryReach is how far past a file's entry point a return address may lie
+// and still be in its entry function (x86-64 _start calls within its first
+// instructions).
+const entryReach = 32
+
+// stopNone and stopFP are step results besides the Stop reasons.
+const (
+	stopNone Stop = -1
+	stopFP   Stop = -2
+)
+
+// step computes the caller's registers of the frame at look (a virtual
+// runtime address in m).
+func step(m *Module, look uint64, exact bool, rf *regFile, mem memory) (next regFile, signal bool, stop Stop, detail string) {
+	var r *row
+	noInfo := StopNoUnwindInfo
+	va := uint64(0)
+	if m.Table != nil && len(m.Table.fdes) > 0 {
+		noInfo = StopNoEntry
+		if v, ok := m.Table.VAddr(look - m.Start + m.Offset); ok {
+			va = v
+			r = m.Table.rowAt(va)
+		}
+	}
+	if r != nil && r.ok {
+		next, stop, detail = apply(r, rf, mem)
+		return next, r.signal, stop, detail
+	}
+	if m.Table != nil && exact && m.Table.inPLT(va) {
+		// A PLT stub without an entry: it only jumps, the return
+		// address is at the stack pointer.
+		sp := rf.v[regSP]
+		ra, ok := mem.word(sp)
+		if !ok {
+			return next, false, StopStackCopy, fmt.Sprintf("read %#x", sp)
+		}
+		next = *rf
+		next.known &= calleeSaved | 1<<regSP | 1<<regRA
+		next.set(regSP, sp+8)
+		next.set(regRA, ra)
+		return next, false, stopNone, ""
+	}
+	// Frame pointers: the caller's rbp at [rbp], the return address at
+	// [rbp+8], its stack pointer rbp+16.
+	bp, ok := rf.get(regBP)
+	why := "no frame pointer"
+	if r != nil && r.reason != "" {
+		why = r.reason
+	}
+	if m.Table != nil && m.Table.entry != 0 && va >= m.Table.entry && va < m.Table.entry+entryReach {
+		// The file's entry point (the dynamic loader's _start, which
+		// calls _dl_start and has no entry of its own) starts the
+		// process: nothing called it.
+		return next, false, StopRoot, "entry point"
+	}
+	if !ok || bp < rf.v[regSP] {
+		return next, false, noInfo, why
+	}
+	savedBP, ok1 := mem.word(bp)
+	ra, ok2 := mem.word(bp + 8)
+	if !ok1 || !ok2 {
+		if bp >= mem.Addr && bp < mem.Addr+uint64(len(mem.Data))+(1<<20) {
+			return next, false, StopStackCopy, fmt.Sprintf("frame pointer %#x beyond the copy", bp)
+		}
+		return next, false, noInfo, why + "; frame pointer outside the stack"
+	}
+	next = *rf
+	next.known &= calleeSaved
+	next.set(regBP, savedBP)
+	next.set(regSP, bp+16)
+	next.set(regRA, ra)
+	return next, false, stopFP, ""
+}
+
+// apply runs one row's rules.
+func apply(r *row, rf *regFile, mem memory) (next regFile, stop Stop, detail string) {
+	var cfa uint64
+	switch r.cfa.Rule {
+	case frame.RuleCFA:
+		v, ok := rf.get(r.cfa.Reg)
+		if !ok {
+			return next, StopBadFrame, fmt.Sprintf("CFA register %d unknown", r.cfa.Reg)
+		}
+		cfa = v + uint64(r.cfa.Offset)
+	case frame.RuleExpression:
+		v, err := evalExpr(r.cfa.Expression, rf, mem, nil)
+		if err != nil {
+			return next, exprStop(err), "CFA expression: " + err.Error()
+		}
+		cfa = v
+	default:
+		return next, StopBadFrame, fmt.Sprintf("CFA rule %d", r.cfa.Rule)
+	}
+	next = *rf
+	next.known &= calleeSaved
+	next.set(regSP, cfa)
+	raDefined := false
+	for reg, rule := range r.regs {
+		if reg >= nRegs {
+			continue
+		}
+		switch rule.Rule {
+		case frame.RuleUndefined:
+			next.clear(reg)
+			continue
+		case frame.RuleSameVal:
+			if v, ok := rf.get(reg); ok {
+				next.set(reg, v)
+			}
+		case frame.RuleOffset:
+			addr := cfa + uint64(rule.Offset)
+			v, ok := mem.word(addr)
+			if !ok {
+				if reg == r.raReg {
+					return next, StopStackCopy, fmt.Sprintf("read %#x", addr)
+				}
+				if sp, _ := rf.get(regSP); addr < sp {
+					// In an epilogue the slot lies below the stack
+					// pointer: the register was popped already and
+					// holds the caller's value.
+					if v, ok := rf.get(reg); ok {
+						next.set(reg, v)
+						continue
+					}
+				}
+				next.clear(reg)
+				continue
+			}
+			next.set(reg, v)
+		case frame.RuleValOffset:
+			next.set(reg, cfa+uint64(rule.Offset))
+		case frame.RuleRegister:
+			if v, ok := rf.get(rule.Reg); ok {
+				next.set(reg, v)
+			} else {
+				next.clear(reg)
+			}
+		case frame.RuleExpression, frame.RuleValExpression:
+			c := cfa
+			v, err := evalExpr(rule.Expression, rf, mem, &c)
+			if err == nil && rule.Rule == frame.RuleExpression {
+				var ok bool
+				if v, ok = mem.word(v); !ok {
+					err = fmt.Errorf("read %#x: outside the stack copy", v)
+				}
+			}
+			if err != nil {
+				if reg == r.raReg {
+					return next, exprStop(err), "return address: " + err.Error()
+				}
+				next.clear(reg)
+				continue
+			}
+			next.set(reg, v)
+		default:
+			next.clear(reg)
+			continue
+		}
+		if reg == r.raReg {
+			raDefined = true
+		}
+	}
+	if r.raReg != regRA {
+		if v, ok := next.get(r.raReg); ok && raDefined {
+			next.set(regRA, v)
+		} else {
+			next.clear(regRA)
+		}
+	} else if !raDefined {
+		next.clear(regRA) // undefined: the outermost frame
+	}
+	return next, stopNone, ""
+}
+
+func exprStop(err error) Stop {
+	if err != nil && strings.Contains(err.Error(), "outside the stack copy") {
+		return StopStackCopy
+	}
+	return StopBadFrame
+}
+
+// find returns the module holding addr.
+func find(mods []Module, addr uint64) *Module {
+	i := sort.Search(len(mods), func(i int) bool { return mods[i].Limit > addr })
+	if i < len(mods) && mods[i].Start <= addr {
+		return &mods[i]
+	}
+	return nil
+}

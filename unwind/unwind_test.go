@@ -1,0 +1,252 @@
+package unwind
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// buildCapture builds testdata/capture.c (frameless, with unwind tables) and
+// fp.c (frame pointer, no unwind tables) into one program.
+func buildCapture(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found: the unwinder's targets are built by the test")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "capture")
+	steps := [][]string{
+		{"gcc", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables", "-c", "testdata/capture.c", "-o", filepath.Join(dir, "c.o")},
+		{"gcc", "-O2", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-c", "testdata/fp.c", "-o", filepath.Join(dir, "fp.o")},
+		{"gcc", "-o", bin, filepath.Join(dir, "c.o"), filepath.Join(dir, "fp.o")},
+	}
+	for _, s := range steps {
+		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, out)
+		}
+	}
+	return bin
+}
+
+// capture runs the program in a mode and reads its registers, stack and
+// executable mappings (with their tables).
+func capture(t *testing.T, bin, mode string) ([]Module, Regs, Stack) {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command(bin, dir, mode).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, mode, err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "regs.bin"))
+	if err != nil || len(raw) < 24 {
+		t.Fatalf("read regs: %v", err)
+	}
+	le := binary.LittleEndian
+	regs := Regs{IP: le.Uint64(raw), SP: le.Uint64(raw[8:]), BP: le.Uint64(raw[16:])}
+	stack := Stack{Addr: regs.SP, Data: raw[24:]}
+	maps, err := os.ReadFile(filepath.Join(dir, "maps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mods []Module
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 || f[1][2] != 'x' || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		m := Module{Name: f[5]}
+		m.Start, _ = strconv.ParseUint(lo, 16, 64)
+		m.Limit, _ = strconv.ParseUint(hi, 16, 64)
+		m.Offset, _ = strconv.ParseUint(f[2], 16, 64)
+		fh, err := os.Open(f[5])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		if m.Table, err = NewTable(fh, nil); err != nil && err != ErrNoCFI {
+			t.Fatalf("table of %s: %v", f[5], err)
+		}
+		mods = append(mods, m)
+	}
+	sort.Slice(mods, func(i, j int) bool { return mods[i].Start < mods[j].Start })
+	return mods, regs, stack
+}
+
+// names symbolizes the frames that fall in bin with its symbol table; other
+// files' frames are "(file)".
+func names(t *testing.T, bin string, mods []Module, frames []Frame) []string {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	var out []string
+	for _, fr := range frames {
+		m := find(mods, fr.PC)
+		look := fr.PC
+		if !fr.Exact {
+			look--
+		}
+		if m.Name != bin {
+			name := "(" + filepath.Base(m.Name) + ")"
+			if len(out) == 0 || out[len(out)-1] != name {
+				out = append(out, name)
+			}
+			continue
+		}
+		va, _ := m.Table.VAddr(look - m.Start + m.Offset)
+		name := "?"
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && va >= s.Value && va < s.Value+s.Size {
+				name = s.Name
+			}
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func TestUnwindBuiltTargets(t *testing.T) {
+	bin := buildCapture(t)
+	tests := []struct {
+		mode string
+		want []string
+	}{
+		// Frameless C functions, unwound by .eh_frame.
+		{"plain", []string{"capture", "f3", "f2", "f1", "main", "(libc.so.6)", "_start"}},
+		// C calling libc calling back into C.
+		{"qsort", []string{"capture", "cmp", "(libc.so.6)", "sort_it", "main", "(libc.so.6)", "_start"}},
+		// A signal handler: through the kernel's sigreturn trampoline
+		// (__restore_rt in libc) to the interrupted kill() and its callers.
+		{"signal", []string{"capture", "handler", "(libc.so.6)", "signal_me", "main", "(libc.so.6)", "_start"}},
+		// Code without unwind tables but with a frame pointer, between
+		// frameless code with tables.
+		{"fp", []string{"capture", "cfi_leaf", "fp_middle", "main", "(libc.so.6)", "_start"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			mods, regs, stack := capture(t, bin, tc.mode)
+			res := Unwind(mods, regs, stack)
+			got := names(t, bin, mods, res.Frames)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("frames %v, want %v (stop: %v %s %s)", got, tc.want, res.Stop, res.File, res.Detail)
+			}
+			if res.Stop != StopRoot {
+				t.Errorf("stop %v (%s %s), want %v", res.Stop, res.File, res.Detail, StopRoot)
+			}
+			if tc.mode == "fp" && !res.Frames[2].FramePointer {
+				t.Errorf("fp_middle's caller not found by frame pointer: %+v", res.Frames)
+			}
+		})
+	}
+}
+
+// A stack copy cut short stops the walk with StopStackCopy, never with a
+// frame read from outside the copy.
+func TestUnwindShortCopy(t *testing.T) {
+	bin := buildCapture(t)
+	mods, regs, stack := capture(t, bin, "plain")
+	full := Unwind(mods, regs, stack)
+	for _, n := range []int{0, 8, 64, 200} {
+		st := Stack{Addr: stack.Addr, Data: stack.Data[:n]}
+		res := Unwind(mods, regs, st)
+		if res.Stop != StopStackCopy {
+			t.Errorf("copy of %d bytes: stop %v, want %v", n, res.Stop, StopStackCopy)
+		}
+		if len(res.Frames) > len(full.Frames) || !reflect.DeepEqual(res.Frames, full.Frames[:len(res.Frames)]) {
+			t.Errorf("copy of %d bytes: frames %+v not a prefix of %+v", n, res.Frames, full.Frames)
+		}
+	}
+}
+
+// Garbage registers give no frame outside an executable mapping.
+func TestUnwindGarbage(t *testing.T) {
+	bin := buildCapture(t)
+	mods, regs, stack := capture(t, bin, "plain")
+	res := Unwind(mods, Regs{IP: 0x2c292a28746e756f, SP: regs.SP, BP: regs.BP}, stack)
+	if len(res.Frames) != 0 || res.Stop != StopOutsideMapping {
+		t.Errorf("garbage pc: %+v", res)
+	}
+	junk := make([]byte, len(stack.Data))
+	copy(junk, bytes.Repeat([]byte("ount(*),"), len(junk)/8))
+	res = Unwind(mods, regs, Stack{Addr: stack.Addr, Data: junk})
+	for _, fr := range res.Frames {
+		if find(mods, fr.PC) == nil {
+			t.Errorf("frame %#x outside every mapping", fr.PC)
+		}
+	}
+	if res.Stop == StopRoot {
+		t.Errorf("a stack of text reached the root: %+v", res)
+	}
+}
+
+// A sample taken in a PLT stub (a leaf that only jumps): the return address
+// is at the stack pointer, and the walk goes on into the stub's caller.
+func TestUnwindFromPLT(t *testing.T) {
+	bin := buildCapture(t)
+	mods, regs, stack := capture(t, bin, "plain")
+	full := Unwind(mods, regs, stack)
+	if len(full.Frames) < 3 {
+		t.Fatalf("short walk: %+v", full)
+	}
+	// As if f3 had called a PLT stub: its stack pointer at the call is
+	// capture's frame's top, holding the return address into f3.
+	callSP := full.Frames[1].SP - 8
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var plt *elf.Section
+	for _, name := range []string{".plt.sec", ".plt"} {
+		if plt = f.Section(name); plt != nil {
+			break
+		}
+	}
+	if plt == nil {
+		t.Skip("no PLT in the test program")
+	}
+	var text *Module
+	for i := range mods {
+		if mods[i].Name == bin && mods[i].Table != nil {
+			if va0, ok := mods[i].Table.VAddr(mods[i].Offset); ok && plt.Addr >= va0 && plt.Addr < va0+(mods[i].Limit-mods[i].Start) {
+				text = &mods[i]
+			}
+		}
+	}
+	if text == nil {
+		t.Fatal("no mapping holds the PLT")
+	}
+	va0, _ := text.Table.VAddr(text.Offset)
+	// The first stub after PLT0 (16 bytes each), at its first instruction.
+	pltPC := text.Start + (plt.Addr - va0) + 16
+	st := Stack{Addr: callSP, Data: stack.Data[callSP-stack.Addr:]}
+	res := Unwind(mods, Regs{IP: pltPC, SP: callSP, BP: regs.BP}, st)
+	got := names(t, bin, mods, res.Frames)
+	want := []string{"?", "f3", "f2", "f1", "main", "(libc.so.6)", "_start"}
+	if len(got) > 0 && got[0] != "?" {
+		want[0] = got[0] // the PLT has no function symbol, or one per stub
+	}
+	if !reflect.DeepEqual(got, want) || res.Stop != StopRoot {
+		t.Errorf("from the PLT: %v (stop %v %s), want %v", got, res.Stop, res.Detail, want)
+	}
+	// 11 bytes into the stub it has pushed its relocation index: the
+	// .eh_frame expression of the PLT adds 8 to the CFA there.
+	pushed := append(make([]byte, 8), st.Data...)
+	res = Unwind(mods, Regs{IP: pltPC + 11, SP: callSP - 8, BP: regs.BP}, Stack{Addr: callSP - 8, Data: pushed})
+	if got := names(t, bin, mods, res.Frames); !reflect.DeepEqual(got, want) || res.Stop != StopRoot {
+		t.Errorf("from the PLT after its push: %v (stop %v %s), want %v", got, res.Stop, res.Detail, want)
+	}
+}
