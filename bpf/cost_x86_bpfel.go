@@ -49,10 +49,12 @@ type CostTpKey struct {
 }
 
 type CostTpStats struct {
-	_          structs.HostLayout
-	RingDrops  uint64
-	StackFails uint64
-	Filtered   uint64
+	_           structs.HostLayout
+	RingDrops   uint64
+	StackFails  uint64
+	Filtered    uint64
+	Overwritten uint64
+	NoEntry     uint64
 }
 
 type CostTpTstack struct {

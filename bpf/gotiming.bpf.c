@@ -90,8 +90,9 @@ static __always_inline int go_id(struct pt_regs *ctx, __u64 sp_adjust, __u64 *id
 	return 0;
 }
 
-SEC("uprobe")
-int go_entry(struct pt_regs *ctx)
+/* go_enter is the entry program's body (go_entry here, go_entry_multi in
+ * gomulti.bpf.c). */
+static __always_inline int go_enter(struct pt_regs *ctx)
 {
 	__u64 cookie, id;
 	__u32 target;
@@ -129,8 +130,9 @@ int go_entry(struct pt_regs *ctx)
 	return tp_enter(id, target);
 }
 
-SEC("uprobe")
-int go_exit(struct pt_regs *ctx)
+/* go_ret is the exit program's body (go_exit here, go_exit_multi in
+ * gomulti.bpf.c). */
+static __always_inline int go_ret(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 target = (__u32)cookie;
@@ -150,4 +152,16 @@ int go_exit(struct pt_regs *ctx)
 	if (e && e->depth == 0)
 		bpf_map_delete_elem(&tp_entries, &key);
 	return 0;
+}
+
+SEC("uprobe")
+int go_entry(struct pt_regs *ctx)
+{
+	return go_enter(ctx);
+}
+
+SEC("uprobe")
+int go_exit(struct pt_regs *ctx)
+{
+	return go_ret(ctx);
 }

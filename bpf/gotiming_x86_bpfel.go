@@ -56,10 +56,12 @@ type GoTimingTpKey struct {
 }
 
 type GoTimingTpStats struct {
-	_          structs.HostLayout
-	RingDrops  uint64
-	StackFails uint64
-	Filtered   uint64
+	_           structs.HostLayout
+	RingDrops   uint64
+	StackFails  uint64
+	Filtered    uint64
+	Overwritten uint64
+	NoEntry     uint64
 }
 
 type GoTimingTpTstack struct {

@@ -57,10 +57,12 @@ type SyscallTpKey struct {
 }
 
 type SyscallTpStats struct {
-	_          structs.HostLayout
-	RingDrops  uint64
-	StackFails uint64
-	Filtered   uint64
+	_           structs.HostLayout
+	RingDrops   uint64
+	StackFails  uint64
+	Filtered    uint64
+	Overwritten uint64
+	NoEntry     uint64
 }
 
 type SyscallTpTstack struct {

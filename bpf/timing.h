@@ -114,6 +114,10 @@ struct tp_stats {
 	__u64 ring_drops;  /* bpf_ringbuf_reserve failures */
 	__u64 stack_fails; /* bpf_get_stackid failures (record still sent) */
 	__u64 filtered;    /* events from other processes (tgid filter) */
+	__u64 overwritten; /* entries overwritten by recursion deeper than
+			    * TP_MAX_DEPTH (orphans) */
+	__u64 no_entry;    /* exits that found no entry (orphans): in flight
+			    * at attach, or evicted from tp_entries */
 };
 
 /* Entry-state key: one stack per (thread-or-goroutine, target). */
@@ -222,6 +226,34 @@ static __always_inline struct tp_stats *tp_stats_get(void)
 {
 	__u32 zero = 0;
 	return bpf_map_lookup_elem(&tp_runstats, &zero);
+}
+
+/* tp_stat_overwritten counts an entry overwritten by deep recursion. */
+static __always_inline void tp_stat_overwritten(void)
+{
+	struct tp_stats *s = tp_stats_get();
+
+	if (s)
+		s->overwritten++;
+}
+
+/* tp_stat_no_entry counts an exit that found no entry. */
+static __always_inline void tp_stat_no_entry(void)
+{
+	struct tp_stats *s = tp_stats_get();
+
+	if (s)
+		s->no_entry++;
+}
+
+/* tp_other_process reports whether the current task is outside the
+ * filtered process: a child forked inside a timed function returns
+ * through the parent's uretprobe (its return instances are copied at
+ * fork) without an entry of its own. Checked only on the orphan paths. */
+static __always_inline int tp_other_process(void)
+{
+	return tp_filter_tgid != 0 &&
+	       (__u32)(bpf_get_current_pid_tgid() >> 32) != tp_filter_tgid;
 }
 
 /* tp_pid_ok reports whether the current task belongs to the filtered
@@ -366,6 +398,7 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 		c = bpf_map_lookup_elem(&tp_counters, &target);
 		if (c)
 			c->orphans++;
+		tp_stat_overwritten();
 	}
 	slot = e->depth & (TP_MAX_DEPTH - 1);
 	ph = tp_phase();
@@ -497,7 +530,8 @@ static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
 		return 0;
 	e = bpf_map_lookup_elem(&tp_entries, &key);
 	if (!e || e->depth == 0) {
-		c->orphans++; /* exit without entry (attached mid-call) */
+		c->orphans++; /* exit without entry (attached mid-call, evicted) */
+		tp_stat_no_entry();
 		return 0;
 	}
 	e->depth--;
@@ -554,6 +588,7 @@ static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 		st->floor++;
 		if (!(st->frame[slot] & TP_FRAME_UNCOUNTED)) {
 			tp_orphan(st->target[slot]);
+			tp_stat_overwritten();
 			if (tp_windowed)
 				tp_inflight_add(st->target[slot], -1);
 		}
@@ -601,7 +636,10 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 		return 0;
 	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
 	if (!st || st->depth == 0) {
+		if (tp_other_process())
+			return 0; /* a forked child's return: not the target's */
 		c->orphans++; /* exit without entry */
+		tp_stat_no_entry();
 		return 0;
 	}
 	if (st->depth == st->floor) {
@@ -621,7 +659,10 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 				break;
 		}
 		if (i > TP_MAX_DEPTH || depth < i || depth - i < st->floor) {
+			if (tp_other_process())
+				return 0;
 			c->orphans++; /* exit without entry */
+			tp_stat_no_entry();
 			return 0;
 		}
 		/* The i-1 entries above target's lost their exits. */

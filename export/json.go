@@ -99,6 +99,7 @@ type timeTargetJSON struct {
 	Covered      *bool        `json:"covered,omitempty"`
 	ClockCheck   *checkJSON   `json:"clock_check,omitempty"`
 	Callers      []callerJSON `json:"callers,omitempty"`
+	Notes        []string     `json:"notes,omitempty"`
 }
 
 type callerJSON struct {
@@ -158,7 +159,7 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 			Target: t.Name, Kind: t.Kind, Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
 			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
-			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto,
+			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto, Notes: t.Notes,
 			ClockCheck: checkToJSON(t),
 		}
 		if t.Err == "" {
@@ -315,7 +316,7 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 		t := timing.TargetResult{
 			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
-			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered,
+			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered, Notes: j.Notes,
 			ClockCheck: checkFromJSON(j.ClockCheck),
 		}
 		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {

@@ -110,6 +110,11 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note: "+n)
 	}
+	for _, t := range r.Targets {
+		for _, n := range t.Notes {
+			fmt.Fprintf(w, "note: %s: %s\n", t.Name, n)
+		}
+	}
 	var few []string
 	for _, t := range r.Targets {
 		if t.Calls > 0 && t.Estimate.Batches < timing.MinCheckBatches {

@@ -56,6 +56,11 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 			}
 		}
 	}
+	for i := range r.Targets {
+		for _, n := range r.Targets[i].Notes {
+			p.Comments = append(p.Comments, "note: "+r.Targets[i].Name+": "+n)
+		}
+	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {
 		k := name + "\x00" + file

@@ -149,7 +149,22 @@ type RunStats struct {
 	StackFails uint64
 	// Filtered counts events from processes other than the target.
 	Filtered uint64
+	// Overwritten counts entries overwritten by recursion deeper than
+	// MaxDepth (their calls are orphans: the outermost, longest calls).
+	Overwritten uint64
+	// NoEntry counts exits that found no entry (orphans), after
+	// attaching: for hash-keyed entry state (Go, kernel functions) the
+	// entries evicted from a full in-flight map; else exits of calls whose
+	// entry was missed.
+	NoEntry uint64
+	// InFlightCap is the in-flight map's size (entries).
+	InFlightCap uint32
 }
+
+// MaxDepth is how deep one thread's (or goroutine's) calls of timed
+// functions are followed: deeper recursion overwrites the oldest entries
+// (TP_MAX_DEPTH in bpf/timing.h).
+const MaxDepth = 16
 
 // EstimatorCounts turns a target's cumulative counters and its polling
 // batches into the estimator's inputs for clock clk (with the ns clock the

@@ -10,9 +10,17 @@
 //	s, _ := loader.Open(loader.Options{Clock: clk, PID: pid}, specs)
 //	defer s.Close()
 //	for ... { p, _ := s.Poll() }   // every 200 ms: cumulative counters + a batch
-//	s.Stop()                        // last read, then detach; Poll returns it
+//	s.Stop()                        // last read; Poll returns it, probes stay
 //	final, _ := s.Poll()
 //	callers := s.Callers()          // per-caller attribution from the records
+//	... write the results ...
+//	s.Detach(ctx)                   // entries first, in parallel; Close does it too
+//
+// Large probe sets use multi-uprobe links where the kernel has them (6.6+;
+// see uprobes.go), and OpenContext screens user functions for instructions
+// the kernel cannot probe before attaching (Session.Skipped). HandOff gives
+// the attached links to a helper process (DetachHelper) that detaches them
+// even if this process is killed.
 //
 // A command to start is held before exec with internal/proc's StartHeld
 // (ptrace), so that the probes are in place before its first instruction
@@ -50,10 +58,11 @@
 // includes timing.h and calls tp_enter / tp_exit writes into the same
 // counters the session polls. An attach method may set Target.Name
 // (display name) and must return an error that says what to do when the
-// kernel lacks what it needs. Stop closes links in the reverse order of
-// AddLink, so add every exit link before the entry links: entries are then
-// detached first, and no exit ever pops an entry pushed before its own
-// probe existed.
+// kernel lacks what it needs. Detach closes entry links (AddEntryLink)
+// first, then exit links (AddExitLink), each set in parallel, then the
+// links of AddLink in the reverse order of AddLink, so add every exit link
+// before the entry links: entries are then detached first, and no exit
+// ever pops an entry pushed before its own probe existed.
 //
 // Each kind's resolver (ResolveUser here, ResolveSyscall, ResolveKernelFuncs
 // in their files) turns a target as written into Specs. Go executables

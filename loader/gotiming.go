@@ -4,14 +4,12 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/tickprof/tickprof/bpf"
-	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -43,10 +41,15 @@ type GoSite struct {
 // goObjects are the Go programs loaded for one binary, with the sites
 // attached; they are kept with the session's closers.
 type goObjects struct {
-	bpf.GoTimingObjects
-	binary string
-	sites  []GoSite
+	objs                               io.Closer // bpf.GoTimingObjects or bpf.GomultiObjects
+	stats                              *ebpf.Map
+	entry, exit, entryMulti, exitMulti *ebpf.Program
+	binary                             string
+	sites                              []GoSite
 }
+
+// Close releases the loaded programs and maps.
+func (g *goObjects) Close() error { return g.objs.Close() }
 
 // GoStats are the Go programs' counters, summed over CPUs.
 type GoStats struct {
@@ -68,6 +71,9 @@ type GoStats struct {
 // GoStats returns the Go programs' counters (zero when the session times
 // no Go function).
 func (s *Session) GoStats() (GoStats, error) {
+	if s.stopped && s.finalGo != nil {
+		return *s.finalGo, nil
+	}
 	var out GoStats
 	for _, c := range s.closers {
 		g, ok := c.(*goObjects)
@@ -76,7 +82,7 @@ func (s *Session) GoStats() (GoStats, error) {
 		}
 		out.Sites = append(out.Sites, g.sites...)
 		var per []bpf.GoTimingGoProbeStats
-		if err := g.GoStats.Lookup(uint32(0), &per); err != nil {
+		if err := g.stats.Lookup(uint32(0), &per); err != nil {
 			return out, fmt.Errorf("read Go probe statistics of %s: %w", g.binary, err)
 		}
 		for _, p := range per {
@@ -134,7 +140,14 @@ func attachGoBinary(s *Session, bin string, ts []*Target) error {
 	// Best effort: a binary without DWARF cannot tell.
 	inlined, _ := tab.InlinedIntoAll(names)
 
-	spec, err := bpf.LoadGoTiming()
+	objs := &goObjects{binary: bin}
+	multi := !s.opts.SingleLinks && HaveUprobeMulti() == nil
+	var spec *ebpf.CollectionSpec
+	if multi {
+		spec, err = bpf.LoadGomulti()
+	} else {
+		spec, err = bpf.LoadGoTiming()
+	}
 	if err != nil {
 		return fmt.Errorf("read the Go timing BPF object: %w", err)
 	}
@@ -144,36 +157,54 @@ func attachGoBinary(s *Session, bin string, ts []*Target) error {
 	}); err != nil {
 		return err
 	}
-	objs := &goObjects{binary: bin}
-	if err := s.LoadShared(spec, &objs.GoTimingObjects); err != nil {
-		return err
+	if multi {
+		var o bpf.GomultiObjects
+		if err := s.LoadShared(spec, &o); err != nil {
+			return err
+		}
+		objs.objs, objs.stats = &o, o.GoStats
+		objs.entry, objs.exit, objs.entryMulti, objs.exitMulti = o.GoEntry, o.GoExit, o.GoEntryMulti, o.GoExitMulti
+	} else {
+		var o bpf.GoTimingObjects
+		if err := s.LoadShared(spec, &o); err != nil {
+			return err
+		}
+		objs.objs, objs.stats = &o, o.GoStats
+		objs.entry, objs.exit = o.GoEntry, o.GoExit
 	}
 	s.AddCloser(objs)
 
-	ex, err := link.OpenExecutable(bin)
-	if err != nil {
-		return fmt.Errorf("open %s for uprobes: %w", bin, err)
-	}
+	// Every exit site is attached before any entry (see attachUser), and
+	// entries are detached before every exit: an entry whose RET probe is
+	// gone would be expired (and counted) by the next call.
+	var entries, exits []uprobeReq
 	for i, t := range ts {
 		ps := sites[i]
 		cookie := uint64(t.Index)
 		if ps.EntryCheck {
 			cookie |= goCookieCheck
 		}
-		if err := goUprobe(s, ex, tab, t, ps.Entry, objs.GoEntry, cookie); err != nil {
-			return err
+		off, err := tab.FileOffset(ps.Entry)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
 		}
+		entries = append(entries, uprobeReq{t: t, binary: bin, offset: off, cookie: cookie})
 		for _, e := range ps.Exits {
 			if e.SPAdjust > 0xff {
 				return fmt.Errorf("%s: exit site %#x: SP adjustment %d out of range", t.Name, e.Addr, e.SPAdjust)
 			}
-			if err := goUprobe(s, ex, tab, t, e.Addr, objs.GoExit, uint64(t.Index)|e.SPAdjust<<goCookieSPShift); err != nil {
-				return err
+			off, err := tab.FileOffset(e.Addr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.Name, err)
 			}
+			exits = append(exits, uprobeReq{t: t, binary: bin, offset: off, cookie: uint64(t.Index) | e.SPAdjust<<goCookieSPShift})
 		}
 		objs.sites = append(objs.sites, GoSite{Target: t.Name, Sites: ps, Offsets: offs, InlinedInto: inlined[t.Spec.Symbol]})
 	}
-	return nil
+	if err := s.attachUprobes(s.ctx, exits, false, false, objs.exit, objs.exitMulti); err != nil {
+		return err
+	}
+	return s.attachUprobes(s.ctx, entries, false, true, objs.entry, objs.entryMulti)
 }
 
 // goSites finds the probe sites of one target and explains when there are
@@ -191,26 +222,6 @@ func goSites(tab *symtab.Table, t *Target) (symtab.ProbeSites, error) {
 		return ps, fmt.Errorf("find the probe sites of %s: %w", t.Name, err)
 	}
 	return ps, nil
-}
-
-// goUprobe attaches prog at the virtual address addr of the target's binary.
-func goUprobe(s *Session, ex *link.Executable, tab *symtab.Table, t *Target, addr uint64, prog *ebpf.Program, cookie uint64) error {
-	off, err := tab.FileOffset(addr)
-	if err != nil {
-		return fmt.Errorf("%s: %w", t.Name, err)
-	}
-	l, err := ex.Uprobe(t.Spec.Symbol, prog, &link.UprobeOptions{Address: off, PID: s.opts.PID, Cookie: cookie})
-	if err != nil {
-		if errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
-		}
-		if errors.Is(err, os.ErrPermission) {
-			return proc.UprobeAttachError(t.Name, err)
-		}
-		return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, off, err)
-	}
-	s.AddLink(l)
-	return nil
 }
 
 // GoNotFoundHint explains why a Go function is missing from a binary's

@@ -1,11 +1,13 @@
 package loader
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sort"
 	"sync"
 	"time"
@@ -56,6 +58,17 @@ type Options struct {
 	// calls get a crossing record (about ET/RecordGrid records per call);
 	// 0 means DefaultRecordGrid.
 	RecordGrid time.Duration
+	// MaxInFlight sizes the in-flight map of hash-keyed entry state (Go
+	// functions: one entry per goroutine and call depth; kernel
+	// functions): calls in flight beyond it evict the least recently used
+	// entries, whose calls are lost as orphans (RunStats.NoEntry). 0 means
+	// DefaultMaxInFlight, or DefaultMaxInFlightGo when a Go function is
+	// timed.
+	MaxInFlight int
+	// SingleLinks attaches user functions with one uprobe link per probe
+	// even where the kernel has multi-uprobe links (the path of kernels
+	// before 6.6; for tests and measurements).
+	SingleLinks bool
 	// Windowed counts only the calls entering while the window is open
 	// (SetWindowOpen; closed at Open) and keeps the in-flight count
 	// (WindowInFlight): timing under an overhead budget. Native user functions
@@ -79,6 +92,14 @@ type Options struct {
 // 64 calls pays two ns-clock reads (72 ns here), about 1 ns per call on
 // average, next to the one random draw every call pays.
 const DefaultCheckEvery = 64
+
+// In-flight map sizes (entries of about 300 bytes, preallocated: 16,384
+// take 5 MB, 65,536 take 21 MB). A Go server with 16 connections recursing 2,000 deep holds
+// 32,000 calls in flight.
+const (
+	DefaultMaxInFlight   = 16384
+	DefaultMaxInFlightGo = 65536
+)
 
 // DefaultRecordGrid is the ns clock's record grid: per-caller attribution
 // from one record per 100 us of timed code keeps the ring traffic of short
@@ -104,6 +125,26 @@ type Session struct {
 	links   []link.Link
 	closers []io.Closer
 	stopped bool
+	// entryLinks and exitLinks are detached first, in parallel, entries
+	// before exits; links are the rest (AddLink), in reverse order.
+	entryLinks, exitLinks []link.Link
+	detached              bool
+	// helper holds the links after HandOff; closing helperRelease lets
+	// it detach them; helperDone reports its end.
+	helper        *exec.Cmd
+	helperRelease *os.File
+	helperDone    chan error
+	// ctx ends attaching early (Open's context).
+	ctx      context.Context
+	umulti   *bpf.UmultiObjects
+	noMulti  bool
+	linkKind string
+	skipped  []Skipped
+	// singleLinks counts the single uprobe links planned (MaxSingleLinks).
+	singleLinks int
+	// finalInFlight and finalGo are read by Stop with the final counters.
+	finalInFlight []uint64
+	finalGo       *GoStats
 
 	reader *ringbuf.Reader
 	drain  sync.WaitGroup
@@ -116,8 +157,10 @@ type Session struct {
 	last     []Counters
 	final    *Poll // the counters read by Stop
 	finalErr error
-	// attachOrphans are the orphans counted while attaching (per target).
+	// attachOrphans are the orphans counted while attaching (per target);
+	// attachNoEntry the exits without entry among them.
 	attachOrphans []uint64
+	attachNoEntry uint64
 	// merging makes Poll add its increment to the last batch (Stop).
 	merging bool
 	batches [][]Counters
@@ -135,9 +178,20 @@ type callerAgg struct {
 	records, ticks, ns uint64
 }
 
-// Open loads the timing programs, attaches every spec and starts draining
-// the crossing records. The caller must Close the session.
+// Open is OpenContext without a context.
 func Open(opts Options, specs []Spec) (*Session, error) {
+	return OpenContext(context.Background(), opts, specs)
+}
+
+// OpenContext loads the timing programs, attaches every spec and starts
+// draining the crossing records. The caller must Close the session.
+//
+// User functions whose first instruction the kernel cannot probe are found
+// before anything is attached (screenUprobes): those from a glob are left
+// out (Skipped lists them), one named by itself fails Open. When ctx ends
+// while probes are being attached, what was attached is detached and Open
+// returns ctx's error.
+func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no targets to time")
 	}
@@ -189,7 +243,18 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 	case opts.CheckEvery&(opts.CheckEvery-1) != 0 || opts.CheckEvery > 1<<30:
 		return nil, fmt.Errorf("check every %d calls: want a power of two", opts.CheckEvery)
 	}
-	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}}
+	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted while checking the probe sites, before timing: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("none of the %d functions can be probed: %s", len(skipped), FormatSkipped(skipped, 5))
+	}
+	specs = kept
+	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}, ctx: ctx, skipped: skipped}
 	for i, sp := range specs {
 		name := sp.Name
 		if name == "" {
@@ -213,8 +278,15 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		byKind[t.Spec.Kind] = append(byKind[t.Spec.Kind], t)
 	}
 	for _, k := range kinds {
-		if err := attacher(k)(s, byKind[k]); err != nil {
+		err := ctx.Err()
+		if err == nil {
+			err = attacher(k)(s, byKind[k])
+		}
+		if err != nil {
 			s.Close()
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("interrupted while attaching, before timing: %w", ctx.Err())
+			}
 			return nil, err
 		}
 	}
@@ -237,6 +309,7 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 		for i, c := range p.Totals {
 			s.attachOrphans[i] = c.Orphans
 		}
+		s.attachNoEntry = p.Stats.NoEntry
 	}
 	return s, nil
 }
@@ -275,6 +348,7 @@ func (s *Session) load() error {
 		return err
 	}
 	spec.Maps["tp_counters"].MaxEntries = uint32(len(s.targets))
+	spec.Maps["tp_entries"].MaxEntries = uint32(s.maxInFlight())
 	spec.Maps["tp_inflight"].MaxEntries = uint32(len(s.targets))
 	spec.Maps["tp_check"].MaxEntries = uint32(len(s.targets))
 	if s.opts.RingSize > 0 {
@@ -339,6 +413,19 @@ func (s *Session) adaptCheck(p Poll) {
 // for at present (0: no check).
 func (s *Session) CheckEvery() []uint32 { return append([]uint32(nil), s.checkEvery...) }
 
+// maxInFlight is the in-flight map size (Options.MaxInFlight).
+func (s *Session) maxInFlight() int {
+	if s.opts.MaxInFlight > 0 {
+		return s.opts.MaxInFlight
+	}
+	for _, t := range s.targets {
+		if t.Spec.Kind == KindGoUser {
+			return DefaultMaxInFlightGo
+		}
+	}
+	return DefaultMaxInFlight
+}
+
 func setConstants(spec *ebpf.CollectionSpec, consts map[string]any) error {
 	for name, v := range consts {
 		vs, ok := spec.Variables[name]
@@ -400,9 +487,10 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 	return nil
 }
 
-// AddLink keeps a link until Stop or Close, which close links in the
-// reverse order of AddLink: attach exits before entries, so that entries
-// are detached first and calls in flight still complete.
+// AddLink keeps a link until Detach or Close, which close the links of
+// AddLink in the reverse order of AddLink, after the entry and exit links
+// (AddEntryLink, AddExitLink): attach exits before entries, so that
+// entries are detached first and calls in flight still complete.
 func (s *Session) AddLink(l link.Link) { s.links = append(s.links, l) }
 
 // AddCloser keeps an object (loaded programs, maps) until Close.
@@ -415,13 +503,22 @@ func (s *Session) Options() Options { return s.opts }
 // Clock returns the clock with its resolution.
 func (s *Session) Clock() Clock { return s.opts.Clock }
 
+// Skipped returns the functions left out because the kernel cannot probe
+// them (from globs; see OpenContext).
+func (s *Session) Skipped() []Skipped { return s.skipped }
+
 // Targets returns the attached targets, in Index order.
 func (s *Session) Targets() []*Target { return s.targets }
 
-// Programs returns the user-function entry and exit programs (for
-// statistics such as ebpf.EnableStats run time).
+// Programs returns the user-function entry and exit programs, single-link
+// and multi-link versions (for statistics such as ebpf.EnableStats run
+// time).
 func (s *Session) Programs() []*ebpf.Program {
-	return []*ebpf.Program{s.objs.TpUentry, s.objs.TpUexit}
+	ps := []*ebpf.Program{s.objs.TpUentry, s.objs.TpUexit}
+	if s.umulti != nil {
+		ps = append(ps, s.umulti.TpUentryMulti, s.umulti.TpUexitMulti)
+	}
+	return ps
 }
 
 // Poll is the state of every target at one moment.
@@ -455,6 +552,7 @@ func (s *Session) Poll() (Poll, error) {
 	for i := range p.Totals {
 		p.Totals[i].Orphans = subFloor(p.Totals[i].Orphans, s.attachOrphans[i])
 	}
+	p.Stats.NoEntry = subFloor(p.Stats.NoEntry, s.attachNoEntry)
 	for i := range s.targets {
 		inc := p.Totals[i].Sub(s.last[i])
 		if n := len(s.batches[i]); s.merging && n > 0 {
@@ -495,7 +593,10 @@ func (s *Session) read() (Poll, error) {
 		p.Stats.RingDrops += c.RingDrops
 		p.Stats.StackFails += c.StackFails
 		p.Stats.Filtered += c.Filtered
+		p.Stats.Overwritten += c.Overwritten
+		p.Stats.NoEntry += c.NoEntry
 	}
+	p.Stats.InFlightCap = s.objs.TpEntries.MaxEntries()
 	return p, nil
 }
 
@@ -516,6 +617,9 @@ func (s *Session) Batches(i int) []Counters { return s.batches[i] }
 // Stop they are orphans. Entries in task storage (user functions) cannot
 // be listed from user space; they are freed with their threads.
 func (s *Session) InFlight() ([]uint64, error) {
+	if s.stopped && s.finalInFlight != nil {
+		return s.finalInFlight, nil
+	}
 	out := make([]uint64, len(s.targets))
 	var k bpf.TimingTpKey
 	var v bpf.TimingTpEntry
@@ -531,12 +635,15 @@ func (s *Session) InFlight() ([]uint64, error) {
 	return out, nil
 }
 
-// Stop reads the counters one last time (a final Poll), then detaches
-// every probe and waits until the records already in the ring buffer are
-// drained. Detaching is not atomic: between an entry probe's removal and
-// its exit probe's, calls produce exits without entries; reading first
-// keeps such artifacts out of the results. Poll after Stop returns the
-// final counters.
+// Stop reads the counters one last time (a final Poll, with the entries
+// in flight and the Go statistics) and drains the crossing records already
+// in the ring buffer. The probes stay attached until Detach or Close, so
+// that results can be written first (detaching a large probe set takes
+// time, and a process killed meanwhile loses nothing). Detaching is not
+// atomic either: between an entry probe's removal and its exit probe's,
+// calls produce exits without entries; reading first keeps such artifacts
+// out of the results. Poll, InFlight and GoStats after Stop return what
+// Stop read.
 func (s *Session) Stop() {
 	if s.stopped {
 		return
@@ -546,21 +653,66 @@ func (s *Session) Stop() {
 		p, err := s.Poll()
 		s.merging = false
 		s.final, s.finalErr = &p, err
+		if in, err := s.InFlight(); err == nil {
+			s.finalInFlight = in
+		}
+		if g, err := s.GoStats(); err == nil {
+			s.finalGo = &g
+		}
 	}
 	s.stopped = true
-	for i := len(s.links) - 1; i >= 0; i-- {
-		s.links[i].Close()
-	}
-	s.links = nil
 	if s.reader != nil {
 		s.reader.Flush()
 		s.drain.Wait()
 	}
 }
 
-// Close stops the session and releases every BPF object.
-func (s *Session) Close() error {
+// Detach stops the session (Stop) and detaches every probe: entry links
+// first, then exit links, each set closed in parallel, then the other
+// links in the reverse order of AddLink. When ctx ends first, Detach
+// waits for the closes under way and returns ctx's error; the links left
+// are closed by Close, or by the kernel when the process exits. HandOff
+// detaches in a helper process instead, which nothing can interrupt.
+func (s *Session) Detach(ctx context.Context) error {
 	s.Stop()
+	if s.helper != nil {
+		return s.detachHelper(ctx)
+	}
+	if s.detached {
+		return nil
+	}
+	var err error
+	if s.entryLinks, err = closeParallel(ctx, s.entryLinks); err != nil {
+		return err
+	}
+	if s.exitLinks, err = closeParallel(ctx, s.exitLinks); err != nil {
+		return err
+	}
+	for len(s.links) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := len(s.links) - 1
+		s.links[n].Close()
+		s.links = s.links[:n]
+	}
+	s.detached = true
+	return nil
+}
+
+// Close detaches every probe (Detach) and releases every BPF object.
+// After HandOff it releases the helper without waiting for it.
+func (s *Session) Close() error {
+	if s.helper != nil {
+		s.Stop()
+		if s.helperRelease != nil {
+			s.helperRelease.Close()
+			s.helperRelease = nil
+		}
+		s.detached = true
+	} else {
+		s.Detach(context.Background())
+	}
 	if s.reader != nil {
 		s.reader.Close()
 	}

@@ -68,6 +68,10 @@ type Spec struct {
 	Size uint64
 	// Arg is the extra argument a kind needs (a syscall number, ...).
 	Arg uint64
+	// Glob is the pattern the target was found by ("" for a function
+	// named by itself): a function of a glob that cannot be probed is
+	// skipped with a warning, one named by itself fails the run.
+	Glob string
 }
 
 // ClockKind is the clock the timing programs read.

@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tickprof/tickprof/internal/proc"
-
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/tickprof/tickprof/internal/proc"
 
 	"github.com/tickprof/tickprof/symtab"
 )
@@ -68,7 +69,9 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 		kind = KindGoUser
 	}
 	var syms []symtab.Symbol
+	glob := ""
 	if strings.ContainsAny(sym, "*?[") {
+		glob = arg
 		syms, err = t.Glob(sym, maxProbes)
 		if err != nil {
 			return nil, fmt.Errorf("%w (raise the most probes a glob may expand to)", err)
@@ -114,7 +117,7 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 		}
 		out = append(out, Spec{
 			Kind: kind, Name: prefix + s.Display, Binary: path, File: display, Symbol: s.Name,
-			Offset: off, Addr: s.Value, Size: s.Size, Stepped: stepped,
+			Offset: off, Addr: s.Value, Size: s.Size, Stepped: stepped, Glob: glob,
 		})
 	}
 	if len(out) == 0 {
@@ -147,48 +150,35 @@ func distinctNames(specs []Spec, prefix string) {
 }
 
 // attachUser attaches the entry and exit programs to native user
-// functions, one uprobe and one uretprobe per target, the target index as
-// cookie and the process as filter. Every exit is attached before any
-// entry: a call that enters while its exit is not attached yet would
-// leave an entry that never pops (and a later exit would pop it, long
-// after); an exit without an entry is only counted as an orphan.
+// functions: a uprobe and a uretprobe per target, the target index as
+// cookie and the process as filter; one multi-uprobe link per binary and
+// side where the kernel has them (attachUprobes). Every exit is attached
+// before any entry: a call that enters while its exit is not attached yet
+// would leave an entry that never pops (and a later exit would pop it,
+// long after); an exit without an entry is only counted as an orphan.
 func attachUser(s *Session, ts []*Target) error {
-	exes := map[string]*link.Executable{}
-	for _, t := range ts {
-		if exes[t.Spec.Binary] == nil {
-			ex, err := link.OpenExecutable(t.Spec.Binary)
-			if err != nil {
-				return fmt.Errorf("open %s for uprobes: %w", t.Spec.Binary, err)
-			}
-			exes[t.Spec.Binary] = ex
-		}
+	reqs := make([]uprobeReq, len(ts))
+	for i, t := range ts {
+		reqs[i] = uprobeReq{t: t, binary: t.Spec.Binary, offset: t.Spec.Offset, cookie: uint64(t.Index)}
 	}
-	for _, exit := range []bool{true, false} {
-		for _, t := range ts {
-			ex := exes[t.Spec.Binary]
-			opts := &link.UprobeOptions{Address: t.Spec.Offset, PID: s.opts.PID, Cookie: uint64(t.Index)}
-			var l link.Link
-			var err error
-			if exit {
-				l, err = ex.Uretprobe(t.Spec.Symbol, s.objs.TpUexit, opts)
-			} else {
-				l, err = ex.Uprobe(t.Spec.Symbol, s.objs.TpUentry, opts)
-			}
-			if err != nil {
-				return uprobeError(t, err)
-			}
-			s.AddLink(l)
-		}
+	var entryMulti, exitMulti *ebpf.Program
+	if m := s.multiObjects(); m != nil {
+		entryMulti, exitMulti = m.TpUentryMulti, m.TpUexitMulti
+	} else if err := s.reserveSingleLinks(2 * len(ts)); err != nil {
+		return err
 	}
-	return nil
+	if err := s.attachUprobes(s.ctx, reqs, true, false, s.objs.TpUexit, exitMulti); err != nil {
+		return err
+	}
+	return s.attachUprobes(s.ctx, reqs, false, true, s.objs.TpUentry, entryMulti)
 }
 
-func uprobeError(t *Target, err error) error {
+func uprobeError(t *Target, off uint64, err error) error {
 	if errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
 	}
 	if errors.Is(err, os.ErrPermission) {
 		return proc.UprobeAttachError(t.Name, err)
 	}
-	return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, t.Spec.Offset, err)
+	return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, off, linkErr(err))
 }

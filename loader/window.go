@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"github.com/cilium/ebpf/link"
 	"sync"
 )
 
@@ -80,15 +81,18 @@ func (s *Session) WindowInFlight() ([]int64, error) {
 // consumer goes first and the waits overlap.
 func (s *Session) DetachProbes() {
 	var wg sync.WaitGroup
-	for _, l := range s.links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.Close()
-		}()
+	for _, ls := range [][]link.Link{s.entryLinks, s.exitLinks, s.links} {
+		for _, l := range ls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l.Close()
+			}()
+		}
 	}
 	wg.Wait()
-	s.links = nil
+	s.entryLinks, s.exitLinks, s.links = nil, nil, nil
+	s.singleLinks = 0
 }
 
 // AttachProbes attaches every target's probes again after DetachProbes.
@@ -96,7 +100,7 @@ func (s *Session) AttachProbes() error {
 	if s.stopped {
 		return errors.New("the session is stopped")
 	}
-	if len(s.links) > 0 {
+	if len(s.links)+len(s.entryLinks)+len(s.exitLinks) > 0 || s.helper != nil {
 		return nil
 	}
 	byKind := map[Kind][]*Target{}

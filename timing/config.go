@@ -1,6 +1,7 @@
 package timing
 
 import (
+	"os/exec"
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
@@ -61,6 +62,11 @@ type Config struct {
 	Window time.Duration
 	// Warn receives one line per warning (nil: dropped).
 	Warn func(string)
+	// DetachHelper, when set, starts the helper process the probes are
+	// handed to once attached (loader.Session.HandOff): the caller's own
+	// binary, which calls loader.DetachHelper when loader.IsDetachHelper.
+	// Nil detaches in this process.
+	DetachHelper func() *exec.Cmd
 }
 
 func (c *Config) warn(format string, args ...any) {

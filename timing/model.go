@@ -89,6 +89,9 @@ type TargetResult struct {
 	ClockCheck *estimate.ClockCheck
 	// Callers attribute the ticks to caller stacks.
 	Callers []Caller
+	// Notes say what the mean stands for when it is not all calls (see
+	// UntimedNote), one sentence each.
+	Notes []string
 }
 
 // GoStats are the Go probes' counters for a run (see loader.GoStats).

@@ -1,8 +1,6 @@
 package timing
 
 import (
-	"time"
-
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
 )
@@ -13,7 +11,7 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 	clk := ls.Clock()
 	run := &Result{
 		Clock: clk.String(), Resolution: clk.Resolution(), Confidence: cfg.Estimate.Confidence,
-		Start: s.start, Duration: time.Since(s.start), PID: s.pid, Command: cfg.Command, StopReason: reason,
+		Start: s.start, Duration: p.At.Sub(s.start), PID: s.pid, Command: cfg.Command, StopReason: reason,
 		Validate:  cfg.Exact && clk.Kind != loader.ClockNS,
 		RingDrops: p.Stats.RingDrops, StackFails: p.Stats.StackFails,
 	}
@@ -39,6 +37,7 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 		if row.Err != nil {
 			t.Err = row.Err.Error()
 		}
+		t.Notes = untimedNotes(t, p.Stats, tg.Spec.Kind)
 		t.Callers, t.Dropped = targetCallers(callers, i, c)
 		if clk.Kind == loader.ClockNS {
 			scaleCallers(t.Callers, c.Ticks)

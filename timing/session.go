@@ -36,10 +36,15 @@ type Session struct {
 	cost    estimate.Result // probe cost per call, under an overhead budget
 }
 
-// Open starts the command held before exec (or checks the process),
-// resolves the targets and attaches the probes. The caller must Close the
-// session.
-func Open(cfg Config) (*Session, error) {
+// Open is OpenContext without a context.
+func Open(cfg Config) (*Session, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext starts the command held before exec (or checks the
+// process), resolves the targets and attaches the probes; ctx ending
+// meanwhile stops attaching (loader.OpenContext). Functions the kernel
+// cannot probe are named in a warning (from a glob: skipped) or fail the
+// open (named on their own). The caller must Close the session.
+func OpenContext(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -56,14 +61,14 @@ func Open(cfg Config) (*Session, error) {
 			return nil, err
 		}
 	}
-	if err := s.open(); err != nil {
+	if err := s.open(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Session) open() error {
+func (s *Session) open(ctx context.Context) error {
 	specs := s.cfg.Specs
 	if specs == nil {
 		var err error
@@ -80,13 +85,22 @@ func (s *Session) open() error {
 			return err
 		}
 	}
-	ls, err := loader.Open(loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed}, specs)
+	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed}, specs)
 	if err != nil {
 		return err
 	}
 	s.ls = ls
+	if sk := ls.Skipped(); len(sk) > 0 {
+		s.cfg.warn("%d function(s) skipped, not timed: %s", len(sk), loader.FormatSkipped(sk, 8))
+	}
 	if windowed {
 		ls.DetachProbes() // the windows attach them
+	} else if s.cfg.DetachHelper != nil {
+		// Windows attach and detach in this process; a whole run's probes
+		// go to the helper.
+		if err := ls.HandOff(s.cfg.DetachHelper()); err != nil {
+			s.cfg.warn("%v; the probes are detached by this process", err)
+		}
 	}
 	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
@@ -135,6 +149,16 @@ func (s *Session) PollErr() error { return s.pollErr }
 
 // LastPoll is the poll the result was built from.
 func (s *Session) LastPoll() loader.Poll { return s.last }
+
+// Detach removes the probes once the results are out (Run reads them
+// first); ctx ending returns early, and a helper process (Config.
+// DetachHelper) or Close finishes the job.
+func (s *Session) Detach(ctx context.Context) error {
+	if s.ls == nil {
+		return nil
+	}
+	return s.ls.Detach(ctx)
+}
 
 // Close detaches every probe and, when the command started is still held
 // (an error before Run), kills it.

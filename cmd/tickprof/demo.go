@@ -139,14 +139,12 @@ func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, trut
 		Correction: timing.CorrectionOff}
 	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s --no-correct -o %s -u %s -- %s\n",
 		f.precision, f.limit, timeOut, strings.Join(demo.Functions(), " -u "), strings.Join(argv, " "))
-	run, err := runTiming(ctx, errOut, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := export.WriteTimeTable(out, run, precision); err != nil {
-		return nil, err
-	}
-	return run, export.WriteTimeProfile(timeOut, run)
+	return runTiming(ctx, errOut, cfg, func(run *timing.Result) error {
+		if err := export.WriteTimeTable(out, run, precision); err != nil {
+			return err
+		}
+		return export.WriteTimeProfile(timeOut, run)
+	})
 }
 
 // checkDemoFlags validates every flag before anything is built or run

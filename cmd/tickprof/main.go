@@ -11,6 +11,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tickprof/tickprof/loader"
 )
 
 func newRootCmd() *cobra.Command {
@@ -39,6 +41,9 @@ profiles open in go tool pprof.`,
 }
 
 func main() {
+	if loader.IsDetachHelper() {
+		runDetachHelper()
+	}
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tickprof:", err)
 		os.Exit(exitCode(err))

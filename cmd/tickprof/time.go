@@ -217,21 +217,22 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 		return err
 	}
 	cfg.Corrector, cfg.Correction = loadCorrector(f, errOut)
-	run, err := runTiming(ctx, errOut, cfg)
+	_, err = runTiming(ctx, errOut, cfg, func(run *timing.Result) error {
+		return export.WriteTimeOutputs(out, run, cfg.Precision, f.jsonOut, f.pprofOut)
+	})
 	if errors.Is(err, proc.ErrNeedProcess) {
 		return usagef("%v: add -p PID or -- CMD", err)
 	}
-	if err != nil {
-		return err
-	}
-	return export.WriteTimeOutputs(out, run, cfg.Precision, f.jsonOut, f.pprofOut)
+	return err
 }
 
 // runTiming runs a timing session, saying on errOut what it times and
-// showing its progress there.
-func runTiming(ctx context.Context, errOut io.Writer, cfg timing.Config) (*timing.Result, error) {
+// showing its progress there, calls write with the result and then
+// detaches the probes.
+func runTiming(ctx context.Context, errOut io.Writer, cfg timing.Config, write func(*timing.Result) error) (*timing.Result, error) {
 	cfg.Warn = func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }
-	s, err := timing.Open(cfg)
+	cfg.DetachHelper = detachHelper
+	s, err := timing.OpenContext(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -244,8 +245,17 @@ func runTiming(ctx context.Context, errOut io.Writer, cfg timing.Config) (*timin
 	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
 		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
 	prog := export.NewProgress(errOut)
-	defer prog.Clear()
-	return s.Run(ctx, prog.Update)
+	run, err := s.Run(ctx, prog.Update)
+	prog.Clear()
+	if err != nil {
+		return nil, err
+	}
+	// The results are written before the probes come off (a large probe
+	// set takes a while to detach, and nothing is lost if tickprof is
+	// killed meanwhile).
+	werr := write(run)
+	detach(s, errOut)
+	return run, werr
 }
 
 // timeConfig validates the flags into a timing configuration.
