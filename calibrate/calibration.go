@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -32,6 +33,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 // ErrNoCalibration is returned by Load when this machine has no saved
@@ -331,11 +333,11 @@ func (c *Calibration) Save(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("save the calibration: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return "", fmt.Errorf("save the calibration: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	// 0644: LoadFrom refuses a file writable by group or others.
+	if err := safefile.WriteFile(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("save the calibration: %w", err)
 	}
 	return path, nil
@@ -343,24 +345,36 @@ func (c *Calibration) Save(dir string) (string, error) {
 
 // LoadFrom reads machine m's calibration from dir. It returns an error
 // wrapping ErrNoCalibration when there is none, and refuses a file made on
-// another machine.
+// another machine. It loads only a file that is the effective user's own
+// and that no other user could have written or replaced, and whose values
+// are all in range (Validate); otherwise the error wraps ErrUntrusted and
+// says what was refused.
 func LoadFrom(dir string, m Machine) (*Calibration, error) {
 	path := filepath.Join(dir, FileName(m))
-	b, err := os.ReadFile(path)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoCalibration
+	}
+	b, err := readTrusted(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoCalibration
+	}
+	if errors.Is(err, ErrUntrusted) {
+		return nil, fmt.Errorf("calibration %s not loaded: %w", path, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the calibration %s: %w", path, err)
 	}
-	var c Calibration
-	if err := json.Unmarshal(b, &c); err != nil {
+	c, err := ParseCalibration(b)
+	if errors.Is(err, ErrUntrusted) {
+		return nil, fmt.Errorf("calibration %s not loaded: %w", path, err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("read the calibration %s (run `tickprof calibrate` again): %w", path, err)
 	}
 	if c.Machine.KernelRelease != m.KernelRelease || c.Machine.CPUModel != m.CPUModel {
 		return nil, fmt.Errorf("calibration %s was made on kernel %s, CPU %q: %w", path, c.Machine.KernelRelease, c.Machine.CPUModel, ErrNoCalibration)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // Load reads this machine's calibration from Dir().

@@ -28,7 +28,12 @@ func LoadProbes() (*Probes, error) {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)
 	}
 	p := &Probes{}
-	if err := bpf.LoadCalibObjects(&p.objs, nil); err != nil {
+	spec, err := bpf.LoadCalib()
+	if err != nil {
+		return nil, fmt.Errorf("load the calibration programs: %w", err)
+	}
+	bpf.SetKernelVersion(spec)
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("load the calibration programs (the kernel refused them; see `tickprof doctor`): %v", ve)

@@ -35,11 +35,23 @@ func FuzzTime(f *testing.F) {
 		if !(r.Low <= r.Mean && r.Mean <= r.High) || r.Low < 0 {
 			t.Fatalf("interval [%v, %v] does not hold mean %v (or is negative) for %+v", r.Low, r.High, r.Mean, c)
 		}
-		// A zero width is only allowed where it is below float64
-		// resolution: a tiny d, or so many calls that d/n vanishes
-		// beside the mean.
-		if r.High == r.Low && d > 1e-250 && r.Calls < 1e13 {
-			t.Fatalf("zero-width interval for %+v: %+v", c, r)
+		// A zero width is only allowed where the interval is narrower
+		// than float64 can tell apart at the mean. The narrowest honest
+		// interval for n calls is the Wilson interval of 0 extra ticks in
+		// n: [0, z^2/(n+z^2)] ticks per call, a half-width of
+		// d z^2/(2(n+z^2)) ns. When that is below the spacing of float64
+		// values at the mean (two ulps: one rounding on each side), Low
+		// and High may round to the mean: 74 ns, 4 calls, 1.1e12 ticks at
+		// 0.69% gives 0.0007 ns beside a mean of 2.0e13 ns, whose ulp is
+		// 0.0039 ns.
+		if r.High == r.Low {
+			cf, _, _ := Options{Confidence: conf}.check()
+			z := zQuantile(cf)
+			minHalf := d * z * z / (2 * (float64(r.Calls) + z*z))
+			ulp := math.Nextafter(r.Mean, math.Inf(1)) - r.Mean
+			if minHalf > 2*ulp {
+				t.Fatalf("zero-width interval for %+v: %+v; the narrowest honest half-width %g ns is above float64's spacing %g ns at the mean", c, r, minHalf, ulp)
+			}
 		}
 	})
 }

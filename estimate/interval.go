@@ -69,14 +69,23 @@ type Options struct {
 // DefaultConfidence is the level used when Options.Confidence is 0.
 const DefaultConfidence = 0.95
 
+// The confidence levels accepted. Above MaxConfidence, 1 - (1-c)/2 rounds
+// to 1 in float64 close enough that the normal quantile is +Inf (a level
+// that prints as 100% gave ±Inf); below MinConfidence the quantile is so
+// close to 0 that every interval is a point.
+const (
+	MinConfidence = 1e-6
+	MaxConfidence = 1 - 1e-12
+)
+
 // confidence validates and returns the confidence level.
 func (o Options) confidence() (float64, error) {
 	c := o.Confidence
 	if c == 0 {
 		return DefaultConfidence, nil
 	}
-	if !(c > 0 && c < 1) {
-		return 0, inputf("confidence %v out of range: want a level between 0 and 1, such as 0.95", c)
+	if !(c >= MinConfidence && c <= MaxConfidence) {
+		return 0, inputf("confidence %v out of range: want a level from %g to %.12g, such as 0.95", c, MinConfidence, MaxConfidence)
 	}
 	return c, nil
 }
@@ -107,7 +116,11 @@ var stdNormal = distuv.Normal{Mu: 0, Sigma: 1}
 
 // zQuantile is the two-sided standard normal quantile z_{1-a/2} for
 // confidence 1-a (Lilja eq. 4.6).
+// It is NaN for a level outside (0, 1) (gonum panics there).
 func zQuantile(conf float64) float64 {
+	if !(conf > 0 && conf < 1) {
+		return math.NaN()
+	}
 	return stdNormal.Quantile(1 - (1-conf)/2)
 }
 
@@ -280,5 +293,6 @@ func finite(xs ...float64) bool {
 
 // Z returns the two-sided standard normal quantile for a confidence level:
 // the z with P(|N(0,1)| <= z) = conf, e.g. 1.96 for 0.95. It turns a
-// reported symmetric interval back into a standard error.
+// reported symmetric interval back into a standard error. It is NaN for a
+// level outside (0, 1).
 func Z(conf float64) float64 { return zQuantile(conf) }

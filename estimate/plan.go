@@ -68,7 +68,7 @@ func PlanExecutions(expect, resolution float64, g Goal, o Options) (Plan, error)
 	x := expect / resolution
 	f := x - math.Floor(x)
 	perCall := resolution * resolution * f * (1 - f) // two-point variance (Beilner 9c)
-	return planFor(perCall, h, expect, conf), nil
+	return planFor(perCall, h, expect, conf)
 }
 
 // halfWidth converts the goal into an absolute half-width in ns.
@@ -108,17 +108,26 @@ func (g Goal) halfWidth(expect float64) (float64, error) {
 
 // planFor returns the plan for a per-execution variance v (ns^2), a target
 // half-width h (ns) and an expected mean.
-func planFor(v, h, mean, conf float64) Plan {
+// A plan above MaxExecutions is an error, not a number: a uint64
+// conversion would saturate (2^63 was printed as a result).
+func planFor(v, h, mean, conf float64) (Plan, error) {
 	z := zQuantile(conf)
 	need := z * z * v / (h * h)
+	if !(need <= MaxExecutions) {
+		return Plan{}, inputf("the goal needs about %.3g executions, more than the %.3g (2^53) that can be counted exactly: ask for a looser precision or use a finer clock", need, float64(MaxExecutions))
+	}
 	e := uint64(1)
 	if need > 1 {
 		// Round up, forgiving the last few bits of floating-point noise.
 		e = uint64(math.Ceil(need * (1 - 1e-12)))
 	}
 	hw := z * math.Sqrt(v/float64(e))
-	return Plan{Executions: e, HalfWidth: hw, RelHalfWidth: hw / mean, Confidence: conf}
+	return Plan{Executions: e, HalfWidth: hw, RelHalfWidth: hw / mean, Confidence: conf}, nil
 }
+
+// MaxExecutions is the largest plan PlanExecutions and PlanFromPilot
+// return: 2^53, the largest count float64 holds exactly.
+const MaxExecutions = 1 << 53
 
 // PlanFromPilot returns the executions needed for relative half-width rel
 // from a pilot estimate over calls executions, using its observed standard
@@ -145,7 +154,7 @@ func PlanFromPilot(r Result, calls uint64, rel float64, o Options) (Plan, error)
 		return Plan{}, inputf("pilot standard error %v ns is not positive: the pilot shows no variation to plan from", r.StdErr)
 	}
 	s := r.StdErr * math.Sqrt(float64(calls))
-	return planFor(s*s, rel*r.Mean, r.Mean, conf), nil
+	return planFor(s*s, rel*r.Mean, r.Mean, conf)
 }
 
 // RunTime is the time (ns) that executions take at ratePerSec calls per

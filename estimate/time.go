@@ -152,11 +152,14 @@ func Time(c Counts, o Options) (Result, error) {
 	var varC float64 // sample variance of the c_i, ticks^2
 	if c.HasTicksSq {
 		if c.TicksSq < s {
-			return Result{}, inputf("sum of squared ticks %d is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent", c.TicksSq, s)
+			return Result{}, inputf("sum of squared ticks %d is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", c.TicksSq, s, s)
+		}
+		if hi, lo := bits.Mul64(s, s); hi == 0 && c.TicksSq > lo {
+			return Result{}, inputf("sum of squared ticks %d is above the tick sum squared %d^2 = %d (all ticks in one call): the counters are inconsistent: it must be at most %d", c.TicksSq, s, lo, lo)
 		}
 		v, ok := sampleVar(n, s, c.TicksSq)
 		if !ok {
-			return Result{}, inputf("sum of squared ticks %d is below (sum c)^2/n = %d^2/%d: the counters are inconsistent", c.TicksSq, s, n)
+			return Result{}, inputf("sum of squared ticks %d is below (sum c)^2/n = %d^2/%d: the counters are inconsistent; it must be at least that", c.TicksSq, s, n)
 		}
 		varC = v
 	}

@@ -106,6 +106,9 @@ func diffCPU(base, new *profile.Profile, o estimate.Options) (*DiffTable, error)
 			return funcCounts{}, fmt.Errorf("%s profile: %w", which, err)
 		}
 		fc := countFuncs(p, count)
+		if fc.overflow {
+			return funcCounts{}, fmt.Errorf("%s profile: %w", which, errOverflow)
+		}
 		if fc.n == 0 {
 			return funcCounts{}, fmt.Errorf("%s profile: %w", which, ErrNoSamples)
 		}

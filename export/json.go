@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/safefile"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -229,18 +229,85 @@ func trimHist(h []uint64) []uint64 {
 	return h[:n]
 }
 
-// WriteTimeJSONFile writes r as JSON to path.
+// WriteTimeJSONFile writes r as JSON to path, through safefile: a link
+// at path or another user's file in a sticky directory is refused.
 func WriteTimeJSONFile(path string, r *timing.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
+	if err := safefile.WriteFile(path, 0o644, func(w io.Writer) error { return WriteTimeJSON(w, r) }); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
-	if err := WriteTimeJSON(f, r); err != nil {
-		f.Close()
-		return fmt.Errorf("write JSON %s: %w", path, err)
+	return nil
+}
+
+// maxDurationS is the longest run a time JSON document may state: a
+// time.Duration holds 292 years; a century is more than any run.
+const maxDurationS = 100 * 365.25 * 86400
+
+// validate checks every value ReadTimeJSON uses, like a flag: confidences
+// strictly between 0 and 1 (estimate's range), times finite and not
+// negative, each interval around its mean, a duration a time.Duration
+// holds. The error names the value.
+func (doc *timeJSON) validate() error {
+	bad := func(what string, v any, want string) error {
+		return fmt.Errorf("%s = %v: want %s", what, v, want)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write JSON %s: %w", path, err)
+	okConf := func(c float64) bool { return c >= estimate.MinConfidence && c <= estimate.MaxConfidence }
+	if doc.Confidence != 0 && !okConf(doc.Confidence) {
+		return bad("confidence", doc.Confidence, "a level strictly between 0 and 1, such as 0.95")
+	}
+	if !(doc.DurationS >= 0 && doc.DurationS <= maxDurationS) {
+		return bad("duration_s", doc.DurationS, "a number of seconds from 0 to a century")
+	}
+	if !(doc.ResolutionNs >= 0) {
+		return bad("resolution_ns", doc.ResolutionNs, "a clock resolution of at least 0 ns")
+	}
+	for i, j := range doc.Targets {
+		name := fmt.Sprintf("targets[%d] (%s)", i, j.Target)
+		if j.Confidence != 0 && !okConf(j.Confidence) {
+			return bad(name+".confidence", j.Confidence, "a level strictly between 0 and 1, such as 0.95")
+		}
+		if j.Confidence == 0 && doc.Confidence == 0 && j.MeanNs != nil {
+			return bad(name+".confidence", 0, "the level of its interval (or a document-level confidence)")
+		}
+		if !(j.ResolutionNs >= 0) || !(j.WallNs >= 0) {
+			return bad(name, "a negative resolution_ns or wall_ns", "values of at least 0")
+		}
+		for _, iv := range []struct {
+			what            string
+			mean, low, high *float64
+		}{
+			{"mean_ns, low_ns, high_ns", j.MeanNs, j.LowNs, j.HighNs},
+			{"raw_mean_ns, raw_low_ns, raw_high_ns", j.RawMeanNs, j.RawLowNs, j.RawHighNs},
+			{"overhead_ns, overhead_low_ns, overhead_high_ns", j.OverheadNs, j.OverheadLow, j.OverheadHigh},
+			{"ns_mean, ns_low, ns_high", j.NsMean, j.NsLow, j.NsHigh},
+		} {
+			if iv.mean == nil || iv.low == nil || iv.high == nil {
+				continue
+			}
+			m, lo, hi := *iv.mean, *iv.low, *iv.high
+			// An overhead's prediction interval may reach below 0; a time's not.
+			if !(lo <= m && m <= hi) || (lo < 0 && iv.what[0] != 'o') {
+				return bad(name+" "+iv.what, fmt.Sprintf("%g, %g, %g", m, lo, hi), "times of at least 0 ns with low <= mean <= high")
+			}
+		}
+		for k, q := range j.Quantiles {
+			qn := fmt.Sprintf("%s.quantiles[%d]", name, k)
+			if !(q.Quantile > 0 && q.Quantile < 1) {
+				return bad(qn+".quantile", q.Quantile, "a level strictly between 0 and 1, such as 0.99")
+			}
+			if !okConf(q.Confidence) {
+				return bad(qn+".confidence", q.Confidence, "a level strictly between 0 and 1, such as 0.95")
+			}
+			lo, hi := q.ValueNs, q.ValueNs
+			if q.LowNs != nil {
+				lo = *q.LowNs
+			}
+			if q.HighNs != nil {
+				hi = *q.HighNs
+			}
+			if !(lo >= 0 && lo <= q.ValueNs && q.ValueNs <= hi && !math.IsInf(hi, 0)) {
+				return bad(qn, fmt.Sprintf("value %g in [%g, %g]", q.ValueNs, lo, hi), "times of at least 0 ns with low <= value <= high")
+			}
+		}
 	}
 	return nil
 }
@@ -249,8 +316,9 @@ func WriteTimeJSONFile(path string, r *timing.Result) error {
 // finished run (plan --from, the demo). Each target's Estimate holds the
 // reported (possibly corrected) mean and interval, Raw the measured one
 // (equal to Estimate when no correction was applied); quantiles and the
-// log-linear histogram are read back. Callers and the log2 histogram are
-// not.
+// log-linear histogram are read back, callers and the log2 histogram are
+// not. Every value used is checked (see validate): a confidence of 7 or a
+// negative time is an error naming it.
 func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 	var doc timeJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
@@ -258,6 +326,9 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 	}
 	if doc.Targets == nil {
 		return nil, fmt.Errorf("no \"targets\" in the document: give the file `tickprof time --json` wrote")
+	}
+	if err := doc.validate(); err != nil {
+		return nil, err
 	}
 	run := &timing.Result{
 		Clock: doc.Clock, Resolution: doc.ResolutionNs, Confidence: doc.Confidence, Start: doc.Start,

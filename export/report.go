@@ -15,6 +15,9 @@ import (
 	"github.com/tickprof/tickprof/units"
 )
 
+// errOverflow refuses a profile whose sample counts add up past 2^64.
+var errOverflow = errors.New("the profile's sample counts add up to more than 2^64: not a profile tickprof can read (written by hand or damaged?)")
+
 // ErrNoSamples is returned for a profile that holds no samples.
 var ErrNoSamples = errors.New("profile holds no samples")
 
@@ -87,9 +90,19 @@ type PerCallRow struct {
 // CPU time per sample. It accepts Go runtime/pprof profiles (samples/count,
 // cpu/nanoseconds), tickprof's own, perf-converted profiles and any profile
 // with a count or a nanoseconds sample type.
+//
+// It refuses what is not a CPU profile (a goroutine, heap, mutex or block
+// profile: their counts are not samples of time) and negative sample values
+// (a difference written by pprof -diff_base: not counts).
 func sampleCounts(p *profile.Profile) (count func(*profile.Sample) uint64, period float64, err error) {
 	if len(p.SampleType) == 0 {
 		return nil, 0, errors.New("profile has no sample types: not a CPU profile")
+	}
+	if err := notCPU(p); err != nil {
+		return nil, 0, err
+	}
+	if err := negativeValues(p); err != nil {
+		return nil, 0, err
 	}
 	ci, ni := -1, -1
 	for i, st := range p.SampleType {
@@ -138,6 +151,47 @@ func sampleCounts(p *profile.Profile) (count func(*profile.Sample) uint64, perio
 	return count, period, nil
 }
 
+// nonCPUTypes are sample or period types of pprof profiles that do not
+// sample time: Go's goroutine, heap, allocs, mutex and block profiles.
+var nonCPUTypes = map[string]string{
+	"goroutine": "a goroutine profile", "goroutines": "a goroutine profile",
+	"alloc_objects": "a heap profile", "alloc_space": "a heap profile", "inuse_objects": "a heap profile", "inuse_space": "a heap profile", "space": "a heap profile", "objects": "a heap profile",
+	"contentions": "a mutex or block profile", "delay": "a mutex or block profile",
+	"threadcreate": "a threadcreate profile",
+}
+
+// notCPU says what p is when its types name a profile that does not sample
+// CPU time.
+func notCPU(p *profile.Profile) error {
+	types := append([]*profile.ValueType{}, p.SampleType...)
+	if p.PeriodType != nil {
+		types = append(types, p.PeriodType)
+	}
+	for _, st := range types {
+		if kind, ok := nonCPUTypes[st.Type]; ok {
+			return fmt.Errorf("profile counts %s/%s: %s, not a CPU profile; give a CPU profile (samples/count or cpu/nanoseconds) or a tickprof time profile", st.Type, st.Unit, kind)
+		}
+	}
+	return nil
+}
+
+// negativeValues refuses a profile with a negative sample value, naming
+// the first.
+func negativeValues(p *profile.Profile) error {
+	for _, s := range p.Sample {
+		for i, v := range s.Value {
+			if v < 0 {
+				what := "value"
+				if i < len(p.SampleType) {
+					what = p.SampleType[i].Type
+				}
+				return fmt.Errorf("profile holds a negative %s (%d): a difference of two profiles (pprof -diff_base) is not a sample count; give each profile to tickprof diff BASE NEW instead", what, v)
+			}
+		}
+	}
+	return nil
+}
+
 func nonNeg(v int64) uint64 {
 	if v < 0 {
 		return 0
@@ -165,6 +219,9 @@ func locationFuncs(l *profile.Location) []string {
 
 // funcCounts holds flat and cumulative sample counts per function.
 type funcCounts struct {
+	// overflow is set when the counts do not fit in 64 bits (a profile
+	// written by hand or damaged): the caller refuses it.
+	overflow  bool
 	n         uint64
 	truncated uint64
 	flat, cum map[string]uint64
@@ -177,6 +234,9 @@ func countFuncs(p *profile.Profile, count func(*profile.Sample) uint64) funcCoun
 		c := count(s)
 		if c == 0 {
 			continue
+		}
+		if fc.n+c < fc.n {
+			fc.overflow = true
 		}
 		fc.n += c
 		if len(s.Label["truncated"]) > 0 && s.Label["truncated"][0] == "true" {
@@ -206,6 +266,9 @@ func CPUReport(p *profile.Profile, o estimate.Options) (*CPUTable, error) {
 		return nil, err
 	}
 	fc := countFuncs(p, count)
+	if fc.overflow {
+		return nil, errOverflow
+	}
 	if fc.n == 0 {
 		return nil, ErrNoSamples
 	}
@@ -359,6 +422,12 @@ func (t *CPUTable) fmtTime(s ShareEstimate) string {
 func ReadProfile(data []byte, name string) (*profile.Profile, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%s is empty: not a pprof profile", name)
+	}
+	if isGzip(data) {
+		var err error
+		if data, err = gunzip(data, name); err != nil {
+			return nil, err
+		}
 	}
 	p, err := profile.ParseData(data)
 	if err != nil {

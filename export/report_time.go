@@ -69,10 +69,13 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 	t := &TimeTable{Duration: float64(p.DurationNanos)}
 	for _, c := range p.Comments {
 		if m := confComment.FindStringSubmatch(c); m != nil {
-			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 0 && v < 100 {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v/100 >= estimate.MinConfidence && v/100 <= estimate.MaxConfidence {
 				t.Confidence = v / 100
 			}
 		}
+	}
+	if err := negativeValues(p); err != nil {
+		return nil, err
 	}
 	rows := map[string]*TimeRow{}
 	var order []string
@@ -92,8 +95,12 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 			rows[name] = r
 			order = append(order, name)
 		}
-		r.Calls += nonNeg(s.Value[0])
-		r.Ticks += nonNeg(s.Value[1])
+		c, k := nonNeg(s.Value[0]), nonNeg(s.Value[1])
+		if r.Calls+c < r.Calls || r.Ticks+k < r.Ticks {
+			return nil, fmt.Errorf("target %s: %w", name, errOverflow)
+		}
+		r.Calls += c
+		r.Ticks += k
 		r.Wall += float64(nonNeg(s.Value[2]))
 		if r.qs == nil && r.MinNs == nil {
 			if mn, mx := s.NumLabel["min_ns"], s.NumLabel["max_ns"]; len(mn) == 1 && len(mx) == 1 {
@@ -102,7 +109,10 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 			r.qs = QuantilesFromLabels(s.NumLabel, t.Confidence, 0)
 		}
 		mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
-		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 && lo[0] <= mean[0] && mean[0] <= hi[0] {
+		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 {
+			if lo[0] < 0 || !(lo[0] <= mean[0] && mean[0] <= hi[0]) {
+				return nil, fmt.Errorf("target %s: labels mean_ns %d, low_ns %d, high_ns %d are not an interval of times (want 0 <= low <= mean <= high): the profile was not written by tickprof time as is", name, mean[0], lo[0], hi[0])
+			}
 			r.HasEstimate = true
 			r.Mean, r.Low, r.High = float64(mean[0]), float64(lo[0]), float64(hi[0])
 		}

@@ -3,11 +3,11 @@ package export
 import (
 	"fmt"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/tickprof/tickprof/internal/safefile"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -186,27 +186,12 @@ func WriteTimeProfile(path string, r *timing.Result) error {
 	return WriteProfileFile(path, p)
 }
 
-// WriteProfileFile writes p, gzipped, to the file at path.
+// WriteProfileFile writes p, gzipped, to the file at path, through
+// safefile: a link at path or another user's file in a sticky directory is
+// refused.
 func WriteProfileFile(path string, p *profile.Profile) error {
-	f, err := os.Create(path)
-	if err != nil {
+	if err := safefile.WriteFile(path, 0o644, p.Write); err != nil {
 		return fmt.Errorf("write profile: %w", err)
 	}
-	if err := p.Write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
 	return nil
-}
-
-// ReadProfileFile reads and parses the pprof profile in the file at path.
-func ReadProfileFile(path string) (*profile.Profile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read profile: %w", err)
-	}
-	return ReadProfile(data, path)
 }

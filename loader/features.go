@@ -23,6 +23,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/bpf"
 )
 
 // FeatureID names one kernel capability that tickprof depends on.
@@ -31,6 +33,7 @@ type FeatureID string
 // The capabilities ProbeFeatures checks, in the order it reports them.
 const (
 	FeatPrivileges    FeatureID = "privileges"
+	FeatMemlock       FeatureID = "memlock"
 	FeatBTF           FeatureID = "btf"
 	FeatUprobe        FeatureID = "uprobe"
 	FeatUretprobe     FeatureID = "uretprobe"
@@ -118,14 +121,18 @@ func ProbeFeatures() (*Features, error) {
 
 	tfs, tfsErr := EnsureTracefs()
 	// Without the privileges every probe below fails, and says so; the
-	// memlock limit (which only privileges can raise) is left alone.
+	// memlock limit (which only privileges can raise) is then left alone,
+	// and a limit that cannot be raised is one more row, not a failure.
 	privErr := proc.CheckPrivileges()
+	memErr := errors.New("not raised: this process may not load BPF programs")
 	if privErr == nil {
-		if err := rlimit.RemoveMemlock(); err != nil {
-			return nil, fmt.Errorf("raise the memlock rlimit: %w (run as root)", err)
+		memErr = rlimit.RemoveMemlock()
+		if memErr != nil {
+			memErr = fmt.Errorf("raise the memlock rlimit: %w (BPF maps count against it before kernel 5.11 memory accounting; root or CAP_SYS_RESOURCE raises it)", memErr)
 		}
 	}
 	f.add(FeatPrivileges, privErr, "root, CAP_SYS_ADMIN, or CAP_BPF+CAP_PERFMON")
+	f.add(FeatMemlock, memErr, "")
 	f.add(FeatTracefs, tfsErr, tfs)
 
 	_, btfErr := btf.LoadKernelSpec()
@@ -186,6 +193,9 @@ func ParseAttachMode(s string) (AttachMode, error) {
 // BPF trampolines and no kprobes. When neither works the error names the
 // kernel options that are missing.
 func (f *Features) KernelFuncMethod(want AttachMode) (AttachMode, error) {
+	if err := f.privilegeErr(); err != nil {
+		return "", err
+	}
 	kp := f.Has(FeatKprobe) && f.Has(FeatKretprobe)
 	fe := f.Has(FeatFentry) && f.Has(FeatFexit)
 	switch want {
@@ -217,6 +227,9 @@ func (f *Features) KernelFuncMethod(want AttachMode) (AttachMode, error) {
 // filtered by number where they attach (cheaper, see syscall.go), else the
 // per-syscall tracepoints.
 func (f *Features) SyscallMethod() (string, error) {
+	if err := f.privilegeErr(); err != nil {
+		return "", err
+	}
 	switch {
 	case f.Has(FeatRawTP):
 		return "raw tracepoint raw_syscalls:sys_enter/sys_exit, filtered by number (per-thread entry slots)", nil
@@ -229,8 +242,14 @@ func (f *Features) SyscallMethod() (string, error) {
 
 // UserFuncMethod is how user functions are timed.
 func (f *Features) UserFuncMethod() (string, error) {
+	if err := f.privilegeErr(); err != nil {
+		return "", err
+	}
 	if f.Has(FeatUprobe) && f.Has(FeatUretprobe) {
 		return "uprobe + uretprobe (Go binaries: uprobes at RET sites)", nil
+	}
+	if d := f.Get(FeatUprobe).Detail; strings.Contains(d, "CAP_SYS_ADMIN") {
+		return "", errors.New(d)
 	}
 	return "", fmt.Errorf("uprobes unavailable on kernel %s (%s): %s",
 		f.Kernel, f.configSays("CONFIG_UPROBES"), f.firstFailure(FeatUprobe, FeatUretprobe))
@@ -238,10 +257,22 @@ func (f *Features) UserFuncMethod() (string, error) {
 
 // SamplingMethod is how PC/stack samples are taken.
 func (f *Features) SamplingMethod() (string, error) {
+	if err := f.privilegeErr(); err != nil {
+		return "", err
+	}
 	if f.Has(FeatPerfEvent) {
 		return "perf_event cpu-clock + BPF perf_event program", nil
 	}
 	return "", fmt.Errorf("perf_event sampling unavailable: %s", f.firstFailure(FeatPerfEvent))
+}
+
+// privilegeErr says, when this process could not load BPF programs at all,
+// that the kernel's answers are unknown rather than negative.
+func (f *Features) privilegeErr() error {
+	if r := f.Get(FeatPrivileges); !r.OK && r.Detail != "not probed" {
+		return fmt.Errorf("not known: this process may not load BPF programs (%s); run tickprof doctor as root to see what the kernel allows", r.Detail)
+	}
+	return nil
 }
 
 func (f *Features) configSays(key string) string {
@@ -283,10 +314,12 @@ func EnsureTracefs() (string, error) {
 
 func emptyProg(pt ebpf.ProgramType, at ebpf.AttachType, attachTo string) (*ebpf.Program, error) {
 	return ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
-		Type:       pt,
-		AttachType: at,
-		AttachTo:   attachTo,
-		License:    "GPL",
+		// Set, so that cilium/ebpf does not read /proc/self/mem for it.
+		KernelVersion: bpf.KernelVersionCode(),
+		Type:          pt,
+		AttachType:    at,
+		AttachTo:      attachTo,
+		License:       "GPL",
 		Instructions: asm.Instructions{
 			asm.Mov.Imm(asm.R0, 0),
 			asm.Return(),
@@ -334,6 +367,9 @@ func probeUprobe(path string, off uint64, pathErr error, ret bool) error {
 		l, err = ex.Uretprobe("", prog, opts)
 	} else {
 		l, err = ex.Uprobe("", prog, opts)
+	}
+	if errors.Is(err, os.ErrPermission) && !proc.HasCap(unix.CAP_SYS_ADMIN) {
+		return fmt.Errorf("%w (%v)", proc.ErrUprobeNeedsSysAdmin, err)
 	}
 	if err != nil {
 		return err

@@ -207,7 +207,9 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		return nil, err
 	}
 	if opts.PID != 0 {
-		if err := proc.CheckProcess(opts.PID); err != nil {
+		// The access check perf applies: CAP_BPF and CAP_PERFMON alone do
+		// not let a user time another user's process.
+		if err := proc.CheckAccess(opts.PID); err != nil {
 			return nil, err
 		}
 	}
@@ -372,6 +374,7 @@ func (s *Session) load() error {
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	}
+	bpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return loadError(err)
 	}
@@ -498,6 +501,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 			repl[name] = m
 		}
 	}
+	bpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(to, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
 		return loadError(err)
 	}

@@ -103,7 +103,7 @@ func ParseClock(s string) (Clock, error) {
 	case strings.HasPrefix(s, "tick:"):
 		d, err := time.ParseDuration(strings.TrimPrefix(s, "tick:"))
 		if err != nil {
-			return Clock{}, fmt.Errorf("clock %q: %w", s, err)
+			return Clock{}, fmt.Errorf("clock %q: %w: want tick:DUR with a Go duration from 1us, e.g. tick:1ms", s, err)
 		}
 		if d < time.Microsecond {
 			return Clock{}, fmt.Errorf("clock %q: the tick must be at least 1us (use the ns clock for exact times)", s)

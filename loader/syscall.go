@@ -166,6 +166,9 @@ func ResolveSyscall(arg string, m SyscallAttach) ([]Spec, error) {
 	mk := func(s SyscallInfo) Spec {
 		return Spec{Kind: KindSyscall, Name: "syscall:" + s.Name, Symbol: s.Entry, Arg: SyscallArg(s.Nr, m)}
 	}
+	if strings.TrimSpace(arg) == "" {
+		return nil, errors.New("empty system call name: give one such as -s read, or -s all")
+	}
 	if arg == "all" {
 		out := make([]Spec, 0, len(all))
 		for _, s := range all {

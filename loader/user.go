@@ -178,7 +178,7 @@ func uprobeError(t *Target, off uint64, err error) error {
 		return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return fmt.Errorf("attach to %s: %w", t.Name, ErrNotRoot)
+		return proc.UprobeAttachError(t.Name, err)
 	}
 	return fmt.Errorf("attach a uprobe to %s (%s offset %#x): %w", t.Name, t.Spec.Binary, off, linkErr(err))
 }

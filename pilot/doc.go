@@ -4,6 +4,7 @@
 // (Lilja eq. 4.21); for a CPU profile, the samples needed to know each top
 // function's share that well (Lilja eq. 4.28).
 //
-// pilot may import estimate and export (to read the pilot files and for the
-// plan's model); it must not import cmd.
+// pilot may import estimate, export (to read the pilot files and for the
+// plan's model) and internal/safefile (bounded reads); it must not import
+// cmd.
 package pilot

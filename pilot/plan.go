@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 // target is a timed target read from a pilot file.
@@ -118,13 +118,22 @@ var ErrSharesNeedRelative = errors.New("a CPU profile gives shares: give a relat
 // JSON, a time profile, or a pprof CPU profile. goal holds the confidence
 // and the precision (RelHalfWidth or AbsHalfWidth); rate, when above 0,
 // overrides the pilot's rate of calls (or samples) per second.
+//
+// The file must be a regular file of at most export.MaxProfileFile bytes
+// (/dev/zero and FIFOs fail at once), and every value read from it is
+// checked as export's readers check them.
 func FromFile(path string, goal export.PilotPlan, rate float64) (*export.PilotPlan, error) {
+	data, err := safefile.ReadFile(path, "pilot", export.MaxProfileFile)
+	if err != nil {
+		return nil, err
+	}
+	return FromData(data, path, goal, rate)
+}
+
+// FromData is FromFile on the file's content; path names it in errors.
+func FromData(data []byte, path string, goal export.PilotPlan, rate float64) (*export.PilotPlan, error) {
 	out := goal
 	out.From = path
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read the pilot: %w", err)
-	}
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
 		ts, err := readTimeJSON(data, path)
 		if err != nil {

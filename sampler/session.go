@@ -147,6 +147,13 @@ func Start(cfg Config) (*Session, error) {
 	if !cfg.All && len(cfg.PIDs) == 0 {
 		return nil, errors.New("no process to sample: give a PID, a command, or sample all")
 	}
+	// The access check perf applies to a process it samples: CAP_PERFMON
+	// alone does not let a user sample another user's process.
+	for _, pid := range cfg.PIDs {
+		if err := proc.CheckAccess(pid); err != nil {
+			return nil, err
+		}
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise memlock rlimit: %w", err)
 	}
@@ -167,6 +174,7 @@ func Start(cfg Config) (*Session, error) {
 		spec.Maps["samples"].MaxEntries = 32 << 20
 	}
 	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
+	tpbpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -188,7 +196,7 @@ func Start(cfg Config) (*Session, error) {
 	if !cfg.All {
 		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
 		if err != nil {
-			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", err)
+			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
 		}
 		s.links = append(s.links, l)
 	}
@@ -236,7 +244,10 @@ func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
 		if c := tab.Closest(sym, 3); len(c) > 0 {
 			hint = " (did you mean " + strings.Join(c, ", ") + "?)"
 		}
-		return nil, fmt.Errorf("count %s: no function %q in %s%s", spec, sym, bin, hint)
+		if sym == "" {
+			return nil, fmt.Errorf("count %q names no function: give [BINARY:]SYMBOL, e.g. main.work", spec)
+		}
+		return nil, fmt.Errorf("count %s: no function %q in %s%s; list its functions with nm", spec, sym, bin, hint)
 	}
 	fs := syms[0]
 	off, err := tab.FileOffset(fs.Value)
@@ -253,7 +264,7 @@ func (s *Session) attachCounter(idx int, spec string) (*counted, error) {
 	}
 	up, err := ex.Uprobe(fs.Name, s.objs.CountCalls, opts)
 	if err != nil {
-		return nil, fmt.Errorf("count %s: attach uprobe at %s+%#x: %w", spec, bin, off, err)
+		return nil, proc.UprobeAttachError(fmt.Sprintf("count %s (%s+%#x)", spec, bin, off), err)
 	}
 	return &counted{spec: spec, name: fs.Display, binary: bin, link: up}, nil
 }

@@ -72,6 +72,11 @@ func (t *Table) ProbeSites(s Symbol) (ProbeSites, error) {
 	if err != nil {
 		return ProbeSites{}, err
 	}
+	return t.probeSitesIn(s, code)
+}
+
+// probeSitesIn is ProbeSites on the function's code bytes.
+func (t *Table) probeSitesIn(s Symbol, code []byte) (ProbeSites, error) {
 	insts, err := decodeAMD64(code, s.Value)
 	if err != nil {
 		return ProbeSites{}, fmt.Errorf("disassemble %s in %s: %w", s.Display, t.Path, err)

@@ -27,14 +27,18 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"debug/gosym"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Source tells where a symbol was read from.
@@ -103,6 +107,7 @@ type Table struct {
 	GoTextStart uint64
 
 	f      *elf.File
+	file   *os.File         // the file f reads, closed by Close
 	loads  []elf.ProgHeader // PT_LOAD segments
 	syms   []Symbol         // every function, sorted by Value then preference
 	byAddr []int            // index into syms of the preferred symbol per distinct start
@@ -117,18 +122,56 @@ type Table struct {
 // executable or a shared library, whose runtime addresses carry a load bias.
 func (t *Table) PIE() bool { return t.Type == elf.ET_DYN }
 
-// Open reads the function symbols of the ELF file at path.
+// Open reads the function symbols of the ELF file at path. Only a
+// regular file is opened: a FIFO would block the open forever and a
+// device's open can act on the device, so both are refused first by stat
+// and again, after a non-blocking open, on what was opened.
 func Open(path string) (*Table, error) {
-	f, err := elf.Open(path)
+	st, err := os.Stat(path)
 	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("open %s: %s is %s, not a regular file: give an executable or a shared library", path, path, fileKind(st.Mode()))
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	file := os.NewFile(uintptr(fd), path)
+	if fi, err := file.Stat(); err != nil || !fi.Mode().IsRegular() {
+		file.Close()
+		return nil, fmt.Errorf("open %s: not a regular file: give an executable or a shared library", path)
+	}
+	f, err := elf.NewFile(file)
+	if err != nil {
+		file.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	t, err := newTable(path, f)
 	if err != nil {
-		f.Close()
+		file.Close()
 		return nil, err
 	}
+	t.file = file
 	return t, nil
+}
+
+// fileKind names a file's type for errors: "a FIFO".
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }
 
 // Close releases the file.
@@ -138,6 +181,12 @@ func (t *Table) Close() error {
 	}
 	err := t.f.Close()
 	t.f = nil
+	if t.file != nil {
+		if cerr := t.file.Close(); err == nil {
+			err = cerr
+		}
+		t.file = nil
+	}
 	return err
 }
 
@@ -307,7 +356,7 @@ func (t *Table) Glob(pattern string, max int) ([]Symbol, error) {
 	const slash = "\x00"
 	p := strings.ReplaceAll(pattern, "/", slash)
 	if _, err := path.Match(p, ""); err != nil {
-		return nil, fmt.Errorf("bad pattern %q: %w", pattern, err)
+		return nil, fmt.Errorf("bad glob %q: %w: write a shell pattern such as 'sqlite3_*' or 'main.(*T).*'", pattern, err)
 	}
 	var out []Symbol
 	n := 0
@@ -520,6 +569,9 @@ func goTextStart(f *elf.File, syms []Symbol, pcln *elf.Section) uint64 {
 		return text
 	}
 	ptr := uint64(hdr[7])
+	if ptr != 4 && ptr != 8 { // the header's pointer size: a damaged table
+		return text
+	}
 	field := 8 + 2*ptr
 	var v uint64
 	if ptr == 8 {
@@ -637,13 +689,50 @@ func relaAddend(f *elf.File, addr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// goTable parses the Go function and line table.
+// goTable parses the Go function and line table, after checking that
+// the function count its header states fits in the table: debug/gosym
+// allocates a Func per stated function before reading any, and a damaged
+// or hostile binary (one mapped by a sampled process, say) stating 2^40
+// functions ended tickprof with "out of memory".
 func (t *Table) goTable(pcln *elf.Section) (*gosym.Table, error) {
 	data, err := pcln.Data()
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPclnHeader(data, t.f.ByteOrder); err != nil {
+		return nil, err
+	}
 	return gosym.NewTable(nil, gosym.NewLineTable(data, t.GoTextStart))
+}
+
+// checkPclnHeader checks a Go line table's header: a known magic, a
+// pointer size of 4 or 8, and no more functions than function-table
+// entries fit in the table (8 bytes each since Go 1.18, two pointers
+// before).
+func checkPclnHeader(data []byte, bo binary.ByteOrder) error {
+	if len(data) < 16 {
+		return errors.New("Go line table too short")
+	}
+	ptr := int(data[7])
+	if ptr != 4 && ptr != 8 || len(data) < 8+ptr {
+		return fmt.Errorf("Go line table states a pointer size of %d: damaged", ptr)
+	}
+	entry := uint64(2 * ptr)
+	switch bo.Uint32(data) {
+	case 0xfffffff0, 0xfffffff1: // Go 1.18, Go 1.20
+		entry = 8
+	case 0xfffffffa, 0xfffffffb: // Go 1.16, Go 1.2
+	default:
+		return fmt.Errorf("Go line table has an unknown magic %#x", bo.Uint32(data))
+	}
+	nfunc := uint64(bo.Uint32(data[8:]))
+	if ptr == 8 {
+		nfunc = bo.Uint64(data[8:])
+	}
+	if nfunc > uint64(len(data))/entry {
+		return fmt.Errorf("Go line table states %d functions in %d bytes: damaged", nfunc, len(data))
+	}
+	return nil
 }
 
 // Line returns the source file and line of the instruction at the virtual

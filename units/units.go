@@ -3,21 +3,23 @@
 // levels ("95%", "0.95"), rates ("1000/s"), counts and batch files. It
 // holds the one duration format every table prints ("21.1 µs": three
 // significant digits, a space, the unit), which its parser reads back.
-// units may import estimate (for the batch type) and the standard library.
+// units may import estimate (for the batch type and the confidence range),
+// internal/safefile (bounded reads) and the standard library.
 package units
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 // Every command reuses these parsers so that `16.666ms`, `95%` and
@@ -43,6 +45,12 @@ func durationUnit(u string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// maxDurationNs is the longest duration ParseDuration accepts: the
+// largest time.Duration, about 292 years, so that every duration converts
+// to one without wrapping (99999999999999999999h wrapped to a negative
+// duration, and sampling never stopped).
+const maxDurationNs = float64(math.MaxInt64)
 
 // ParseDuration parses a duration in Go syntax ("1.5s", "40us", "16.666ms",
 // "1m30s", "250ns") into float64 nanoseconds. Unlike time.ParseDuration it
@@ -105,8 +113,8 @@ func ParseDuration(s string) (float64, error) {
 		s = s[j:]
 		total += v * mult
 	}
-	if math.IsInf(total, 0) || math.IsNaN(total) {
-		return 0, fmt.Errorf("duration %q is too large", orig)
+	if !(total <= maxDurationNs) {
+		return 0, fmt.Errorf("duration %q is longer than 292 years, the longest tickprof handles (a Go time.Duration): give a shorter one", orig)
 	}
 	return total, nil
 }
@@ -148,8 +156,9 @@ func ParseConfidence(s string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !(c > 0 && c < 1) {
-		return 0, fmt.Errorf("confidence %q must lie strictly between 0%% and 100%%, e.g. 95%%", s)
+	if !(c >= estimate.MinConfidence && c <= estimate.MaxConfidence) {
+		return 0, fmt.Errorf("confidence %q must lie between %s and %s (a level that rounds to 100%% has an infinite interval), e.g. 95%%", s,
+			Percent(estimate.MinConfidence), Percent(estimate.MaxConfidence))
 	}
 	return c, nil
 }
@@ -226,14 +235,17 @@ func isPlainDecimal(s string) bool {
 	return digits > 0
 }
 
+// maxBatchesFile is the largest --batches file read: 64 MiB is millions
+// of batches, more than any run polls.
+const maxBatchesFile = 64 << 20
+
 // ReadBatchesFile reads a --batches file (see ParseBatches).
 func ReadBatchesFile(path string) ([]estimate.Batch, error) {
-	f, err := os.Open(path)
+	data, err := safefile.ReadFile(path, "batches file", maxBatchesFile)
 	if err != nil {
-		return nil, fmt.Errorf("read batches: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	bs, err := ParseBatches(f)
+	bs, err := ParseBatches(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("batches file %s: %w", path, err)
 	}
@@ -343,6 +355,10 @@ func NsDigits(ns float64, sig int) string {
 		unit, div = "µs", 1e3
 	}
 	v := r / div
+	if v >= 1e9 {
+		// Past a billion seconds (32 years) digits say nothing more.
+		return sign + strconv.FormatFloat(v, 'g', sig, 64) + " " + unit
+	}
 	// Decimals so that the total significant digits equal sig.
 	// (intDigits is <= 0 for values below 1, giving extra decimals.)
 	intDigits := int(math.Floor(math.Log10(v))) + 1
@@ -374,6 +390,14 @@ func Percent(f float64) string {
 	}
 	v := 100 * f
 	s := strconv.FormatFloat(v, 'g', 3, 64)
+	// A level just below 100% must not print as 100%: more digits.
+	for sig := 4; sig <= 15 && v < 100 && v > 99; sig++ {
+		if r, _ := strconv.ParseFloat(s, 64); r < 100 {
+			break
+		}
+		s = strconv.FormatFloat(v, 'f', sig, 64)
+		s = strings.TrimRight(s, "0")
+	}
 	if strings.ContainsAny(s, "e") {
 		if math.Abs(v) >= 1 {
 			// 2369.13 -> "2369", not "2.37e+03" or every digit.
@@ -393,6 +417,9 @@ func NsExact(ns float64) string {
 		return Ns(ns)
 	}
 	a := math.Abs(ns)
+	if a >= 1e18 {
+		return Ns(ns)
+	}
 	unit, div := "ns", 1.0
 	switch {
 	case a >= 1e9:

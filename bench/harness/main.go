@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/safefile"
 )
 
 func main() {
@@ -99,7 +100,7 @@ func (h *harness) run() error {
 	if !h.noOthers {
 		h.others()
 	}
-	if err := os.WriteFile(h.out, h.md.Bytes(), 0o644); err != nil {
+	if err := safefile.WriteFile(h.out, 0o644, func(w io.Writer) error { _, err := w.Write(h.md.Bytes()); return err }); err != nil {
 		return fmt.Errorf("write %s: %w", h.out, err)
 	}
 	h.log("wrote %s", h.out)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -57,7 +58,7 @@ The result is saved per machine (kernel release and CPU model) under the
 user's cache directory; tickprof time subtracts T_ovhd from its means when a
 calibration for this machine exists. Needs root (or CAP_BPF and
 CAP_PERFMON) and gcc.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCalibrate(cmd, f)
 		},
@@ -74,6 +75,10 @@ CAP_PERFMON) and gcc.`,
 	return cmd
 }
 
+// maxCalibrateRuns bounds --runs: each run is a new target process of at
+// least 200ms per probe kind.
+const maxCalibrateRuns = 100
+
 func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 	if f.goTarget > 0 {
 		// The Go calibration target: this same binary, calling an empty
@@ -84,8 +89,20 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 	if f.duration < 100*time.Millisecond {
 		return usagef("--duration %s: want at least 100ms", f.duration)
 	}
-	if f.runs < 2 {
-		return usagef("--runs %d: want at least 2, so that the interval holds the between-run variation", f.runs)
+	if f.runs < 2 || f.runs > maxCalibrateRuns {
+		return usagef("--runs %d: want 2 to %d, at least 2 so that the interval holds the between-run variation", f.runs, maxCalibrateRuns)
+	}
+	if f.duration > time.Hour {
+		return usagef("--duration %s: want at most 1h per probe kind", f.duration)
+	}
+	if f.dir != "" {
+		if st, err := os.Stat(f.dir); err == nil && !st.IsDir() {
+			return usagef("--dir %s is not a directory: give the directory to save the calibration in", f.dir)
+		} else if err == nil {
+			if err := checkOutput("--dir", filepath.Join(f.dir, "calibration.json")); err != nil {
+				return err
+			}
+		}
 	}
 	conf, err := units.ParseConfidence(f.confidence)
 	if err != nil {

@@ -53,7 +53,7 @@ function measures itself with clock_gettime), then:
 
 It needs root (or CAP_BPF and CAP_PERFMON), gcc, and a kernel with BTF and
 uprobes (see tickprof doctor).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd, f)
 		},
@@ -68,14 +68,11 @@ uprobes (see tickprof doctor).`,
 }
 
 func runDemo(cmd *cobra.Command, f demoFlags) error {
-	if err := demo.Requirements(); err != nil {
+	if err := checkDemoFlags(f); err != nil {
 		return err
 	}
-	if _, err := units.ParsePercent(f.precision); err != nil {
-		return usagef("--precision: %v", err)
-	}
-	if f.limit < time.Second || f.sampleFor < time.Second {
-		return usagef("--limit and --sample: want at least 1s")
+	if err := demo.Requirements(); err != nil {
+		return err
 	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -148,4 +145,28 @@ func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, trut
 		}
 		return export.WriteTimeProfile(timeOut, run)
 	})
+}
+
+// checkDemoFlags validates every flag before anything is built or run
+// (-F 0 failed only after 40 s of timing).
+func checkDemoFlags(f demoFlags) error {
+	p, err := units.ParsePercent(f.precision)
+	if err != nil {
+		return usagef("--precision: %v", err)
+	}
+	if !(p > 0 && p < 1) {
+		return usagef("--precision %s: want a relative half-width above 0%% and below 100%%, e.g. 5%%", f.precision)
+	}
+	if f.limit < time.Second || f.sampleFor < time.Second || f.limit > time.Hour || f.sampleFor > time.Hour {
+		return usagef("--limit %s, --sample %s: want each from 1s to 1h", f.limit, f.sampleFor)
+	}
+	if f.freq < 1 || f.freq > sampler.MaxFrequency {
+		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
+	}
+	for _, name := range []string{"demo-time.pb.gz", "demo-cpu.pb.gz"} {
+		if err := checkOutput("--dir", filepath.Join(f.dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

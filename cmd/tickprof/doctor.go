@@ -20,7 +20,7 @@ uprobes, kprobes, fentry, syscall and raw tracepoints, perf_event sampling,
 ring buffers, BPF cookies, task storage, bpf_jiffies64, and the measured
 tick period. It then says which method each target kind (-u, -s, -k,
 sampling) will use. Needs root.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := loader.ProbeFeatures()
 			if err != nil {

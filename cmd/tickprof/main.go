@@ -36,6 +36,7 @@ profiles open in go tool pprof.`,
 		newPlanCmd(), newEstimateCmd(),
 		newAgentCmd(),
 	)
+	hardenCommands(root)
 	return root
 }
 

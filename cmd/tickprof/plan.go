@@ -132,6 +132,9 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 		if err != nil {
 			return out, err
 		}
+		if l < exp {
+			return out, usagef("--loop %s is shorter than --expect %s: one execution per loop cycle needs a cycle at least as long as the execution", f.loop, f.expect)
+		}
 		rt := estimate.LoopRunTime(p.Executions, l)
 		out.RunTimeNs, out.LoopNs = &rt, &l
 	}

@@ -89,6 +89,12 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	if f.pid < 0 {
 		return usagef("-p %d: a PID is positive", f.pid)
 	}
+	if f.top < 0 {
+		return usagef("--top %d: give a count, or 0 for all", f.top)
+	}
+	if err := checkOutput("-o", f.out); err != nil {
+		return err
+	}
 	if f.freq < 1 || f.freq > sampler.MaxFrequency {
 		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
 	}

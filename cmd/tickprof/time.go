@@ -150,8 +150,19 @@ func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
 	if f.maxProbes < 1 {
 		return ts, usagef("--max-probes %d: want at least 1", f.maxProbes)
 	}
-	if f.interval < 10*time.Millisecond {
-		return ts, usagef("--interval %s: want at least 10ms", f.interval)
+	if f.interval < 10*time.Millisecond || f.interval > time.Hour {
+		return ts, usagef("--interval %s: want 10ms to 1h", f.interval)
+	}
+	if f.attach != "" {
+		if _, err := loader.ParseAttachMode(f.attach); err != nil {
+			return ts, usagef("--attach: %v", err)
+		}
+	}
+	if err := checkOutput("--json", f.jsonOut); err != nil {
+		return ts, err
+	}
+	if err := checkOutput("-o", f.pprofOut); err != nil {
+		return ts, err
 	}
 	if f.duration < 0 {
 		return ts, usagef("--duration %s: want a positive duration", f.duration)

@@ -1,6 +1,7 @@
 // Package proc owns what tickprof does with processes: starting a command
 // held before exec, reading /proc/PID/maps, noticing a process's exit,
-// checking the privileges BPF needs, and resolving a [LIB|PATH:]SYMBOL
+// checking the privileges BPF needs, checking that the caller may observe
+// a process (perf's access check, access.go), and resolving a [LIB|PATH:]SYMBOL
 // target's binary. It may import only the standard library and x/sys.
 package proc
 
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,15 +44,28 @@ func CheckPrivileges() error {
 	return ErrNotPrivileged
 }
 
-// CheckProcess reports whether process pid exists and is not a zombie.
+// CheckProcess reports whether process pid exists, has not exited and is
+// not a kernel thread, each with its own reason (no access check: see
+// CheckAccess).
 func CheckProcess(pid int) error {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	t, err := ReadTarget(pid)
 	if err != nil {
-		return fmt.Errorf("process %d: %w (check the PID with ps)", pid, ErrNoProcess)
+		return err
 	}
-	// State follows the parenthesized command name.
-	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
-		return fmt.Errorf("process %d has exited: %w", pid, ErrNoProcess)
+	return Decide(Creds{Ptrace: true}, t)
+}
+
+// readErr explains why a file of process pid (its executable, its maps)
+// could not be read: the process is gone, is a kernel thread, or may not
+// be observed; never "no such process" for a process that exists.
+func readErr(pid int, what string, err error) error {
+	if cerr := CheckProcess(pid); cerr != nil {
+		return cerr
 	}
-	return nil
+	if errors.Is(err, os.ErrPermission) {
+		if aerr := CheckAccess(pid); aerr != nil {
+			return aerr
+		}
+	}
+	return fmt.Errorf("process %d: cannot read its %s: %w", pid, what, err)
 }

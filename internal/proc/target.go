@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // libDirs are searched for a shared library that is not mapped yet (a
@@ -45,7 +47,7 @@ func ResolveBinary(pid int, bin string) (path, display string, err error) {
 		exe := fmt.Sprintf("/proc/%d/exe", pid)
 		target, err := os.Readlink(exe)
 		if err != nil {
-			return "", "", fmt.Errorf("process %d: %w (check the PID with ps)", pid, ErrNoProcess)
+			return "", "", readErr(pid, "executable", err)
 		}
 		return exe, strings.TrimSuffix(target, " (deleted)"), nil
 	case strings.Contains(bin, "/"):
@@ -62,7 +64,7 @@ func ResolveBinary(pid int, bin string) (path, display string, err error) {
 	}
 	maps, err := ReadMaps(pid)
 	if err != nil {
-		return "", "", fmt.Errorf("process %d: %w (check the PID with ps)", pid, ErrNoProcess)
+		return "", "", readErr(pid, "memory maps", err)
 	}
 	for _, m := range maps {
 		if libMatches(filepath.Base(m.Path), bin) {
@@ -118,9 +120,26 @@ func neededLibrary(pid int, lib string) (path, display string, ok bool) {
 
 // RootPath returns path as seen by process pid (through its root, so
 // that processes in containers work); pid 0 means this process.
+//
+// When the process has the same root as tickprof the path is returned as
+// is: the kernel resolves a /proc/PID/root path only for a caller that
+// passes the ptrace access check, which a tickprof run with file
+// capabilities (not dumpable, so neither is a child before its exec) does
+// not pass for its own held child. A root that cannot be compared is taken
+// to be tickprof's own.
 func RootPath(pid int, path string) string {
-	if pid == 0 {
+	if pid == 0 || sameRoot(pid) {
 		return path
 	}
 	return filepath.Join(fmt.Sprintf("/proc/%d/root", pid), path)
+}
+
+// sameRoot reports whether process pid has tickprof's root directory, or
+// its root cannot be read.
+func sameRoot(pid int) bool {
+	var theirs, ours unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/root", pid), &theirs) != nil || unix.Stat("/", &ours) != nil {
+		return true
+	}
+	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
 }
