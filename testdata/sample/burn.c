@@ -44,8 +44,22 @@ __attribute__((noinline)) void burn_done(void) { __asm__ volatile(""); }
 		burn_done();                                                   \
 	} while (0)
 
-__attribute__((noinline)) void burn_a(void) { SPIN(300000); }
-__attribute__((noinline)) void burn_b(void) { SPIN(100000); }
+/* Each pair of calls does a random amount of work (burn_a three times
+ * burn_b's), so that the loop has no period a periodic sampling clock
+ * could lock onto: with fixed work, one pass took about the sampling
+ * period at 1999 Hz, successive samples fell at nearly the same point of
+ * the pass, and the sampled share wandered far beyond its interval. */
+static unsigned long work = 100000;
+
+static void next_work(void)
+{
+	static unsigned long long lcg = 88172645463325252ULL;
+	lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+	work = 50000 + (unsigned long)((lcg >> 33) % 100001); /* 50k..150k */
+}
+
+__attribute__((noinline)) void burn_a(void) { SPIN(3 * work); }
+__attribute__((noinline)) void burn_b(void) { SPIN(work); }
 
 int main(int argc, char **argv)
 {
@@ -53,6 +67,7 @@ int main(int argc, char **argv)
 	long long end = now_wall() + (long long)(secs * 1e9);
 	long long ns_a = 0, ns_b = 0, calls_a = 0, calls_b = 0;
 	while (now_wall() < end) {
+		next_work();
 		long long t0 = now_cpu();
 		burn_a();
 		long long t1 = now_cpu();
