@@ -1,8 +1,8 @@
 // Package benchkit holds what the C-target benchmarks under bench/ share:
 // building a target with gcc, starting it (optionally SCHED_FIFO) and
-// reading the figure it prints, summing BPF program run time, and printing
-// a median with its range. It imports only cilium/ebpf and the standard
-// library.
+// reading the figure it prints, enabling and summing BPF program run time,
+// and printing a median with its range. It imports only cilium/ebpf,
+// x/sys/unix and the standard library.
 package benchkit
 
 import (
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // BuildC compiles the C source src into the executable out with
@@ -110,4 +111,14 @@ func MedRange(v []float64, f string) string {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return fmt.Sprintf(f+" ["+f+", "+f+"]", s[len(s)/2], s[0], s[len(s)-1])
+}
+
+// EnableStats turns on the kernel's BPF run-time statistics (root only)
+// until the returned closer is closed.
+func EnableStats() (io.Closer, error) {
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return nil, fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+	}
+	return stats, nil
 }

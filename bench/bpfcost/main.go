@@ -26,7 +26,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
@@ -141,9 +140,9 @@ func run(calls, reps int, rt, goPair bool) error {
 		return err
 	}
 	if withStats {
-		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		stats, err := benchkit.EnableStats()
 		if err != nil {
-			return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+			return err
 		}
 		defer stats.Close()
 	}

@@ -29,10 +29,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
@@ -82,9 +80,9 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return err
 	}
-	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	stats, err := benchkit.EnableStats()
 	if err != nil {
-		return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+		return err
 	}
 	defer stats.Close()
 	dir, err := os.MkdirTemp("", "tickprof-bench")
