@@ -9,6 +9,6 @@
 // The caller fills a Config and calls Run, which returns after ctx is
 // cancelled and the last window is flushed.
 //
-// agent imports sampler, timing, loader, export, push and the Prometheus
-// client; nothing imports it but cmd/tickprof.
+// agent imports sampler, timing, loader, export, push, symtab and the
+// Prometheus client; nothing imports it but cmd/tickprof.
 package agent

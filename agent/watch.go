@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/symtab"
 )
 
 // procInfo is what the agent knows of a watched process.
@@ -168,26 +169,12 @@ func readBuildID(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	for _, name := range []string{".note.gnu.build-id", ".note.go.buildid"} {
-		s := f.Section(name)
-		if s == nil {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil || len(data) < 12 {
-			continue
-		}
-		bo := f.ByteOrder
-		nsz, dsz := bo.Uint32(data[0:]), bo.Uint32(data[4:])
-		off := 12 + int(nsz+3)&^3
-		if off+int(dsz) > len(data) {
-			continue
-		}
-		desc := data[off : off+int(dsz)]
-		if name == ".note.go.buildid" {
-			return string(bytes.TrimRight(desc, "\x00")), nil
-		}
-		return hex.EncodeToString(desc), nil
+	gnu, gobuild := symtab.BuildIDs(f)
+	if gnu != "" {
+		return gnu, nil
+	}
+	if gobuild != "" {
+		return gobuild, nil
 	}
 	return "", errors.New("no build ID note")
 }

@@ -12,13 +12,12 @@
 // are written to a new file (never through a symlink) and renamed into
 // place.
 //
-// It imports only the standard library.
+// It imports only the standard library and symtab (for build IDs).
 package debuginfo
 
 import (
 	"context"
 	"debug/elf"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tickprof/tickprof/symtab"
 )
 
 // Finder locates debug files.
@@ -244,36 +245,10 @@ func BuildID(p string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			continue
-		}
-		if id, ok := gnuBuildID(data, f.ByteOrder); ok {
-			return id, nil
-		}
+	if id, _ := symtab.BuildIDs(f); id != "" {
+		return id, nil
 	}
 	return "", fmt.Errorf("%s has no GNU build ID", p)
-}
-
-func gnuBuildID(b []byte, order interface{ Uint32([]byte) uint32 }) (string, bool) {
-	for len(b) >= 12 {
-		nsz, dsz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
-		b = b[12:]
-		na, da := int(nsz+3)&^3, int(dsz+3)&^3
-		if na > len(b) || na+da > len(b) || int(dsz) > da {
-			return "", false
-		}
-		name := strings.TrimRight(string(b[:nsz]), "\x00")
-		if name == "GNU" && typ == 3 {
-			return hex.EncodeToString(b[na : na+int(dsz)]), true
-		}
-		b = b[na+da:]
-	}
-	return "", false
 }
 
 func isHex(s string) bool {

@@ -173,24 +173,9 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	if conf == 0 {
 		conf = estimate.DefaultConfidence
 	}
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{
-			{Type: "calls", Unit: "count"},
-			{Type: "ticks", Unit: "count"},
-			{Type: "wall", Unit: "nanoseconds"},
-			{Type: TicksSqType, Unit: "count"},
-		},
-		DefaultSampleType: "wall",
-		PeriodType:        &profile.ValueType{Type: "wall", Unit: "nanoseconds"},
-		Period:            int64(math.Round(w.Resolution)),
-		TimeNanos:         w.Start.UnixNano(),
-		DurationNanos:     w.Duration.Nanoseconds(),
-		Comments: []string{
-			fmt.Sprintf("tickprof time: clock %s, resolution %.6g ns", w.Clock, w.Resolution),
-			fmt.Sprintf("confidence %.4g%% for every interval (computed by report from calls, ticks and ticks_sq)", 100*conf),
-			"wall = resolution x ticks: the estimated total time in each target",
-		},
-	}
+	p := newTimeProfile(w.Clock, w.Resolution, w.Start, w.Duration,
+		fmt.Sprintf("confidence %.4g%% for every interval (computed by report from calls, ticks and ticks_sq)", 100*conf))
+	p.SampleType = append(p.SampleType, &profile.ValueType{Type: TicksSqType, Unit: "count"})
 	for _, t := range w.Targets {
 		if t.TicksSq > math.MaxInt64 || t.Ticks > math.MaxInt64 || t.Calls > math.MaxInt64 {
 			return nil, fmt.Errorf("encode time window: counts of %s overflow a sample value", t.Name)
@@ -249,12 +234,7 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 	}
 	sq := map[string]uint64{}
 	for _, s := range p.Sample {
-		name := ""
-		if v := s.Label["target"]; len(v) > 0 {
-			name = v[0]
-		} else if len(s.Location) > 0 {
-			name = locationFuncs(s.Location[0])[0]
-		}
+		name := sampleTarget(s)
 		if qi < len(s.Value) {
 			sq[name] += nonNeg(s.Value[qi])
 		}

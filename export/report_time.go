@@ -80,12 +80,7 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 	rows := map[string]*TimeRow{}
 	var order []string
 	for _, s := range p.Sample {
-		name := ""
-		if v := s.Label["target"]; len(v) > 0 {
-			name = v[0]
-		} else if len(s.Location) > 0 {
-			name = locationFuncs(s.Location[0])[0]
-		}
+		name := sampleTarget(s)
 		if name == "" {
 			continue
 		}

@@ -4,12 +4,49 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/internal/safefile"
 	"github.com/tickprof/tickprof/timing"
 )
+
+// newTimeProfile returns a time profile without samples: sample types calls,
+// ticks and wall (the last the default and the period), the window's start
+// and length, and the comments naming the clock and resolution (the line
+// resolutionComment reads back), then confLine, then what wall means.
+func newTimeProfile(clock string, resolution float64, start time.Time, duration time.Duration, confLine string) *profile.Profile {
+	return &profile.Profile{
+		SampleType: []*profile.ValueType{
+			{Type: "calls", Unit: "count"},
+			{Type: "ticks", Unit: "count"},
+			{Type: "wall", Unit: "nanoseconds"},
+		},
+		DefaultSampleType: "wall",
+		PeriodType:        &profile.ValueType{Type: "wall", Unit: "nanoseconds"},
+		Period:            int64(math.Round(resolution)),
+		TimeNanos:         start.UnixNano(),
+		DurationNanos:     duration.Nanoseconds(),
+		Comments: []string{
+			fmt.Sprintf("tickprof time: clock %s, resolution %.6g ns", clock, resolution),
+			confLine,
+			"wall = resolution x ticks: the estimated total time in each target",
+		},
+	}
+}
+
+// sampleTarget returns the target a time profile's sample counts: its
+// target label, else its leaf function ("" if it has neither).
+func sampleTarget(s *profile.Sample) string {
+	if v := s.Label["target"]; len(v) > 0 {
+		return v[0]
+	}
+	if len(s.Location) > 0 {
+		return locationFuncs(s.Location[0])[0]
+	}
+	return ""
+}
 
 // EncodeTime builds a pprof profile of a time run: sample types
 // calls/count, ticks/count and wall/nanoseconds (the default), one sample
@@ -22,23 +59,8 @@ import (
 // (p99_ns, p99_low_ns, p99_high_ns, ...: QuantileLabels), and the
 // profile's comments name the clock, resolution and confidence.
 func EncodeTime(r *timing.Result) (*profile.Profile, error) {
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{
-			{Type: "calls", Unit: "count"},
-			{Type: "ticks", Unit: "count"},
-			{Type: "wall", Unit: "nanoseconds"},
-		},
-		DefaultSampleType: "wall",
-		PeriodType:        &profile.ValueType{Type: "wall", Unit: "nanoseconds"},
-		Period:            int64(math.Round(r.Resolution)),
-		TimeNanos:         r.Start.UnixNano(),
-		DurationNanos:     r.Duration.Nanoseconds(),
-		Comments: []string{
-			fmt.Sprintf("tickprof time: clock %s, resolution %.6g ns", r.Clock, r.Resolution),
-			fmt.Sprintf("confidence %.4g%% for every interval (labels mean_ns, low_ns, high_ns)", 100*r.Confidence),
-			"wall = resolution x ticks: the estimated total time in each target",
-		},
-	}
+	p := newTimeProfile(r.Clock, r.Resolution, r.Start, r.Duration,
+		fmt.Sprintf("confidence %.4g%% for every interval (labels mean_ns, low_ns, high_ns)", 100*r.Confidence))
 	if r.StopReason != "" {
 		p.Comments = append(p.Comments, "stopped: "+string(r.StopReason))
 	}

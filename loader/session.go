@@ -277,14 +277,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		s.procs = newProcMaps(opts.PID)
 		s.procs.refresh()
 	}
-	byKind := map[Kind][]*Target{}
-	var kinds []Kind
-	for _, t := range s.targets {
-		if byKind[t.Spec.Kind] == nil {
-			kinds = append(kinds, t.Spec.Kind)
-		}
-		byKind[t.Spec.Kind] = append(byKind[t.Spec.Kind], t)
-	}
+	kinds, byKind := groupByKind(s.targets)
 	for _, k := range kinds {
 		err := ctx.Err()
 		if err == nil {

@@ -103,14 +103,7 @@ func (s *Session) AttachProbes() error {
 	if len(s.links)+len(s.entryLinks)+len(s.exitLinks) > 0 || s.helper != nil {
 		return nil
 	}
-	byKind := map[Kind][]*Target{}
-	var kinds []Kind
-	for _, t := range s.targets {
-		if byKind[t.Spec.Kind] == nil {
-			kinds = append(kinds, t.Spec.Kind)
-		}
-		byKind[t.Spec.Kind] = append(byKind[t.Spec.Kind], t)
-	}
+	kinds, byKind := groupByKind(s.targets)
 	for _, k := range kinds {
 		if err := attacher(k)(s, byKind[k]); err != nil {
 			s.DetachProbes()
@@ -118,4 +111,18 @@ func (s *Session) AttachProbes() error {
 		}
 	}
 	return nil
+}
+
+// groupByKind groups targets by their kind of probe, kinds in the order of
+// their first target.
+func groupByKind(ts []*Target) ([]Kind, map[Kind][]*Target) {
+	m := map[Kind][]*Target{}
+	var kinds []Kind
+	for _, t := range ts {
+		if m[t.Spec.Kind] == nil {
+			kinds = append(kinds, t.Spec.Kind)
+		}
+		m[t.Spec.Kind] = append(m[t.Spec.Kind], t)
+	}
+	return kinds, m
 }

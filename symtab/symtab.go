@@ -197,7 +197,7 @@ func newTable(path string, f *elf.File) (*Table, error) {
 			t.loads = append(t.loads, p.ProgHeader)
 		}
 	}
-	t.BuildID, t.GoBuildID = buildIDs(f)
+	t.BuildID, t.GoBuildID = BuildIDs(f)
 
 	pcln := f.Section(".gopclntab")
 	if pcln == nil {
@@ -499,8 +499,9 @@ func GoDisplayName(name string) string {
 	return b.String()
 }
 
-// buildIDs reads the GNU and Go build IDs from the notes.
-func buildIDs(f *elf.File) (gnu, gobuild string) {
+// BuildIDs reads the GNU build ID (lower-case hex) and the Go build ID from
+// the ELF file's note sections; either is "" when the file has none.
+func BuildIDs(f *elf.File) (gnu, gobuild string) {
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_NOTE {
 			continue

@@ -345,15 +345,7 @@ func NsDigits(ns float64, sig int) string {
 	}
 	// Round to sig digits first so that 999.96 ns becomes "1.00 µs".
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(ns, 'e', sig-1, 64), 64)
-	unit, div := "ns", 1.0
-	switch {
-	case r >= 1e9:
-		unit, div = "s", 1e9
-	case r >= 1e6:
-		unit, div = "ms", 1e6
-	case r >= 1e3:
-		unit, div = "µs", 1e3
-	}
+	unit, div := nsUnit(r)
 	v := r / div
 	if v >= 1e9 {
 		// Past a billion seconds (32 years) digits say nothing more.
@@ -420,16 +412,22 @@ func NsExact(ns float64) string {
 	if a >= 1e18 {
 		return Ns(ns)
 	}
-	unit, div := "ns", 1.0
+	unit, div := nsUnit(a)
+	return strconv.FormatFloat(ns/div, 'f', -1, 64) + " " + unit
+}
+
+// nsUnit returns the unit Ns prints a non-negative a (ns) in, and the
+// nanoseconds in one of it.
+func nsUnit(a float64) (unit string, div float64) {
 	switch {
 	case a >= 1e9:
-		unit, div = "s", 1e9
+		return "s", 1e9
 	case a >= 1e6:
-		unit, div = "ms", 1e6
+		return "ms", 1e6
 	case a >= 1e3:
-		unit, div = "µs", 1e3
+		return "µs", 1e3
 	}
-	return strconv.FormatFloat(ns/div, 'f', -1, 64) + " " + unit
+	return "ns", 1
 }
 
 // LongNs is Ns followed, for two minutes and more, by the same

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf/link"
 
+	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/symtab"
@@ -134,10 +135,10 @@ func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) err
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "configuration\tadded ns/call median [range]\tover the C empty pair\tover C tickprof\t\n")
 	fmt.Fprintf(tw, "C empty uprobe+uretprobe (push %%rbp)\t%s\t1\t-\t\n", medRange(cEmpty))
-	fmt.Fprintf(tw, "C tickprof jiffies\t%s\t%s\t1\t\n", medRange(cTick), medRangeF(ratio(cTick, cEmpty), "%.2f"))
+	fmt.Fprintf(tw, "C tickprof jiffies\t%s\t%s\t1\t\n", medRange(cTick), benchkit.MedRange(ratio(cTick, cEmpty), "%.2f"))
 	for i := 1; i < len(goConfigs); i++ {
 		a := added(gAll[i], gAll[0])
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", goConfigs[i].name, medRange(a), medRangeF(ratio(a, cEmpty), "%.2f"), medRangeF(ratio(a, cTick), "%.2f"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", goConfigs[i].name, medRange(a), benchkit.MedRange(ratio(a, cEmpty), "%.2f"), benchkit.MedRange(ratio(a, cTick), "%.2f"))
 	}
 	tw.Flush()
 	fmt.Printf("medians [min, max] over %d interleaved repetitions; ratios within a repetition; C %d calls, Go %d calls per run\n", reps, calls, calls/10)

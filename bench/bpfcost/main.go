@@ -14,25 +14,20 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
+	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/loader"
 )
@@ -145,9 +140,9 @@ func run(calls, reps int, rt, goPair bool) error {
 		return err
 	}
 	if withStats {
-		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		stats, err := benchkit.EnableStats()
 		if err != nil {
-			return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+			return err
 		}
 		defer stats.Close()
 	}
@@ -163,15 +158,11 @@ func run(calls, reps int, rt, goPair bool) error {
 	defer os.RemoveAll(dir)
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(dir, "target")
-	// -O0 keeps `push %rbp` first: an instruction the kernel emulates.
 	src := filepath.Join(filepath.Dir(file), "..", "uprobe", "target.c")
-	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-o", bin, src).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc: %v: %s", err, out)
+	if err := benchkit.BuildC(bin, src, "-fcf-protection=none"); err != nil {
+		return err
 	}
-	chrt := ""
-	if rt {
-		chrt, _ = exec.LookPath("chrt")
-	}
+	chrt := benchkit.Chrt(rt)
 	if goPair {
 		return runGo(bin, calls, reps, chrt, &objs)
 	}
@@ -220,7 +211,7 @@ func run(calls, reps int, rt, goPair bool) error {
 			bpfCol = medRange(bpfNs)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
-			medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })), medRangeF(ratios, "%.3f"))
+			medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })), benchkit.MedRange(ratios, "%.3f"))
 	}
 	tw.Flush()
 	if withStats {
@@ -248,62 +239,27 @@ func diffs(a, b []sample) []float64 {
 	return v
 }
 
-func medRange(v []float64) string { return medRangeF(v, "%.0f") }
-
-func medRangeF(v []float64, f string) string {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return fmt.Sprintf(f+" ["+f+", "+f+"]", s[len(s)/2], s[0], s[len(s)-1])
-}
+func medRange(v []float64) string { return benchkit.MedRange(v, "%.0f") }
 
 func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (sample, error) {
-	cmd := exec.Command(bin, fmt.Sprint(calls))
-	stdin, err := cmd.StdinPipe()
+	t, err := benchkit.Start(bin, chrt, fmt.Sprint(calls))
 	if err != nil {
 		return sample{}, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return sample{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return sample{}, err
-	}
-	defer cmd.Process.Kill()
-	if chrt != "" {
-		if out, err := exec.Command(chrt, "-f", "-p", "50", fmt.Sprint(cmd.Process.Pid)).CombinedOutput(); err != nil {
-			return sample{}, fmt.Errorf("chrt: %v: %s", err, out)
-		}
-	}
+	defer t.Kill()
 	var progs []*ebpf.Program
 	detach := func() {}
 	if c.attach != nil {
-		if progs, detach, err = c.attach(cmd.Process.Pid, bin, objs); err != nil {
+		if progs, detach, err = c.attach(t.Pid(), bin, objs); err != nil {
 			return sample{}, err
 		}
 	}
-	before := runtimeOf(progs)
-	io.WriteString(stdin, "go\n")
-	sc := bufio.NewScanner(stdout)
-	var ns float64
-	for sc.Scan() {
-		fmt.Sscanf(sc.Text(), "ns_per_call=%g", &ns)
-	}
-	cmd.Wait()
-	spent := runtimeOf(progs) - before
+	before := benchkit.ProgRuntime(progs...)
+	ns := t.Run("ns_per_call")
+	spent := benchkit.ProgRuntime(progs...) - before
 	detach()
 	if ns == 0 {
 		return sample{}, errors.New("the target printed no timing")
 	}
 	return sample{nsPerCall: ns, bpfNs: float64(spent) / float64(calls)}, nil
-}
-
-func runtimeOf(ps []*ebpf.Program) time.Duration {
-	var d time.Duration
-	for _, p := range ps {
-		if s, err := p.Stats(); err == nil {
-			d += s.Runtime
-		}
-	}
-	return d
 }

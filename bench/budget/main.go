@@ -14,20 +14,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/budget"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
@@ -62,8 +58,8 @@ func run(reps int, seconds float64, threads, work int, cost float64) error {
 	defer os.RemoveAll(dir)
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(dir, "target")
-	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-pthread", "-fcf-protection=none", "-o", bin, filepath.Join(filepath.Dir(file), "target.c")).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc: %v: %s", err, out)
+	if err := benchkit.BuildC(bin, filepath.Join(filepath.Dir(file), "target.c"), "-pthread", "-fcf-protection=none"); err != nil {
+		return err
 	}
 	costR := estimate.Result{Mean: cost, Low: 0.7 * cost, High: 1.3 * cost, Confidence: 0.95}
 	configs := []struct {
@@ -99,7 +95,7 @@ func run(reps int, seconds float64, threads, work int, cost float64) error {
 			mean = fmt.Sprintf("%.0f ns [%.0f, %.0f]", last.mean.Mean, last.mean.Low, last.mean.High)
 			wins = fmt.Sprint(last.windows)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%%\t%s\t%s\t%s\t%s\t\n", c.name, medRange(rates, "%.0f"), medRange(slow, "%.2f"), medRange(duty, "%.3f"), proj, mean, wins)
+		fmt.Fprintf(tw, "%s\t%s\t%s%%\t%s\t%s\t%s\t%s\t\n", c.name, benchkit.MedRange(rates, "%.0f"), benchkit.MedRange(slow, "%.2f"), benchkit.MedRange(duty, "%.3f"), proj, mean, wins)
 	}
 	tw.Flush()
 	fmt.Printf("%d threads, %.0f s runs, %d interleaved repetitions; slowdown = unprobed calls/s of the same repetition / calls/s - 1; probe cost assumed %.0f ns [%.0f, %.0f]\n",
@@ -107,28 +103,20 @@ func run(reps int, seconds float64, threads, work int, cost float64) error {
 	return nil
 }
 
-func medRange(v []float64, f string) string {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return fmt.Sprintf(f+" ["+f+", "+f+"]", s[len(s)/2], s[0], s[len(s)-1])
-}
-
 func runOnce(bin string, threads int, seconds float64, work int, b float64, cost estimate.Result) (outcome, error) {
-	cmd := exec.Command(bin, fmt.Sprint(threads), fmt.Sprint(seconds), fmt.Sprint(work))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	t, err := benchkit.Start(bin, "", fmt.Sprint(threads), fmt.Sprint(seconds), fmt.Sprint(work))
+	if err != nil {
 		return outcome{}, err
 	}
-	defer cmd.Process.Kill()
+	defer t.Kill()
 	var o outcome
 	var stop func() (outcome, error)
 	if b != 0 {
-		specs, err := loader.ResolveUser(cmd.Process.Pid, "bud_fn", 1)
+		specs, err := loader.ResolveUser(t.Pid(), "bud_fn", 1)
 		if err != nil {
 			return o, err
 		}
-		ls, err := loader.Open(loader.Options{PID: cmd.Process.Pid, Clock: loader.Clock{Kind: loader.ClockJiffies}, Windowed: b > 0, NoRecords: true}, specs)
+		ls, err := loader.Open(loader.Options{PID: t.Pid(), Clock: loader.Clock{Kind: loader.ClockJiffies}, Windowed: b > 0, NoRecords: true}, specs)
 		if err != nil {
 			return o, err
 		}
@@ -161,14 +149,7 @@ func runOnce(bin string, threads int, seconds float64, work int, b float64, cost
 			}
 		}
 	}
-	io.WriteString(stdin, "go\n")
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "calls_per_sec=") {
-			fmt.Sscanf(sc.Text(), "calls_per_sec=%g", &o.rate)
-		}
-	}
-	cmd.Wait()
+	o.rate = t.Run("calls_per_sec")
 	if stop != nil {
 		got, err := stop()
 		if err != nil {

@@ -29,11 +29,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
+	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
@@ -70,11 +69,7 @@ func main() {
 	only := flag.String("modes", "", "comma-separated names of the modes to run besides unprobed and the floor (default: all)")
 	flag.Parse()
 	onlyModes = *only
-	if *rt {
-		if p, err := exec.LookPath("chrt"); err == nil {
-			chrt = p
-		}
-	}
+	chrt = benchkit.Chrt(*rt)
 	if err := run(*calls, *reps, *iters, *useBpftrace); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -85,9 +80,9 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return err
 	}
-	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	stats, err := benchkit.EnableStats()
 	if err != nil {
-		return fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+		return err
 	}
 	defer stats.Close()
 	dir, err := os.MkdirTemp("", "tickprof-bench")
@@ -97,17 +92,15 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 	defer os.RemoveAll(dir)
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(dir, "target")
-	// -O0 keeps `push %rbp` first: an instruction the kernel emulates.
-	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-o", bin,
-		filepath.Join(filepath.Dir(file), "target.c")).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc: %v: %s", err, out)
+	src := filepath.Join(filepath.Dir(file), "target.c")
+	if err := benchkit.BuildC(bin, src, "-fcf-protection=none"); err != nil {
+		return err
 	}
 	// The same with an endbr64 landing pad first in every function, which
 	// the kernel cannot emulate: a probe on it is single-stepped.
 	binEndbr := filepath.Join(dir, "target-endbr")
-	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-fcf-protection=full", "-o", binEndbr,
-		filepath.Join(filepath.Dir(file), "target.c")).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc: %v: %s", err, out)
+	if err := benchkit.BuildC(binEndbr, src, "-fcf-protection=full"); err != nil {
+		return err
 	}
 	modes := []mode{
 		{name: "unprobed", attach: func(int, string) (func(int) result, error) {
@@ -239,51 +232,22 @@ func median(rs []result) result {
 // runOnce starts the target, attaches the mode, lets the target run its
 // calls and reports.
 func runOnce(bin string, iters, calls int, m mode) (result, error) {
-	cmd := exec.Command(bin, fmt.Sprint(calls), fmt.Sprint(iters))
-	stdin, err := cmd.StdinPipe()
+	t, err := benchkit.Start(bin, chrt, fmt.Sprint(calls), fmt.Sprint(iters))
 	if err != nil {
 		return result{}, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	defer t.Kill()
+	done, err := m.attach(t.Pid(), bin)
 	if err != nil {
 		return result{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return result{}, err
-	}
-	defer cmd.Process.Kill()
-	if chrt != "" {
-		if out, err := exec.Command(chrt, "-f", "-p", "50", fmt.Sprint(cmd.Process.Pid)).CombinedOutput(); err != nil {
-			return result{}, fmt.Errorf("chrt: %v: %s", err, out)
-		}
-	}
-	done, err := m.attach(cmd.Process.Pid, bin)
-	if err != nil {
-		return result{}, err
-	}
-	io.WriteString(stdin, "go\n")
-	sc := bufio.NewScanner(stdout)
-	var ns float64
-	for sc.Scan() {
-		fmt.Sscanf(sc.Text(), "ns_per_call=%g", &ns)
-	}
-	cmd.Wait()
+	ns := t.Run("ns_per_call")
 	res := done(calls)
 	if ns == 0 {
 		return result{}, errors.New("the target printed no timing")
 	}
 	res.nsPerCall = ns
 	return res, nil
-}
-
-func progRuntime(ps ...*ebpf.Program) time.Duration {
-	var d time.Duration
-	for _, p := range ps {
-		if s, err := p.Stats(); err == nil {
-			d += s.Runtime
-		}
-	}
-	return d
 }
 
 // attachEmptyAt attaches the empty entry and exit programs (the floor) at
@@ -319,9 +283,9 @@ func attachEmpty(pid int, bin string, delta int64) (func(int) result, error) {
 		objs.Close()
 		return nil, err
 	}
-	before := progRuntime(objs.TpEmptyEntry, objs.TpEmptyExit)
+	before := benchkit.ProgRuntime(objs.TpEmptyEntry, objs.TpEmptyExit)
 	return func(calls int) result {
-		rt := progRuntime(objs.TpEmptyEntry, objs.TpEmptyExit) - before
+		rt := benchkit.ProgRuntime(objs.TpEmptyEntry, objs.TpEmptyExit) - before
 		le.Close()
 		lr.Close()
 		objs.Close()
@@ -347,7 +311,7 @@ func attachTickprofOpts(clock string, quantiles bool) func(int, string) (func(in
 		if err != nil {
 			return nil, err
 		}
-		before := progRuntime(s.Loader().Programs()...)
+		before := benchkit.ProgRuntime(s.Loader().Programs()...)
 		// The one timing loop, stopped by cancel when the calls are done.
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -356,7 +320,7 @@ func attachTickprofOpts(clock string, quantiles bool) func(int, string) (func(in
 			done <- err
 		}()
 		return func(calls int) result {
-			rt := progRuntime(s.Loader().Programs()...) - before
+			rt := benchkit.ProgRuntime(s.Loader().Programs()...) - before
 			cancel()
 			<-done
 			p := s.LastPoll()

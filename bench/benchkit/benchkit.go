@@ -1,0 +1,124 @@
+// Package benchkit holds what the C-target benchmarks under bench/ share:
+// building a target with gcc, starting it (optionally SCHED_FIFO) and
+// reading the figure it prints, enabling and summing BPF program run time,
+// and printing a median with its range. It imports only cilium/ebpf,
+// x/sys/unix and the standard library.
+package benchkit
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os/exec"
+	"sort"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// BuildC compiles the C source src into the executable out with
+// gcc -O0 -fno-omit-frame-pointer and the extra flags (for example
+// -fcf-protection=none). -O0 keeps `push %rbp` first in every function: an
+// instruction the kernel emulates under a uprobe.
+func BuildC(out, src string, flags ...string) error {
+	args := append([]string{"-O0", "-fno-omit-frame-pointer"}, flags...)
+	args = append(args, "-o", out, src)
+	if o, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc: %v: %s", err, o)
+	}
+	return nil
+}
+
+// Chrt returns the path of chrt when rt is set and chrt is installed, else
+// "" (the target then runs under the default policy).
+func Chrt(rt bool) string {
+	if !rt {
+		return ""
+	}
+	p, _ := exec.LookPath("chrt")
+	return p
+}
+
+// Target is a started C target that waits for a line on its standard input
+// before it runs its calls.
+type Target struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+}
+
+// Start starts bin with args and, when chrt is not "", moves it to
+// SCHED_FIFO priority 50. The caller must Kill the target.
+func Start(bin, chrt string, args ...string) (*Target, error) {
+	cmd := exec.Command(bin, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	t := &Target{cmd: cmd, stdin: stdin, stdout: stdout}
+	if chrt != "" {
+		if out, err := exec.Command(chrt, "-f", "-p", "50", fmt.Sprint(cmd.Process.Pid)).CombinedOutput(); err != nil {
+			t.Kill()
+			return nil, fmt.Errorf("chrt: %v: %s", err, out)
+		}
+	}
+	return t, nil
+}
+
+// Pid returns the target's process id.
+func (t *Target) Pid() int { return t.cmd.Process.Pid }
+
+// Run lets the target run, waits for its exit and returns the value of the
+// last line it printed of the form key=value (0 if none).
+func (t *Target) Run(key string) float64 {
+	io.WriteString(t.stdin, "go\n")
+	sc := bufio.NewScanner(t.stdout)
+	var v float64
+	for sc.Scan() {
+		fmt.Sscanf(sc.Text(), key+"=%g", &v)
+	}
+	t.cmd.Wait()
+	return v
+}
+
+// Kill kills the target (a no-op once it has exited and been waited for).
+func (t *Target) Kill() { t.cmd.Process.Kill() }
+
+// ProgRuntime returns the run time the kernel's statistics count for the
+// programs (ebpf.EnableStats must be on; programs without statistics count
+// nothing).
+func ProgRuntime(ps ...*ebpf.Program) time.Duration {
+	var d time.Duration
+	for _, p := range ps {
+		if s, err := p.Stats(); err == nil {
+			d += s.Runtime
+		}
+	}
+	return d
+}
+
+// MedRange formats the median of v and its range as "m [min, max]", each
+// with the format f.
+func MedRange(v []float64, f string) string {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return fmt.Sprintf(f+" ["+f+", "+f+"]", s[len(s)/2], s[0], s[len(s)-1])
+}
+
+// EnableStats turns on the kernel's BPF run-time statistics (root only)
+// until the returned closer is closed.
+func EnableStats() (io.Closer, error) {
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return nil, fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
+	}
+	return stats, nil
+}
