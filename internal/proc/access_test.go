@@ -89,6 +89,18 @@ func TestMain(m *testing.M) {
 			fmt.Println(v)
 		}
 		os.Exit(0)
+	case "held":
+		// Start a command held, release it, print its PID and wait to be
+		// killed.
+		h, err := StartHeld([]string{"sleep", "60"}, Stdio{})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		h.Release()
+		fmt.Println(h.Pid)
+		time.Sleep(60 * time.Second)
+		os.Exit(0)
 	case "nodump":
 		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 		time.Sleep(30 * time.Second)

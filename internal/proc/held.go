@@ -38,7 +38,7 @@ type Stdio struct {
 // process exists with the command's image (so /proc/PID/exe and its
 // mappings are the command's) but none of its code ran. The tracing thread
 // waits for Release, detaches, and then reaps the command. Wait reports
-// its exit.
+// its exit. The command is killed when this process ends, however it ends.
 func StartHeld(argv []string, stdio Stdio) (*Held, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command to run")
@@ -76,7 +76,12 @@ func (h *Held) run(path string, argv []string, stdio Stdio) {
 	if stdio.Err != nil {
 		cmd.Stderr = stdio.Err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	// Pdeathsig: the command ends with this process, also when it is
+	// killed (a command started by tickprof is part of its run, never left
+	// behind unobserved). The signal follows the thread that started the
+	// command, and this goroutine keeps that thread locked until the
+	// command has been reaped, so only this process's end sends it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		h.started <- fmt.Errorf("start %s: %w", argv[0], err)
 		return
