@@ -134,8 +134,9 @@ const (
 	flagUserErr  = 8
 	flagSPWord   = 16
 	flagRegs     = 32
+	flagGoCgo    = 64
 
-	hdrSize = 72
+	hdrSize = 88
 )
 
 // Start loads the BPF programs, marks the targets, attaches the call counters
@@ -364,6 +365,7 @@ func (s *Session) handle(b []byte) {
 		return
 	}
 	img := s.procs.image(pid)
+	s.noteGo(img)
 	addrs := b[hdrSize : hdrSize+8*(kn+un)]
 	// Re-read the map when a user address falls outside it (dlopen, JIT).
 	for i := kn; i < kn+un; i++ {
@@ -381,7 +383,8 @@ func (s *Session) handle(b []byte) {
 	var stop walkStop
 	unwound := false
 	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
-		user, stop = img.unwindUser(regs, stack, user)
+		sw := img.cgoSwitch(b, flags, hdrSize+8*(kn+un)+len(stack))
+		user, stop = img.unwindUser(regs, stack, user, sw)
 		unwound = true
 		s.copied += uint64(len(stack))
 		s.copies++
@@ -399,7 +402,7 @@ func (s *Session) handle(b []byte) {
 		}
 		user, stop = img.checkFramePointers(user)
 	}
-	flags &^= flagSPWord | flagRegs
+	flags &^= flagSPWord | flagRegs | flagGoCgo
 	key := make([]byte, 0, 32+8*(kn+len(user)))
 	key = le.AppendUint64(key, img.id)
 	key = le.AppendUint32(key, flags)

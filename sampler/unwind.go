@@ -88,12 +88,12 @@ func (img *procImage) modules() []unwind.Module {
 }
 
 // unwindUser walks the user stack of one sample from its registers and
-// stack copy. fp is the frame-pointer walk the BPF program made; when the
+// stack copy, moving to the goroutine's stack at sw (a cgo call) if set. fp is the frame-pointer walk the BPF program made; when the
 // copy ends before the walk does, the frame-pointer frames from the last
 // unwound frame on are appended as long as they stay in executable
 // mappings.
-func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64) ([]uint64, walkStop) {
-	res := unwind.Unwind(img.modules(), regs, unwind.Stack{Addr: regs.SP, Data: stack})
+func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64, sw *unwind.Switch) ([]uint64, walkStop) {
+	res := unwind.UnwindSwitch(img.modules(), regs, unwind.Stack{Addr: regs.SP, Data: stack}, sw)
 	out := make([]uint64, 0, len(res.Frames)+8)
 	for _, f := range res.Frames {
 		out = append(out, f.PC)
