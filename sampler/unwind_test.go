@@ -179,3 +179,63 @@ func stackNames(s *profile.Sample) string {
 	}
 	return strings.Join(out, " <- ")
 }
+
+// TestUnwindInterpreter samples testdata/sample/interp.c, a bytecode
+// interpreter built without frame pointers whose bytecode calls recurse
+// into the dispatch loop: samples in the op handlers and in the dispatch
+// loop must reach main through every interp_run level (at most 18, the
+// depth of the bytecode's recursion), in at least 99% of each group (a
+// one-sided bound at 99.9% confidence: a sampler complete 99% of the time
+// fails a group in at most 0.05% of runs).
+func TestUnwindInterpreter(t *testing.T) {
+	bpftest.Require(t)
+	bin := testtarget.C(t, "sample/interp.c", "interp", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables")
+	d, p, _ := sampleCommand(t, 999, nil, bin, "3")
+	type group struct{ n, passed int64 }
+	groups := map[string]*group{"op handlers": {}, "dispatch loop": {}}
+	groupOf := map[string]string{"op_hash": "op handlers", "op_lt": "op handlers", "op_add": "op handlers", "interp_run": "dispatch loop"}
+	var deepest int
+	for _, s := range p.Sample {
+		leaf := s.Location[0].Line
+		if len(leaf) == 0 {
+			continue
+		}
+		g := groups[groupOf[leaf[len(leaf)-1].Function.Name]]
+		if g == nil {
+			continue
+		}
+		g.n += s.Value[0]
+		levels := 0
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				if ln.Function.Name == "interp_run" {
+					levels++
+				}
+			}
+		}
+		deepest = max(deepest, levels)
+		if levels >= 1 && levels <= 18 && stackHas(s, func(f string) bool { return f == "main" }) {
+			g.passed += s.Value[0]
+		} else {
+			t.Logf("incomplete: %s", stackNames(s))
+		}
+	}
+	t.Logf("deepest stack: %d interp_run levels", deepest)
+	if deepest < 10 {
+		t.Errorf("deepest stack has %d interp_run levels, want the recursion's (up to 18)", deepest)
+	}
+	for name, g := range groups {
+		if g.n == 0 {
+			t.Errorf("no samples in %s", name)
+			continue
+		}
+		share, err := estimate.Share(uint64(g.passed), uint64(g.n), estimate.Options{Confidence: 0.998})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d of %d samples reach main: %.4f [%.4f, %.4f]", name, g.passed, g.n, share.Share, share.Low, share.High)
+		if share.High < 0.99 {
+			t.Errorf("%s: %d of %d samples complete\n%s", name, g.passed, g.n, strings.Join(d.Comments, "\n"))
+		}
+	}
+}
