@@ -49,12 +49,20 @@ func goTool(t *testing.T) string {
 // returns the profile data, encoded profile and stats.
 func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*sampler.Profile, *profile.Profile, sampler.Stats) {
 	t.Helper()
+	return sampleWith(t, sampler.Config{Frequency: hz, Count: count}, args...)
+}
+
+// sampleWith is sampleCommand with a whole configuration (PIDs and Exe
+// are set here).
+func sampleWith(t *testing.T, cfg sampler.Config, args ...string) (*sampler.Profile, *profile.Profile, sampler.Stats) {
+	t.Helper()
 	var stderr bytes.Buffer
 	sp, err := proc.StartHeld(args, proc.Stdio{Out: os.Stdout, Err: &stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := sampler.Start(sampler.Config{Frequency: hz, PIDs: []int{sp.Pid}, Exe: sp.Exe, Count: count})
+	cfg.PIDs, cfg.Exe = []int{sp.Pid}, sp.Exe
+	sess, err := sampler.Start(cfg)
 	if err != nil {
 		sp.Kill()
 		t.Fatal(err)

@@ -61,6 +61,10 @@ type Config struct {
 	// FramePointersOnly turns the stack copy off: user stacks are then
 	// the kernel's frame-pointer walks.
 	FramePointersOnly bool
+	// FixedPhase keeps the sampling clocks on one grid of their period,
+	// as perf does, instead of restarting them at random phases
+	// (rephase.go); it exists to measure what the restarts change.
+	FixedPhase bool
 }
 
 // Stats are the sampler's own counters.
@@ -89,17 +93,22 @@ type counted struct {
 // Session is a running sampler. Start it, Run it until the target stops,
 // then call Result and Close.
 type Session struct {
-	cfg     Config
-	objs    tpbpf.SampleObjects
-	clocks  []cpuClock
-	links   []link.Link
-	counted []*counted
-	reader  *ringbuf.Reader
-	start   time.Time
-	end     time.Time
-	procs   *procTable
-	stacks  map[string]*rawStack
-	records uint64
+	cfg    Config
+	objs   tpbpf.SampleObjects
+	clocks []cpuClock
+	// rephase restarts the clocks at random phases (nil with
+	// FixedPhase); restartBase is its count when the current window
+	// started.
+	rephase     *rephaser
+	restartBase int64
+	links       []link.Link
+	counted     []*counted
+	reader      *ringbuf.Reader
+	start       time.Time
+	end         time.Time
+	procs       *procTable
+	stacks      map[string]*rawStack
+	records     uint64
 	// copied and copies are the user stack bytes received and the
 	// samples that carried a copy.
 	copied, copies uint64
@@ -220,6 +229,9 @@ func Start(cfg Config) (*Session, error) {
 	if s.clocks, err = openCPUClocks(s.objs.SampleCpu, cfg.Frequency); err != nil {
 		return nil, err
 	}
+	if !cfg.FixedPhase {
+		s.rephase = startRephase(s.clocks, clockPeriod(cfg.Frequency))
+	}
 	ok = true
 	return s, nil
 }
@@ -315,6 +327,7 @@ func (s *Session) Run(ctx context.Context, stop <-chan struct{}) error {
 
 // finish stops sampling and reads the rest of the ring buffer.
 func (s *Session) finish() error {
+	s.rephase.Stop()
 	closeCPUClocks(s.clocks)
 	s.clocks = nil
 	s.end = time.Now()
@@ -488,6 +501,7 @@ func selfCPU() float64 {
 
 // Close detaches everything and releases the BPF objects and open files.
 func (s *Session) Close() error {
+	s.rephase.Stop()
 	closeCPUClocks(s.clocks)
 	s.clocks = nil
 	for _, c := range s.counted {
