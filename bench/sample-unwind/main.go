@@ -128,24 +128,11 @@ func (b *bench) workload(name string) (cmd *exec.Cmd, wait func() error, cleanup
 		}
 		return cmd, cmd.Wait, func() {}, nil
 	case "redis-server":
-		port, err := freePort()
+		cmd, port, stopServer, err := b.redisServer()
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		cmd = exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", b.tmp, "--protected-mode", "yes")
-		if err := cmd.Start(); err != nil {
-			return nil, nil, nil, err
-		}
-		stopServer := func() { cmd.Process.Kill(); cmd.Wait() }
-		if err := waitPort(port); err != nil {
-			stopServer()
-			return nil, nil, nil, err
-		}
-		// Bounded load on loopback: a fixed number of requests.
-		lg := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-q",
-			"-n", "150000", "-c", "20", "-t", "set,get,incr,lpush,lpop,sadd,hset,zadd,lrange_100")
-		lg.Stdout, lg.Stderr = nil, nil
+		lg := b.redisLoad(port)
 		if err := lg.Start(); err != nil {
 			stopServer()
 			return nil, nil, nil, err
@@ -242,16 +229,17 @@ func (b *bench) profilePerf(name string, freq int) (*stackSet, time.Duration, er
 }
 
 // profileBoth samples one run of the workload with tickprof and perf
-// --call-graph dwarf at once, so that both see the same work.
+// --call-graph dwarf at once, so that both see the same work: the work
+// begins when both have had settle to start.
 func (b *bench) profileBoth(name string, freq int) (*stackSet, *stackSet, error) {
 	out := filepath.Join(b.tmp, name+".pb.gz")
 	data := filepath.Join(b.tmp, name+".perf.data")
-	cmd, wait, cleanup, err := b.workload(name)
+	p, begin, wait, cleanup, err := b.heldWorkload(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer cleanup()
-	pid := strconv.Itoa(cmd.Process.Pid)
+	pid := strconv.Itoa(p)
 	tp := exec.Command(b.tickprof, append([]string{"sample", "-F", strconv.Itoa(freq), "-p", pid, "-o", out, "--top", "0"}, b.extra...)...)
 	var tlog, plog bytes.Buffer
 	tp.Stdout, tp.Stderr = &tlog, &tlog
@@ -265,11 +253,17 @@ func (b *bench) profileBoth(name string, freq int) (*stackSet, *stackSet, error)
 		tp.Wait()
 		return nil, nil, err
 	}
-	werr := wait()
+	time.Sleep(settle)
+	werr := begin()
+	if werr == nil {
+		werr = wait()
+	}
 	tp.Process.Signal(syscall.SIGINT)
 	pr.Process.Signal(syscall.SIGINT)
 	terr := tp.Wait()
-	pr.Wait()
+	if err := pr.Wait(); err != nil && !strings.Contains(err.Error(), "interrupt") {
+		log.Printf("perf record: %v: %s", err, plog.String())
+	}
 	if werr != nil {
 		return nil, nil, fmt.Errorf("workload: %v", werr)
 	}
