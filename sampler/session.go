@@ -80,6 +80,11 @@ type Stats struct {
 	DrainCPU float64
 	// SymbolizeCPU is the CPU time (ns) Result took to symbolize.
 	SymbolizeCPU float64
+	// BPFRuntime is the time the sampling program ran, in the context of
+	// whatever each CPU was running, as the kernel's BPF statistics count
+	// it (zero unless they are enabled: kernel.bpf_stats_enabled or
+	// BPF_ENABLE_STATS).
+	BPFRuntime time.Duration
 }
 
 // counted is one --count function.
@@ -454,6 +459,11 @@ func (s *Session) Stats() Stats {
 	}
 	st.Exited = s.procs.exited()
 	st.DrainCPU, st.SymbolizeCPU = s.drainCPU, s.symCPU
+	if s.objs.SampleCpu != nil {
+		if ps, err := s.objs.SampleCpu.Stats(); err == nil {
+			st.BPFRuntime = ps.Runtime
+		}
+	}
 	return st
 }
 

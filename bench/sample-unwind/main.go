@@ -59,8 +59,9 @@ func main() {
 	flag.StringVar(&workloads, "workloads", "sqlite3,redis-server,cxx", "workloads to run")
 	flag.StringVar(&extra, "sample-flags", "", "extra flags for tickprof sample (space separated)")
 	flag.BoolVar(&cost, "cost", true, "also measure the target slowdown at 99 and 999 Hz")
-	var tables bool
+	var tables, bpftime bool
 	flag.BoolVar(&tables, "tables", true, "also measure unwind-table build time and memory")
+	flag.BoolVar(&bpftime, "bpftime", true, "also measure the sampling program's run time per sample")
 	flag.IntVar(&reps, "reps", 3, "repetitions of each cost configuration (interleaved)")
 	flag.IntVar(&b.rounds, "rounds", 500, "rounds of the C++ workload")
 	flag.Parse()
@@ -83,6 +84,11 @@ func main() {
 	}
 	if cost {
 		if err := b.cost(reps); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if bpftime {
+		if err := b.bpfTime(reps); err != nil {
 			log.Fatal(err)
 		}
 	}
