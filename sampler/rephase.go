@@ -109,3 +109,16 @@ func restartPeriod(period float64, span time.Duration, n int64) float64 {
 func (s *Session) period(span time.Duration) float64 {
 	return restartPeriod(float64(clockPeriod(s.cfg.Frequency)), span, s.rephase.count()-s.restartBase)
 }
+
+// startClocks opens the sampling clocks and, unless FixedPhase, starts
+// restarting them at random phases.
+func (s *Session) startClocks() error {
+	var err error
+	if s.clocks, err = openCPUClocks(s.objs.SampleCpu, s.cfg.Frequency); err != nil {
+		return err
+	}
+	if !s.cfg.FixedPhase {
+		s.rephase = startRephase(s.clocks, clockPeriod(s.cfg.Frequency))
+	}
+	return nil
+}

@@ -231,11 +231,8 @@ func Start(cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("open sample ring buffer: %w", err)
 	}
 	s.start = time.Now()
-	if s.clocks, err = openCPUClocks(s.objs.SampleCpu, cfg.Frequency); err != nil {
+	if err := s.startClocks(); err != nil {
 		return nil, err
-	}
-	if !cfg.FixedPhase {
-		s.rephase = startRephase(s.clocks, clockPeriod(cfg.Frequency))
 	}
 	ok = true
 	return s, nil
@@ -394,32 +391,7 @@ func (s *Session) handle(b []byte) {
 			break
 		}
 	}
-	var user []uint64
-	for i := kn; i < kn+un; i++ {
-		user = append(user, le.Uint64(addrs[8*i:]))
-	}
-	var stop walkStop
-	unwound := false
-	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
-		sw := img.cgoSwitch(b, flags, hdrSize+8*(kn+un)+len(stack))
-		user, stop = img.unwindUser(regs, stack, user, sw)
-		unwound = true
-		s.copied += uint64(len(stack))
-		s.copies++
-	} else {
-		// A frameless user leaf (or one in its prologue) hides its caller
-		// from the frame-pointer walk; the word at the stack pointer is
-		// then the return address into that caller, which is kept when
-		// the instruction before it is a direct call of the leaf's
-		// function.
-		if flags&flagSPWord != 0 && un > 0 {
-			ra := le.Uint64(b[32:])
-			if (un < 2 || user[1] != ra) && img.isCallTo(ra, user[0]) {
-				user = append(user[:1], append([]uint64{ra}, user[1:]...)...)
-			}
-		}
-		user, stop = img.checkFramePointers(user)
-	}
+	user, stop, unwound := s.userStack(img, b, flags, kn, un)
 	flags &^= flagSPWord | flagRegs | flagGoCgo
 	key := make([]byte, 0, 32+8*(kn+len(user)))
 	key = le.AppendUint64(key, img.id)
@@ -441,6 +413,37 @@ func (s *Session) handle(b []byte) {
 		st.kern = append(st.kern, le.Uint64(addrs[8*i:]))
 	}
 	s.stacks[string(key)] = st
+}
+
+// userStack is a sample record's user stack: unwound from its registers
+// and stack copy when it has them, else the frame-pointer walk (with the
+// frameless leaf's caller restored) cut at its first address outside the
+// process's executable mappings. unwound says which.
+func (s *Session) userStack(img *procImage, b []byte, flags uint32, kn, un int) (user []uint64, stop walkStop, unwound bool) {
+	le := binary.LittleEndian
+	addrs := b[hdrSize : hdrSize+8*(kn+un)]
+	for i := kn; i < kn+un; i++ {
+		user = append(user, le.Uint64(addrs[8*i:]))
+	}
+	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
+		sw := img.cgoSwitch(b, flags, hdrSize+8*(kn+un)+len(stack))
+		user, stop = img.unwindUser(regs, stack, user, sw)
+		s.copied += uint64(len(stack))
+		s.copies++
+		return user, stop, true
+	}
+	// A frameless user leaf (or one in its prologue) hides its caller
+	// from the frame-pointer walk; the word at the stack pointer is then
+	// the return address into that caller, which is kept when the
+	// instruction before it is a direct call of the leaf's function.
+	if flags&flagSPWord != 0 && un > 0 {
+		ra := le.Uint64(b[32:])
+		if (un < 2 || user[1] != ra) && img.isCallTo(ra, user[0]) {
+			user = append(user[:1], append([]uint64{ra}, user[1:]...)...)
+		}
+	}
+	user, stop = img.checkFramePointers(user)
+	return user, stop, false
 }
 
 // Stats reads the BPF counters.
