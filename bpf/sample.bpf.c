@@ -69,8 +69,8 @@ struct sample_hdr {
 	__u64 user_sp;
 	__u64 user_bp;
 	__u32 stack_len;
-	/* FLAG_GO_CGO: in a Go program's cgo call, the copy above ends at
-	 * runtime.asmcgocall's frame (go_frame) on the system stack, and
+	/* FLAG_GO_CGO: in a Go program's cgo or vDSO call, the copy above
+	 * ends at the top of the system stack (go_frame, g0.sched.sp), and
 	 * go_len bytes of the goroutine's stack from go_sp follow it. */
 	__u32 go_len;
 	__u64 go_frame;
@@ -184,21 +184,21 @@ static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 ad
 }
 
 /* copy_stacks copies up to stack_bytes of the user stack from sp into
- * b->data at pos. In a Go program's cgo call (sample_go.h) the copy is cut
- * after asmcgocall's frame and up to stack_bytes of the goroutine's stack
+ * b->data at pos. In a Go program's cgo or vDSO call (sample_go.h) the copy
+ * is cut at the system stack's top and up to stack_bytes of the goroutine's stack
  * follow, as far as the buffer holds. (Both copies are asked for the
  * constant stack_bytes: a length the verifier cannot bound to one value
  * made it walk 70 times more instructions, and loading took a second.) */
-static __always_inline void copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u32 pos, __u32 *flags)
+static __always_inline void copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12, __u32 pos, __u32 *flags)
 {
 	__u32 got, n;
 	struct go_cgo c = {};
 
 	got = copy_user(b, pos, sp, stack_bytes);
 	b->hdr.stack_len = got;
-	if (!go_cgo_call(tgid, sp, got, &c))
+	if (!go_cgo_call(tgid, sp, got, r12, &c))
 		return;
-	n = c.frame + 16 - sp;
+	n = c.frame - sp;
 	if (n > got || n > MAX_STACK)
 		return;
 	b->hdr.stack_len = n;
@@ -274,26 +274,29 @@ int sample_cpu(void *ctx)
 		/* The user registers: the sample's own when it hit user mode,
 		 * else the task's saved user registers (at kernel entry). */
 		struct sample_pt_regs *uregs = 0;
-		__u64 sp = 0;
+		__u64 sp = 0, r12 = 0;
 		if ((((struct bpf_perf_event_data *)ctx)->regs.cs & 3) == 3) {
 			uregs = &((struct bpf_perf_event_data *)ctx)->regs;
 			b->hdr.user_ip = uregs->ip;
 			b->hdr.user_sp = uregs->sp;
 			b->hdr.user_bp = uregs->bp;
+			r12 = uregs->r12;
 			flags |= FLAG_REGS;
 		} else {
 			uregs = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
 			if (uregs && bpf_probe_read_kernel(&b->hdr.user_ip, 8, &uregs->ip) == 0 &&
 			    bpf_probe_read_kernel(&b->hdr.user_sp, 8, &uregs->sp) == 0 &&
 			    bpf_probe_read_kernel(&b->hdr.user_bp, 8, &uregs->bp) == 0 &&
-			    b->hdr.user_sp != 0)
+			    b->hdr.user_sp != 0) {
 				flags |= FLAG_REGS;
+				bpf_probe_read_kernel(&r12, 8, &uregs->r12);
+			}
 		}
 		sp = b->hdr.user_sp;
 		if (un > 0 && sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 			flags |= FLAG_SP_WORD;
 		if ((flags & FLAG_REGS) && stack_bytes > 0 && sp)
-			copy_stacks(b, tgid, sp, (kn + un) * 8, &flags);
+			copy_stacks(b, tgid, sp, r12, (kn + un) * 8, &flags);
 	}
 	b->hdr.flags = flags;
 

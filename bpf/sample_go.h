@@ -1,4 +1,4 @@
-/* Go's cgo calls, for sample.bpf.c: where the goroutine stack is.
+/* Go's cgo and vDSO calls, for sample.bpf.c: where the goroutine stack is.
  *
  * Go runs C code on the thread's system stack (g0), not on the goroutine's
  * stack: runtime.asmcgocall (runtime/asm_amd64.s) saves, at the bottom of
@@ -33,6 +33,7 @@ struct task_struct {
 #define GO_G_M 48
 #define GO_G_SCHED_SP 56
 #define GO_M_G0 0
+#define GO_VDSO_REACH 1024
 
 /* Go processes: tgid -> offset of runtime.tlsg from the thread pointer. */
 struct {
@@ -43,7 +44,7 @@ struct {
 } go_procs SEC(".maps");
 
 struct go_cgo {
-	__u64 frame; /* asmcgocall's frame on the system stack */
+	__u64 frame; /* the system stack's saved top, above the switching frame */
 	__u64 sp;    /* the goroutine's stack pointer at the call */
 	__u64 hi;    /* the top of the goroutine's stack */
 };
@@ -56,13 +57,18 @@ static __always_inline __u64 go_word(__u64 addr)
 	return v;
 }
 
-/* go_cgo_call reports whether the thread of a Go process is in a cgo call
- * whose asmcgocall frame lies within reach bytes above sp, and where. */
-static __always_inline int go_cgo_call(__u32 tgid, __u64 sp, __u64 reach, struct go_cgo *c)
+/* go_cgo_call reports whether the thread of a Go process runs on its
+ * system stack, at most reach bytes below the system stack's saved top
+ * (g0.sched.sp), having switched there from a goroutine's stack, and where
+ * that goroutine's stack pointer was: in a cgo call (g is g0), from the
+ * frame runtime.asmcgocall left; in a vDSO call (time.now,
+ * runtime.nanotime1: g stays the goroutine), from r12, where they keep it
+ * ("R12 unchanged by C code"). */
+static __always_inline int go_cgo_call(__u32 tgid, __u64 sp, __u64 reach, __u64 r12, struct go_cgo *c)
 {
 	__s64 *off = bpf_map_lookup_elem(&go_procs, &tgid);
 	struct task_struct *task;
-	__u64 g, m, f, curg, depth, lo, hi;
+	__u64 g, m, g0, top, f, curg, depth, lo, hi;
 
 	if (!off)
 		return 0;
@@ -71,21 +77,37 @@ static __always_inline int go_cgo_call(__u32 tgid, __u64 sp, __u64 reach, struct
 	if (!g)
 		return 0;
 	m = go_word(g + GO_G_M);
-	if (!m || go_word(m + GO_M_G0) != g)
-		return 0; /* not on the system stack */
-	f = (go_word(g + GO_G_SCHED_SP) - 16) & ~15ULL;
-	if (f < sp || f - sp > reach)
+	g0 = m ? go_word(m + GO_M_G0) : 0;
+	if (!g0)
 		return 0;
-	curg = go_word(f + 8);
-	if (!curg || go_word(curg + GO_G_M) != m)
-		return 0;
-	depth = go_word(f);
-	lo = go_word(curg + GO_G_STACK_LO);
-	hi = go_word(curg + GO_G_STACK_HI);
-	if (depth == 0 || hi <= lo || depth > hi - lo)
-		return 0;
-	c->frame = f;
-	c->sp = hi - depth;
+	top = go_word(g0 + GO_G_SCHED_SP);
+	if (top < sp || top - sp > reach)
+		return 0; /* not near the top of the system stack */
+	if (g == g0) {
+		f = (top - 16) & ~15ULL;
+		curg = go_word(f + 8);
+		if (!curg || go_word(curg + GO_G_M) != m)
+			return 0;
+		depth = go_word(f);
+		lo = go_word(curg + GO_G_STACK_LO);
+		hi = go_word(curg + GO_G_STACK_HI);
+		if (depth == 0 || hi <= lo || depth > hi - lo)
+			return 0;
+		c->sp = hi - depth;
+	} else {
+		/* A vDSO call uses a few hundred bytes of stack; and the
+		 * sample's stack pointer must lie in g0's stack, so that a
+		 * goroutine stack allocated just below it is not taken for
+		 * one. */
+		if (top - sp > GO_VDSO_REACH || sp < go_word(g0 + GO_G_STACK_LO))
+			return 0;
+		lo = go_word(g + GO_G_STACK_LO);
+		hi = go_word(g + GO_G_STACK_HI);
+		if (r12 < lo || r12 >= hi)
+			return 0;
+		c->sp = r12;
+	}
+	c->frame = top;
 	c->hi = hi;
 	return 1;
 }

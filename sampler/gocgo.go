@@ -7,24 +7,27 @@ import (
 	"github.com/tickprof/tickprof/unwind"
 )
 
-// goCgo is what following a Go program's cgo calls needs of its executable
-// (bpf/sample_go.h): where the thread's g lies in its TLS, and the code of
-// runtime.asmcgocall, which switches from the goroutine's stack to the
+// goCgo is what following a Go program's cgo and vDSO calls needs of its
+// executable (bpf/sample_go.h): where the thread's g lies in its TLS, and
+// the code of the functions that switch from the goroutine's stack to the
 // system stack.
 type goCgo struct {
-	// tlsOff is runtime.tlsg's offset from the thread pointer (fsbase).
+	// tlsOff is the g slot's offset from the thread pointer (fsbase).
 	tlsOff int64
-	// start, limit bound runtime.asmcgocall's code (runtime addresses).
-	start, limit uint64
+	// code bounds the switching functions (runtime addresses).
+	code [][2]uint64
 }
 
-// asmcgocallNames are runtime.asmcgocall's symbol names: the assembly
-// function itself (ABI0) and, in older toolchains, its only name.
-var asmcgocallNames = []string{"runtime.asmcgocall.abi0", "runtime.asmcgocall"}
+// switchNames are the functions that run C code on the system stack:
+// runtime.asmcgocall (cgo) and the vDSO callers, with their ABI0 names.
+var switchNames = []string{
+	"runtime.asmcgocall.abi0", "runtime.asmcgocall",
+	"time.now", "time.now.abi0", "runtime.nanotime1.abi0", "runtime.nanotime1",
+	"runtime.walltime.abi0", "runtime.walltime",
+}
 
 // goCgo reads the main executable's goCgo; ok is false for a process that
-// is not a Go program using cgo or whose executable lacks the symbols
-// (stripped).
+// is not a Go program or whose executable lacks the symbols (stripped).
 func (img *procImage) goCgo() (goCgo, bool) {
 	if img.goDone {
 		return img.goInfo, img.goOK
@@ -38,18 +41,19 @@ func (img *procImage) goCgo() (goCgo, bool) {
 		if !ok {
 			return goCgo{}, false
 		}
-		start, size, ok := img.asmcgocall(i)
-		img.goInfo, img.goOK = goCgo{tlsOff: off, start: start, limit: start + size}, ok
-		return img.goInfo, ok
+		code := img.switchCode(i)
+		img.goInfo, img.goOK = goCgo{tlsOff: off, code: code}, len(code) > 0
+		return img.goInfo, img.goOK
 	}
 	return goCgo{}, false
 }
 
-// asmcgocall returns the runtime address and size of runtime.asmcgocall in
-// the file of mapping i.
-func (img *procImage) asmcgocall(i int) (start, size uint64, ok bool) {
+// switchCode returns the runtime ranges of the switching functions in the
+// file of mapping i.
+func (img *procImage) switchCode(i int) [][2]uint64 {
 	tab := img.bins[i].table
-	for _, name := range asmcgocallNames {
+	var out [][2]uint64
+	for _, name := range switchNames {
 		for _, s := range tab.Lookup(name) {
 			fo, err := tab.FileOffset(s.Value)
 			if err != nil || s.Size == 0 {
@@ -57,22 +61,32 @@ func (img *procImage) asmcgocall(i int) (start, size uint64, ok bool) {
 			}
 			for _, m := range img.maps {
 				if m.Path == img.maps[i].Path && fo >= m.Offset && fo < m.Offset+(m.Limit-m.Start) {
-					return m.Start + fo - m.Offset, s.Size, true
+					start := m.Start + fo - m.Offset
+					out = append(out, [2]uint64{start, start + s.Size})
 				}
 			}
 		}
 	}
-	return 0, 0, false
+	return out
 }
 
-// tlsgOffset is the file's runtime.tlsg offset (below), read once, for Go
-// executables that use cgo (those linking runtime/cgo's x_cgo_init).
+// goTLSInternal is where a Go executable that does not link runtime/cgo
+// keeps g: runtime.settls points the thread pointer 8 bytes past m.tls[0],
+// the slot of g, so g is at -8(FS) (runtime/go_tls.h, sys_linux_amd64.s).
+const goTLSInternal = -8
+
+// tlsgOffset is the file's g slot offset, read once: goTLSInternal for a Go
+// executable without runtime/cgo, runtime.tlsg's (below) for one with it
+// (those linking runtime/cgo's x_cgo_init).
 func (b *binFile) tlsgOffset() (int64, bool) {
 	if !b.goTLSDone {
 		b.goTLSDone = true
-		if b.table != nil && b.table.IsGo && b.f != nil &&
-			(len(b.table.Lookup("x_cgo_init")) > 0 || len(b.table.Lookup("_cgo_init")) > 0) {
+		switch {
+		case b.table == nil || !b.table.IsGo || b.f == nil:
+		case len(b.table.Lookup("x_cgo_init")) > 0 || len(b.table.Lookup("_cgo_init")) > 0:
 			b.goTLS, b.goTLSOK = tlsgOffset(b.f)
+		default:
+			b.goTLS, b.goTLSOK = goTLSInternal, true
 		}
 	}
 	return b.goTLS, b.goTLSOK
@@ -130,13 +144,14 @@ func (img *procImage) cgoSwitch(b []byte, flags uint32, stackEnd int) *unwind.Sw
 		return nil
 	}
 	return &unwind.Switch{
-		At: le.Uint64(b[72:]), PCStart: g.start, PCLimit: g.limit,
+		At: le.Uint64(b[72:]), Code: g.code,
 		To: unwind.Stack{Addr: le.Uint64(b[80:]), Data: b[stackEnd : stackEnd+n]},
 	}
 }
 
 // noteGo tells the BPF program, once per image, where a Go process keeps
-// its g, so that samples in its cgo calls copy the goroutine's stack too;
+// its g, so that samples in its cgo and vDSO calls copy the goroutine's
+// stack too;
 // any other image (a process that exec'd another program) is removed.
 func (s *Session) noteGo(img *procImage) {
 	if img.goNoted || img.err != nil || s.objs.GoProcs == nil {
@@ -144,7 +159,7 @@ func (s *Session) noteGo(img *procImage) {
 	}
 	img.goNoted = true
 	if g, ok := img.goCgo(); ok {
-		_ = s.objs.GoProcs.Put(uint32(img.pid), g.tlsOff) // best effort: without it cgo stacks stop at asmcgocall
+		_ = s.objs.GoProcs.Put(uint32(img.pid), g.tlsOff) // best effort: without it such stacks stop at the switch
 		return
 	}
 	_ = s.objs.GoProcs.Delete(uint32(img.pid))

@@ -104,6 +104,46 @@ func TestUnwindFrameless(t *testing.T) {
 	}
 }
 
+// TestUnwindGoVDSO samples testdata/sample/gonow, a Go program reading the
+// clock: Go calls the vDSO on the thread's system stack, so samples in
+// time.now and the vDSO must continue on the goroutine's stack to
+// main.spinNow and main.main, in at least 99% of them (a one-sided bound at
+// 99.9% confidence: a sampler complete 99% of the time fails in at most
+// 0.05% of runs).
+func TestUnwindGoVDSO(t *testing.T) {
+	bpftest.Require(t)
+	bin := filepath.Join(t.TempDir(), "gonow")
+	build := exec.Command(goTool(t), "build", "-o", bin, filepath.Join("..", "testdata", "sample", "gonow", "main.go"))
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gonow: %v\n%s", err, b)
+	}
+	d, p, _ := sampleCommand(t, 999, nil, bin, "3s")
+	var n, passed int64
+	for _, s := range p.Sample {
+		if !stackHas(s, func(f string) bool { return f == "time.now" || strings.HasPrefix(f, "__vdso_") }) {
+			continue
+		}
+		n += s.Value[0]
+		if stackHas(s, func(f string) bool { return f == "main.spinNow" }) && stackHas(s, func(f string) bool { return f == "main.main" }) {
+			if passed == 0 {
+				t.Logf("%s", stackNames(s))
+			}
+			passed += s.Value[0]
+		}
+	}
+	if n == 0 {
+		t.Fatal("no samples in time.now or the vDSO")
+	}
+	share, err := estimate.Share(uint64(passed), uint64(n), estimate.Options{Confidence: 0.998})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d samples in time.now or the vDSO reach main.main: %.4f [%.4f, %.4f]", passed, n, share.Share, share.Low, share.High)
+	if share.High < 0.99 {
+		t.Errorf("%d of %d samples complete\n%s", passed, n, strings.Join(d.Comments, "\n"))
+	}
+}
+
 // TestUnwindCgo samples testdata/sample/gocgo: Go calling C (built without
 // frame pointers) and C calling back into Go. Samples in the C functions
 // must carry their C callers and then the Go callers on the goroutine's

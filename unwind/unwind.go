@@ -176,15 +176,18 @@ func (m memory) word(addr uint64) (uint64, bool) {
 }
 
 // Switch is where a walk moves to another stack. Go runs C code called
-// through cgo on the thread's system stack and keeps the Go callers on the
-// goroutine's stack: runtime.asmcgocall switches stacks, leaving its frame
-// at the bottom of the system stack; its caller is found from the
-// goroutine's stack pointer before the switch.
+// through cgo, and the vDSO, on the thread's system stack and keeps the Go
+// callers on the goroutine's stack: runtime.asmcgocall (and time.now,
+// runtime.nanotime1) move the stack pointer to the top of the system stack
+// (g0.sched.sp), less a few aligned bytes, and call the C code from there;
+// their caller is found from the goroutine's stack pointer before the
+// switch.
 type Switch struct {
-	// At is the stack pointer of the switching function's frame once its
-	// callee returned (asmcgocall's frame), and [PCStart, PCLimit) that
-	// function's code: a frame is switched from only when both match.
-	At, PCStart, PCLimit uint64
+	// At is the top of the stack switched to: a frame in one of the Code
+	// ranges whose stack pointer lies at most SwitchReach bytes below At
+	// is switched from.
+	At   uint64
+	Code [][2]uint64 // [start, limit) of the switching functions
 	// To is a copy of the other stack from the stack pointer the function
 	// had before it switched, from where the function's own unwind rules
 	// (or its frame pointer) find its caller. Registers the callee
@@ -192,9 +195,23 @@ type Switch struct {
 	To Stack
 }
 
-// at reports whether the frame with pc and sp is where the walk switches.
-func (sw *Switch) at(pc, sp uint64, exact bool) bool {
-	return sw != nil && !exact && sp == sw.At && pc >= sw.PCStart && pc < sw.PCLimit
+// SwitchReach bounds how far below Switch.At the switching frame lies
+// (runtime.asmcgocall takes 16 bytes and aligns to 16, time.now 32).
+const SwitchReach = 64
+
+// at reports whether the frame with pc and sp is where the walk switches:
+// also the sampled frame itself, when the sample fell in the switching
+// function after it moved the stack pointer.
+func (sw *Switch) at(pc, sp uint64) bool {
+	if sw == nil || sp > sw.At || sw.At-sp > SwitchReach {
+		return false
+	}
+	for _, c := range sw.Code {
+		if pc >= c[0] && pc < c[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // calleeSaved are the registers a call preserves (System V psABI): rbx,
@@ -239,7 +256,7 @@ func UnwindSwitch(mods []Module, regs Regs, stack Stack, sw *Switch) Result {
 		if !exact {
 			look-- // a return address: the call is the instruction before
 		}
-		switched := sw.at(pc, rf.v[regSP], exact)
+		switched := sw.at(pc, rf.v[regSP])
 		if switched {
 			// The frame's own rules apply to the stack pointer it had
 			// before it switched stacks.
