@@ -32,33 +32,8 @@ func newCalibrateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "calibrate [--json]",
 		Short: "Measure clock resolutions and probe overhead on this machine, and save them",
-		Long: `calibrate measures what tickprof's numbers rest on, on this machine:
-
-  - each clock's resolution, read in BPF by the method of reading until the
-    value changes, many times (min, mean and max of the increment and of the
-    period between changes);
-  - the cost of one clock read in BPF (bpf_jiffies64, bpf_ktime_get_ns), from
-    the kernel's BPF run-time statistics;
-  - the probe overhead T_ovhd: the time tickprof's own entry and exit probes
-    add to every measured interval, found by timing an empty C function
-    (built with gcc), an empty Go function (in a copy of tickprof) and
-    getppid with the ns clock, with its interval, and the BPF program time
-    per call. Each is timed in --runs independent runs (a new target process
-    and newly loaded probes each; the C runs alternate between two near-empty
-    functions). T_ovhd is the mean of the run means, shown with its Student t
-    interval; what tickprof time subtracts is the Student t prediction
-    interval for one new run's overhead (or the pooled within-run interval
-    when that is wider): the overhead varies from run to run and target to
-    target by more than one run's own error, and a later measurement meets
-    that variation. The
-    empty targets run at the lowest real-time priority, so that no ordinary
-    task preempts them inside a probe window.
-
-The result is saved per machine (kernel release and CPU model) under the
-user's cache directory; tickprof time subtracts T_ovhd from its means when a
-calibration for this machine exists. Needs root (or CAP_BPF and
-CAP_PERFMON) and gcc.`,
-		Args: noArgs,
+		Long:  help("calibrate"),
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCalibrate(cmd, f)
 		},

@@ -37,23 +37,8 @@ func newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Time and sample a bundled workload, with the known truth beside each interval",
-		Long: `demo builds a small C workload with gcc (three threads calling functions of
-known duration: about 5 µs and 25 µs of spinning, and a 1 ms sleep; each
-function measures itself with clock_gettime), then:
-
-  1. times the three functions with the jiffies clock (a 4 ms tick here,
-     hundreds of times longer than the shortest function) until every
-     interval is within ±5% at 95% confidence, or --limit;
-  2. samples the workload's stacks at -F Hz for --sample;
-  3. prints each function's interval beside the truth the workload measured,
-     raw and corrected for the probe overhead T_ovhd (from tickprof
-     calibrate, or measured now when this machine has no calibration);
-  4. writes demo-time.pb.gz and demo-cpu.pb.gz and the go tool pprof commands
-     that open them.
-
-It needs root (or CAP_BPF and CAP_PERFMON), gcc, and a kernel with BTF and
-uprobes (see tickprof doctor).`,
-		Args: noArgs,
+		Long:  help("demo"),
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd, f)
 		},

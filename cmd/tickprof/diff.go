@@ -15,16 +15,10 @@ func newDiffCmd() *cobra.Command {
 		asJSON     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "diff BASE NEW",
-		Short: "What changed between two profiles, with intervals; significant changes only by default",
-		Long: `diff compares two profiles of the same kind. For CPU profiles it gives each
-function's change in flat and cumulative share of the samples (new - base,
-in percentage points) with a confidence interval for the difference of two
-proportions; for tickprof time profiles each target's change in mean time
-per call with the interval of the difference of two means. By default only
-the changes whose interval excludes zero are shown, largest first.`,
-		Example: `  tickprof diff before.pb.gz after.pb.gz
-  tickprof diff --all --json before.pb.gz after.pb.gz`,
+		Use:     "diff BASE NEW",
+		Short:   "What changed between two profiles, with intervals; significant changes only by default",
+		Long:    help("diff"),
+		Example: help("diff.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usagef("diff takes two profiles, BASE and NEW, got %d arguments", len(args))

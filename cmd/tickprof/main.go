@@ -17,11 +17,9 @@ import (
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "tickprof",
-		Short: "eBPF profiler whose every time comes with a confidence interval",
-		Long: `tickprof times functions and kernel paths with coarse clock ticks counted in
-BPF, samples stacks, and reports each time with a confidence interval. Its
-profiles open in go tool pprof.`,
+		Use:           "tickprof",
+		Short:         "eBPF profiler whose every time comes with a confidence interval",
+		Long:          help("root"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

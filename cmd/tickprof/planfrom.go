@@ -17,19 +17,8 @@ import (
 func addPlanFrom(cmd *cobra.Command) {
 	var from string
 	cmd.Flags().StringVar(&from, "from", "", "plan from a pilot run: a tickprof time --json `FILE`, a tickprof time profile or a pprof CPU profile")
-	cmd.Long += `
-
-With --from FILE, plan from a pilot run instead: for every target of a
-tickprof time result (its JSON or its profile), the calls and the run time
-still needed for --precision (or --abs-error) at --confidence, from the
-pilot's observed spread and call rate (Lilja eq. 4.21); for a CPU profile,
-the samples and sampling time still needed to know each top function's share
-that well (Lilja eq. 4.28). --rate overrides the pilot's call rate.`
-	cmd.Example += `
-
-  # How much longer to time for ±2%, from a 10 s pilot
-  tickprof time -u work --duration 10s --json pilot.json -- ./app
-  tickprof plan --from pilot.json --precision 2%`
+	cmd.Long += help("planfrom")
+	cmd.Example += help("planfrom.example")
 	run := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if !c.Flags().Changed("from") {

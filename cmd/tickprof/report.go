@@ -10,14 +10,6 @@ import (
 	"github.com/tickprof/tickprof/units"
 )
 
-// reportHelp is the help text of the command.
-const reportHelp = `report reads a pprof profile and prints its function table with confidence
-intervals: for a CPU profile (tickprof sample, Go's runtime/pprof, perf data
-converted to pprof) each function's flat and cumulative share of the samples
-with its interval and the CPU time it stands for, and time per call where
-calls were counted; for a tickprof time profile each target's mean time per
-call with the interval stored in the profile.`
-
 func newReportCmd() *cobra.Command {
 	var (
 		top        int
@@ -26,11 +18,10 @@ func newReportCmd() *cobra.Command {
 		byCum      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "report FILE",
-		Short: "The table with intervals for a pprof CPU profile or a tickprof time profile",
-		Long:  reportHelp,
-		Example: `  tickprof report cpu.pb.gz
-  tickprof report --top 5 --confidence 99% --json cpu.pprof`,
+		Use:     "report FILE",
+		Short:   "The table with intervals for a pprof CPU profile or a tickprof time profile",
+		Long:    help("report"),
+		Example: help("report.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("report takes one profile FILE, got %d arguments", len(args))

@@ -37,20 +37,10 @@ type sampleFlags struct {
 func newSampleCmd() *cobra.Command {
 	f := &sampleFlags{}
 	cmd := &cobra.Command{
-		Use:   "sample [-p PID | --all | -- CMD ARGS...]",
-		Short: "Sample stacks on a CPU timer: shares and times with confidence intervals",
-		Long: `sample takes a stack sample of the target on every tick of a per-CPU
-cpu-clock timer (-F per second), symbolizes it and writes a pprof CPU profile
-(open it with go tool pprof). It prints each function's flat and cumulative
-share of the samples with its confidence interval and the CPU time that
-stands for. --count SYMBOL also counts the function's calls with an
-entry-only uprobe and reports its time per call with an interval.
-
-Sampling stops after --duration, when the target exits, or on Ctrl-C; what
-was gathered is written in every case.`,
-		Example: `  tickprof sample -F 999 --duration 10s -p 1234
-  tickprof sample -F 4999 --count main.work -o cpu.pb.gz -- ./server -flag
-  tickprof sample --all --duration 5s`,
+		Use:     "sample [-p PID | --all | -- CMD ARGS...]",
+		Short:   "Sample stacks on a CPU timer: shares and times with confidence intervals",
+		Long:    help("sample"),
+		Example: help("sample.example"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSample(cmd, f, args)
 		},
