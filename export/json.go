@@ -220,6 +220,15 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// Write prints v with WriteJSON when asJSON, else with its text writer:
+// the one switch of every command that offers --json.
+func Write[T any](w io.Writer, asJSON bool, v T, text func(io.Writer, T) error) error {
+	if asJSON {
+		return WriteJSON(w, v)
+	}
+	return text(w, v)
+}
+
 // trimHist drops the empty buckets above the highest used one.
 func trimHist(h []uint64) []uint64 {
 	n := len(h)

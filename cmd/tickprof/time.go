@@ -44,52 +44,13 @@ type timeFlags struct {
 	calDir string
 }
 
-// timeHelp is the help text of the command.
-const timeHelp = `time attaches to functions of a running process (-p PID) or of a command it
-starts held before exec (-- CMD ARGS, so the very first calls count), counts
-clock ticks crossed inside every call in BPF, and reports each target's mean
-time per call with a confidence interval.
-
-Targets (repeatable):
-  -u SYMBOL          a function of the process's executable
-  -u LIB:SYMBOL      a function of a mapped shared library (libc:malloc)
-  -u PATH:SYMBOL     a function of the file at PATH
-  -u 'GLOB'          every matching function, at most --max-probes
-  -u 'main.(*T).M'   a Go function, named as Go prints it (probed at its
-                     RET instructions: a uretprobe never touches Go code)
-  -s SYSCALL         a system call's kernel path
-  -k FUNC            a kernel function
-
-Clocks (--clock): jiffies (the kernel tick, period measured; a random share
-of calls is also timed exactly, and a tick-coupled program is warned about),
-tick:DUR (monotonic time quantized to DUR on a grid shifted by a random
-phase for every call, so that it cannot keep time with the program), ns
-(exact). The default is ns for user functions and jiffies for syscalls and
-kernel functions (see README).
-
-It stops at --duration, when every interval is within --precision, when the
-target exits, or on Ctrl-C / SIGTERM, and always prints and writes what it
-gathered. A command started after -- is ended with SIGTERM when timing stops
-before it exits. --precision stops only after at least 30 polling batches
-(30 x --interval) and 30 tick crossings (calls, with the ns clock), so that a
-spread that looks small by luck early on cannot stop it.
-
-Probe overhead: every probe pair adds its own cost to the time it measures.
-When ` + "`tickprof calibrate`" + ` has measured this machine, time subtracts that
-overhead, carries its uncertainty into each interval, and shows the raw
-(measured) mean beside the corrected one; --no-correct shows raw means only.
---precision applies to the measured interval.`
-
 func newTimeCmd() *cobra.Command {
 	var f timeFlags
 	cmd := &cobra.Command{
-		Use:   "time [flags] (-p PID | -- CMD ARGS...)",
-		Short: "Time functions and kernel paths, each mean with its confidence interval",
-		Long:  timeHelp,
-		Example: `  tickprof time -u libc:malloc -p 1234 --precision 2%
-  tickprof time -u 'sqlite3_*' --duration 10s -o prof.pb.gz -- ./app
-  tickprof time -u work --clock jiffies --validate -- ./bench
-  tickprof time -u 'main.(*Server).handle' -p 4321 --json run.json`,
+		Use:     "time [flags] (-p PID | -- CMD ARGS...)",
+		Short:   "Time functions and kernel paths, each mean with its confidence interval",
+		Long:    help("time"),
+		Example: help("time.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("unexpected argument %q: put the command to run after --", args[0])
@@ -137,80 +98,54 @@ type timeSetup struct {
 }
 
 func parseTimeFlags(f timeFlags, argv []string) (timeSetup, error) {
-	var ts timeSetup
-	if len(f.users)+len(f.syscalls)+len(f.kfuncs) == 0 {
-		return ts, usagef("no target: give at least one -u SYMBOL, -s SYSCALL or -k FUNC")
-	}
-	if f.pid != 0 && len(argv) > 0 {
-		return ts, usagef("give either -p PID or -- CMD, not both")
-	}
-	if f.pid < 0 {
-		return ts, usagef("-p %d: a process ID is positive", f.pid)
-	}
-	if f.maxProbes < 1 {
-		return ts, usagef("--max-probes %d: want at least 1", f.maxProbes)
-	}
-	if f.interval < 10*time.Millisecond || f.interval > time.Hour {
-		return ts, usagef("--interval %s: want 10ms to 1h", f.interval)
-	}
-	if f.attach != "" {
-		if _, err := loader.ParseAttachMode(f.attach); err != nil {
-			return ts, usagef("--attach: %v", err)
-		}
-	}
-	if err := checkOutput("--json", f.jsonOut); err != nil {
+	ts := timeSetup{interval: f.interval}
+	conf, confErr := parseConfidence(f.confidence)
+	if err := firstErr(
+		usageIf(len(f.users)+len(f.syscalls)+len(f.kfuncs) == 0, "no target: give at least one -u SYMBOL, -s SYSCALL or -k FUNC"),
+		usageIf(f.pid != 0 && len(argv) > 0, "give either -p PID or -- CMD, not both"),
+		usageIf(f.pid < 0, "-p %d: a process ID is positive", f.pid),
+		usageIf(f.maxProbes < 1, "--max-probes %d: want at least 1", f.maxProbes),
+		usageIf(f.interval < 10*time.Millisecond || f.interval > time.Hour, "--interval %s: want 10ms to 1h", f.interval),
+		attachErr(f.attach),
+		checkOutput("--json", f.jsonOut),
+		checkOutput("-o", f.pprofOut),
+		usageIf(f.duration < 0, "--duration %s: want a positive duration", f.duration),
+		confErr,
+	); err != nil {
 		return ts, err
-	}
-	if err := checkOutput("-o", f.pprofOut); err != nil {
-		return ts, err
-	}
-	if f.duration < 0 {
-		return ts, usagef("--duration %s: want a positive duration", f.duration)
-	}
-	conf, err := units.ParseConfidence(f.confidence)
-	if err != nil {
-		return ts, usagef("--confidence: %v", err)
 	}
 	ts.est = estimate.Options{Confidence: conf}
-	ts.interval = f.interval
-	if f.precision != "" {
-		p, err := units.ParsePercent(f.precision)
-		if err != nil || !(p > 0 && p < 1) {
-			return ts, usagef("--precision %q: want a relative half-width such as 5%%", f.precision)
-		}
-		ts.precision = p
+	var err error
+	if ts.precision, err = fractionFlag("--precision", f.precision, "a relative half-width such as 5%"); err != nil {
+		return ts, err
 	}
-	if f.overhead != "" {
-		p, err := units.ParsePercent(f.overhead)
-		if err != nil || !(p > 0 && p < 1) {
-			return ts, usagef("--overhead %q: want a slowdown budget such as 1%%", f.overhead)
-		}
-		if len(f.syscalls)+len(f.kfuncs) > 0 {
-			return ts, usagef("--overhead applies to -u functions only")
-		}
-		if f.noCorrect {
-			return ts, usagef("--overhead needs the calibrated probe cost: drop --no-correct")
-		}
-		ts.overhead = p
+	if ts.overhead, err = fractionFlag("--overhead", f.overhead, "a slowdown budget such as 1%"); err != nil {
+		return ts, err
 	}
-	if f.window < 0 {
-		return ts, usagef("--window %s: want a positive duration", f.window)
+	if err := firstErr(
+		usageIf(f.overhead != "" && len(f.syscalls)+len(f.kfuncs) > 0, "--overhead applies to -u functions only"),
+		usageIf(f.overhead != "" && f.noCorrect, "--overhead needs the calibrated probe cost: drop --no-correct"),
+		usageIf(f.window < 0, "--window %s: want a positive duration", f.window),
+	); err != nil {
+		return ts, err
 	}
-	if f.clock == "" {
-		ts.clock = timing.DefaultClock(len(f.users) > 0, f.validate)
-	} else {
-		ts.clock, err = loader.ParseClock(f.clock)
-		if err != nil {
+	ts.clock = timing.DefaultClock(len(f.users) > 0, f.validate)
+	if f.clock != "" {
+		if ts.clock, err = loader.ParseClock(f.clock); err != nil {
 			return ts, usagef("--clock: %v", err)
 		}
 	}
-	if f.validate {
-		if ts.clock.Kind == loader.ClockNS {
-			return ts, usagef("--validate checks a tick clock against ns: give --clock jiffies or tick:DUR")
-		}
-		ts.exact = true
+	ts.exact = f.validate
+	return ts, usageIf(f.validate && ts.clock.Kind == loader.ClockNS, "--validate checks a tick clock against ns: give --clock jiffies or tick:DUR")
+}
+
+// attachErr checks --attach.
+func attachErr(mode string) error {
+	if mode == "" {
+		return nil
 	}
-	return ts, nil
+	_, err := loader.ParseAttachMode(mode)
+	return usageIf(err != nil, "--attach: %v", err)
 }
 
 func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []string) error {
