@@ -1,34 +1,29 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/units"
 )
 
 func newDiffCmd() *cobra.Command {
 	var (
-		all        bool
-		confidence string
-		asJSON     bool
+		all bool
+		o   outputFlags
 	)
 	cmd := &cobra.Command{
 		Use:     "diff BASE NEW",
 		Short:   "What changed between two profiles, with intervals; significant changes only by default",
 		Long:    help("diff"),
 		Example: help("diff.example"),
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usagef("diff takes two profiles, BASE and NEW, got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args:    exactArgs(2, "two profiles, BASE and NEW"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conf, err := units.ParseConfidence(confidence)
+			conf, err := parseConfidence(o.confidence)
 			if err != nil {
-				return usagef("--confidence: %v", err)
+				return err
 			}
 			base, err := export.ReadProfileFile(args[0])
 			if err != nil {
@@ -42,15 +37,10 @@ func newDiffCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return export.WriteJSON(cmd.OutOrStdout(), t)
-			}
-			return t.WriteText(cmd.OutOrStdout())
+			return export.Write(cmd.OutOrStdout(), o.json, t, func(w io.Writer, t *export.DiffTable) error { return t.WriteText(w) })
 		},
 	}
-	fl := cmd.Flags()
-	fl.BoolVar(&all, "all", false, "show every change, significant or not")
-	fl.StringVar(&confidence, "confidence", "95%", "confidence level of the share differences (time profiles keep their own)")
-	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "show every change, significant or not")
+	o.add(cmd, "confidence level of the share differences (time profiles keep their own)", "print JSON")
 	return cmd
 }

@@ -21,11 +21,7 @@ func newDoctorCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("probe kernel features: %w", err)
 			}
-			rep := export.NewDoctorReport(f)
-			if asJSON {
-				return export.WriteJSON(cmd.OutOrStdout(), rep)
-			}
-			return export.WriteDoctor(cmd.OutOrStdout(), rep)
+			return export.Write(cmd.OutOrStdout(), asJSON, export.NewDoctorReport(f), export.WriteDoctor)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -22,16 +22,15 @@ import (
 
 // sampleFlags are the options of `tickprof sample`.
 type sampleFlags struct {
-	pid        int
-	all        bool
-	freq       int
-	duration   string
-	out        string
-	count      []string
-	top        int
-	confidence string
-	json       bool
-	userStack  int
+	pid       int
+	all       bool
+	freq      int
+	duration  string
+	out       string
+	count     []string
+	top       int
+	userStack int
+	outputFlags
 }
 
 func newSampleCmd() *cobra.Command {
@@ -53,70 +52,33 @@ func newSampleCmd() *cobra.Command {
 	fl.StringVarP(&f.out, "output", "o", "sample.pb.gz", "write the pprof CPU profile to `FILE` (\"\" for none)")
 	fl.StringArrayVar(&f.count, "count", nil, "count calls of `[BINARY:]SYMBOL` and report its time per call (repeatable)")
 	fl.IntVar(&f.top, "top", 20, "show the top `N` functions (0 for all)")
-	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
-	fl.BoolVar(&f.json, "json", false, "print the table as JSON")
+	f.add(cmd, "confidence level of the intervals", "print the table as JSON")
 	fl.IntVar(&f.userStack, "user-stack", sampler.DefaultStackBytes, "copy `BYTES` of user stack per sample to unwind it by call frame information (0: frame pointers only; at most 28672)")
 	return cmd
 }
 
 func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	targets := 0
-	if f.pid != 0 {
-		targets++
+	for _, set := range []bool{f.pid != 0, f.all, len(args) > 0} {
+		if set {
+			targets++
+		}
 	}
-	if f.all {
-		targets++
-	}
-	if len(args) > 0 {
-		targets++
-	}
-	if targets != 1 {
-		return usagef("sample needs exactly one target: -p PID, --all, or -- CMD ARGS")
-	}
-	if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
-		return usagef("put the command after --: tickprof sample [flags] -- %s", args[0])
-	}
-	if f.pid < 0 {
-		return usagef("-p %d: a PID is positive", f.pid)
-	}
-	if f.top < 0 {
-		return usagef("--top %d: give a count, or 0 for all", f.top)
-	}
-	if err := checkOutput("-o", f.out); err != nil {
+	conf, confErr := parseConfidence(f.confidence)
+	dur, durErr := sampleDuration(f.duration)
+	if err := firstErr(
+		usageIf(targets != 1, "sample needs exactly one target: -p PID, --all, or -- CMD ARGS"),
+		usageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "put the command after --: tickprof sample [flags] -- %s", firstArg(args)),
+		usageIf(f.pid < 0, "-p %d: a PID is positive", f.pid),
+		usageIf(f.top < 0, "--top %d: give a count, or 0 for all", f.top),
+		checkOutput("-o", f.out),
+		usageIf(f.freq < 1 || f.freq > sampler.MaxFrequency, "-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency),
+		confErr, durErr, countNeedsFile(f.all, f.count),
+		// Before a command is started: say what is missing, not what failed.
+		loader.CheckPrivileges(),
+		usageIf(f.userStack < 0 || f.userStack > sampler.MaxStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes),
+	); err != nil {
 		return err
-	}
-	if f.freq < 1 || f.freq > sampler.MaxFrequency {
-		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
-	}
-	conf, err := units.ParseConfidence(f.confidence)
-	if err != nil {
-		return usagef("--confidence: %v", err)
-	}
-	var dur time.Duration
-	if f.duration != "" {
-		ns, err := units.ParseDuration(f.duration)
-		if err != nil {
-			return usagef("--duration: %v", err)
-		}
-		if ns <= 0 {
-			return usagef("--duration %s: give a positive length such as 10s", f.duration)
-		}
-		dur = time.Duration(ns)
-	}
-	if f.all && len(f.count) > 0 {
-		for _, c := range f.count {
-			if bin, sym := proc.SplitTarget(c); !strings.Contains(bin, "/") {
-				return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, sym)
-			}
-		}
-	}
-
-	// Before a command is started: say what is missing, not what failed.
-	if err := loader.CheckPrivileges(); err != nil {
-		return err
-	}
-	if f.userStack < 0 || f.userStack > sampler.MaxStackBytes {
-		return usagef("--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -125,6 +87,29 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 		PID:    f.pid, Command: args, Duration: dur,
 		Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 	return sampleAndReport(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc, sampleOutput{file: f.out, top: f.top, conf: conf, json: f.json})
+}
+
+// sampleDuration parses --duration ("": until the target exits).
+func sampleDuration(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	ns, err := units.ParseDuration(v)
+	if err != nil {
+		return 0, usagef("--duration: %v", err)
+	}
+	return time.Duration(ns), usageIf(ns <= 0, "--duration %s: give a positive length such as 10s", v)
+}
+
+// countNeedsFile requires, with --all, a path in every --count target:
+// a bare symbol names no one file in every process.
+func countNeedsFile(all bool, count []string) error {
+	for _, c := range count {
+		if bin, sym := proc.SplitTarget(c); all && !strings.Contains(bin, "/") {
+			return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, sym)
+		}
+	}
+	return nil
 }
 
 // sampleOutput says what a sampling run writes and prints.

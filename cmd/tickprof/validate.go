@@ -200,3 +200,11 @@ func changedFlags(cmd *cobra.Command, names []string) []string {
 	}
 	return set
 }
+
+// firstArg is args[0], or "" when there is none.
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
