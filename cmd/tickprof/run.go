@@ -9,8 +9,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
 )
 
 // detachHelper starts this binary as the helper the probes are handed to
@@ -41,4 +43,36 @@ func runDetachHelper() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// runTiming runs a timing session, saying on errOut what it times and
+// showing its progress there, calls write with the result and then
+// detaches the probes.
+func runTiming(ctx context.Context, errOut io.Writer, cfg timing.Config, write func(*timing.Result) error) (*timing.Result, error) {
+	cfg.Warn = func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }
+	cfg.DetachHelper = detachHelper
+	s, err := timing.OpenContext(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	clk := s.Clock()
+	where := "every process"
+	if s.PID() != 0 {
+		where = fmt.Sprintf("process %d", s.PID())
+	}
+	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
+		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
+	prog := export.NewProgress(errOut)
+	run, err := s.Run(ctx, prog.Update)
+	prog.Clear()
+	if err != nil {
+		return nil, err
+	}
+	// The results are written before the probes come off (a large probe
+	// set takes a while to detach, and nothing is lost if tickprof is
+	// killed meanwhile).
+	werr := write(run)
+	detach(s, errOut)
+	return run, werr
 }
