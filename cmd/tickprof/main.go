@@ -57,3 +57,12 @@ func exitCode(err error) int {
 	}
 	return 1
 }
+
+// runDetachHelper is the process loader.Session.HandOff starts.
+func runDetachHelper() {
+	if err := loader.DetachHelper(); err != nil {
+		fmt.Fprintln(os.Stderr, "tickprof: detach helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}

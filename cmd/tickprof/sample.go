@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,8 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
@@ -86,7 +85,8 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 		Config: sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0},
 		PID:    f.pid, Command: args, Duration: dur,
 		Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	return sampleAndReport(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc, sampleOutput{file: f.out, top: f.top, conf: conf, json: f.json})
+	return noSamplesHint(console.Sample(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc,
+		console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json}))
 }
 
 // sampleDuration parses --duration ("": until the target exits).
@@ -112,41 +112,10 @@ func countNeedsFile(all bool, count []string) error {
 	return nil
 }
 
-// sampleOutput says what a sampling run writes and prints.
-type sampleOutput struct {
-	file string  // the pprof profile ("": none)
-	top  int     // table rows (0: all)
-	conf float64 // confidence of the table's intervals
-	json bool    // the table as JSON
-}
-
-// sampleAndReport samples, writes the profile, and prints a line of
-// statistics and the function table.
-func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o sampleOutput) error {
-	res, runErr := sampler.Record(ctx, rc)
-	if res == nil {
-		return runErr
+// noSamplesHint adds to console.ErrNoSamples what to try.
+func noSamplesHint(err error) error {
+	if errors.Is(err, console.ErrNoSamples) {
+		return fmt.Errorf("%w; sample longer or at a higher -F", err)
 	}
-	data, st := res.Profile, res.Stats
-	prof, err := export.EncodeCPU(data)
-	if err != nil {
-		return err
-	}
-	if o.file != "" {
-		if err := export.WriteProfileFile(o.file, prof); err != nil {
-			return err
-		}
-	}
-	export.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.file)
-	if runErr != nil {
-		return runErr
-	}
-	if st.Kept == 0 {
-		return fmt.Errorf("no samples of the target: it was idle or exited at once; sample longer or at a higher -F")
-	}
-	tab, err := export.CPUReport(prof, estimate.Options{Confidence: o.conf})
-	if err != nil {
-		return err
-	}
-	return export.WriteCPUTable(w, tab, o.top, o.json)
+	return err
 }

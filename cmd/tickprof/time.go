@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
@@ -97,7 +98,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	if err != nil {
 		fmt.Fprintf(errOut, "tickprof: warning: %v; means are not corrected for the probe overhead\n", err)
 	}
-	_, err = runTiming(ctx, errOut, cfg, func(run *timing.Result) error {
+	_, err = console.Timing(ctx, errOut, cfg, func(run *timing.Result) error {
 		return export.WriteTimeOutputs(out, run, cfg.Precision, f.jsonOut, f.pprofOut)
 	})
 	if errors.Is(err, proc.ErrNeedProcess) {
