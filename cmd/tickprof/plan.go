@@ -107,37 +107,21 @@ func planRun(cmd *cobra.Command, f planFlags, e *pilot.Expected) error {
 func planGoal(cmd *cobra.Command, f planFlags) (estimate.Goal, error) {
 	fl := cmd.Flags()
 	var goal estimate.Goal
-	set := 0
+	var err error
 	if fl.Changed("precision") {
-		set++
-		p, err := units.ParsePercent(f.precision)
-		if err != nil {
-			return goal, usagef("--precision: %v", err)
-		}
-		if !(p > 0) {
-			return goal, usagef("--precision %q must be above zero, e.g. 5%%", f.precision)
-		}
+		p, perr := units.ParsePercent(f.precision)
 		goal.RelHalfWidth = p
+		err = firstErr(usageIf(perr != nil, "--precision: %v", perr), usageIf(!(p > 0), "--precision %q must be above zero, e.g. 5%%", f.precision))
 	}
-	if fl.Changed("abs-error") {
-		set++
-		h, err := positiveDuration("--abs-error", f.absError)
-		if err != nil {
-			return goal, err
-		}
-		goal.AbsHalfWidth = h
+	if fl.Changed("abs-error") && err == nil {
+		goal.AbsHalfWidth, err = positiveDuration("--abs-error", f.absError)
 	}
-	if fl.Changed("digits") {
-		set++
-		if f.digits < 1 || f.digits > 15 {
-			return goal, usagef("--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
-		}
+	if fl.Changed("digits") && err == nil {
 		goal.Digits = f.digits
+		err = usageIf(f.digits < 1 || f.digits > 15, "--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
 	}
-	if set != 1 {
-		return goal, usagef("give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)")
-	}
-	return goal, nil
+	return goal, firstErr(err, usageIf(len(changedFlags(cmd, []string{"precision", "abs-error", "digits"})) != 1,
+		"give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)"))
 }
 
 // planBudget reads the overhead budget of a plan and the probe cost it
