@@ -27,15 +27,9 @@ type calibrateFlags struct {
 
 func newCalibrateCmd() *cobra.Command {
 	var f calibrateFlags
-	cmd := &cobra.Command{
-		Use:   "calibrate [--json]",
-		Short: "Measure clock resolutions and probe overhead on this machine, and save them",
-		Long:  help("calibrate"),
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCalibrate(cmd, f)
-		},
-	}
+	cmd := command("calibrate", "calibrate [--json]", "Measure clock resolutions and probe overhead on this machine, and save them", func(cmd *cobra.Command, _ []string) error {
+		return runCalibrate(cmd, f)
+	})
 	fl := cmd.Flags()
 	fl.DurationVar(&f.duration, "duration", 2500*time.Millisecond, "how long each probe kind is timed in all, over its runs (each run at least 200ms)")
 	fl.IntVar(&f.runs, "runs", calibrate.DefaultRuns, "independent runs per probe kind; the interval spans their spread (at least 2)")

@@ -25,15 +25,9 @@ type demoFlags struct {
 
 func newDemoCmd() *cobra.Command {
 	var f demoFlags
-	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Time and sample a bundled workload, with the known truth beside each interval",
-		Long:  help("demo"),
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd, f)
-		},
-	}
+	cmd := command("demo", "demo", "Time and sample a bundled workload, with the known truth beside each interval", func(cmd *cobra.Command, _ []string) error {
+		return runDemo(cmd, f)
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", ".", "write demo-time.pb.gz and demo-cpu.pb.gz into `DIR`")
 	fl.StringVar(&f.precision, "precision", "5%", "stop timing when every interval is within this share of its mean")

@@ -11,19 +11,13 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "What this kernel and these privileges allow, and how each target kind is timed",
-		Long:  help("doctor"),
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loader.ProbeFeatures()
-			if err != nil {
-				return fmt.Errorf("probe kernel features: %w", err)
-			}
-			return export.Write(cmd.OutOrStdout(), asJSON, export.NewDoctorReport(f), export.WriteDoctor)
-		},
-	}
+	cmd := command("doctor", "doctor", "What this kernel and these privileges allow, and how each target kind is timed", func(cmd *cobra.Command, _ []string) error {
+		f, err := loader.ProbeFeatures()
+		if err != nil {
+			return fmt.Errorf("probe kernel features: %w", err)
+		}
+		return export.Write(cmd.OutOrStdout(), asJSON, export.NewDoctorReport(f), export.WriteDoctor)
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -26,16 +26,10 @@ var (
 
 func newEstimateCmd() *cobra.Command {
 	var f estimateFlags
-	cmd := &cobra.Command{
-		Use:     "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]",
-		Short:   "Mean time with its confidence interval from tick counts, or a share from samples",
-		Long:    help("estimate"),
-		Example: help("estimate.example"),
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEstimate(cmd, f)
-		},
-	}
+	cmd := command("estimate", "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]", "Mean time with its confidence interval from tick counts, or a share from samples", func(cmd *cobra.Command, _ []string) error {
+		return runEstimate(cmd, f)
+	})
+	cmd.Args = noArgs
 	fl := cmd.Flags()
 	fl.StringVar(&f.resolution, "resolution", "", "clock resolution `DUR` (tick length), e.g. 16.666ms, 40us, 4ms")
 	fl.StringVar(&f.calls, "calls", "", "number `N` of executions timed, e.g. 2000")

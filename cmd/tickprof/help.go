@@ -3,6 +3,8 @@ package main
 import (
 	"embed"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // helpFiles holds the commands' long help and examples, one text file
@@ -12,11 +14,16 @@ import (
 //go:embed help/*.txt
 var helpFiles embed.FS
 
-// help returns the text of help/NAME.txt without its final newline.
+// help returns the text of help/NAME.txt without its final newline, ""
+// when there is none.
 func help(name string) string {
-	b, err := helpFiles.ReadFile("help/" + name + ".txt")
-	if err != nil {
-		panic("tickprof: no help text " + name) // a build defect: the file is embedded
-	}
+	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
 	return strings.TrimSuffix(string(b), "\n")
+}
+
+// command returns the command NAME with its help and examples from
+// help/NAME.txt and help/NAME.example.txt, taking no positional arguments
+// (set Args to take some).
+func command(name, use, short string, run func(*cobra.Command, []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Long: help(name), Example: help(name + ".example"), Args: noArgs, RunE: run}
 }

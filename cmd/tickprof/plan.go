@@ -22,20 +22,14 @@ type planFlags struct {
 
 func newPlanCmd() *cobra.Command {
 	var f planFlags
-	cmd := &cobra.Command{
-		Use:     "plan --resolution DUR --expect DUR (--precision 5% | --abs-error DUR | --digits N) [--rate N/s | --loop DUR]",
-		Short:   "How many executions (and how long) to measure for a target precision",
-		Long:    help("plan"),
-		Example: help("plan.example"),
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := runPlan(cmd, f)
-			if err != nil {
-				return err
-			}
-			return export.Write(cmd.OutOrStdout(), f.json, out, export.WritePlan)
-		},
-	}
+	cmd := command("plan", "plan --resolution DUR --expect DUR (--precision 5% | --abs-error DUR | --digits N) [--rate N/s | --loop DUR]", "How many executions (and how long) to measure for a target precision", func(cmd *cobra.Command, _ []string) error {
+		out, err := runPlan(cmd, f)
+		if err != nil {
+			return err
+		}
+		return export.Write(cmd.OutOrStdout(), f.json, out, export.WritePlan)
+	})
+	cmd.Args = noArgs
 	fl := cmd.Flags()
 	fl.StringVar(&f.resolution, "resolution", "", "clock resolution `DUR` (tick length), e.g. 16.666ms, 4ms, 1us (required)")
 	fl.StringVar(&f.expect, "expect", "", "expected duration `DUR` of one execution, e.g. 3.3332ms, 50us (required)")

@@ -16,39 +16,33 @@ func newReportCmd() *cobra.Command {
 		byCum bool
 		o     outputFlags
 	)
-	cmd := &cobra.Command{
-		Use:     "report FILE",
-		Short:   "The table with intervals for a pprof CPU profile or a tickprof time profile",
-		Long:    help("report"),
-		Example: help("report.example"),
-		Args:    exactArgs(1, "one profile FILE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			conf, confErr := parseConfidence(o.confidence)
-			if err := firstErr(confErr, usageIf(top < 0, "--top %d: give a count, or 0 for all", top)); err != nil {
-				return err
-			}
-			p, err := export.ReadProfileFile(args[0])
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if export.IsTimeProfile(p) {
-				t, err := export.TimeReport(p)
-				if err != nil {
-					return fmt.Errorf("%s: %w", args[0], err)
-				}
-				return export.Write(w, o.json, t, func(w io.Writer, t *export.TimeTable) error { return t.WriteText(w, top) })
-			}
-			t, err := export.CPUReport(p, estimate.Options{Confidence: conf})
+	cmd := command("report", "report FILE", "The table with intervals for a pprof CPU profile or a tickprof time profile", func(cmd *cobra.Command, args []string) error {
+		conf, confErr := parseConfidence(o.confidence)
+		if err := firstErr(confErr, usageIf(top < 0, "--top %d: give a count, or 0 for all", top)); err != nil {
+			return err
+		}
+		p, err := export.ReadProfileFile(args[0])
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		if export.IsTimeProfile(p) {
+			t, err := export.TimeReport(p)
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if byCum {
-				t.SortByCum()
-			}
-			return export.WriteCPUTable(w, t, top, o.json)
-		},
-	}
+			return export.Write(w, o.json, t, func(w io.Writer, t *export.TimeTable) error { return t.WriteText(w, top) })
+		}
+		t, err := export.CPUReport(p, estimate.Options{Confidence: conf})
+		if err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		if byCum {
+			t.SortByCum()
+		}
+		return export.WriteCPUTable(w, t, top, o.json)
+	})
+	cmd.Args = exactArgs(1, "one profile FILE")
 	fl := cmd.Flags()
 	fl.IntVar(&top, "top", 20, "show the top `N` functions (0 for all)")
 	o.add(cmd, "confidence level of the share intervals (a time profile keeps its own)", "print JSON")

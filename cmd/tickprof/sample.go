@@ -34,15 +34,10 @@ type sampleFlags struct {
 
 func newSampleCmd() *cobra.Command {
 	f := &sampleFlags{}
-	cmd := &cobra.Command{
-		Use:     "sample [-p PID | --all | -- CMD ARGS...]",
-		Short:   "Sample stacks on a CPU timer: shares and times with confidence intervals",
-		Long:    help("sample"),
-		Example: help("sample.example"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSample(cmd, f, args)
-		},
-	}
+	cmd := command("sample", "sample [-p PID | --all | -- CMD ARGS...]", "Sample stacks on a CPU timer: shares and times with confidence intervals", func(cmd *cobra.Command, args []string) error {
+		return runSample(cmd, f, args)
+	})
+	cmd.Args = cobra.ArbitraryArgs // checked in runSample: -- CMD ARGS
 	fl := cmd.Flags()
 	fl.IntVarP(&f.pid, "pid", "p", 0, "sample the process `PID` (and the children it starts)")
 	fl.BoolVar(&f.all, "all", false, "sample every process")

@@ -45,22 +45,13 @@ type timeFlags struct {
 
 func newTimeCmd() *cobra.Command {
 	var f timeFlags
-	cmd := &cobra.Command{
-		Use:     "time [flags] (-p PID | -- CMD ARGS...)",
-		Short:   "Time functions and kernel paths, each mean with its confidence interval",
-		Long:    help("time"),
-		Example: help("time.example"),
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
-				return usagef("unexpected argument %q: put the command to run after --", args[0])
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runTime(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
-		},
+	cmd := command("time", "time [flags] (-p PID | -- CMD ARGS...)", "Time functions and kernel paths, each mean with its confidence interval", func(cmd *cobra.Command, args []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runTime(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
+	})
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		return usageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "unexpected argument %q: put the command to run after --", firstArg(args))
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.users, "user", "u", nil, "user function: SYMBOL, LIB:SYMBOL, PATH:SYMBOL or a glob (repeatable)")
