@@ -38,22 +38,6 @@ static long loop_add(__u64 i, void *c)
 	return 0;
 }
 
-SEC("syscall")
-int qh_none(void *ctx)
-{
-	__u64 acc = 0;
+LOOP_PROG(qh_none, QH_N, loop_none, qh_sink)
 
-	bpf_loop(QH_N, loop_none, &acc, 0);
-	qh_sink = acc;
-	return 0;
-}
-
-SEC("syscall")
-int qh_add(void *ctx)
-{
-	__u64 acc = 0;
-
-	bpf_loop(QH_N, loop_add, &acc, 0);
-	qh_sink = acc;
-	return 0;
-}
+LOOP_PROG(qh_add, QH_N, loop_add, qh_sink)

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,19 +31,7 @@ int main(void) {
 // host and checks it against package histogram's, at every bucket edge,
 // the extremes, and random durations.
 func TestQhistIndexMatchesGo(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not found")
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "q.c")
-	if err := os.WriteFile(src, []byte(qhHarness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wd, _ := os.Getwd()
-	bin := filepath.Join(dir, "q")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-I", wd, "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := buildHarness(t, qhHarness, "-Wall")
 	var vs []uint64
 	for i := 0; i < histogram.Buckets; i++ {
 		lo, hi := histogram.Bounds(i)
