@@ -144,12 +144,18 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("debuginfod %s: %s", url, resp.Status)
 	}
+	return f.store(resp.Body, id, url)
+}
+
+// store writes a download into the cache as BUILDID/debuginfo: into a new
+// file in a private directory, renamed into place once its build ID
+// matches.
+func (f *Finder) store(body io.Reader, id, url string) (string, error) {
 	dir := filepath.Join(f.CacheDir, id)
-	if err := safefile.MkdirPrivate(f.CacheDir); err != nil {
-		return "", fmt.Errorf("debuginfod cache directory: %w", err)
-	}
-	if err := safefile.MkdirPrivate(dir); err != nil {
-		return "", fmt.Errorf("debuginfod cache directory: %w", err)
+	for _, d := range []string{f.CacheDir, dir} {
+		if err := safefile.MkdirPrivate(d); err != nil {
+			return "", fmt.Errorf("debuginfod cache directory: %w", err)
+		}
 	}
 	tmp, err := os.CreateTemp(dir, ".debuginfo-*") // O_EXCL: never an existing file or symlink
 	if err != nil {
@@ -160,7 +166,7 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 	if max <= 0 {
 		max = 2 << 30
 	}
-	n, err := io.Copy(tmp, io.LimitReader(resp.Body, max+1))
+	n, err := io.Copy(tmp, io.LimitReader(body, max+1))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
