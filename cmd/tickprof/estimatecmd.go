@@ -139,16 +139,20 @@ func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (exp
 	}
 	out = export.SampleShare{Share: p.Share, ShareLow: p.Low, ShareHigh: p.High,
 		Confidence: p.Confidence, Method: p.Method, Hits: h, Samples: n}
-	if !fl.Changed("period") && !fl.Changed("elapsed") {
+	var total float64
+	switch {
+	case fl.Changed("period"):
+		period, err := positiveDuration("--period", f.period)
+		if err != nil {
+			return out, err
+		}
+		total = float64(n) * period
+	case fl.Changed("elapsed"):
+		if total, err = positiveDuration("--elapsed", f.elapsed); err != nil {
+			return out, err
+		}
+	default:
 		return out, nil
-	}
-	total, err := positiveDuration("--elapsed", f.elapsed)
-	if fl.Changed("period") {
-		total, err = positiveDuration("--period", f.period)
-		total *= float64(n)
-	}
-	if err != nil {
-		return out, err
 	}
 	m, lo, hi := p.Scale(total)
 	out.TimeNs, out.TimeLowNs, out.TimeHighNs, out.TotalNs = &m, &lo, &hi, &total

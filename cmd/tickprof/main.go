@@ -3,7 +3,8 @@
 //
 // It holds flags, validation and wiring only: each command fills a library
 // configuration (timing.Config, sampler.RunConfig, ...), runs it, and hands
-// the result to export.
+// the result to export. The commands' long help and examples are text
+// files under help/ (see help.go).
 package main
 
 import (
