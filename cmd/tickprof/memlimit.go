@@ -7,9 +7,9 @@ import (
 
 // agentMemoryLimit is the Go heap's soft limit for a long-running agent
 // unless GOMEMLIMIT says otherwise. Left to GOGC alone, the heap doubles
-// past its live size (20-40 MB with 20 watched processes) at each window's
+// past its live size (22 MB with 20 watched processes, 40 MB at the first window) at each window's
 // symbolization, and the agent's RSS would sit near its 100 MB budget.
-const agentMemoryLimit = 64 << 20
+const agentMemoryLimit = 48 << 20
 
 // limitAgentMemory sets agentMemoryLimit unless the user set GOMEMLIMIT.
 func limitAgentMemory() {
