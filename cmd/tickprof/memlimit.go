@@ -6,9 +6,10 @@ import (
 )
 
 // agentMemoryLimit is the Go heap's soft limit for a long-running agent
-// unless GOMEMLIMIT says otherwise. Left to GOGC alone, the heap doubles
-// past its live size (22 MB with 20 watched processes, 40 MB at the first window) at each window's
-// symbolization, and the agent's RSS would sit near its 100 MB budget.
+// unless GOMEMLIMIT says otherwise. Left to GOGC alone, the heap grows to
+// twice its live size (22 MB with 20 watched processes, 40 MB at the first
+// window's symbolization), and the agent's RSS sat at 90-100 MB, at its
+// budget.
 const agentMemoryLimit = 48 << 20
 
 // limitAgentMemory sets agentMemoryLimit unless the user set GOMEMLIMIT.
