@@ -8,6 +8,9 @@
  * buckets (1 us to 1 ms) with the update (qh_add) and without it (qh_none,
  * which consumes the same durations); with run-time statistics enabled,
  * (run time - run time of qh_none) / QH_N is the cost of one update.
+ * qh_add_linear is the same update with the earlier layout's index (16
+ * linear sub-buckets per octave, two shifts), kept as the reference the
+ * geometric layout's cost is compared with in the same run.
  */
 #include "common.h"
 #include "qhist.h"
@@ -35,6 +38,44 @@ static long loop_add(__u64 i, void *c)
 
 	*(__u64 *)c += d;
 	tp_qh_add(0, d);
+	return 0;
+}
+
+/* The earlier linear layout: 16 buckets below 16 ns, then 16 linear
+ * sub-buckets per octave (same bucket count). */
+static __always_inline __u32 qh_index_linear(__u64 v)
+{
+	__u32 k;
+
+	if (v < 16)
+		return (__u32)v;
+	k = tp_log2(v);
+	if (k > TP_QH_MAX_LOG2)
+		return TP_QH_BUCKETS - 1;
+	return ((k - 3) << 4) + (__u32)(v >> (k - 4)) - 16;
+}
+
+static long loop_add_linear(__u64 i, void *c)
+{
+	__u64 d = qh_dur(i);
+	__u32 target = 0;
+	struct tp_qhist *h = bpf_map_lookup_elem(&tp_qhist, &target);
+	__u32 b = qh_index_linear(d);
+
+	*(__u64 *)c += d;
+	asm volatile("" : "+r"(b));
+	if (h && b < TP_QH_BUCKETS)
+		h->b[b]++;
+	return 0;
+}
+
+SEC("syscall")
+int qh_add_linear(void *ctx)
+{
+	__u64 acc = 0;
+
+	bpf_loop(QH_N, loop_add_linear, &acc, 0);
+	qh_sink = acc;
 	return 0;
 }
 

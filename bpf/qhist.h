@@ -5,7 +5,7 @@
  * per-CPU copies). Included by timing.h; tp_account calls tp_qh_add for
  * every call timed with the exact clock when tp_quantiles is set.
  *
- * Size: TP_QH_BUCKETS (529) x 8 bytes = 4232 bytes per target per CPU;
+ * Layout: qhist_math.h. Size: TP_QH_BUCKETS (529) x 8 bytes = 4232 bytes per target per CPU;
  * the loader sizes tp_qhist to the target count when quantiles are on and
  * to one element otherwise (100 targets on 2 CPUs: 846 KiB; on 64 CPUs:
  * 27 MiB).
@@ -13,7 +13,7 @@
 #ifndef TICKPROF_QHIST_H
 #define TICKPROF_QHIST_H
 
-#include "timing_math.h"
+#include "qhist_math.h"
 
 /* Load-time constant: 1 to fill tp_qhist (exact clock only). */
 volatile const __u32 tp_quantiles = 0;

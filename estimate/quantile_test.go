@@ -77,24 +77,47 @@ var qdists = []qdist{
 
 var qlevels = []float64{0.5, 0.9, 0.99, 0.999}
 
-// ll16 is a log-linear bucketing with 16 sub-buckets per power of two, the
-// layout of the histogram package (which the estimator does not import):
-// values below 16 ns have buckets of 1 ns.
+// ll16 is the geometric bucketing of the histogram package (which the
+// estimator does not import): 16 sub-buckets per power of two at
+// 2^(j/16), read from the 12 bits below the leading one; values below 32
+// ns have buckets of 1 ns.
+var ll16T = [16]uint64{4096, 4277, 4467, 4664, 4871, 5087, 5312, 5547, 5793, 6049, 6317, 6597, 6889, 7194, 7512, 7845}
+
 func ll16Index(v float64) int {
 	x := uint64(v)
-	if x < 16 {
+	if x < 32 {
 		return int(x)
 	}
 	k := bits.Len64(x) - 1
-	return (k-3)*16 + int(x>>(k-4)) - 16
+	m := x << 12 >> k
+	if k >= 12 {
+		m = x >> (k - 12)
+	}
+	j := 0
+	for _, t := range ll16T[1:] {
+		if m >= t {
+			j++
+		}
+	}
+	return 32 + (k-5)*16 + j
+}
+
+func ll16Edge(k int, t uint64) float64 {
+	if k >= 12 {
+		return float64(t << (k - 12))
+	}
+	return math.Ceil(float64(t) / float64(uint64(1)<<(12-k)))
 }
 
 func ll16Bounds(i int) (float64, float64) {
 	if i < 32 {
 		return float64(i), float64(i + 1)
 	}
-	k, m := i/16+3, uint64(i%16+16)
-	return float64(m << (k - 4)), float64((m + 1) << (k - 4))
+	k, j := (i-32)/16+5, (i-32)%16
+	if j == 15 {
+		return ll16Edge(k, ll16T[j]), math.Ldexp(1, k+1)
+	}
+	return ll16Edge(k, ll16T[j]), ll16Edge(k, ll16T[j+1])
 }
 
 // hist16 is a Bucketed with the ll16 layout.

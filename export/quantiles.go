@@ -184,7 +184,7 @@ func (j QuantileJSON) ToQuantile() estimate.Quantile {
 	return q
 }
 
-// HistogramJSON is a log-linear histogram in JSON: its layout, the exact
+// HistogramJSON is a log-geometric histogram in JSON: its layout, the exact
 // minimum and maximum, and the non-empty buckets as [low_ns, high_ns,
 // count] (high exclusive; the overflow bucket's high is 0).
 type HistogramJSON struct {
@@ -195,7 +195,7 @@ type HistogramJSON struct {
 }
 
 // histLayout names the bucket layout (histogram's constants).
-var histLayout = fmt.Sprintf("log-linear sub_buckets=%d max_log2=%d", histogram.Sub, histogram.MaxLog2)
+var histLayout = fmt.Sprintf("log-geometric sub_buckets=%d exact=%d mantissa_bits=%d max_log2=%d", histogram.Sub, histogram.Exact, histogram.MantBits, histogram.MaxLog2)
 
 // NewHistogramJSON converts a histogram for JSON.
 func NewHistogramJSON(h *histogram.Hist) *HistogramJSON {
