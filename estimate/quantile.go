@@ -308,6 +308,10 @@ type Quantile struct {
 	// Bucketed says the bounds were widened to the enclosing bucket bounds
 	// of a histogram.
 	Bucketed bool
+	// Corrected says the per-call probe overhead, known to lie in
+	// [OverheadLow, OverheadHigh] ns, was subtracted (CorrectQuantile).
+	Corrected                 bool
+	OverheadLow, OverheadHigh float64
 }
 
 // RelHalfWidth is (High-Low)/(2 Value): +Inf without a two-sided interval

@@ -154,13 +154,20 @@ type QuantileJSON struct {
 	RankLow  uint64 `json:"rank_low,omitempty"`
 	RankHigh uint64 `json:"rank_high,omitempty"`
 	Method   string `json:"method"`
+	// Corrected says the per-call probe overhead, in [OverheadLowNs,
+	// OverheadHighNs], was subtracted as an interval shift
+	// (estimate.CorrectQuantile).
+	Corrected      bool    `json:"corrected,omitempty"`
+	OverheadLowNs  float64 `json:"overhead_low_ns,omitempty"`
+	OverheadHighNs float64 `json:"overhead_high_ns,omitempty"`
 }
 
 // NewQuantileJSON converts a quantile for JSON.
 func NewQuantileJSON(q estimate.Quantile) QuantileJSON {
 	j := QuantileJSON{Quantile: q.P, Name: QuantileName(q.P), ValueNs: q.Value, ValueLowNs: q.ValueLow, ValueHighNs: q.ValueHigh,
 		Confidence: q.Confidence, Coverage: q.Coverage, Calls: q.Calls, TooFew: q.TooFew, MinCalls: q.Ranks.MinCalls,
-		RankLow: q.Ranks.Low, RankHigh: q.Ranks.High, Method: q.Ranks.Method}
+		RankLow: q.Ranks.Low, RankHigh: q.Ranks.High, Method: q.Ranks.Method,
+		Corrected: q.Corrected, OverheadLowNs: q.OverheadLow, OverheadHighNs: q.OverheadHigh}
 	if q.Low > 0 || !q.TooFew {
 		j.LowNs = fp(q.Low)
 	}
@@ -173,7 +180,8 @@ func NewQuantileJSON(q estimate.Quantile) QuantileJSON {
 // ToQuantile converts back.
 func (j QuantileJSON) ToQuantile() estimate.Quantile {
 	q := estimate.Quantile{P: j.Quantile, Value: j.ValueNs, ValueLow: j.ValueLowNs, ValueHigh: j.ValueHighNs,
-		Confidence: j.Confidence, Coverage: j.Coverage, Calls: j.Calls, TooFew: j.TooFew, Bucketed: true, High: math.Inf(1)}
+		Confidence: j.Confidence, Coverage: j.Coverage, Calls: j.Calls, TooFew: j.TooFew, Bucketed: true, High: math.Inf(1),
+		Corrected: j.Corrected, OverheadLow: j.OverheadLowNs, OverheadHigh: j.OverheadHighNs}
 	q.Ranks = estimate.Ranks{Low: j.RankLow, High: j.RankHigh, Coverage: j.Coverage, TooFew: j.TooFew, MinCalls: j.MinCalls, Method: j.Method}
 	if j.LowNs != nil {
 		q.Low = *j.LowNs

@@ -68,3 +68,21 @@ func (s *Session) quantilesReached(p loader.Poll) bool {
 	}
 	return all
 }
+
+// correctQuantiles shifts t's quantiles by the per-call probe overhead o
+// subtracted from its mean (estimate.CorrectQuantile), keeping the
+// measured ones in RawQuantiles; on an error they stay as measured.
+func correctQuantiles(t *TargetResult, o estimate.Result) {
+	if len(t.Quantiles) == 0 {
+		return
+	}
+	cs := make([]estimate.Quantile, 0, len(t.Quantiles))
+	for _, q := range t.Quantiles {
+		c, err := estimate.CorrectQuantile(q, o)
+		if err != nil {
+			return
+		}
+		cs = append(cs, c)
+	}
+	t.RawQuantiles, t.Quantiles = t.Quantiles, cs
+}
