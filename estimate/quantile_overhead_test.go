@@ -56,9 +56,9 @@ func TestCorrectQuantileArithmetic(t *testing.T) {
 func TestCorrectQuantileCoverage(t *testing.T) {
 	const c0, jitter, se = 1800.0, 20.0, 15.0
 	type cell struct {
-		d         qdist
-		p         float64
-		n         uint64
+		d qdist
+		p float64
+		n uint64
 	}
 	var grid []cell
 	for _, d := range []qdist{qdists[0], qdists[2]} {
