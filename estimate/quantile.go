@@ -525,6 +525,19 @@ func (s *QuantileStop) Check(q Quantile) bool {
 	return s.hits >= 2
 }
 
+// CallsToStop forecasts the calls at which the rule will stop, given the
+// calls now and plan, the calls a plan says the interval needs
+// (PlanQuantile): when the last look reached the goal, the confirming look
+// QuantileStopGrowth later; otherwise the first look at or after plan,
+// then its confirming look.
+func (s *QuantileStop) CallsToStop(calls, plan uint64) uint64 {
+	next := max(calls, uint64(math.Ceil(QuantileStopGrowth*float64(s.lastLook))))
+	if s.hits >= 1 {
+		return next
+	}
+	return uint64(math.Ceil(QuantileStopGrowth * float64(max(plan, next))))
+}
+
 // QuantilePlan is the number of calls a quantile's interval needs.
 type QuantilePlan struct {
 	// Calls is the fewest calls whose expected interval reaches the goal.

@@ -723,3 +723,24 @@ func TestQuantileSequentialCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantileStopForecast: CallsToStop is the first look at or after the
+// plan and its confirming look 25% later, or, after a look that reached
+// the goal, the confirming look.
+func TestQuantileStopForecast(t *testing.T) {
+	s := QuantileStop{Rel: 0.1}
+	if got := s.CallsToStop(1000, 8000); got != 10000 {
+		t.Errorf("before any look: %d, want 10000", got)
+	}
+	// A look at 1000 that does not reach: the next look at 1250 at the
+	// earliest; a plan below it stops at 1250 x 1.25.
+	s.Check(Quantile{Calls: 1000, TooFew: true})
+	if got := s.CallsToStop(1100, 500); got != 1563 {
+		t.Errorf("plan reached before the next look: %d, want 1563", got)
+	}
+	// A look that reached the goal: the confirming look.
+	s = QuantileStop{Rel: 0.1, lastLook: 4000, hits: 1}
+	if got := s.CallsToStop(4100, 4000); got != 5000 {
+		t.Errorf("after a reaching look: %d, want 5000", got)
+	}
+}

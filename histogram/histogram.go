@@ -227,3 +227,19 @@ func Width(x float64) float64 {
 // x wide): the resolution to plan with when only the shape of the
 // durations is known, not where they fall in the layout.
 func MeanWidth(x float64) float64 { return x * math.Ln2 / Sub }
+
+// MinTail is the fewest calls beyond a quantile (n min(p, 1-p)) a
+// histogram needs before its shape there is planned from.
+const MinTail = 20
+
+// PlanQuantile plans the calls the p-quantile's interval needs to reach
+// relative half-width rel, with the durations' law taken from this
+// histogram (Quantiles) and its bucket widths (Width):
+// estimate.PlanQuantile. It is an error when fewer than MinTail calls lie
+// beyond the quantile: the histogram does not yet know the shape there.
+func (h *Hist) PlanQuantile(p, rel float64, o estimate.Options) (estimate.QuantilePlan, error) {
+	if tail := float64(h.Total()) * math.Min(p, 1-p); tail < MinTail {
+		return estimate.QuantilePlan{}, fmt.Errorf("%.0f calls beyond the %v-quantile, too few to know the durations' shape there (%d needed)", tail, p, MinTail)
+	}
+	return estimate.PlanQuantile(p, rel, h.Quantiles(), Width, o)
+}

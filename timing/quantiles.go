@@ -2,6 +2,8 @@ package timing
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/histogram"
@@ -44,6 +46,7 @@ func (s *Session) quantilesReached(p loader.Poll) bool {
 	ts := s.ls.Targets()
 	if s.qstops == nil {
 		s.qstops = make([]estimate.QuantileStop, len(ts))
+		s.qplans = make([]uint64, len(ts))
 		for i := range s.qstops {
 			s.qstops[i].Rel = s.cfg.Precision
 		}
@@ -65,8 +68,27 @@ func (s *Session) quantilesReached(p loader.Poll) bool {
 		if err != nil || !s.qstops[i].Check(q) {
 			all = false
 		}
+		s.qplans[i] = 0
+		if pl, err := h.PlanQuantile(s.cfg.PrecisionQuantile, s.cfg.Precision, s.cfg.Estimate); err == nil {
+			s.qplans[i] = pl.Calls
+		}
 	}
 	return all
+}
+
+// quantileRemaining forecasts the time target i still needs before its
+// quantile stop rule stops the run (-1: unknown, before the rule has
+// planned from a histogram with enough calls beyond the quantile): the
+// calls to the rule's stop (QuantileStop.CallsToStop, on the plan from
+// the histogram at its last look) at the call rate so far, and at least
+// until the next poll.
+func (s *Session) quantileRemaining(i int, calls uint64, elapsed time.Duration) time.Duration {
+	if i >= len(s.qplans) || s.qplans[i] == 0 || calls == 0 || elapsed <= 0 {
+		return -1
+	}
+	more := float64(s.qstops[i].CallsToStop(calls, s.qplans[i]) - calls)
+	secs := math.Min(math.Max(more*elapsed.Seconds()/float64(calls), s.cfg.Interval.Seconds()), 1e7)
+	return time.Duration(secs * float64(time.Second))
 }
 
 // correctQuantiles shifts t's quantiles by the per-call probe overhead o

@@ -34,8 +34,11 @@ type Session struct {
 	last    loader.Poll
 	pollErr error           // the read that stopped the run
 	cost    estimate.Result // probe cost per call, under an overhead budget
-	// qstops are the quantile stop rules, one per target.
+	// qstops are the quantile stop rules, one per target; qplans the
+	// calls each target's quantile interval needs, planned from its
+	// histogram at the rule's last look (0: no plan yet).
 	qstops []estimate.QuantileStop
+	qplans []uint64
 }
 
 // Open is OpenContext without a context.
@@ -295,12 +298,12 @@ func (s *Session) progress(p loader.Poll, rows []Row) Progress {
 		pr.RemainingLow = make([]time.Duration, len(rows))
 		pr.RemainingHigh = make([]time.Duration, len(rows))
 		for i, r := range rows {
-			// The time still needed is planned for the mean's rule
-			// only: unknown (-1) with a goal on a quantile.
-			pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = -1, -1, -1
-			if s.cfg.PrecisionQuantile == 0 {
-				pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = r.RemainingRange(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+			if s.cfg.PrecisionQuantile != 0 {
+				need := s.quantileRemaining(i, r.Calls, p.Elapsed)
+				pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = need, need, need
+				continue
 			}
+			pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = r.RemainingRange(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
 		}
 	}
 	return pr
