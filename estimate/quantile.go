@@ -363,9 +363,12 @@ type Bucketed interface {
 // largest observations (ns) and tighten the outer buckets; pass 0 and +Inf
 // when unknown.
 func QuantileOfHistogram(h Bucketed, min, max, p float64, o Options) (Quantile, error) {
+	// cum[i] is the number of observations in buckets 0..i.
+	cum := make([]uint64, h.Buckets())
 	var n uint64
-	for i := 0; i < h.Buckets(); i++ {
+	for i := range cum {
 		n += h.Count(i)
+		cum[i] = n
 	}
 	if n == 0 {
 		return Quantile{}, inputf("empty histogram: a quantile needs at least one observation")
@@ -375,15 +378,12 @@ func QuantileOfHistogram(h Bucketed, min, max, p float64, o Options) (Quantile, 
 	}
 	// at returns the bounds of the bucket holding rank r (1-based).
 	at := func(r uint64) (float64, float64) {
-		var c uint64
-		for i := 0; i < h.Buckets(); i++ {
-			c += h.Count(i)
-			if c >= r {
-				lo, hi := h.Bounds(i)
-				return math.Max(lo, min), math.Min(hi, max)
-			}
+		i := sort.Search(len(cum), func(i int) bool { return cum[i] >= r })
+		if i == len(cum) {
+			return max, max
 		}
-		return max, max
+		lo, hi := h.Bounds(i)
+		return math.Max(lo, min), math.Min(hi, max)
 	}
 	return quantileOf(int(n), at, min, max, p, o, true)
 }

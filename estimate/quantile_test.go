@@ -656,36 +656,88 @@ func TestPlanQuantile(t *testing.T) {
 	}
 }
 
+// fineHist is a Bucketed with 256 geometric buckets per power of two
+// (0.27% wide) from 2^6 to 2^24 ns, with a bucket below and one above:
+// near the exact order statistics of the sequential test's laws, to tell
+// what the stop rule does from what tickprof's buckets do.
+type fineHist []uint64
+
+const (
+	fineSub            = 256
+	fineFrom, fineTo   = 6, 24
+	fineHistBucketsLen = (fineTo-fineFrom)*fineSub + 2
+)
+
+func fineIndex(x float64) int {
+	if x < 1<<fineFrom {
+		return 0
+	}
+	return min(1+int(math.Floor((math.Log2(x)-fineFrom)*fineSub)), fineHistBucketsLen-1)
+}
+
+func (h fineHist) Buckets() int       { return len(h) }
+func (h fineHist) Count(i int) uint64 { return h[i] }
+func (h fineHist) Bounds(i int) (float64, float64) {
+	switch i {
+	case 0:
+		return 0, 1 << fineFrom
+	case fineHistBucketsLen - 1:
+		return 1 << fineTo, math.Inf(1)
+	}
+	return math.Exp2(fineFrom + float64(i-1)/fineSub), math.Exp2(fineFrom + float64(i)/fineSub)
+}
+
 // TestQuantileSequentialCoverage runs `time --precision` on a quantile:
 // calls arrive in batches of 200 into a histogram, the run stops when its
-// QuantileStop (±10%, ±20% for the Pareto p99) says so, and the stopped interval
-// must hold the true quantile in at least 93.5% of 2000 replications (a
-// true coverage of 95% falls below with probability 1.0e-3).
+// QuantileStop (±10%, ±20% for the Pareto p99) says so, and the stopped
+// interval must hold the true quantile in at least 93.5% of 2000
+// replications (a true coverage of 95% falls below with probability
+// 1.0e-3). Each cell runs twice: with tickprof's buckets (4.4% wide) and
+// with buckets of 0.27% (near the exact order statistics); with the fine
+// buckets the coverage must also stay at most 97.5% (tolerance: covReps):
+// the rule itself neither under- nor over-covers, and what the coarse
+// buckets add is the buckets' (TestQuantileCoverage).
 func TestQuantileSequentialCoverage(t *testing.T) {
 	const batch, maxCalls = 200, 400000
-	cells := []struct {
+	type scell struct {
 		d      qdist
 		p, rel float64
-	}{{qdists[0], 0.5, 0.1}, {qdists[0], 0.9, 0.1}, {qdists[0], 0.99, 0.1}, {qdists[1], 0.5, 0.1}, {qdists[1], 0.9, 0.1}, {qdists[2], 0.9, 0.1}, {qdists[2], 0.99, 0.2}}
+		fine   bool
+	}
+	var cells []scell
+	for _, c := range []scell{{qdists[0], 0.5, 0.1, false}, {qdists[0], 0.9, 0.1, false}, {qdists[0], 0.99, 0.1, false}, {qdists[1], 0.5, 0.1, false}, {qdists[1], 0.9, 0.1, false}, {qdists[2], 0.9, 0.1, false}, {qdists[2], 0.99, 0.2, false}} {
+		cells = append(cells, c)
+		c.fine = true
+		cells = append(cells, c)
+	}
 	type res struct {
 		covered, stopped int
-		calls            float64
+		calls, width     float64
 		err              error
 	}
 	outs := make([]res, len(cells))
 	parallel(len(cells), func(i int) {
 		c := cells[i]
-		r := rand.New(rand.NewPCG(uint64(700+i), 5))
+		r := rand.New(rand.NewPCG(uint64(700+i/2), 5))
 		truth := c.d.qf(c.p)
-		h := make(hist16, 1100)
+		var h Bucketed
+		var clearH func()
+		var add func(x float64)
+		if c.fine {
+			fh := make(fineHist, fineHistBucketsLen)
+			h, clearH, add = fh, func() { clear(fh) }, func(x float64) { fh[fineIndex(x)]++ }
+		} else {
+			ch := make(hist16, 1100)
+			h, clearH, add = ch, func() { clear(ch) }, func(x float64) { ch[ll16Index(x)]++ }
+		}
 		for rep := 0; rep < covReps; rep++ {
-			clear(h)
+			clearH()
 			stop := QuantileStop{Rel: c.rel}
 			mn, mx := math.Inf(1), 0.0
 			for n := 0; n < maxCalls; {
 				for j := 0; j < batch; j++ {
 					x := c.d.draw(r)
-					h[ll16Index(x)]++
+					add(x)
 					mn, mx = math.Min(mn, x), math.Max(mx, x)
 				}
 				n += batch
@@ -700,6 +752,7 @@ func TestQuantileSequentialCoverage(t *testing.T) {
 				if stop.Check(q) {
 					outs[i].stopped++
 					outs[i].calls += float64(n)
+					outs[i].width += q.RelHalfWidth()
 					if q.Low <= truth && truth <= q.High {
 						outs[i].covered++
 					}
@@ -714,12 +767,19 @@ func TestQuantileSequentialCoverage(t *testing.T) {
 			t.Fatal(o.err)
 		}
 		cov := float64(o.covered) / float64(o.stopped)
-		t.Logf("%-9s p=%-5g ±%2.0f%% stopped %d/%d, mean %.0f calls, coverage %.2f%%", c.d.name, c.p, 100*c.rel, o.stopped, covReps, o.calls/float64(o.stopped), 100*cov)
+		mode := "buckets 4.4%"
+		if c.fine {
+			mode = "buckets 0.27%"
+		}
+		t.Logf("%-9s p=%-5g ±%2.0f%% %-13s stopped %d/%d, mean %6.0f calls, mean ±%5.2f%% at stop, coverage %.2f%%", c.d.name, c.p, 100*c.rel, mode, o.stopped, covReps, o.calls/float64(o.stopped), 100*o.width/float64(o.stopped), 100*cov)
 		if o.stopped != covReps {
 			t.Errorf("%s p=%v: %d runs never reached ±%v", c.d.name, c.p, covReps-o.stopped, c.rel)
 		}
 		if cov < qcovLow {
-			t.Errorf("%s p=%v: stopped coverage %.2f%% below %.1f%%", c.d.name, c.p, 100*cov, 100*qcovLow)
+			t.Errorf("%s p=%v %s: stopped coverage %.2f%% below %.1f%%", c.d.name, c.p, mode, 100*cov, 100*qcovLow)
+		}
+		if c.fine && cov > qcovHigh {
+			t.Errorf("%s p=%v %s: stopped coverage %.2f%% above %.1f%%", c.d.name, c.p, mode, 100*cov, 100*qcovHigh)
 		}
 	}
 }
