@@ -46,6 +46,16 @@ func QuantileCell(q estimate.Quantile) string {
 	return qns(q.Value) + " [" + qns(q.Low) + ", " + qns(q.High) + "]"
 }
 
+// progressQuantile is a quantile in the live progress: "p99 1.2ms
+// [1.1ms, 1.3ms] ±8.3%".
+func progressQuantile(q estimate.Quantile) string {
+	s := QuantileName(q.P) + " " + QuantileCell(q)
+	if w := q.RelHalfWidth(); !math.IsInf(w, 0) && !math.IsNaN(w) {
+		s += " ±" + units.Percent(w)
+	}
+	return s
+}
+
 // WriteHistogram draws h as a terminal histogram in the style of bcc's
 // funclatency, one row per power of two with the calls in it, and marks
 // the rows holding each quantile's estimate with the quantile and its

@@ -34,11 +34,8 @@ type Session struct {
 	last    loader.Poll
 	pollErr error           // the read that stopped the run
 	cost    estimate.Result // probe cost per call, under an overhead budget
-	// qstops are the quantile stop rules, one per target; qplans the
-	// calls each target's quantile interval needs, planned from its
-	// histogram at the rule's last look (0: no plan yet).
-	qstops []estimate.QuantileStop
-	qplans []uint64
+	// qrules are the quantile stop rules, one per target.
+	qrules []quantileRule
 }
 
 // Open is OpenContext without a context.
@@ -297,6 +294,12 @@ func (s *Session) progress(p loader.Poll, rows []Row) Progress {
 		pr.Remaining = make([]time.Duration, len(rows))
 		pr.RemainingLow = make([]time.Duration, len(rows))
 		pr.RemainingHigh = make([]time.Duration, len(rows))
+		if s.cfg.PrecisionQuantile != 0 {
+			pr.Quantiles = make([]*estimate.Quantile, len(rows))
+			for i := range s.qrules {
+				pr.Quantiles[i] = s.qrules[i].last
+			}
+		}
 		for i, r := range rows {
 			if s.cfg.PrecisionQuantile != 0 {
 				need := s.quantileRemaining(i, r.Calls, p.Elapsed)
