@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,51 +67,7 @@ func WriteHistogram(w io.Writer, name string, h *histogram.Hist, qs []estimate.Q
 		_, err := fmt.Fprintf(w, "%s: no calls\n", name)
 		return err
 	}
-	// Octave rows: [2^k, 2^(k+1)); row 0 holds [0, 2).
-	type row struct {
-		lo, hi uint64
-		count  uint64
-		marks  []string
-	}
-	rows := map[int]*row{}
-	octave := func(v uint64) int {
-		if v < 2 {
-			return 0
-		}
-		k := 0
-		for v > 1 {
-			v >>= 1
-			k++
-		}
-		return k
-	}
-	first, last := 64, -1
-	for i, c := range h.Counts {
-		if c == 0 {
-			continue
-		}
-		lo, _ := histogram.Bounds(i)
-		k := octave(lo)
-		r := rows[k]
-		if r == nil {
-			r = &row{lo: uint64(1) << k, hi: uint64(1)<<(k+1) - 1}
-			if k == 0 {
-				r.lo = 0
-			}
-			rows[k] = r
-		}
-		r.count += c
-		first, last = min(first, k), max(last, k)
-	}
-	for _, q := range qs {
-		if q.TooFew {
-			continue
-		}
-		k := octave(uint64(q.Value))
-		if r := rows[k]; r != nil {
-			r.marks = append(r.marks, QuantileName(q.P)+" "+QuantileCell(q))
-		}
-	}
+	rows := octaveRows(h, qs)
 	var maxc uint64
 	for _, r := range rows {
 		maxc = max(maxc, r.count)
@@ -119,11 +76,7 @@ func WriteHistogram(w io.Writer, name string, h *histogram.Hist, qs []estimate.Q
 	if _, err := fmt.Fprintf(w, "%s: %d calls, min %s, max %s\n%25s : %-10s |%-*s|\n", name, n, qns(float64(h.Min)), qns(float64(h.Max)), "ns", "count", width, " distribution"); err != nil {
 		return err
 	}
-	for k := first; k <= last; k++ {
-		r := rows[k]
-		if r == nil {
-			r = &row{lo: uint64(1) << k, hi: uint64(1)<<(k+1) - 1}
-		}
+	for _, r := range rows {
 		bar := int(math.Round(float64(r.count) / float64(maxc) * width))
 		if r.count > 0 && bar == 0 {
 			bar = 1
@@ -137,6 +90,52 @@ func WriteHistogram(w io.Writer, name string, h *histogram.Hist, qs []estimate.Q
 		}
 	}
 	return nil
+}
+
+// octaveRow is a row of the terminal histogram: the durations [lo, hi]
+// (ns), the calls in them, and the quantiles whose estimates fall there.
+type octaveRow struct {
+	lo, hi uint64
+	count  uint64
+	marks  []string
+}
+
+// octave is the row of a duration: floor(log2 v), 0 for v < 2.
+func octave(v uint64) int {
+	if v < 2 {
+		return 0
+	}
+	return bits.Len64(v) - 1
+}
+
+// octaveRows sums h's buckets by power of two, from the first non-empty
+// one to the last, and marks each quantile's row.
+func octaveRows(h *histogram.Hist, qs []estimate.Quantile) []octaveRow {
+	first, last := 64, -1
+	counts := map[int]uint64{}
+	for i, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		lo, _ := histogram.Bounds(i)
+		k := octave(lo)
+		counts[k] += c
+		first, last = min(first, k), max(last, k)
+	}
+	var rows []octaveRow
+	for k := first; k <= last; k++ {
+		r := octaveRow{lo: uint64(1) << k, hi: uint64(1)<<(k+1) - 1, count: counts[k]}
+		if k == 0 {
+			r.lo = 0
+		}
+		for _, q := range qs {
+			if !q.TooFew && octave(uint64(q.Value)) == k && r.count > 0 {
+				r.marks = append(r.marks, QuantileName(q.P)+" "+QuantileCell(q))
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // QuantileJSON is a quantile in JSON documents.
