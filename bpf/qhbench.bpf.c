@@ -58,43 +58,23 @@ static __always_inline __u32 qh_index_linear(__u64 v)
 static long loop_add_linear(__u64 i, void *c)
 {
 	__u64 d = qh_dur(i);
-	__u32 target = 0;
-	struct tp_qhist *h = bpf_map_lookup_elem(&tp_qhist, &target);
-	__u32 b = qh_index_linear(d);
 
 	*(__u64 *)c += d;
-	asm volatile("" : "+r"(b));
-	if (h && b < TP_QH_BUCKETS)
-		h->b[b]++;
+	tp_qh_count(0, qh_index_linear(d));
 	return 0;
 }
 
-SEC("syscall")
-int qh_add_linear(void *ctx)
-{
-	__u64 acc = 0;
+/* QH_PROG defines a program running loop QH_N times. */
+#define QH_PROG(name, loop)                     \
+	SEC("syscall")                          \
+	int name(void *ctx)                     \
+	{                                       \
+		__u64 acc = 0;                  \
+		bpf_loop(QH_N, loop, &acc, 0);  \
+		qh_sink = acc;                  \
+		return 0;                       \
+	}
 
-	bpf_loop(QH_N, loop_add_linear, &acc, 0);
-	qh_sink = acc;
-	return 0;
-}
-
-SEC("syscall")
-int qh_none(void *ctx)
-{
-	__u64 acc = 0;
-
-	bpf_loop(QH_N, loop_none, &acc, 0);
-	qh_sink = acc;
-	return 0;
-}
-
-SEC("syscall")
-int qh_add(void *ctx)
-{
-	__u64 acc = 0;
-
-	bpf_loop(QH_N, loop_add, &acc, 0);
-	qh_sink = acc;
-	return 0;
-}
+QH_PROG(qh_none, loop_none)
+QH_PROG(qh_add, loop_add)
+QH_PROG(qh_add_linear, loop_add_linear)

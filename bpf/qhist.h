@@ -29,16 +29,21 @@ struct {
 	__type(value, struct tp_qhist);
 } tp_qhist SEC(".maps");
 
-/* tp_qh_add counts a call of dns ns in target's histogram. */
-static __always_inline void tp_qh_add(__u32 target, __u64 dns)
+/* tp_qh_count counts a call in bucket i of target's histogram. */
+static __always_inline void tp_qh_count(__u32 target, __u32 i)
 {
 	struct tp_qhist *h = bpf_map_lookup_elem(&tp_qhist, &target);
-	__u32 i = tp_qh_index(dns);
 
 	/* Keep the bound check: the verifier must see i < TP_QH_BUCKETS. */
 	asm volatile("" : "+r"(i));
 	if (h && i < TP_QH_BUCKETS)
 		h->b[i]++;
+}
+
+/* tp_qh_add counts a call of dns ns in target's histogram. */
+static __always_inline void tp_qh_add(__u32 target, __u64 dns)
+{
+	tp_qh_count(target, tp_qh_index(dns));
 }
 
 #endif /* TICKPROF_QHIST_H */
