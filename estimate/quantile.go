@@ -55,6 +55,10 @@ type Ranks struct {
 	// Method is "order-statistics exact-binomial" or "order-statistics
 	// normal" (ranks from the normal approximation of the binomial).
 	Method string
+	// LowTail and HighTail are the chances that X_(Low) lies above the
+	// quantile, P(B <= Low-1), and X_(High) below it, P(B >= High): the
+	// exact binomial tails (about (1-Coverage)/2 each with normal ranks).
+	LowTail, HighTail float64
 }
 
 // binom holds the cumulative binomial distribution F(k) = P(B <= k) for
@@ -206,7 +210,9 @@ func QuantileRanks(n uint64, p float64, o Options) (Ranks, error) {
 		r := uint64(math.Floor(nf*p - z*sd + 0.5))
 		s := uint64(math.Ceil(nf*p+z*sd+0.5)) + 1
 		out.Low, out.High = max(r, 1), min(s, n)
-		out.Coverage = stdNormal.CDF((float64(out.High)-1+0.5-nf*p)/sd) - stdNormal.CDF((float64(out.Low)-0.5-nf*p)/sd)
+		out.LowTail = stdNormal.CDF((float64(out.Low) - 0.5 - nf*p) / sd)
+		out.HighTail = 1 - stdNormal.CDF((float64(out.High)-1+0.5-nf*p)/sd)
+		out.Coverage = 1 - out.LowTail - out.HighTail
 		out.Method = "order-statistics normal"
 		return out, nil
 	}
@@ -219,6 +225,7 @@ func QuantileRanks(n uint64, p float64, o Options) (Ranks, error) {
 		return out, nil
 	}
 	out.Low, out.High, out.Coverage = r, s, cov
+	out.LowTail, out.HighTail = b.lowerTail(r), b.upperTail(s)
 	return out, nil
 }
 
@@ -462,7 +469,8 @@ func quantileOf(n int, at func(r uint64) (float64, float64), min, max, p float64
 //	U = d + sqrt((u_new - q_new)^2 + (q_base - l_base)^2)
 //
 // It keeps the asymmetry of each order-statistic interval (a tail quantile's
-// interval reaches further up than down) and needs only the two intervals.
+// interval reaches further up than down) and needs only the two intervals
+// (and each run's calls, for the exact tails of its limits: armScales).
 // The runs must be independent.
 //
 // For histograms the order statistics are known only to lie in their
@@ -490,11 +498,44 @@ func QuantileDiff(base, new Quantile) (Difference, error) {
 	}
 	an, bn := pointBounds(new)
 	ab, bb := pointBounds(base)
-	lo := (an - bb) - math.Hypot(an-new.Low, base.High-bb)
-	hi := (bn - ab) + math.Hypot(new.High-bn, ab-base.Low)
+	ln, un := armScales(new)
+	lb, ub := armScales(base)
+	lo := (an - bb) - math.Hypot(ln*(an-new.Low), ub*(base.High-bb))
+	hi := (bn - ab) + math.Hypot(un*(new.High-bn), lb*(ab-base.Low))
 	d := math.Min(math.Max(new.Value-base.Value, lo), hi)
 	z := zQuantile(base.Confidence)
 	return newDifference(d, lo, hi, (hi-lo)/(2*z), base.Confidence, "mover-order-statistics"), nil
+}
+
+// armScales returns the factors that bring q's lower and upper arms to
+// the level MOVER assumes. MOVER recovers each estimate's variance from
+// its limits, (q - l)^2 / z^2, as if each limit missed with probability
+// α/2; an order-statistic interval's limits miss with their own exact
+// binomial tails, P(B <= r-1) below and P(B >= s) above, which the rank
+// choice (QuantileRanks) and the binomial's discreteness make unequal
+// (4.0% and 0.8% for p90 from 100 calls). Each arm is recovered at its
+// own tail, z_{α/2} / z_{tail}: with equal tails the factors are 1. Plain
+// MOVER on p90 from 100 calls covered 98.1%, with the factors 97.4%
+// (lognormal, 4000 replications). With normal ranks (very large n) the
+// tails are equal and the factors about 1.
+func armScales(q Quantile) (lower, upper float64) {
+	rk := q.Ranks
+	if rk.LowTail == 0 && rk.HighTail == 0 {
+		// Read back without its ranks (pprof labels): they follow from
+		// the calls, the level and the confidence.
+		var err error
+		if rk, err = QuantileRanks(q.Calls, q.P, Options{Confidence: q.Confidence}); err != nil || rk.TooFew {
+			return 1, 1
+		}
+	}
+	z := zQuantile(q.Confidence)
+	scale := func(tail float64) float64 {
+		if !(tail > 0 && tail < 0.5) {
+			return 1
+		}
+		return z / stdNormal.Quantile(1-tail)
+	}
+	return scale(rk.LowTail), scale(rk.HighTail)
 }
 
 // pointBounds returns the bounds of q's point order statistic.
