@@ -402,9 +402,10 @@ type Bucketed interface {
 // So the interval's coverage is 95% to 100%, rising to 100% once the
 // order-statistic interval is narrower than a bucket (the Monte Carlo
 // tables in quantile_test.go: 96.2-100% with buckets 4.4% wide); finer
-// buckets only move that point to larger n. Only randomizing the
-// interval, or keeping exact durations near the quantile, could bring the
-// coverage down to the level.
+// buckets only move that point to larger n (the number of calls at which
+// it is reached grows as the inverse square of the buckets' width). Only
+// randomizing the interval, or keeping exact durations near the quantile,
+// could bring the coverage down to the level.
 func QuantileOfHistogram(h Bucketed, min, max, p float64, o Options) (Quantile, error) {
 	// cum[i] is the number of observations in buckets 0..i.
 	cum := make([]uint64, h.Buckets())
