@@ -247,6 +247,56 @@ func (j *HistogramJSON) Hist() (*histogram.Hist, error) {
 	return h, nil
 }
 
+// HistogramLabels adds the histogram h to pprof numeric labels, for a
+// profile (or an agent's push) that carries a target's durations and not
+// only its quantiles: hist_low_ns lists the lower bound (ns) of every
+// non-empty bucket, in increasing order, hist_calls the calls in each, and
+// min_ns and max_ns the exact extremes. HistogramFromLabels reads them
+// back.
+func HistogramLabels(h *histogram.Hist, labels map[string][]int64) {
+	if h.Total() == 0 {
+		return
+	}
+	var lows, calls []int64
+	for i, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		lo, _ := histogram.Bounds(i)
+		lows, calls = append(lows, int64(lo)), append(calls, int64(c))
+	}
+	labels["hist_low_ns"], labels["hist_calls"] = lows, calls
+	labels["min_ns"], labels["max_ns"] = []int64{int64(h.Min)}, []int64{int64(h.Max)}
+}
+
+// HistogramFromLabels reads a histogram written by HistogramLabels (nil
+// without one); an error when the lists differ in length or a bound is
+// not a bucket of this build's layout.
+func HistogramFromLabels(labels map[string][]int64) (*histogram.Hist, error) {
+	lows, calls := labels["hist_low_ns"], labels["hist_calls"]
+	if lows == nil && calls == nil {
+		return nil, nil
+	}
+	if len(lows) != len(calls) || len(labels["min_ns"]) != 1 || len(labels["max_ns"]) != 1 {
+		return nil, fmt.Errorf("histogram labels: %d bucket bounds, %d counts, and min_ns and max_ns once each wanted", len(lows), len(calls))
+	}
+	h := &histogram.Hist{Min: uint64(labels["min_ns"][0]), Max: uint64(labels["max_ns"][0])}
+	for k, lo := range lows {
+		if lo < 0 || calls[k] < 0 {
+			return nil, fmt.Errorf("histogram labels: bucket %d ns with %d calls", lo, calls[k])
+		}
+		i := histogram.Index(uint64(lo))
+		if b, _ := histogram.Bounds(i); b != uint64(lo) {
+			return nil, fmt.Errorf("histogram labels: %d ns is not a bucket bound of the layout (%s)", lo, histLayout)
+		}
+		h.Counts[i] += uint64(calls[k])
+	}
+	if h.Total() > 0 && h.Min > h.Max {
+		return nil, fmt.Errorf("histogram labels: min_ns %d above max_ns %d", h.Min, h.Max)
+	}
+	return h, nil
+}
+
 // QuantileLabels are a target's quantiles as pprof numeric labels (ns):
 // p99_ns, p99_low_ns, p99_high_ns, the bucket of the estimate's order
 // statistic as p99_at_low_ns and p99_at_high_ns (diff needs it), and

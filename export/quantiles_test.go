@@ -109,3 +109,28 @@ func TestQuantileChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestHistogramLabels: a histogram survives pprof labels, and labels that
+// do not fit the layout are refused.
+func TestHistogramLabels(t *testing.T) {
+	h := testHist(5000, 20000)
+	labels := map[string][]int64{}
+	HistogramLabels(h, labels)
+	back, err := HistogramFromLabels(labels)
+	if err != nil || back == nil || *back != *h {
+		t.Fatalf("round trip: %v, equal %v", err, back != nil && *back == *h)
+	}
+	if h, err := HistogramFromLabels(map[string][]int64{"mean_ns": {1}}); h != nil || err != nil {
+		t.Errorf("no histogram labels: %v %v", h, err)
+	}
+	for _, bad := range []map[string][]int64{
+		{"hist_low_ns": {1000, 1043}, "hist_calls": {1}, "min_ns": {1000}, "max_ns": {1100}},
+		{"hist_low_ns": {1001}, "hist_calls": {1}, "min_ns": {1001}, "max_ns": {1001}},
+		{"hist_low_ns": {1024}, "hist_calls": {-1}, "min_ns": {1024}, "max_ns": {1024}},
+		{"hist_low_ns": {1024}, "hist_calls": {1}},
+	} {
+		if _, err := HistogramFromLabels(bad); err == nil {
+			t.Errorf("accepted %v", bad)
+		}
+	}
+}
