@@ -497,6 +497,9 @@ func QuantileDiff(base, new Quantile) (Difference, error) {
 	if base.Confidence != new.Confidence {
 		return Difference{}, inputf("confidence levels differ: %v and %v", base.Confidence, new.Confidence)
 	}
+	if base.Corrected != new.Corrected {
+		return Difference{}, inputf("one run's quantiles are corrected for the probe overhead and the other's are not: compare runs measured alike")
+	}
 	an, bn := pointBounds(new)
 	ab, bb := pointBounds(base)
 	ln, un := armScales(new)

@@ -33,6 +33,12 @@ func TestCorrectQuantileArithmetic(t *testing.T) {
 	if _, err := CorrectQuantile(q, Result{Mean: 10, Low: 20, High: 30}); err == nil {
 		t.Error("an overhead outside its interval accepted")
 	}
+	// A corrected quantile is not compared with a measured one.
+	q.Calls, q.Confidence = 1000, 0.95
+	c, _ = CorrectQuantile(q, o)
+	if _, err := QuantileDiff(q, c); err == nil {
+		t.Error("QuantileDiff compared a corrected quantile with a measured one")
+	}
 }
 
 // TestCorrectQuantileCoverage is the Monte Carlo coverage of corrected
