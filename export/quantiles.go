@@ -301,7 +301,9 @@ func HistogramFromLabels(labels map[string][]int64) (*histogram.Hist, error) {
 // p99_ns, p99_low_ns, p99_high_ns, the bucket of the estimate's order
 // statistic as p99_at_low_ns and p99_at_high_ns (diff needs it), and
 // p99_min_calls when there were too few calls for an interval (p99_low_ns
-// is then a one-sided bound, and there is no p99_high_ns).
+// is then a one-sided bound, and there is no p99_high_ns), and, when the
+// quantile was corrected for the probe overhead, the overhead interval
+// subtracted as p99_overhead_low_ns and p99_overhead_high_ns.
 func QuantileLabels(qs []estimate.Quantile, labels map[string][]int64) {
 	for _, q := range qs {
 		k := QuantileName(q.P)
@@ -317,6 +319,10 @@ func QuantileLabels(qs []estimate.Quantile, labels map[string][]int64) {
 			labels[k+"_min_calls"] = []int64{int64(q.Ranks.MinCalls)}
 		} else {
 			labels[k+"_high_ns"] = []int64{int64(math.Ceil(q.High))}
+		}
+		if q.Corrected {
+			labels[k+"_overhead_low_ns"] = []int64{int64(math.Floor(q.OverheadLow))}
+			labels[k+"_overhead_high_ns"] = []int64{int64(math.Ceil(q.OverheadHigh))}
 		}
 	}
 }
@@ -347,6 +353,11 @@ func QuantilesFromLabels(labels map[string][]int64, conf float64, n uint64) []es
 		}
 		if b, ok := labels[name+"_at_high_ns"]; ok && len(b) == 1 {
 			q.ValueHigh = float64(b[0])
+		}
+		ol, okl := labels[name+"_overhead_low_ns"]
+		oh, okh := labels[name+"_overhead_high_ns"]
+		if okl && okh && len(ol) == 1 && len(oh) == 1 {
+			q.Corrected, q.OverheadLow, q.OverheadHigh = true, float64(ol[0]), float64(oh[0])
 		}
 		if hi, ok := labels[name+"_high_ns"]; ok && len(hi) == 1 {
 			q.High = float64(hi[0])

@@ -91,6 +91,19 @@ func TestQuantileJSONAndLabelsRoundTrip(t *testing.T) {
 			t.Errorf("labels round trip of %v: %+v", QuantileName(q.P), lq[i])
 		}
 	}
+	// A quantile corrected for the probe overhead says so in both.
+	c, err := estimate.CorrectQuantile(qs[1], estimate.Result{Mean: 1500, Low: 1400, High: 1600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := NewQuantileJSON(c).ToQuantile(); !got.Corrected || got.OverheadLow != 1400 || got.OverheadHigh != 1600 {
+		t.Errorf("JSON round trip of a corrected quantile: %+v", got)
+	}
+	labels = map[string][]int64{}
+	QuantileLabels([]estimate.Quantile{c}, labels)
+	if lq := QuantilesFromLabels(labels, 0.95, h.Total()); len(lq) != 1 || !lq[0].Corrected || lq[0].OverheadLow != 1400 || lq[0].OverheadHigh != 1600 {
+		t.Errorf("labels round trip of a corrected quantile: %+v", lq)
+	}
 }
 
 func TestQuantileChanges(t *testing.T) {
