@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/tickprof/tickprof/estimate"
@@ -129,5 +130,68 @@ func TestMergeAndQuantile(t *testing.T) {
 	q, err := big.Quantile(0.5, estimate.Options{})
 	if err != nil || q.Low != 1<<40 || q.High != 1<<40+999 {
 		t.Errorf("overflow bucket: %+v %v", q, err)
+	}
+}
+
+// TestStopForecast checks the forecast `time` shows for a quantile goal:
+// lognormal durations (shape 1) arrive in batches of 500 into a Hist,
+// QuantileStop looks as `time` does, and at every look the forecast is the
+// rule's CallsToStop on the plan from the histogram so far
+// (Hist.PlanQuantile). Over 200 runs per goal, the median of forecast /
+// actual stopping calls must lie in [0.8, 1.25], at the first forecast and
+// at the look halfway to the stop; the quartiles are logged.
+func TestStopForecast(t *testing.T) {
+	for _, c := range []struct{ p, rel float64 }{{0.5, 0.05}, {0.99, 0.1}} {
+		r := rand.New(rand.NewPCG(11, uint64(100*c.p)))
+		var first, half []float64
+		for rep := 0; rep < 200; rep++ {
+			var h Hist
+			stop := estimate.QuantileStop{Rel: c.rel}
+			type look struct{ n, forecast uint64 }
+			var looks []look
+			n := uint64(0)
+			for {
+				for j := 0; j < 500; j++ {
+					h.Add(uint64(10000 * math.Exp(r.NormFloat64())))
+				}
+				n += 500
+				if !stop.Due(n) {
+					continue
+				}
+				q, err := h.Quantile(c.p, estimate.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := stop.Check(q)
+				if pl, err := h.PlanQuantile(c.p, c.rel, estimate.Options{}); err == nil && !done {
+					looks = append(looks, look{n, stop.CallsToStop(n, pl.Calls)})
+				}
+				if done {
+					break
+				}
+			}
+			if len(looks) == 0 {
+				continue
+			}
+			first = append(first, float64(looks[0].forecast)/float64(n))
+			for _, l := range looks {
+				if l.n >= n/2 {
+					half = append(half, float64(l.forecast)/float64(n))
+					break
+				}
+			}
+		}
+		for _, f := range []struct {
+			name string
+			xs   []float64
+		}{{"first forecast", first}, {"halfway", half}} {
+			sort.Float64s(f.xs)
+			m := len(f.xs)
+			med := f.xs[m/2]
+			t.Logf("p%g ±%g%%: %s / actual stop: quartiles %.2f %.2f %.2f (%d runs)", 100*c.p, 100*c.rel, f.name, f.xs[m/4], med, f.xs[3*m/4], m)
+			if med < 0.8 || med > 1.25 {
+				t.Errorf("p%g ±%g%%: median %s / actual %.2f, want 0.8..1.25", 100*c.p, 100*c.rel, f.name, med)
+			}
+		}
 	}
 }
