@@ -26,21 +26,6 @@ static __always_inline __u64 qh_dur(__u64 i)
 	return 1000 + ((i * 2654435761ULL) & ((1 << 20) - 1));
 }
 
-static long loop_none(__u64 i, void *c)
-{
-	*(__u64 *)c += qh_dur(i);
-	return 0;
-}
-
-static long loop_add(__u64 i, void *c)
-{
-	__u64 d = qh_dur(i);
-
-	*(__u64 *)c += d;
-	tp_qh_add(0, d);
-	return 0;
-}
-
 /* The earlier linear layout: 16 buckets below 16 ns, then 16 linear
  * sub-buckets per octave (same bucket count). */
 static __always_inline __u32 qh_index_linear(__u64 v)
@@ -64,17 +49,23 @@ static long loop_add_linear(__u64 i, void *c)
 	return 0;
 }
 
-/* QH_PROG defines a program running loop QH_N times. */
-#define QH_PROG(name, loop)                     \
-	SEC("syscall")                          \
-	int name(void *ctx)                     \
-	{                                       \
-		__u64 acc = 0;                  \
-		bpf_loop(QH_N, loop, &acc, 0);  \
-		qh_sink = acc;                  \
-		return 0;                       \
-	}
+LOOP_PROG(qh_add_linear, QH_N, loop_add_linear, qh_sink)
 
-QH_PROG(qh_none, loop_none)
-QH_PROG(qh_add, loop_add)
-QH_PROG(qh_add_linear, loop_add_linear)
+static long loop_none(__u64 i, void *c)
+{
+	*(__u64 *)c += qh_dur(i);
+	return 0;
+}
+
+static long loop_add(__u64 i, void *c)
+{
+	__u64 d = qh_dur(i);
+
+	*(__u64 *)c += d;
+	tp_qh_add(0, d);
+	return 0;
+}
+
+LOOP_PROG(qh_none, QH_N, loop_none, qh_sink)
+
+LOOP_PROG(qh_add, QH_N, loop_add, qh_sink)
