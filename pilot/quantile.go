@@ -11,6 +11,10 @@ import (
 	"github.com/tickprof/tickprof/internal/safefile"
 )
 
+// Quantile plans (plan --quantile): the calls a quantile's interval needs,
+// from a pilot's histograms or an assumed law. For these, pilot imports
+// histogram too.
+
 // QuantileGoal is a plan for a quantile's interval: the calls its
 // distribution-free interval needs to reach a relative half-width, as
 // `time` reports it (widened to the histogram's buckets).
