@@ -325,7 +325,7 @@ func (doc *timeJSON) validate() error {
 // finished run (plan --from, the demo). Each target's Estimate holds the
 // reported (possibly corrected) mean and interval, Raw the measured one
 // (equal to Estimate when no correction was applied); quantiles and the
-// log-linear histogram are read back, callers and the log2 histogram are
+// log-geometric histogram are read back, callers and the log2 histogram are
 // not. Every value used is checked (see validate): a confidence of 7 or a
 // negative time is an error naming it.
 func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
