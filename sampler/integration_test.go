@@ -1,7 +1,6 @@
 package sampler_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -30,7 +29,7 @@ func TestMain(m *testing.M) { testtarget.Main(m) }
 // test binary.
 func buildC(t *testing.T, name string) string {
 	t.Helper()
-	return testtarget.C(t, "sample/"+name+".c", name, "-fno-omit-frame-pointer", "-fno-inline")
+	return testtarget.Sampled(t, name, name)
 }
 
 // goTool is the go command of the toolchain running the tests.
@@ -102,30 +101,6 @@ func sampleWith(t *testing.T, cfg sampler.Config, args ...string) (*sampler.Prof
 	return d, p2, st
 }
 
-// readKV reads "key value" lines.
-func readKV(t *testing.T, path string) map[string]float64 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m := map[string]float64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			t.Fatalf("%s: %q: %v", path, sc.Text(), err)
-		}
-		m[k] = x
-	}
-	return m
-}
-
 func findRow(t *testing.T, tab *export.CPUTable, fn string) export.FuncRow {
 	t.Helper()
 	for _, r := range tab.Rows {
@@ -154,7 +129,7 @@ func TestBurnRatioAndCount(t *testing.T) {
 	if st.Kept < 1000 {
 		t.Fatalf("only %d samples at 1999 Hz over 2 s", st.Kept)
 	}
-	m := readKV(t, truth)
+	m := testtarget.ReadKV(t, truth)
 	o := estimate.Options{Confidence: 0.99}
 	tab, err := export.CPUReport(p, o)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -185,8 +186,7 @@ func Start(cfg Config) (*Session, error) {
 		if err := spec.Variables["stack_bytes"].Set(uint32(n)); err != nil {
 			return nil, fmt.Errorf("set stack_bytes: %w", err)
 		}
-		// Room for ~1000 copies at the wake-up threshold's pace.
-		spec.Maps["samples"].MaxEntries = 32 << 20
+		spec.Maps["samples"].MaxEntries = ringBytes(cfg.Frequency, runtime.NumCPU(), n)
 	}
 	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
 	tpbpf.SetKernelVersion(spec)
