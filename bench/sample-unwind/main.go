@@ -56,7 +56,7 @@ func main() {
 	flag.StringVar(&b.dir, "dir", "bench/sample-unwind/workload", "directory of cxx.cc and sqlite.sql")
 	flag.IntVar(&b.freq, "F", 999, "sampling frequency (Hz)")
 	flag.BoolVar(&b.perf, "perf", true, "compare with perf record --call-graph dwarf")
-	flag.StringVar(&workloads, "workloads", "sqlite3,redis-server,cxx", "workloads to run")
+	flag.StringVar(&workloads, "workloads", "sqlite3,redis-server,cxx", "workloads whose stacks are compared with perf (none: only the cost measurements)")
 	flag.StringVar(&extra, "sample-flags", "", "extra flags for tickprof sample (space separated)")
 	flag.BoolVar(&cost, "cost", true, "also measure the target slowdown at 99 and 999 Hz")
 	var tables, bpftime bool
@@ -78,6 +78,9 @@ func main() {
 	}
 	fmt.Printf("Sampling at %d Hz; a stack is complete when it reaches `main` (shares with 95%% intervals).\n\n", b.freq)
 	for _, w := range strings.Split(workloads, ",") {
+		if w == "" || w == "none" {
+			continue
+		}
 		if err := b.coverage(w); err != nil {
 			log.Printf("%s: %v", w, err)
 		}
