@@ -41,6 +41,15 @@ type CostTpEntry struct {
 	Ns    [16]uint64
 }
 
+type CostTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type CostTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -79,6 +88,7 @@ const (
 	CostMapTpCheck       = "tp_check"
 	CostMapTpCounters    = "tp_counters"
 	CostMapTpEntries     = "tp_entries"
+	CostMapTpFrames      = "tp_frames"
 	CostMapTpInflight    = "tp_inflight"
 	CostMapTpQhist       = "tp_qhist"
 	CostMapTpRecords     = "tp_records"
@@ -92,6 +102,7 @@ const (
 	CostProgCostE3       = "cost_e3"
 	CostProgCostE4       = "cost_e4"
 	CostProgCostE5       = "cost_e5"
+	CostProgCostE6       = "cost_e6"
 	CostProgCostEt       = "cost_et"
 	CostProgCostS        = "cost_s"
 	CostProgCostX0       = "cost_x0"
@@ -100,6 +111,7 @@ const (
 	CostProgCostX3       = "cost_x3"
 	CostProgCostX4       = "cost_x4"
 	CostProgCostX5       = "cost_x5"
+	CostProgCostX6       = "cost_x6"
 	CostProgCostXt       = "cost_xt"
 	CostVarCostSink      = "cost_sink"
 	CostVarTpCheckEvery  = "tp_check_every"
@@ -162,6 +174,7 @@ type CostProgramSpecs struct {
 	CostE3 *ebpf.ProgramSpec `ebpf:"cost_e3"`
 	CostE4 *ebpf.ProgramSpec `ebpf:"cost_e4"`
 	CostE5 *ebpf.ProgramSpec `ebpf:"cost_e5"`
+	CostE6 *ebpf.ProgramSpec `ebpf:"cost_e6"`
 	CostEt *ebpf.ProgramSpec `ebpf:"cost_et"`
 	CostS  *ebpf.ProgramSpec `ebpf:"cost_s"`
 	CostX0 *ebpf.ProgramSpec `ebpf:"cost_x0"`
@@ -170,6 +183,7 @@ type CostProgramSpecs struct {
 	CostX3 *ebpf.ProgramSpec `ebpf:"cost_x3"`
 	CostX4 *ebpf.ProgramSpec `ebpf:"cost_x4"`
 	CostX5 *ebpf.ProgramSpec `ebpf:"cost_x5"`
+	CostX6 *ebpf.ProgramSpec `ebpf:"cost_x6"`
 	CostXt *ebpf.ProgramSpec `ebpf:"cost_xt"`
 }
 
@@ -180,6 +194,7 @@ type CostMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -229,6 +244,7 @@ type CostMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -243,6 +259,7 @@ func (m *CostMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
@@ -280,6 +297,7 @@ type CostPrograms struct {
 	CostE3 *ebpf.Program `ebpf:"cost_e3"`
 	CostE4 *ebpf.Program `ebpf:"cost_e4"`
 	CostE5 *ebpf.Program `ebpf:"cost_e5"`
+	CostE6 *ebpf.Program `ebpf:"cost_e6"`
 	CostEt *ebpf.Program `ebpf:"cost_et"`
 	CostS  *ebpf.Program `ebpf:"cost_s"`
 	CostX0 *ebpf.Program `ebpf:"cost_x0"`
@@ -288,6 +306,7 @@ type CostPrograms struct {
 	CostX3 *ebpf.Program `ebpf:"cost_x3"`
 	CostX4 *ebpf.Program `ebpf:"cost_x4"`
 	CostX5 *ebpf.Program `ebpf:"cost_x5"`
+	CostX6 *ebpf.Program `ebpf:"cost_x6"`
 	CostXt *ebpf.Program `ebpf:"cost_xt"`
 }
 
@@ -299,6 +318,7 @@ func (p *CostPrograms) Close() error {
 		p.CostE3,
 		p.CostE4,
 		p.CostE5,
+		p.CostE6,
 		p.CostEt,
 		p.CostS,
 		p.CostX0,
@@ -307,6 +327,7 @@ func (p *CostPrograms) Close() error {
 		p.CostX3,
 		p.CostX4,
 		p.CostX5,
+		p.CostX6,
 		p.CostXt,
 	)
 }

@@ -48,6 +48,15 @@ type GomultiTpEntry struct {
 	Ns    [16]uint64
 }
 
+type GomultiTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type GomultiTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -87,6 +96,7 @@ const (
 	GomultiMapTpCheck       = "tp_check"
 	GomultiMapTpCounters    = "tp_counters"
 	GomultiMapTpEntries     = "tp_entries"
+	GomultiMapTpFrames      = "tp_frames"
 	GomultiMapTpInflight    = "tp_inflight"
 	GomultiMapTpQhist       = "tp_qhist"
 	GomultiMapTpRecords     = "tp_records"
@@ -169,6 +179,7 @@ type GomultiMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -221,6 +232,7 @@ type GomultiMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -236,6 +248,7 @@ func (m *GomultiMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,

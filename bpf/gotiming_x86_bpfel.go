@@ -48,6 +48,15 @@ type GoTimingTpEntry struct {
 	Ns    [16]uint64
 }
 
+type GoTimingTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type GoTimingTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -87,6 +96,7 @@ const (
 	GoTimingMapTpCheck       = "tp_check"
 	GoTimingMapTpCounters    = "tp_counters"
 	GoTimingMapTpEntries     = "tp_entries"
+	GoTimingMapTpFrames      = "tp_frames"
 	GoTimingMapTpInflight    = "tp_inflight"
 	GoTimingMapTpQhist       = "tp_qhist"
 	GoTimingMapTpRecords     = "tp_records"
@@ -165,6 +175,7 @@ type GoTimingMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -217,6 +228,7 @@ type GoTimingMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -232,6 +244,7 @@ func (m *GoTimingMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,

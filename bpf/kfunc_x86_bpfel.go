@@ -41,6 +41,15 @@ type KfuncTpEntry struct {
 	Ns    [16]uint64
 }
 
+type KfuncTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type KfuncTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -79,6 +88,7 @@ const (
 	KfuncMapTpCheck        = "tp_check"
 	KfuncMapTpCounters     = "tp_counters"
 	KfuncMapTpEntries      = "tp_entries"
+	KfuncMapTpFrames       = "tp_frames"
 	KfuncMapTpInflight     = "tp_inflight"
 	KfuncMapTpQhist        = "tp_qhist"
 	KfuncMapTpRecords      = "tp_records"
@@ -158,6 +168,7 @@ type KfuncMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -207,6 +218,7 @@ type KfuncMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -221,6 +233,7 @@ func (m *KfuncMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,

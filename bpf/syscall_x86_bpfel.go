@@ -49,6 +49,15 @@ type SyscallTpEntry struct {
 	Ns    [16]uint64
 }
 
+type SyscallTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type SyscallTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -89,6 +98,7 @@ const (
 	SyscallMapTpCheck       = "tp_check"
 	SyscallMapTpCounters    = "tp_counters"
 	SyscallMapTpEntries     = "tp_entries"
+	SyscallMapTpFrames      = "tp_frames"
 	SyscallMapTpInflight    = "tp_inflight"
 	SyscallMapTpQhist       = "tp_qhist"
 	SyscallMapTpRecords     = "tp_records"
@@ -174,6 +184,7 @@ type SyscallMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -225,6 +236,7 @@ type SyscallMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -241,6 +253,7 @@ func (m *SyscallMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,

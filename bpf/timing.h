@@ -572,20 +572,15 @@ struct {
 	__type(value, struct tp_tstack);
 } tp_tasks SEC(".maps");
 
-/* tp_task_enter_frame pushes the clock reading(s) of target on the current
- * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
- * address of the return address; 0 when unknown, see tp_task_uexit). */
-static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
+/* tp_task_push pushes an entry of target, tagged with frame, with the
+ * given readings on the thread's stack st, overwriting the oldest entry
+ * when the stack is full. Returns the slot, so that the caller may fill
+ * the readings last (tp_task_enter_frame). */
+static __always_inline __u32 tp_task_push(struct tp_tstack *st, __u32 target, __u64 frame,
+					  __u64 tick, __u64 ns)
 {
-	struct tp_tstack *st;
-	__u64 ns = 0, ph;
-	__u32 slot;
+	__u32 slot = st->depth & (TP_MAX_DEPTH - 1);
 
-	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st)
-		return 0;
-	slot = st->depth & (TP_MAX_DEPTH - 1);
 	if (st->depth - st->floor >= TP_MAX_DEPTH) {
 		/* Overwrite the oldest entry: its exit will not count. */
 		st->floor++;
@@ -596,22 +591,59 @@ static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 				tp_inflight_add(st->target[slot], -1);
 		}
 	}
-	if (tp_windowed) {
-		if (tp_window_open)
-			tp_inflight_add(target, 1);
-		else
-			frame |= TP_FRAME_UNCOUNTED;
-	}
 	st->target[slot] = target;
 	st->frame[slot] = frame;
-	ph = tp_phase();
+	st->tick[slot] = tick;
+	st->ns[slot] = ns;
+	st->depth++;
+	return slot;
+}
+
+/* tp_window_flag is, for a call of target entering now, TP_FRAME_UNCOUNTED
+ * when it enters outside a window (it is pushed, not counted), else 0
+ * after counting it in flight. */
+static __always_inline __u64 tp_window_flag(__u32 target)
+{
+	if (!tp_windowed)
+		return 0;
+	if (tp_window_open) {
+		tp_inflight_add(target, 1);
+		return 0;
+	}
+	return TP_FRAME_UNCOUNTED;
+}
+
+/* tp_entry_readings reads the entry clock(s) of a call of target: the tick
+ * (dithered, tp_phase) and the ns (0 unless tp_exact or a checked call). */
+static __always_inline __u64 tp_entry_readings(__u32 target, __u64 *ns)
+{
+	__u64 ph = tp_phase();
+
+	*ns = 0;
 	/* Read the clock last, as close to the timed code as possible. */
 	if (tp_need_ns() || tp_check_draw(target))
-		ns = bpf_ktime_get_ns();
-	st->tick[slot] = tp_now_tick(ns) - ph;
-	if (tp_exact || tp_check_on())
-		st->ns[slot] = ns; /* check: 0 for an unchecked call */
-	st->depth++;
+		*ns = bpf_ktime_get_ns();
+	return tp_now_tick(*ns) - ph;
+}
+
+/* tp_task_enter_frame pushes the clock reading(s) of target on the current
+ * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
+ * address of the return address; 0 when unknown, see tp_task_uexit). */
+static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
+{
+	struct tp_tstack *st;
+	__u64 ns, tick;
+	__u32 slot;
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	slot = tp_task_push(st, target, frame | tp_window_flag(target), 0, 0);
+	tick = tp_entry_readings(target, &ns);
+	slot &= TP_MAX_DEPTH - 1;
+	st->tick[slot] = tick;
+	st->ns[slot] = ns; /* check: 0 for an unchecked call */
 	return 0;
 }
 
@@ -701,6 +733,54 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 	return tp_task_exit_at(ctx, target, stack_flags, tick, ns);
 }
 
+/* tp_uclose accounts the call of target entered with the readings etick,
+ * ens and tagged frame, exiting now (tick, ns). */
+static __always_inline int tp_uclose(void *ctx, __u32 target, __u64 frame, __u64 tick,
+				     __u64 ns, __u64 etick, __u64 ens, __u64 stack_flags)
+{
+	struct tp_counts *c;
+
+	if (frame & TP_FRAME_UNCOUNTED)
+		return 0; /* entered outside a window */
+	c = bpf_map_lookup_elem(&tp_counters, &target);
+	if (!c)
+		return 0;
+	if (tp_windowed)
+		tp_inflight_add(target, -1);
+	tp_close(ctx, c, target, tick, ns, etick, ens, stack_flags);
+	return 0;
+}
+
+/* tp_task_uexit_at is tp_task_uexit with the exit's clock readings taken. */
+static __always_inline int tp_task_uexit_at(struct pt_regs *ctx, __u64 stack_flags,
+					    __u64 tick, __u64 ns)
+{
+	struct tp_tstack *st;
+	__u32 slot;
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->depth != st->floor) {
+		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+		__u64 frame = st->frame[slot];
+
+		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
+			st->depth--;
+			return tp_uclose(ctx, st->target[slot], frame, tick, ns, st->tick[slot],
+					 st->ns[slot], stack_flags);
+		}
+	}
+	return tp_task_exit_at(ctx, (__u32)bpf_get_attach_cookie(ctx), stack_flags, tick, ns);
+}
+
+/* tp_exit_readings reads the exit clock(s): the tick, and ns when needed. */
+static __always_inline __u64 tp_exit_readings(__u64 *ns)
+{
+	*ns = 0;
+	if (tp_need_ns())
+		*ns = bpf_ktime_get_ns();
+	return tp_now_tick(*ns);
+}
+
 /* tp_task_uexit is tp_task_exit for a uretprobe whose entry pushed its
  * frame (tp_task_enter_frame with the entry's sp). The uretprobe runs after
  * the RET popped the return address, so its sp is the entry's plus 8. When
@@ -716,36 +796,125 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
  * the exit probe is attached, so that needs a failed task-storage creation. */
 static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
 {
-	struct tp_tstack *st;
-	struct tp_counts *c;
-	__u64 ns = 0, tick;
-	__u32 slot, target;
+	__u64 ns, tick;
 
 	/* Read the clock first, as close to the timed code as possible. */
-	if (tp_need_ns())
-		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns);
+	tick = tp_exit_readings(&ns);
+	return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+}
 
-	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
-	if (st && st->depth != st->floor) {
-		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
-		__u64 frame = st->frame[slot];
+/*
+ * The frame table: the fast path of user functions in one process. A
+ * call's frame, the entry's sp (the address of its return address), names
+ * the call among every call in flight in the process: threads have
+ * disjoint stacks, and nested calls have distinct frames, except a call
+ * that tail-jumps to another target, which shares its frame. And the exit
+ * knows the frame without a helper call: a uretprobe runs after the RET,
+ * at sp = frame + 8. So an entry keeps its readings in tp_frames[h(frame)]
+ * of an array (h: Fibonacci hashing of the frame), and the exit finds them
+ * there: no bpf_get_current_task_btf and no bpf_task_storage_get (16-22
+ * and 28-31 ns a call here, bench/bpfcost), only an array lookup the
+ * verifier inlines. It does not depend on the CPU, so a thread that
+ * migrates between its entry and its exit finds its entry.
+ *
+ * A slot is claimed by an atomic compare-and-swap of its frame from 0, so
+ * that two threads whose frames share a slot cannot mix their readings;
+ * the call that finds its slot held by another frame goes to the thread's
+ * stack in task storage (tp_task_enter_frame), where its exit finds it
+ * (tp_task_uexit_at). A call that finds its own frame in the slot (a tail
+ * call to another target, or an entry whose exit was lost to a longjmp)
+ * moves the older entry to the thread's stack and takes the slot: exits at
+ * one frame come innermost first. The exit releases the slot with a
+ * compare-and-swap too, so that of two exits at the same frame (a child
+ * forked inside the call returning through its copy of the uretprobe
+ * beside the parent) only one takes the entry.
+ *
+ * Only where frames are unique: every probed thread in one process
+ * (tp_filter_tgid set; the kernel filters uprobes by process, and the
+ * exit of a single link checks it, see tp_frame_uexit). Recursion has no
+ * depth limit here: each level has its own frame.
+ */
+#define TP_FRAME_BITS 14
+struct tp_frame {
+	__u64 frame;  /* entry sp; 0: free */
+	__u64 tick;
+	__u64 ns;
+	__u32 target;
+	__u32 flags;  /* TP_FRAME_UNCOUNTED */
+};
 
-		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
-			target = st->target[slot];
-			st->depth--;
-			if (frame & TP_FRAME_UNCOUNTED)
-				return 0; /* entered outside a window */
-			c = bpf_map_lookup_elem(&tp_counters, &target);
-			if (!c)
-				return 0;
-			if (tp_windowed)
-				tp_inflight_add(target, -1);
-			tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
-			return 0;
-		}
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << TP_FRAME_BITS);
+	__type(key, __u32);
+	__type(value, struct tp_frame);
+} tp_frames SEC(".maps");
+
+static __always_inline struct tp_frame *tp_frame_slot(__u64 frame)
+{
+	__u32 i = (__u32)((frame * 0x9E3779B97F4A7C15ULL) >> (64 - TP_FRAME_BITS));
+
+	return bpf_map_lookup_elem(&tp_frames, &i);
+}
+
+/* tp_frame_enter is the entry of a call of target at frame sp. */
+static __always_inline int tp_frame_enter(__u32 target, __u64 sp)
+{
+	struct tp_frame *f;
+	struct tp_tstack *st;
+	__u64 old, ns;
+
+	if (tp_filter_tgid == 0)
+		return tp_task_enter_frame(target, sp);
+	f = tp_frame_slot(sp);
+	if (!f)
+		return tp_task_enter_frame(target, sp);
+	old = __sync_val_compare_and_swap(&f->frame, 0, sp);
+	if (old != 0 && old != sp)
+		return tp_task_enter_frame(target, sp); /* another call's slot */
+	if (old == sp) {
+		/* Our own frame: the older entry moves to the thread's stack. */
+		st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (st)
+			tp_task_push(st, f->target, sp | f->flags, f->tick, f->ns);
+		else if (!(f->flags & TP_FRAME_UNCOUNTED))
+			tp_orphan(f->target);
 	}
-	return tp_task_exit_at(ctx, (__u32)bpf_get_attach_cookie(ctx), stack_flags, tick, ns);
+	f->target = target;
+	f->flags = (__u32)tp_window_flag(target);
+	f->tick = tp_entry_readings(target, &ns);
+	f->ns = ns;
+	return 0;
+}
+
+/* tp_frame_uexit is the exit of a uretprobe whose entry was tp_frame_enter:
+ * its frame is sp - 8. check_process: the kernel may run the program for
+ * another process than the one the entries came from: a single uretprobe
+ * link (a perf event) runs it for a child forked inside the call, which
+ * returns through its copy of the probe at the parent's frame; the
+ * multi-uprobe link filters by process at return too (uprobe_prog_run). */
+static __always_inline int tp_frame_uexit(struct pt_regs *ctx, __u64 stack_flags,
+					  int check_process)
+{
+	__u64 ns, tick, key = ctx->sp - 8, etick, ens, flags;
+	struct tp_frame *f;
+	__u32 target;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	tick = tp_exit_readings(&ns);
+	if (tp_filter_tgid == 0 || (check_process && tp_other_process()))
+		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+	f = tp_frame_slot(key);
+	if (!f || f->frame != key)
+		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+	target = f->target;
+	flags = f->flags;
+	etick = f->tick;
+	ens = f->ns;
+	if (__sync_val_compare_and_swap(&f->frame, key, 0) != key)
+		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+	return tp_uclose(ctx, target, flags, tick, ns, etick, ens, stack_flags);
 }
 
 #endif /* TICKPROF_TIMING_H */

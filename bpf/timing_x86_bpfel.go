@@ -41,6 +41,15 @@ type TimingTpEntry struct {
 	Ns    [16]uint64
 }
 
+type TimingTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type TimingTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -89,6 +98,7 @@ const (
 	TimingMapTpCheck        = "tp_check"
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
+	TimingMapTpFrames       = "tp_frames"
 	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpQhist        = "tp_qhist"
 	TimingMapTpRecords      = "tp_records"
@@ -168,6 +178,7 @@ type TimingMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -217,6 +228,7 @@ type TimingMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -231,6 +243,7 @@ func (m *TimingMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,

@@ -41,6 +41,15 @@ type UmultiTpEntry struct {
 	Ns    [16]uint64
 }
 
+type UmultiTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type UmultiTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -79,6 +88,7 @@ const (
 	UmultiMapTpCheck        = "tp_check"
 	UmultiMapTpCounters     = "tp_counters"
 	UmultiMapTpEntries      = "tp_entries"
+	UmultiMapTpFrames       = "tp_frames"
 	UmultiMapTpInflight     = "tp_inflight"
 	UmultiMapTpQhist        = "tp_qhist"
 	UmultiMapTpRecords      = "tp_records"
@@ -155,6 +165,7 @@ type UmultiMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
@@ -203,6 +214,7 @@ type UmultiMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
@@ -217,6 +229,7 @@ func (m *UmultiMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,

@@ -486,6 +486,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_qhist":    s.objs.TpQhist,
 		"tp_inflight": s.objs.TpInflight,
 		"tp_check":    s.objs.TpCheck,
+		"tp_frames":   s.objs.TpFrames,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {

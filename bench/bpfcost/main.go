@@ -52,7 +52,7 @@ func main() {
 	rt := flag.Bool("rt", true, "run the target SCHED_FIFO (chrt -f 50)")
 	goPair := flag.Bool("go", false, "measure a Go function's entry+exit against the C pair instead")
 	flag.BoolVar(&withStats, "stats", true, "enable BPF run-time statistics (they add ~100 ns to every probe pair; off for ratios as users see them)")
-	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 s t for tickprof); the unprobed run and the empty pair always run")
+	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq for tickprof jiffies without and with the clock check, ns, ns with quantiles); the unprobed run and the empty pair always run")
 	flag.Parse()
 	if err := run(*calls, *reps, *rt, *goPair); err != nil {
 		fmt.Fprintln(os.Stderr, "bpfcost:", err)
@@ -84,16 +84,22 @@ func pair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.Cost
 	}
 }
 
-func tickprof(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-	specs, err := loader.ResolveUser(pid, "bench_fn", 1)
-	if err != nil {
-		return nil, nil, err
+// tickprof attaches tickprof's own programs through the loader, as `time`
+// does (multi-uprobe links where the kernel has them), with the clock
+// kind, Exact and CheckEvery of o.
+func tickprof(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.PID = pid
+		s, err := loader.Open(o, specs)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Programs(), func() { s.Stop(); s.Close() }, nil
 	}
-	s, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, PID: pid}, specs)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.Programs(), func() { s.Stop(); s.Close() }, nil
 }
 
 func costPair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
@@ -109,8 +115,12 @@ var configs = []config{
 	{"3 2 + jiffies, push/pop", 4, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
 	{"4 3 + counters (before)", 5, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
 	{"5 4 - exit cookie (after)", 6, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
+	{"6 frame table (after)", 7, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE6 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX6 })},
 	{"s uprobe session (4's work)", 6, session},
-	{"tickprof jiffies (loader)", 7, tickprof},
+	{"tj tickprof jiffies, no check", 8, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, CheckEvery: -1})},
+	{"tc tickprof jiffies (loader)", 10, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}})},
+	{"tn tickprof ns", 10, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true})},
+	{"tq tickprof ns+quantiles", 12, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
 }
 
 var (
@@ -124,9 +134,6 @@ func selected(i int) bool {
 		return true
 	}
 	key, _, _ := strings.Cut(configs[i].name, " ")
-	if i == len(configs)-1 {
-		key = "t"
-	}
 	for _, k := range strings.Split(only, ",") {
 		if strings.TrimSpace(k) == key {
 			return true
@@ -147,7 +154,17 @@ func run(calls, reps int, rt, goPair bool) error {
 		defer stats.Close()
 	}
 	var objs bpf.CostObjects
-	if err := bpf.LoadCostObjects(&objs, nil); err != nil {
+	spec, err := bpf.LoadCost()
+	if err != nil {
+		return err
+	}
+	// Any process filter turns on the frame table (pair 6); the filter
+	// itself is only read on orphan paths, and the kernel filters the
+	// probes by process.
+	if err := spec.Variables["tp_filter_tgid"].Set(uint32(1)); err != nil {
+		return err
+	}
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		return fmt.Errorf("load the cost programs: %w", err)
 	}
 	defer objs.Close()
