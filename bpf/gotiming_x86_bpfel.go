@@ -113,8 +113,10 @@ const (
 	GoTimingVarTpClock       = "tp_clock"
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
+	GoTimingVarTpOneTarget   = "tp_one_target"
 	GoTimingVarTpQuantiles   = "tp_quantiles"
 	GoTimingVarTpRecordNs    = "tp_record_ns"
+	GoTimingVarTpRecordShift = "tp_record_shift"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
 	GoTimingVarTpWindowOpen  = "tp_window_open"
@@ -196,8 +198,10 @@ type GoTimingVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
@@ -266,8 +270,10 @@ type GoTimingVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`

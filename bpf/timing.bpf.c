@@ -26,7 +26,7 @@ const struct tp_record *tp_unused_record __attribute__((unused));
 SEC("uprobe")
 int tp_uentry(struct pt_regs *ctx)
 {
-	return tp_frame_enter((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
+	return tp_frame_enter(tp_utarget(ctx), ctx->sp);
 }
 
 /* The exit finds its entry by the frame (tp_frame_uexit), without the

@@ -81,6 +81,13 @@ __u32 tp_window_open = 0;
  * that the loader can compare the jiffies estimate with the exact mean of
  * the same calls (see tp_check_draw). */
 volatile const __u32 tp_check_every = 0;
+/* The index + 1 of the session's user function when it times exactly one
+ * (its u(ret)probe programs then need no bpf_get_attach_cookie, a helper
+ * call of ~20 ns here, bench/bpfcost); 0: read the cookie. */
+volatile const __u32 tp_one_target = 0;
+/* ns clock: log2 of tp_record_ns when it is a power of two (the record
+ * grid then costs two shifts instead of two 64-bit divisions); 0: divide. */
+volatile const __u32 tp_record_shift = 0;
 
 /* Per-target, per-CPU counters: value of tp_counters[target].
  * The *_sq sums are 128-bit (hi:lo) so that a day of one-second calls in
@@ -471,6 +478,8 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
  * exit ns x that crossed d ticks. */
 static __always_inline __u64 tp_record_ticks(__u64 d, __u64 e, __u64 x)
 {
+	if (tp_clock == TP_CLOCK_NS && tp_record_shift != 0)
+		return (x >> (tp_record_shift & 63)) - (e >> (tp_record_shift & 63));
 	if (tp_clock == TP_CLOCK_NS && tp_record_ns > 1)
 		return x / tp_record_ns - e / tp_record_ns;
 	return d;
@@ -751,6 +760,14 @@ static __always_inline int tp_uclose(void *ctx, __u32 target, __u64 frame, __u64
 	return 0;
 }
 
+/* tp_utarget is the target index of a u(ret)probe program's call. */
+static __always_inline __u32 tp_utarget(void *ctx)
+{
+	if (tp_one_target != 0)
+		return tp_one_target - 1;
+	return (__u32)bpf_get_attach_cookie(ctx);
+}
+
 /* tp_task_uexit_at is tp_task_uexit with the exit's clock readings taken. */
 static __always_inline int tp_task_uexit_at(struct pt_regs *ctx, __u64 stack_flags,
 					    __u64 tick, __u64 ns)
@@ -769,7 +786,7 @@ static __always_inline int tp_task_uexit_at(struct pt_regs *ctx, __u64 stack_fla
 					 st->ns[slot], stack_flags);
 		}
 	}
-	return tp_task_exit_at(ctx, (__u32)bpf_get_attach_cookie(ctx), stack_flags, tick, ns);
+	return tp_task_exit_at(ctx, tp_utarget(ctx), stack_flags, tick, ns);
 }
 
 /* tp_exit_readings reads the exit clock(s): the tick, and ns when needed. */

@@ -114,8 +114,10 @@ const (
 	TimingVarTpClock        = "tp_clock"
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
+	TimingVarTpOneTarget    = "tp_one_target"
 	TimingVarTpQuantiles    = "tp_quantiles"
 	TimingVarTpRecordNs     = "tp_record_ns"
+	TimingVarTpRecordShift  = "tp_record_shift"
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
 	TimingVarTpWantRecords  = "tp_want_records"
@@ -196,8 +198,10 @@ type TimingVariableSpecs struct {
 	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
@@ -262,8 +266,10 @@ type TimingVariables struct {
 	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`

@@ -22,7 +22,7 @@ char LICENSE[] SEC("license") = "GPL";
 SEC("uprobe.multi")
 int tp_uentry_multi(struct pt_regs *ctx)
 {
-	return tp_frame_enter((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
+	return tp_frame_enter(tp_utarget(ctx), ctx->sp);
 }
 
 SEC("uretprobe.multi")

@@ -101,7 +101,7 @@ func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) err
 		{"Go empty JBE + RET", at(ps.Entry, ps.Returns[0])},
 		{"Go tickprof jiffies", tick},
 	}
-	cConfigs := []config{configs[0], configs[1], configs[len(configs)-1]}
+	cConfigs := []config{configs[0], configs[1], configByKey("tc")}
 	cAll := make([][]sample, len(cConfigs))
 	gAll := make([][]float64, len(goConfigs))
 	for r := 0; r < reps; r++ {

@@ -26,6 +26,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
@@ -52,6 +53,8 @@ func main() {
 	rt := flag.Bool("rt", true, "run the target SCHED_FIFO (chrt -f 50)")
 	goPair := flag.Bool("go", false, "measure a Go function's entry+exit against the C pair instead")
 	flag.BoolVar(&withStats, "stats", true, "enable BPF run-time statistics (they add ~100 ns to every probe pair; off for ratios as users see them)")
+	flag.StringVar(&perRun, "per-run", "median", "a run's time per call: median (the median over chunks of 1000 calls) or mean (the whole loop)")
+	flag.IntVar(&pinCPU, "cpu", -1, "pin the C target to this CPU (-1: not pinned)")
 	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq for tickprof jiffies without and with the clock check, ns, ns with quantiles); the unprobed run and the empty pair always run")
 	flag.Parse()
 	if err := run(*calls, *reps, *rt, *goPair); err != nil {
@@ -126,7 +129,19 @@ var configs = []config{
 var (
 	withStats bool
 	only      string
+	perRun    string
+	pinCPU    int
 )
+
+// configByKey returns the configuration whose name starts with key.
+func configByKey(key string) config {
+	for _, c := range configs {
+		if k, _, _ := strings.Cut(c.name, " "); k == key {
+			return c
+		}
+	}
+	panic("no configuration " + key)
+}
 
 // selected reports whether configuration i runs.
 func selected(i int) bool {
@@ -236,6 +251,9 @@ func run(calls, reps int, rt, goPair bool) error {
 	} else {
 		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; run-time statistics off\n", reps, calls)
 	}
+	if perRun == "median" {
+		fmt.Println("target ns/call: per run, the median over chunks of 1000 calls of their time per call")
+	}
 	return nil
 }
 
@@ -264,6 +282,13 @@ func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (samp
 		return sample{}, err
 	}
 	defer t.Kill()
+	if pinCPU >= 0 {
+		var set unix.CPUSet
+		set.Set(pinCPU)
+		if err := unix.SchedSetaffinity(t.Pid(), &set); err != nil {
+			return sample{}, fmt.Errorf("pin the target to CPU %d: %w", pinCPU, err)
+		}
+	}
 	var progs []*ebpf.Program
 	detach := func() {}
 	if c.attach != nil {
@@ -272,7 +297,11 @@ func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (samp
 		}
 	}
 	before := benchkit.ProgRuntime(progs...)
-	ns := t.Run("ns_per_call")
+	key := "ns_per_call"
+	if perRun == "median" {
+		key = "chunk_median_ns_per_call"
+	}
+	ns := t.Run(key)
 	spent := benchkit.ProgRuntime(progs...) - before
 	detach()
 	if ns == 0 {
