@@ -100,6 +100,7 @@ const (
 	GomultiMapTpInflight    = "tp_inflight"
 	GomultiMapTpQhist       = "tp_qhist"
 	GomultiMapTpRecords     = "tp_records"
+	GomultiMapTpRng         = "tp_rng"
 	GomultiMapTpRunstats    = "tp_runstats"
 	GomultiMapTpStacks      = "tp_stacks"
 	GomultiMapTpTasks       = "tp_tasks"
@@ -185,6 +186,7 @@ type GomultiMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -240,6 +242,7 @@ type GomultiMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -256,6 +259,7 @@ func (m *GomultiMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,

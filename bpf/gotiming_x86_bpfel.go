@@ -100,6 +100,7 @@ const (
 	GoTimingMapTpInflight    = "tp_inflight"
 	GoTimingMapTpQhist       = "tp_qhist"
 	GoTimingMapTpRecords     = "tp_records"
+	GoTimingMapTpRng         = "tp_rng"
 	GoTimingMapTpRunstats    = "tp_runstats"
 	GoTimingMapTpStacks      = "tp_stacks"
 	GoTimingMapTpTasks       = "tp_tasks"
@@ -181,6 +182,7 @@ type GoTimingMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -236,6 +238,7 @@ type GoTimingMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -252,6 +255,7 @@ func (m *GoTimingMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,

@@ -102,6 +102,7 @@ const (
 	SyscallMapTpInflight    = "tp_inflight"
 	SyscallMapTpQhist       = "tp_qhist"
 	SyscallMapTpRecords     = "tp_records"
+	SyscallMapTpRng         = "tp_rng"
 	SyscallMapTpRunstats    = "tp_runstats"
 	SyscallMapTpStacks      = "tp_stacks"
 	SyscallMapTpTasks       = "tp_tasks"
@@ -190,6 +191,7 @@ type SyscallMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -244,6 +246,7 @@ type SyscallMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -261,6 +264,7 @@ func (m *SyscallMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,

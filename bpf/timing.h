@@ -349,17 +349,53 @@ static __always_inline int tp_check_on(void)
 	return tp_clock == TP_CLOCK_JIFFIES && !tp_exact && tp_check_every != 0;
 }
 
+/* Per-CPU state of tp_rand64's generator. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tp_rng SEC(".maps");
+
+/*
+ * tp_rand64 returns 64 random bits from a per-CPU xorshift64* generator
+ * (Marsaglia's xorshift with Vigna's multiplier), seeded from
+ * bpf_get_prandom_u32 on each CPU's first use. It costs an inlined map
+ * lookup and a few arithmetic instructions where bpf_get_prandom_u32 is a
+ * helper call (~20 ns a call here, bench/bpfcost): what matters for the
+ * draws is that the timed program cannot observe or influence the
+ * generator, which holds for both. Two programs interleaved on one CPU may
+ * draw the same value; that is no correlation with anything the calls do.
+ */
+static __always_inline __u64 tp_rand64(void)
+{
+	__u32 zero = 0;
+	__u64 *st = bpf_map_lookup_elem(&tp_rng, &zero), x;
+
+	if (!st)
+		return (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32();
+	x = *st;
+	if (x == 0)
+		x = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32() | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*st = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
 /*
  * tp_check_draw decides at a call's entry whether it is checked, and so
  * whether the entry reads the ns clock: 1 in tp_check[target] calls, drawn
- * independently of everything the program does. The jiffies tick cannot be
+ * independently of everything the program does (tp_rand64's high bits).
+ * The jiffies tick cannot be
  * dithered (tp_phase), so the asynchrony the estimate rests on can fail
  * there (threads woken by the tick, loops sleeping to it); on the checked
  * calls the jiffies crossings and the exact ns are both known, and since
  * the draw is independent of the calls, they are a random sample whose
  * jiffies estimate must agree with their exact mean when the clock is
- * asynchronous with the program. One array lookup and one helper call
- * per call; two ns reads per checked call.
+ * asynchronous with the program. Two array lookups (inlined) per call;
+ * two ns reads per checked call.
  *
  * The check's ns window ends a little later than the jiffies one: the
  * exit reads jiffies first and ns only after finding the entry (a few
@@ -375,7 +411,7 @@ static __always_inline int tp_check_draw(__u32 target)
 	every = bpf_map_lookup_elem(&tp_check, &target);
 	if (!every || *every == 0)
 		return 0;
-	return (bpf_get_prandom_u32() & (*every - 1)) == 0;
+	return ((tp_rand64() >> 32) & (*every - 1)) == 0;
 }
 
 /* tp_enter pushes the clock reading(s) for (id, target). */

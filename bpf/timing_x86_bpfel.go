@@ -102,6 +102,7 @@ const (
 	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpQhist        = "tp_qhist"
 	TimingMapTpRecords      = "tp_records"
+	TimingMapTpRng          = "tp_rng"
 	TimingMapTpRunstats     = "tp_runstats"
 	TimingMapTpStacks       = "tp_stacks"
 	TimingMapTpTasks        = "tp_tasks"
@@ -184,6 +185,7 @@ type TimingMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -236,6 +238,7 @@ type TimingMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -251,6 +254,7 @@ func (m *TimingMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,

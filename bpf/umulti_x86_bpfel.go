@@ -92,6 +92,7 @@ const (
 	UmultiMapTpInflight     = "tp_inflight"
 	UmultiMapTpQhist        = "tp_qhist"
 	UmultiMapTpRecords      = "tp_records"
+	UmultiMapTpRng          = "tp_rng"
 	UmultiMapTpRunstats     = "tp_runstats"
 	UmultiMapTpStacks       = "tp_stacks"
 	UmultiMapTpTasks        = "tp_tasks"
@@ -171,6 +172,7 @@ type UmultiMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -222,6 +224,7 @@ type UmultiMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -237,6 +240,7 @@ func (m *UmultiMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
