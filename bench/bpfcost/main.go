@@ -55,7 +55,7 @@ func main() {
 	flag.BoolVar(&withStats, "stats", true, "enable BPF run-time statistics (they add ~100 ns to every probe pair; off for ratios as users see them)")
 	flag.StringVar(&perRun, "per-run", "median", "a run's time per call: median (the median over chunks of 1000 calls) or mean (the whole loop)")
 	flag.IntVar(&pinCPU, "cpu", -1, "pin the C target to this CPU (-1: not pinned)")
-	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq for tickprof jiffies without and with the clock check, ns, ns with quantiles); the unprobed run and the empty pair always run")
+	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq tr for tickprof jiffies without and with the clock check, ns, ns with quantiles, ns without crossing records); the unprobed run and the empty pair always run")
 	flag.Parse()
 	if err := run(*calls, *reps, *rt, *goPair); err != nil {
 		fmt.Fprintln(os.Stderr, "bpfcost:", err)
@@ -124,6 +124,7 @@ var configs = []config{
 	{"tc tickprof jiffies (loader)", 10, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}})},
 	{"tn tickprof ns", 10, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true})},
 	{"tq tickprof ns+quantiles", 12, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
+	{"tr tickprof ns, no records", 12, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, NoRecords: true})},
 }
 
 var (
