@@ -170,18 +170,8 @@ func run(calls, reps int, rt, goPair bool) error {
 		defer stats.Close()
 	}
 	var objs bpf.CostObjects
-	spec, err := bpf.LoadCost()
-	if err != nil {
+	if err := loadCost(&objs); err != nil {
 		return err
-	}
-	// Any process filter turns on the frame table (pair 6); the filter
-	// itself is only read on orphan paths, and the kernel filters the
-	// probes by process.
-	if err := spec.Variables["tp_filter_tgid"].Set(uint32(1)); err != nil {
-		return err
-	}
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return fmt.Errorf("load the cost programs: %w", err)
 	}
 	defer objs.Close()
 	dir, err := os.MkdirTemp("", "tickprof-bpfcost")
@@ -213,49 +203,68 @@ func run(calls, reps int, rt, goPair bool) error {
 			fmt.Fprintf(os.Stderr, "rep %d %-28s %7.0f ns/call  BPF %5.0f ns/call\n", r+1, c.name, s.nsPerCall, s.bpfNs)
 		}
 	}
+	report(all, reps, calls)
+	return nil
+}
+
+// loadCost loads bpf/cost.bpf.c's programs. Any process filter turns on
+// the frame table (pair 6); the filter itself is only read on orphan
+// paths, and the kernel filters the probes by process.
+func loadCost(objs *bpf.CostObjects) error {
+	spec, err := bpf.LoadCost()
+	if err != nil {
+		return err
+	}
+	if err := spec.Variables["tp_filter_tgid"].Set(uint32(1)); err != nil {
+		return err
+	}
+	if err := spec.LoadAndAssign(objs, nil); err != nil {
+		return fmt.Errorf("load the cost programs: %w", err)
+	}
+	return nil
+}
+
+// report prints the table of the configurations' samples all.
+func report(all [][]sample, reps, calls int) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added [range]\t\n")
+	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added [range]\tns/call / empty pair's [range]\t\n")
+	nsPerCall := func(s sample) float64 { return s.nsPerCall }
 	for i, c := range configs {
 		if !selected(i) {
 			continue
 		}
 		if i == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t-\t\n", c.name, medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t-\t-\t\n", c.name, medRange(col(all[i], nsPerCall)))
 			continue
 		}
-		bpfNs := col(all[i], func(s sample) float64 { return s.bpfNs })
-		prev, over := "-", "-"
-		if i > 1 && withStats {
-			if selected(c.vs) {
-				prev = medRange(diffs(all[i], all[c.vs]))
+		bpfCol, prev, over := "-", "-", "-"
+		if withStats {
+			bpfCol = medRange(col(all[i], func(s sample) float64 { return s.bpfNs }))
+			if i > 1 {
+				if selected(c.vs) {
+					prev = medRange(diffs(all[i], all[c.vs]))
+				}
+				over = medRange(diffs(all[i], all[1]))
 			}
-			over = medRange(diffs(all[i], all[1]))
 		}
-		if !withStats {
-			bpfNs = nil
-		}
-		ratios := make([]float64, reps)
+		ratios, totals := make([]float64, reps), make([]float64, reps)
 		for r := 0; r < reps; r++ {
 			base := all[0][r].nsPerCall
 			ratios[r] = (all[i][r].nsPerCall - base) / (all[1][r].nsPerCall - base)
+			totals[r] = all[i][r].nsPerCall / all[1][r].nsPerCall
 		}
-		bpfCol := "-"
-		if bpfNs != nil {
-			bpfCol = medRange(bpfNs)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
-			medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })), benchkit.MedRange(ratios, "%.3f"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
+			medRange(col(all[i], nsPerCall)), benchkit.MedRange(ratios, "%.3f"), benchkit.MedRange(totals, "%.3f"))
 	}
 	tw.Flush()
-	if withStats {
-		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; BPF ns/call includes what the run-time statistics add to every program run\n", reps, calls)
-	} else {
-		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; run-time statistics off\n", reps, calls)
+	stats := "BPF ns/call includes what the run-time statistics add to every program run"
+	if !withStats {
+		stats = "run-time statistics off"
 	}
+	fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; %s\n", reps, calls, stats)
 	if perRun == "median" {
 		fmt.Println("target ns/call: per run, the median over chunks of 1000 calls of their time per call")
 	}
-	return nil
 }
 
 func col(ss []sample, f func(sample) float64) []float64 {
