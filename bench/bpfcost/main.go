@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -30,6 +31,7 @@ import (
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -227,7 +229,7 @@ func loadCost(objs *bpf.CostObjects) error {
 // report prints the table of the configurations' samples all.
 func report(all [][]sample, reps, calls int) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added [range]\tns/call / empty pair's [range]\t\n")
+	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added: median (95%% interval) [range]\tns/call / empty pair's: median (95%% interval) [range]\t\n")
 	nsPerCall := func(s sample) float64 { return s.nsPerCall }
 	for i, c := range configs {
 		if !selected(i) {
@@ -254,12 +256,24 @@ func report(all [][]sample, reps, calls int) {
 			totals[r] = all[i][r].nsPerCall / all[1][r].nsPerCall
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
-			medRange(col(all[i], nsPerCall)), benchkit.MedRange(ratios, "%.3f"), benchkit.MedRange(totals, "%.3f"))
+			medRange(col(all[i], nsPerCall)), medCI(ratios), medCI(totals))
 	}
 	tw.Flush()
 	stats := "BPF ns/call includes what the run-time statistics add to every program run"
 	if !withStats {
 		stats = "run-time statistics off"
+		// They are global: another process may have turned them on.
+		on := 0
+		for _, ss := range all {
+			for _, s := range ss {
+				if s.bpfNs > 0 {
+					on++
+				}
+			}
+		}
+		if on > 0 {
+			stats += fmt.Sprintf(" here, but on (turned on by another process) in %d runs", on)
+		}
 	}
 	fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; %s\n", reps, calls, stats)
 	if perRun == "median" {
@@ -285,6 +299,21 @@ func diffs(a, b []sample) []float64 {
 }
 
 func medRange(v []float64) string { return benchkit.MedRange(v, "%.0f") }
+
+// medCI formats the median of the ratios v with its distribution-free 95%
+// interval (order statistics, estimate.QuantileOfSamples: the runs are
+// independent draws of the ratio whatever its distribution) and the range.
+func medCI(v []float64) string {
+	q, err := estimate.QuantileOfSamples(v, 0.5, estimate.Options{Confidence: 0.95})
+	if err != nil {
+		return err.Error()
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	if q.TooFew {
+		return fmt.Sprintf("%.3f (too few runs for an interval) [%.3f, %.3f]", q.Value, lo, hi)
+	}
+	return fmt.Sprintf("%.3f (%.3f, %.3f) [%.3f, %.3f]", q.Value, q.Low, q.High, lo, hi)
+}
 
 func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (sample, error) {
 	t, err := benchkit.Start(bin, chrt, fmt.Sprint(calls))
