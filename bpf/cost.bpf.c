@@ -34,6 +34,14 @@ int cost_e0(struct pt_regs *ctx) { return 0; }
 SEC("uretprobe")
 int cost_x0(struct pt_regs *ctx) { return 0; }
 
+/* 0m  the empty programs on a multi-uprobe link, as tickprof attaches
+ *     user functions where the kernel has them (6.6+): the floor that
+ *     tickprof's own configurations compare with. */
+SEC("uprobe.multi")
+int cost_em(struct pt_regs *ctx) { return 0; }
+SEC("uretprobe.multi")
+int cost_xm(struct pt_regs *ctx) { return 0; }
+
 SEC("uprobe")
 int cost_e1(struct pt_regs *ctx)
 {

@@ -104,6 +104,7 @@ const (
 	CostProgCostE4       = "cost_e4"
 	CostProgCostE5       = "cost_e5"
 	CostProgCostE6       = "cost_e6"
+	CostProgCostEm       = "cost_em"
 	CostProgCostEt       = "cost_et"
 	CostProgCostS        = "cost_s"
 	CostProgCostX0       = "cost_x0"
@@ -113,6 +114,7 @@ const (
 	CostProgCostX4       = "cost_x4"
 	CostProgCostX5       = "cost_x5"
 	CostProgCostX6       = "cost_x6"
+	CostProgCostXm       = "cost_xm"
 	CostProgCostXt       = "cost_xt"
 	CostVarCostSink      = "cost_sink"
 	CostVarTpCheckEvery  = "tp_check_every"
@@ -178,6 +180,7 @@ type CostProgramSpecs struct {
 	CostE4 *ebpf.ProgramSpec `ebpf:"cost_e4"`
 	CostE5 *ebpf.ProgramSpec `ebpf:"cost_e5"`
 	CostE6 *ebpf.ProgramSpec `ebpf:"cost_e6"`
+	CostEm *ebpf.ProgramSpec `ebpf:"cost_em"`
 	CostEt *ebpf.ProgramSpec `ebpf:"cost_et"`
 	CostS  *ebpf.ProgramSpec `ebpf:"cost_s"`
 	CostX0 *ebpf.ProgramSpec `ebpf:"cost_x0"`
@@ -187,6 +190,7 @@ type CostProgramSpecs struct {
 	CostX4 *ebpf.ProgramSpec `ebpf:"cost_x4"`
 	CostX5 *ebpf.ProgramSpec `ebpf:"cost_x5"`
 	CostX6 *ebpf.ProgramSpec `ebpf:"cost_x6"`
+	CostXm *ebpf.ProgramSpec `ebpf:"cost_xm"`
 	CostXt *ebpf.ProgramSpec `ebpf:"cost_xt"`
 }
 
@@ -308,6 +312,7 @@ type CostPrograms struct {
 	CostE4 *ebpf.Program `ebpf:"cost_e4"`
 	CostE5 *ebpf.Program `ebpf:"cost_e5"`
 	CostE6 *ebpf.Program `ebpf:"cost_e6"`
+	CostEm *ebpf.Program `ebpf:"cost_em"`
 	CostEt *ebpf.Program `ebpf:"cost_et"`
 	CostS  *ebpf.Program `ebpf:"cost_s"`
 	CostX0 *ebpf.Program `ebpf:"cost_x0"`
@@ -317,6 +322,7 @@ type CostPrograms struct {
 	CostX4 *ebpf.Program `ebpf:"cost_x4"`
 	CostX5 *ebpf.Program `ebpf:"cost_x5"`
 	CostX6 *ebpf.Program `ebpf:"cost_x6"`
+	CostXm *ebpf.Program `ebpf:"cost_xm"`
 	CostXt *ebpf.Program `ebpf:"cost_xt"`
 }
 
@@ -329,6 +335,7 @@ func (p *CostPrograms) Close() error {
 		p.CostE4,
 		p.CostE5,
 		p.CostE6,
+		p.CostEm,
 		p.CostEt,
 		p.CostS,
 		p.CostX0,
@@ -338,6 +345,7 @@ func (p *CostPrograms) Close() error {
 		p.CostX4,
 		p.CostX5,
 		p.CostX6,
+		p.CostXm,
 		p.CostXt,
 	)
 }

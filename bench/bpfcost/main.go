@@ -39,7 +39,7 @@ import (
 // counts and a function that detaches.
 type config struct {
 	name   string
-	vs     int // the configuration the "over" column compares with
+	vs     string // the key of the configuration "over the one it extends" compares with
 	attach func(pid int, bin string, objs *bpf.CostObjects) (progs []*ebpf.Program, detach func(), err error)
 }
 
@@ -57,6 +57,7 @@ func main() {
 	flag.BoolVar(&withStats, "stats", true, "enable BPF run-time statistics (they add ~100 ns to every probe pair; off for ratios as users see them)")
 	flag.StringVar(&perRun, "per-run", "median", "a run's time per call: median (the median over chunks of 1000 calls) or mean (the whole loop)")
 	flag.IntVar(&pinCPU, "cpu", -1, "pin the C target to this CPU (-1: not pinned)")
+	flag.StringVar(&base, "base", "0", "the empty pair the ratios compare with: 0 (single uprobe links) or 0m (a multi-uprobe link, as tickprof attaches)")
 	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq tr for tickprof jiffies without and with the clock check, ns, ns with quantiles, ns without crossing records); the unprobed run and the empty pair always run")
 	flag.Parse()
 	if err := run(*calls, *reps, *rt, *goPair); err != nil {
@@ -65,7 +66,9 @@ func main() {
 	}
 }
 
-func pair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+// pair attaches the entry and exit programs e and x to bench_fn, on single
+// uprobe links or, with multi, on multi-uprobe links.
+func pair(e, x func(*bpf.CostObjects) *ebpf.Program, multi bool) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
 	return func(pid int, bin string, objs *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
 		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
 		if err != nil {
@@ -75,12 +78,25 @@ func pair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.Cost
 		if err != nil {
 			return nil, nil, err
 		}
-		o := &link.UprobeOptions{Address: specs[0].Offset, PID: pid}
-		lx, err := ex.Uretprobe("bench_fn", x(objs), o)
+		attach := func(p *ebpf.Program, ret bool) (link.Link, error) {
+			if multi {
+				o := &link.UprobeMultiOptions{Addresses: []uint64{specs[0].Offset}, PID: uint32(pid)}
+				if ret {
+					return ex.UretprobeMulti(nil, p, o)
+				}
+				return ex.UprobeMulti(nil, p, o)
+			}
+			o := &link.UprobeOptions{Address: specs[0].Offset, PID: pid}
+			if ret {
+				return ex.Uretprobe("bench_fn", p, o)
+			}
+			return ex.Uprobe("bench_fn", p, o)
+		}
+		lx, err := attach(x(objs), true)
 		if err != nil {
 			return nil, nil, err
 		}
-		le, err := ex.Uprobe("bench_fn", e(objs), o)
+		le, err := attach(e(objs), false)
 		if err != nil {
 			lx.Close()
 			return nil, nil, err
@@ -108,25 +124,26 @@ func tickprof(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Pro
 }
 
 func costPair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-	return pair(e, x)
+	return pair(e, x, false)
 }
 
 var configs = []config{
-	{"unprobed", 0, nil},
-	{"0 empty pair", 0, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE0 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX0 })},
-	{"1 + attach cookie", 1, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE1 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX1 })},
-	{"1t 1 + get_current_task_btf", 2, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEt }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXt })},
-	{"2 1 + task storage", 2, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE2 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX2 })},
-	{"3 2 + jiffies, push/pop", 4, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
-	{"4 3 + counters (before)", 5, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
-	{"5 4 - exit cookie (after)", 6, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
-	{"6 frame table (after)", 7, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE6 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX6 })},
-	{"s uprobe session (4's work)", 6, session},
-	{"tj tickprof jiffies, no check", 8, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, CheckEvery: -1})},
-	{"tc tickprof jiffies (loader)", 10, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}})},
-	{"tn tickprof ns", 10, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true})},
-	{"tq tickprof ns+quantiles", 12, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
-	{"tr tickprof ns, no records", 12, tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, NoRecords: true})},
+	{"unprobed", "unprobed", nil},
+	{"0 empty pair", "unprobed", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE0 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX0 })},
+	{"0m empty pair, multi link", "0", pair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEm }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXm }, true)},
+	{"1 + attach cookie", "0", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE1 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX1 })},
+	{"1t 1 + get_current_task_btf", "1", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEt }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXt })},
+	{"2 1 + task storage", "1", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE2 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX2 })},
+	{"3 2 + jiffies, push/pop", "2", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
+	{"4 3 + counters (before)", "3", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
+	{"5 4 - exit cookie (after)", "4", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
+	{"6 frame table (after)", "5", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE6 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX6 })},
+	{"s uprobe session (4's work)", "4", session},
+	{"tj tickprof jiffies, no check", "0m", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, CheckEvery: -1})},
+	{"tc tickprof jiffies (loader)", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}})},
+	{"tn tickprof ns", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true})},
+	{"tq tickprof ns+quantiles", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
+	{"tr tickprof ns, no records", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, NoRecords: true})},
 }
 
 var (
@@ -134,21 +151,26 @@ var (
 	only      string
 	perRun    string
 	pinCPU    int
+	base      string
 )
 
-// configByKey returns the configuration whose name starts with key.
-func configByKey(key string) config {
-	for _, c := range configs {
+// configIndex returns the index of the configuration whose name starts
+// with key.
+func configIndex(key string) int {
+	for i, c := range configs {
 		if k, _, _ := strings.Cut(c.name, " "); k == key {
-			return c
+			return i
 		}
 	}
 	panic("no configuration " + key)
 }
 
+// configByKey returns the configuration whose name starts with key.
+func configByKey(key string) config { return configs[configIndex(key)] }
+
 // selected reports whether configuration i runs.
 func selected(i int) bool {
-	if only == "" || i < 2 {
+	if only == "" || i < 2 || i == configIndex(base) {
 		return true
 	}
 	key, _, _ := strings.Cut(configs[i].name, " ")
@@ -229,7 +251,7 @@ func loadCost(objs *bpf.CostObjects) error {
 // report prints the table of the configurations' samples all.
 func report(all [][]sample, reps, calls int) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added: median (95%% interval) [range]\tns/call / empty pair's: median (95%% interval) [range]\t\n")
+	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / the empty pair's added: median (95%% interval) [range]\tns/call / the empty pair's: median (95%% interval) [range]\t\n")
 	nsPerCall := func(s sample) float64 { return s.nsPerCall }
 	for i, c := range configs {
 		if !selected(i) {
@@ -243,17 +265,18 @@ func report(all [][]sample, reps, calls int) {
 		if withStats {
 			bpfCol = medRange(col(all[i], func(s sample) float64 { return s.bpfNs }))
 			if i > 1 {
-				if selected(c.vs) {
-					prev = medRange(diffs(all[i], all[c.vs]))
+				if v := configIndex(c.vs); selected(v) {
+					prev = medRange(diffs(all[i], all[v]))
 				}
 				over = medRange(diffs(all[i], all[1]))
 			}
 		}
 		ratios, totals := make([]float64, reps), make([]float64, reps)
+		floor := all[configIndex(base)]
 		for r := 0; r < reps; r++ {
-			base := all[0][r].nsPerCall
-			ratios[r] = (all[i][r].nsPerCall - base) / (all[1][r].nsPerCall - base)
-			totals[r] = all[i][r].nsPerCall / all[1][r].nsPerCall
+			unprobed := all[0][r].nsPerCall
+			ratios[r] = (all[i][r].nsPerCall - unprobed) / (floor[r].nsPerCall - unprobed)
+			totals[r] = all[i][r].nsPerCall / floor[r].nsPerCall
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
 			medRange(col(all[i], nsPerCall)), medCI(ratios), medCI(totals))
@@ -275,7 +298,7 @@ func report(all [][]sample, reps, calls int) {
 			stats += fmt.Sprintf(" here, but on (turned on by another process) in %d runs", on)
 		}
 	}
-	fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; %s\n", reps, calls, stats)
+	fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; %s; ratios against %q\n", reps, calls, stats, configs[configIndex(base)].name)
 	if perRun == "median" {
 		fmt.Println("target ns/call: per run, the median over chunks of 1000 calls of their time per call")
 	}
