@@ -387,7 +387,7 @@ static __always_inline __u64 tp_rand64(void)
 /*
  * tp_check_draw decides at a call's entry whether it is checked, and so
  * whether the entry reads the ns clock: 1 in tp_check[target] calls, drawn
- * independently of everything the program does (tp_rand64's high bits).
+ * independently of everything the program does (tp_rand64's top bits).
  * The jiffies tick cannot be
  * dithered (tp_phase), so the asynchrony the estimate rests on can fail
  * there (threads woken by the tick, loops sleeping to it); on the checked
@@ -411,7 +411,9 @@ static __always_inline int tp_check_draw(__u32 target)
 	every = bpf_map_lookup_elem(&tp_check, &target);
 	if (!every || *every == 0)
 		return 0;
-	return ((tp_rand64() >> 32) & (*every - 1)) == 0;
+	/* r < 2^32 / every: the top bits of the generator's output, its best
+	 * (the low bits of xorshift64* are its weakest). */
+	return (__u64)(__u32)(tp_rand64() >> 32) * *every < (1ULL << 32);
 }
 
 /* tp_enter pushes the clock reading(s) for (id, target). */
