@@ -15,8 +15,11 @@
  *   3  + bpf_jiffies64 at entry and exit, the push and the pop
  *   4  tp_task_enter / tp_task_exit: + the per-CPU counters lookup and
  *        the accounting (n, sum c, sum c^2)
- *   5  tp_task_enter_frame / tp_task_uexit, as tp_uentry/tp_uexit: the
+ *   5  tp_task_enter_frame / tp_task_uexit, as tp_uentry/tp_uexit were: the
  *        exit finds its entry by the frame and calls no cookie helper
+ *   6  tp_frame_enter / tp_frame_uexit, as tp_uentry/tp_uexit: the entry
+ *        readings kept in an array slot named by the call's frame, with
+ *        no task storage (tp_filter_tgid set by the benchmark)
  *   t  bpf_get_current_task_btf alone (beside 1: what it adds)
  *   s  a uprobe session program (below)
  */
@@ -30,6 +33,14 @@ SEC("uprobe")
 int cost_e0(struct pt_regs *ctx) { return 0; }
 SEC("uretprobe")
 int cost_x0(struct pt_regs *ctx) { return 0; }
+
+/* 0m  the empty programs on a multi-uprobe link, as tickprof attaches
+ *     user functions where the kernel has them (6.6+): the floor that
+ *     tickprof's own configurations compare with. */
+SEC("uprobe.multi")
+int cost_em(struct pt_regs *ctx) { return 0; }
+SEC("uretprobe.multi")
+int cost_xm(struct pt_regs *ctx) { return 0; }
 
 SEC("uprobe")
 int cost_e1(struct pt_regs *ctx)
@@ -116,6 +127,17 @@ SEC("uretprobe")
 int cost_x5(struct pt_regs *ctx)
 {
 	return tp_task_uexit(ctx, BPF_F_USER_STACK);
+}
+
+SEC("uprobe")
+int cost_e6(struct pt_regs *ctx)
+{
+	return tp_frame_enter((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
+}
+SEC("uretprobe")
+int cost_x6(struct pt_regs *ctx)
+{
+	return tp_frame_uexit(ctx, BPF_F_USER_STACK, 0); /* as the multi-link program */
 }
 
 SEC("uprobe")

@@ -41,6 +41,15 @@ type CostTpEntry struct {
 	Ns    [16]uint64
 }
 
+type CostTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type CostTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -79,9 +88,11 @@ const (
 	CostMapTpCheck       = "tp_check"
 	CostMapTpCounters    = "tp_counters"
 	CostMapTpEntries     = "tp_entries"
+	CostMapTpFrames      = "tp_frames"
 	CostMapTpInflight    = "tp_inflight"
 	CostMapTpQhist       = "tp_qhist"
 	CostMapTpRecords     = "tp_records"
+	CostMapTpRng         = "tp_rng"
 	CostMapTpRunstats    = "tp_runstats"
 	CostMapTpStacks      = "tp_stacks"
 	CostMapTpTasks       = "tp_tasks"
@@ -92,6 +103,8 @@ const (
 	CostProgCostE3       = "cost_e3"
 	CostProgCostE4       = "cost_e4"
 	CostProgCostE5       = "cost_e5"
+	CostProgCostE6       = "cost_e6"
+	CostProgCostEm       = "cost_em"
 	CostProgCostEt       = "cost_et"
 	CostProgCostS        = "cost_s"
 	CostProgCostX0       = "cost_x0"
@@ -100,14 +113,18 @@ const (
 	CostProgCostX3       = "cost_x3"
 	CostProgCostX4       = "cost_x4"
 	CostProgCostX5       = "cost_x5"
+	CostProgCostX6       = "cost_x6"
+	CostProgCostXm       = "cost_xm"
 	CostProgCostXt       = "cost_xt"
 	CostVarCostSink      = "cost_sink"
 	CostVarTpCheckEvery  = "tp_check_every"
 	CostVarTpClock       = "tp_clock"
 	CostVarTpExact       = "tp_exact"
 	CostVarTpFilterTgid  = "tp_filter_tgid"
+	CostVarTpOneTarget   = "tp_one_target"
 	CostVarTpQuantiles   = "tp_quantiles"
 	CostVarTpRecordNs    = "tp_record_ns"
+	CostVarTpRecordShift = "tp_record_shift"
 	CostVarTpTickNs      = "tp_tick_ns"
 	CostVarTpWantRecords = "tp_want_records"
 	CostVarTpWindowOpen  = "tp_window_open"
@@ -162,6 +179,8 @@ type CostProgramSpecs struct {
 	CostE3 *ebpf.ProgramSpec `ebpf:"cost_e3"`
 	CostE4 *ebpf.ProgramSpec `ebpf:"cost_e4"`
 	CostE5 *ebpf.ProgramSpec `ebpf:"cost_e5"`
+	CostE6 *ebpf.ProgramSpec `ebpf:"cost_e6"`
+	CostEm *ebpf.ProgramSpec `ebpf:"cost_em"`
 	CostEt *ebpf.ProgramSpec `ebpf:"cost_et"`
 	CostS  *ebpf.ProgramSpec `ebpf:"cost_s"`
 	CostX0 *ebpf.ProgramSpec `ebpf:"cost_x0"`
@@ -170,6 +189,8 @@ type CostProgramSpecs struct {
 	CostX3 *ebpf.ProgramSpec `ebpf:"cost_x3"`
 	CostX4 *ebpf.ProgramSpec `ebpf:"cost_x4"`
 	CostX5 *ebpf.ProgramSpec `ebpf:"cost_x5"`
+	CostX6 *ebpf.ProgramSpec `ebpf:"cost_x6"`
+	CostXm *ebpf.ProgramSpec `ebpf:"cost_xm"`
 	CostXt *ebpf.ProgramSpec `ebpf:"cost_xt"`
 }
 
@@ -180,9 +201,11 @@ type CostMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -198,8 +221,10 @@ type CostVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
@@ -229,9 +254,11 @@ type CostMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -243,9 +270,11 @@ func (m *CostMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
@@ -262,8 +291,10 @@ type CostVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
@@ -280,6 +311,8 @@ type CostPrograms struct {
 	CostE3 *ebpf.Program `ebpf:"cost_e3"`
 	CostE4 *ebpf.Program `ebpf:"cost_e4"`
 	CostE5 *ebpf.Program `ebpf:"cost_e5"`
+	CostE6 *ebpf.Program `ebpf:"cost_e6"`
+	CostEm *ebpf.Program `ebpf:"cost_em"`
 	CostEt *ebpf.Program `ebpf:"cost_et"`
 	CostS  *ebpf.Program `ebpf:"cost_s"`
 	CostX0 *ebpf.Program `ebpf:"cost_x0"`
@@ -288,6 +321,8 @@ type CostPrograms struct {
 	CostX3 *ebpf.Program `ebpf:"cost_x3"`
 	CostX4 *ebpf.Program `ebpf:"cost_x4"`
 	CostX5 *ebpf.Program `ebpf:"cost_x5"`
+	CostX6 *ebpf.Program `ebpf:"cost_x6"`
+	CostXm *ebpf.Program `ebpf:"cost_xm"`
 	CostXt *ebpf.Program `ebpf:"cost_xt"`
 }
 
@@ -299,6 +334,8 @@ func (p *CostPrograms) Close() error {
 		p.CostE3,
 		p.CostE4,
 		p.CostE5,
+		p.CostE6,
+		p.CostEm,
 		p.CostEt,
 		p.CostS,
 		p.CostX0,
@@ -307,6 +344,8 @@ func (p *CostPrograms) Close() error {
 		p.CostX3,
 		p.CostX4,
 		p.CostX5,
+		p.CostX6,
+		p.CostXm,
 		p.CostXt,
 	)
 }

@@ -48,6 +48,15 @@ type GomultiTpEntry struct {
 	Ns    [16]uint64
 }
 
+type GomultiTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type GomultiTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -87,9 +96,11 @@ const (
 	GomultiMapTpCheck       = "tp_check"
 	GomultiMapTpCounters    = "tp_counters"
 	GomultiMapTpEntries     = "tp_entries"
+	GomultiMapTpFrames      = "tp_frames"
 	GomultiMapTpInflight    = "tp_inflight"
 	GomultiMapTpQhist       = "tp_qhist"
 	GomultiMapTpRecords     = "tp_records"
+	GomultiMapTpRng         = "tp_rng"
 	GomultiMapTpRunstats    = "tp_runstats"
 	GomultiMapTpStacks      = "tp_stacks"
 	GomultiMapTpTasks       = "tp_tasks"
@@ -105,8 +116,10 @@ const (
 	GomultiVarTpClock       = "tp_clock"
 	GomultiVarTpExact       = "tp_exact"
 	GomultiVarTpFilterTgid  = "tp_filter_tgid"
+	GomultiVarTpOneTarget   = "tp_one_target"
 	GomultiVarTpQuantiles   = "tp_quantiles"
 	GomultiVarTpRecordNs    = "tp_record_ns"
+	GomultiVarTpRecordShift = "tp_record_shift"
 	GomultiVarTpTickNs      = "tp_tick_ns"
 	GomultiVarTpWantRecords = "tp_want_records"
 	GomultiVarTpWindowOpen  = "tp_window_open"
@@ -169,9 +182,11 @@ type GomultiMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -189,8 +204,10 @@ type GomultiVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
@@ -221,9 +238,11 @@ type GomultiMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -236,9 +255,11 @@ func (m *GomultiMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
@@ -257,8 +278,10 @@ type GomultiVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`

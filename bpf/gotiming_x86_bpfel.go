@@ -48,6 +48,15 @@ type GoTimingTpEntry struct {
 	Ns    [16]uint64
 }
 
+type GoTimingTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type GoTimingTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -87,9 +96,11 @@ const (
 	GoTimingMapTpCheck       = "tp_check"
 	GoTimingMapTpCounters    = "tp_counters"
 	GoTimingMapTpEntries     = "tp_entries"
+	GoTimingMapTpFrames      = "tp_frames"
 	GoTimingMapTpInflight    = "tp_inflight"
 	GoTimingMapTpQhist       = "tp_qhist"
 	GoTimingMapTpRecords     = "tp_records"
+	GoTimingMapTpRng         = "tp_rng"
 	GoTimingMapTpRunstats    = "tp_runstats"
 	GoTimingMapTpStacks      = "tp_stacks"
 	GoTimingMapTpTasks       = "tp_tasks"
@@ -103,8 +114,10 @@ const (
 	GoTimingVarTpClock       = "tp_clock"
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
+	GoTimingVarTpOneTarget   = "tp_one_target"
 	GoTimingVarTpQuantiles   = "tp_quantiles"
 	GoTimingVarTpRecordNs    = "tp_record_ns"
+	GoTimingVarTpRecordShift = "tp_record_shift"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
 	GoTimingVarTpWindowOpen  = "tp_window_open"
@@ -165,9 +178,11 @@ type GoTimingMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -185,8 +200,10 @@ type GoTimingVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
@@ -217,9 +234,11 @@ type GoTimingMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -232,9 +251,11 @@ func (m *GoTimingMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
@@ -253,8 +274,10 @@ type GoTimingVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`

@@ -41,6 +41,15 @@ type KfuncTpEntry struct {
 	Ns    [16]uint64
 }
 
+type KfuncTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type KfuncTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -79,9 +88,11 @@ const (
 	KfuncMapTpCheck        = "tp_check"
 	KfuncMapTpCounters     = "tp_counters"
 	KfuncMapTpEntries      = "tp_entries"
+	KfuncMapTpFrames       = "tp_frames"
 	KfuncMapTpInflight     = "tp_inflight"
 	KfuncMapTpQhist        = "tp_qhist"
 	KfuncMapTpRecords      = "tp_records"
+	KfuncMapTpRng          = "tp_rng"
 	KfuncMapTpRunstats     = "tp_runstats"
 	KfuncMapTpStacks       = "tp_stacks"
 	KfuncMapTpTasks        = "tp_tasks"
@@ -95,8 +106,10 @@ const (
 	KfuncVarTpClock        = "tp_clock"
 	KfuncVarTpExact        = "tp_exact"
 	KfuncVarTpFilterTgid   = "tp_filter_tgid"
+	KfuncVarTpOneTarget    = "tp_one_target"
 	KfuncVarTpQuantiles    = "tp_quantiles"
 	KfuncVarTpRecordNs     = "tp_record_ns"
+	KfuncVarTpRecordShift  = "tp_record_shift"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
 	KfuncVarTpWindowOpen   = "tp_window_open"
@@ -158,9 +171,11 @@ type KfuncMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -176,8 +191,10 @@ type KfuncVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
@@ -207,9 +224,11 @@ type KfuncMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -221,9 +240,11 @@ func (m *KfuncMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
@@ -240,8 +261,10 @@ type KfuncVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`

@@ -49,6 +49,15 @@ type SyscallTpEntry struct {
 	Ns    [16]uint64
 }
 
+type SyscallTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type SyscallTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -89,9 +98,11 @@ const (
 	SyscallMapTpCheck       = "tp_check"
 	SyscallMapTpCounters    = "tp_counters"
 	SyscallMapTpEntries     = "tp_entries"
+	SyscallMapTpFrames      = "tp_frames"
 	SyscallMapTpInflight    = "tp_inflight"
 	SyscallMapTpQhist       = "tp_qhist"
 	SyscallMapTpRecords     = "tp_records"
+	SyscallMapTpRng         = "tp_rng"
 	SyscallMapTpRunstats    = "tp_runstats"
 	SyscallMapTpStacks      = "tp_stacks"
 	SyscallMapTpTasks       = "tp_tasks"
@@ -107,8 +118,10 @@ const (
 	SyscallVarTpClock       = "tp_clock"
 	SyscallVarTpExact       = "tp_exact"
 	SyscallVarTpFilterTgid  = "tp_filter_tgid"
+	SyscallVarTpOneTarget   = "tp_one_target"
 	SyscallVarTpQuantiles   = "tp_quantiles"
 	SyscallVarTpRecordNs    = "tp_record_ns"
+	SyscallVarTpRecordShift = "tp_record_shift"
 	SyscallVarTpTickNs      = "tp_tick_ns"
 	SyscallVarTpWantRecords = "tp_want_records"
 	SyscallVarTpWindowOpen  = "tp_window_open"
@@ -174,9 +187,11 @@ type SyscallMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -192,8 +207,10 @@ type SyscallVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
@@ -225,9 +242,11 @@ type SyscallMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -241,9 +260,11 @@ func (m *SyscallMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
@@ -260,8 +281,10 @@ type SyscallVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`

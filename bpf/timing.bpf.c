@@ -7,9 +7,10 @@
  * One uprobe and one uretprobe program serve every target: the loader
  * attaches them once per target with the target's index as the BPF
  * cookie. Both are BPF_PROG_TYPE_KPROBE programs. The work is in
- * timing.h: the thread's entry stack in task storage (tp_task_enter /
- * tp_task_exit) and the accounting shared with the syscall,
- * kernel-function and Go programs (tp_account).
+ * timing.h: the entry readings kept by the call's frame (tp_frame_enter /
+ * tp_frame_uexit, falling back to the thread's stack in task storage) and
+ * the accounting shared with the syscall, kernel-function and Go programs
+ * (tp_account).
  */
 #include "timing.h"
 
@@ -25,15 +26,15 @@ const struct tp_record *tp_unused_record __attribute__((unused));
 SEC("uprobe")
 int tp_uentry(struct pt_regs *ctx)
 {
-	return tp_task_enter_frame((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
+	return tp_frame_enter(tp_utarget(ctx), ctx->sp);
 }
 
-/* The exit finds its entry by the frame (tp_task_uexit), without the
+/* The exit finds its entry by the frame (tp_frame_uexit), without the
  * cookie. */
 SEC("uretprobe")
 int tp_uexit(struct pt_regs *ctx)
 {
-	return tp_task_uexit(ctx, BPF_F_USER_STACK);
+	return tp_frame_uexit(ctx, BPF_F_USER_STACK, 1);
 }
 
 /* Empty programs: the probe-pair floor for the benchmark and

@@ -81,6 +81,13 @@ __u32 tp_window_open = 0;
  * that the loader can compare the jiffies estimate with the exact mean of
  * the same calls (see tp_check_draw). */
 volatile const __u32 tp_check_every = 0;
+/* The index + 1 of the session's user function when it times exactly one
+ * (its u(ret)probe programs then need no bpf_get_attach_cookie, a helper
+ * call of ~20 ns here, bench/bpfcost); 0: read the cookie. */
+volatile const __u32 tp_one_target = 0;
+/* ns clock: log2 of tp_record_ns when it is a power of two (the record
+ * grid then costs two shifts instead of two 64-bit divisions); 0: divide. */
+volatile const __u32 tp_record_shift = 0;
 
 /* Per-target, per-CPU counters: value of tp_counters[target].
  * The *_sq sums are 128-bit (hi:lo) so that a day of one-second calls in
@@ -342,17 +349,53 @@ static __always_inline int tp_check_on(void)
 	return tp_clock == TP_CLOCK_JIFFIES && !tp_exact && tp_check_every != 0;
 }
 
+/* Per-CPU state of tp_rand64's generator. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tp_rng SEC(".maps");
+
+/*
+ * tp_rand64 returns 64 random bits from a per-CPU xorshift64* generator
+ * (Marsaglia's xorshift with Vigna's multiplier), seeded from
+ * bpf_get_prandom_u32 on each CPU's first use. It costs an inlined map
+ * lookup and a few arithmetic instructions where bpf_get_prandom_u32 is a
+ * helper call (~20 ns a call here, bench/bpfcost): what matters for the
+ * draws is that the timed program cannot observe or influence the
+ * generator, which holds for both. Two programs interleaved on one CPU may
+ * draw the same value; that is no correlation with anything the calls do.
+ */
+static __always_inline __u64 tp_rand64(void)
+{
+	__u32 zero = 0;
+	__u64 *st = bpf_map_lookup_elem(&tp_rng, &zero), x;
+
+	if (!st)
+		return (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32();
+	x = *st;
+	if (x == 0)
+		x = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32() | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*st = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
 /*
  * tp_check_draw decides at a call's entry whether it is checked, and so
  * whether the entry reads the ns clock: 1 in tp_check[target] calls, drawn
- * independently of everything the program does. The jiffies tick cannot be
+ * independently of everything the program does (tp_rand64's top bits).
+ * The jiffies tick cannot be
  * dithered (tp_phase), so the asynchrony the estimate rests on can fail
  * there (threads woken by the tick, loops sleeping to it); on the checked
  * calls the jiffies crossings and the exact ns are both known, and since
  * the draw is independent of the calls, they are a random sample whose
  * jiffies estimate must agree with their exact mean when the clock is
- * asynchronous with the program. One array lookup and one helper call
- * per call; two ns reads per checked call.
+ * asynchronous with the program. Two array lookups (inlined) per call;
+ * two ns reads per checked call.
  *
  * The check's ns window ends a little later than the jiffies one: the
  * exit reads jiffies first and ns only after finding the entry (a few
@@ -368,7 +411,9 @@ static __always_inline int tp_check_draw(__u32 target)
 	every = bpf_map_lookup_elem(&tp_check, &target);
 	if (!every || *every == 0)
 		return 0;
-	return (bpf_get_prandom_u32() & (*every - 1)) == 0;
+	/* r < 2^32 / every: the top bits of the generator's output, its best
+	 * (the low bits of xorshift64* are its weakest). */
+	return (__u64)(__u32)(tp_rand64() >> 32) * *every < (1ULL << 32);
 }
 
 /* tp_enter pushes the clock reading(s) for (id, target). */
@@ -471,6 +516,8 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
  * exit ns x that crossed d ticks. */
 static __always_inline __u64 tp_record_ticks(__u64 d, __u64 e, __u64 x)
 {
+	if (tp_clock == TP_CLOCK_NS && tp_record_shift != 0)
+		return (x >> (tp_record_shift & 63)) - (e >> (tp_record_shift & 63));
 	if (tp_clock == TP_CLOCK_NS && tp_record_ns > 1)
 		return x / tp_record_ns - e / tp_record_ns;
 	return d;
@@ -572,20 +619,15 @@ struct {
 	__type(value, struct tp_tstack);
 } tp_tasks SEC(".maps");
 
-/* tp_task_enter_frame pushes the clock reading(s) of target on the current
- * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
- * address of the return address; 0 when unknown, see tp_task_uexit). */
-static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
+/* tp_task_push pushes an entry of target, tagged with frame, with the
+ * given readings on the thread's stack st, overwriting the oldest entry
+ * when the stack is full. Returns the slot, so that the caller may fill
+ * the readings last (tp_task_enter_frame). */
+static __always_inline __u32 tp_task_push(struct tp_tstack *st, __u32 target, __u64 frame,
+					  __u64 tick, __u64 ns)
 {
-	struct tp_tstack *st;
-	__u64 ns = 0, ph;
-	__u32 slot;
+	__u32 slot = st->depth & (TP_MAX_DEPTH - 1);
 
-	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st)
-		return 0;
-	slot = st->depth & (TP_MAX_DEPTH - 1);
 	if (st->depth - st->floor >= TP_MAX_DEPTH) {
 		/* Overwrite the oldest entry: its exit will not count. */
 		st->floor++;
@@ -596,22 +638,59 @@ static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 				tp_inflight_add(st->target[slot], -1);
 		}
 	}
-	if (tp_windowed) {
-		if (tp_window_open)
-			tp_inflight_add(target, 1);
-		else
-			frame |= TP_FRAME_UNCOUNTED;
-	}
 	st->target[slot] = target;
 	st->frame[slot] = frame;
-	ph = tp_phase();
+	st->tick[slot] = tick;
+	st->ns[slot] = ns;
+	st->depth++;
+	return slot;
+}
+
+/* tp_window_flag is, for a call of target entering now, TP_FRAME_UNCOUNTED
+ * when it enters outside a window (it is pushed, not counted), else 0
+ * after counting it in flight. */
+static __always_inline __u64 tp_window_flag(__u32 target)
+{
+	if (!tp_windowed)
+		return 0;
+	if (tp_window_open) {
+		tp_inflight_add(target, 1);
+		return 0;
+	}
+	return TP_FRAME_UNCOUNTED;
+}
+
+/* tp_entry_readings reads the entry clock(s) of a call of target: the tick
+ * (dithered, tp_phase) and the ns (0 unless tp_exact or a checked call). */
+static __always_inline __u64 tp_entry_readings(__u32 target, __u64 *ns)
+{
+	__u64 ph = tp_phase();
+
+	*ns = 0;
 	/* Read the clock last, as close to the timed code as possible. */
 	if (tp_need_ns() || tp_check_draw(target))
-		ns = bpf_ktime_get_ns();
-	st->tick[slot] = tp_now_tick(ns) - ph;
-	if (tp_exact || tp_check_on())
-		st->ns[slot] = ns; /* check: 0 for an unchecked call */
-	st->depth++;
+		*ns = bpf_ktime_get_ns();
+	return tp_now_tick(*ns) - ph;
+}
+
+/* tp_task_enter_frame pushes the clock reading(s) of target on the current
+ * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
+ * address of the return address; 0 when unknown, see tp_task_uexit). */
+static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
+{
+	struct tp_tstack *st;
+	__u64 ns, tick;
+	__u32 slot;
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	slot = tp_task_push(st, target, frame | tp_window_flag(target), 0, 0);
+	tick = tp_entry_readings(target, &ns);
+	slot &= TP_MAX_DEPTH - 1;
+	st->tick[slot] = tick;
+	st->ns[slot] = ns; /* check: 0 for an unchecked call */
 	return 0;
 }
 
@@ -701,6 +780,62 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 	return tp_task_exit_at(ctx, target, stack_flags, tick, ns);
 }
 
+/* tp_uclose accounts the call of target entered with the readings etick,
+ * ens and tagged frame, exiting now (tick, ns). */
+static __always_inline int tp_uclose(void *ctx, __u32 target, __u64 frame, __u64 tick,
+				     __u64 ns, __u64 etick, __u64 ens, __u64 stack_flags)
+{
+	struct tp_counts *c;
+
+	if (frame & TP_FRAME_UNCOUNTED)
+		return 0; /* entered outside a window */
+	c = bpf_map_lookup_elem(&tp_counters, &target);
+	if (!c)
+		return 0;
+	if (tp_windowed)
+		tp_inflight_add(target, -1);
+	tp_close(ctx, c, target, tick, ns, etick, ens, stack_flags);
+	return 0;
+}
+
+/* tp_utarget is the target index of a u(ret)probe program's call. */
+static __always_inline __u32 tp_utarget(void *ctx)
+{
+	if (tp_one_target != 0)
+		return tp_one_target - 1;
+	return (__u32)bpf_get_attach_cookie(ctx);
+}
+
+/* tp_task_uexit_at is tp_task_uexit with the exit's clock readings taken. */
+static __always_inline int tp_task_uexit_at(struct pt_regs *ctx, __u64 stack_flags,
+					    __u64 tick, __u64 ns)
+{
+	struct tp_tstack *st;
+	__u32 slot;
+
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->depth != st->floor) {
+		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+		__u64 frame = st->frame[slot];
+
+		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
+			st->depth--;
+			return tp_uclose(ctx, st->target[slot], frame, tick, ns, st->tick[slot],
+					 st->ns[slot], stack_flags);
+		}
+	}
+	return tp_task_exit_at(ctx, tp_utarget(ctx), stack_flags, tick, ns);
+}
+
+/* tp_exit_readings reads the exit clock(s): the tick, and ns when needed. */
+static __always_inline __u64 tp_exit_readings(__u64 *ns)
+{
+	*ns = 0;
+	if (tp_need_ns())
+		*ns = bpf_ktime_get_ns();
+	return tp_now_tick(*ns);
+}
+
 /* tp_task_uexit is tp_task_exit for a uretprobe whose entry pushed its
  * frame (tp_task_enter_frame with the entry's sp). The uretprobe runs after
  * the RET popped the return address, so its sp is the entry's plus 8. When
@@ -716,36 +851,125 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
  * the exit probe is attached, so that needs a failed task-storage creation. */
 static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
 {
-	struct tp_tstack *st;
-	struct tp_counts *c;
-	__u64 ns = 0, tick;
-	__u32 slot, target;
+	__u64 ns, tick;
 
 	/* Read the clock first, as close to the timed code as possible. */
-	if (tp_need_ns())
-		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns);
+	tick = tp_exit_readings(&ns);
+	return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+}
 
-	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
-	if (st && st->depth != st->floor) {
-		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
-		__u64 frame = st->frame[slot];
+/*
+ * The frame table: the fast path of user functions in one process. A
+ * call's frame, the entry's sp (the address of its return address), names
+ * the call among every call in flight in the process: threads have
+ * disjoint stacks, and nested calls have distinct frames, except a call
+ * that tail-jumps to another target, which shares its frame. And the exit
+ * knows the frame without a helper call: a uretprobe runs after the RET,
+ * at sp = frame + 8. So an entry keeps its readings in tp_frames[h(frame)]
+ * of an array (h: Fibonacci hashing of the frame), and the exit finds them
+ * there: no bpf_get_current_task_btf and no bpf_task_storage_get (16-22
+ * and 28-31 ns a call here, bench/bpfcost), only an array lookup the
+ * verifier inlines. It does not depend on the CPU, so a thread that
+ * migrates between its entry and its exit finds its entry.
+ *
+ * A slot is claimed by an atomic compare-and-swap of its frame from 0, so
+ * that two threads whose frames share a slot cannot mix their readings;
+ * the call that finds its slot held by another frame goes to the thread's
+ * stack in task storage (tp_task_enter_frame), where its exit finds it
+ * (tp_task_uexit_at). A call that finds its own frame in the slot (a tail
+ * call to another target, or an entry whose exit was lost to a longjmp)
+ * moves the older entry to the thread's stack and takes the slot: exits at
+ * one frame come innermost first. The exit releases the slot with a
+ * compare-and-swap too, so that of two exits at the same frame (a child
+ * forked inside the call returning through its copy of the uretprobe
+ * beside the parent) only one takes the entry.
+ *
+ * Only where frames are unique: every probed thread in one process
+ * (tp_filter_tgid set; the kernel filters uprobes by process, and the
+ * exit of a single link checks it, see tp_frame_uexit). Recursion has no
+ * depth limit here: each level has its own frame.
+ */
+#define TP_FRAME_BITS 14
+struct tp_frame {
+	__u64 frame;  /* entry sp; 0: free */
+	__u64 tick;
+	__u64 ns;
+	__u32 target;
+	__u32 flags;  /* TP_FRAME_UNCOUNTED */
+};
 
-		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
-			target = st->target[slot];
-			st->depth--;
-			if (frame & TP_FRAME_UNCOUNTED)
-				return 0; /* entered outside a window */
-			c = bpf_map_lookup_elem(&tp_counters, &target);
-			if (!c)
-				return 0;
-			if (tp_windowed)
-				tp_inflight_add(target, -1);
-			tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
-			return 0;
-		}
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << TP_FRAME_BITS);
+	__type(key, __u32);
+	__type(value, struct tp_frame);
+} tp_frames SEC(".maps");
+
+static __always_inline struct tp_frame *tp_frame_slot(__u64 frame)
+{
+	__u32 i = (__u32)((frame * 0x9E3779B97F4A7C15ULL) >> (64 - TP_FRAME_BITS));
+
+	return bpf_map_lookup_elem(&tp_frames, &i);
+}
+
+/* tp_frame_enter is the entry of a call of target at frame sp. */
+static __always_inline int tp_frame_enter(__u32 target, __u64 sp)
+{
+	struct tp_frame *f;
+	struct tp_tstack *st;
+	__u64 old, ns;
+
+	if (tp_filter_tgid == 0)
+		return tp_task_enter_frame(target, sp);
+	f = tp_frame_slot(sp);
+	if (!f)
+		return tp_task_enter_frame(target, sp);
+	old = __sync_val_compare_and_swap(&f->frame, 0, sp);
+	if (old != 0 && old != sp)
+		return tp_task_enter_frame(target, sp); /* another call's slot */
+	if (old == sp) {
+		/* Our own frame: the older entry moves to the thread's stack. */
+		st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (st)
+			tp_task_push(st, f->target, sp | f->flags, f->tick, f->ns);
+		else if (!(f->flags & TP_FRAME_UNCOUNTED))
+			tp_orphan(f->target);
 	}
-	return tp_task_exit_at(ctx, (__u32)bpf_get_attach_cookie(ctx), stack_flags, tick, ns);
+	f->target = target;
+	f->flags = (__u32)tp_window_flag(target);
+	f->tick = tp_entry_readings(target, &ns);
+	f->ns = ns;
+	return 0;
+}
+
+/* tp_frame_uexit is the exit of a uretprobe whose entry was tp_frame_enter:
+ * its frame is sp - 8. check_process: the kernel may run the program for
+ * another process than the one the entries came from: a single uretprobe
+ * link (a perf event) runs it for a child forked inside the call, which
+ * returns through its copy of the probe at the parent's frame; the
+ * multi-uprobe link filters by process at return too (uprobe_prog_run). */
+static __always_inline int tp_frame_uexit(struct pt_regs *ctx, __u64 stack_flags,
+					  int check_process)
+{
+	__u64 ns, tick, key = ctx->sp - 8, etick, ens, flags;
+	struct tp_frame *f;
+	__u32 target;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	tick = tp_exit_readings(&ns);
+	if (tp_filter_tgid == 0 || (check_process && tp_other_process()))
+		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+	f = tp_frame_slot(key);
+	if (!f || f->frame != key)
+		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+	target = f->target;
+	flags = f->flags;
+	etick = f->tick;
+	ens = f->ns;
+	if (__sync_val_compare_and_swap(&f->frame, key, 0) != key)
+		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
+	return tp_uclose(ctx, target, flags, tick, ns, etick, ens, stack_flags);
 }
 
 #endif /* TICKPROF_TIMING_H */

@@ -41,6 +41,15 @@ type TimingTpEntry struct {
 	Ns    [16]uint64
 }
 
+type TimingTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type TimingTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -89,9 +98,11 @@ const (
 	TimingMapTpCheck        = "tp_check"
 	TimingMapTpCounters     = "tp_counters"
 	TimingMapTpEntries      = "tp_entries"
+	TimingMapTpFrames       = "tp_frames"
 	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpQhist        = "tp_qhist"
 	TimingMapTpRecords      = "tp_records"
+	TimingMapTpRng          = "tp_rng"
 	TimingMapTpRunstats     = "tp_runstats"
 	TimingMapTpStacks       = "tp_stacks"
 	TimingMapTpTasks        = "tp_tasks"
@@ -104,8 +115,10 @@ const (
 	TimingVarTpClock        = "tp_clock"
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
+	TimingVarTpOneTarget    = "tp_one_target"
 	TimingVarTpQuantiles    = "tp_quantiles"
 	TimingVarTpRecordNs     = "tp_record_ns"
+	TimingVarTpRecordShift  = "tp_record_shift"
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
 	TimingVarTpWantRecords  = "tp_want_records"
@@ -168,9 +181,11 @@ type TimingMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -185,8 +200,10 @@ type TimingVariableSpecs struct {
 	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
@@ -217,9 +234,11 @@ type TimingMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -231,9 +250,11 @@ func (m *TimingMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
@@ -249,8 +270,10 @@ type TimingVariables struct {
 	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`

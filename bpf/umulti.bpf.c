@@ -22,13 +22,13 @@ char LICENSE[] SEC("license") = "GPL";
 SEC("uprobe.multi")
 int tp_uentry_multi(struct pt_regs *ctx)
 {
-	return tp_task_enter_frame((__u32)bpf_get_attach_cookie(ctx), ctx->sp);
+	return tp_frame_enter(tp_utarget(ctx), ctx->sp);
 }
 
 SEC("uretprobe.multi")
 int tp_uexit_multi(struct pt_regs *ctx)
 {
-	return tp_task_uexit(ctx, BPF_F_USER_STACK);
+	return tp_frame_uexit(ctx, BPF_F_USER_STACK, 0);
 }
 
 /* An empty program: the loader attaches it, limited to its own process, at

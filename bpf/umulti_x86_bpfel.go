@@ -41,6 +41,15 @@ type UmultiTpEntry struct {
 	Ns    [16]uint64
 }
 
+type UmultiTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
 type UmultiTpKey struct {
 	_      structs.HostLayout
 	Id     uint64
@@ -79,9 +88,11 @@ const (
 	UmultiMapTpCheck        = "tp_check"
 	UmultiMapTpCounters     = "tp_counters"
 	UmultiMapTpEntries      = "tp_entries"
+	UmultiMapTpFrames       = "tp_frames"
 	UmultiMapTpInflight     = "tp_inflight"
 	UmultiMapTpQhist        = "tp_qhist"
 	UmultiMapTpRecords      = "tp_records"
+	UmultiMapTpRng          = "tp_rng"
 	UmultiMapTpRunstats     = "tp_runstats"
 	UmultiMapTpStacks       = "tp_stacks"
 	UmultiMapTpTasks        = "tp_tasks"
@@ -93,8 +104,10 @@ const (
 	UmultiVarTpClock        = "tp_clock"
 	UmultiVarTpExact        = "tp_exact"
 	UmultiVarTpFilterTgid   = "tp_filter_tgid"
+	UmultiVarTpOneTarget    = "tp_one_target"
 	UmultiVarTpQuantiles    = "tp_quantiles"
 	UmultiVarTpRecordNs     = "tp_record_ns"
+	UmultiVarTpRecordShift  = "tp_record_shift"
 	UmultiVarTpTickNs       = "tp_tick_ns"
 	UmultiVarTpWantRecords  = "tp_want_records"
 	UmultiVarTpWindowOpen   = "tp_window_open"
@@ -155,9 +168,11 @@ type UmultiMapSpecs struct {
 	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
 	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
 	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
@@ -172,8 +187,10 @@ type UmultiVariableSpecs struct {
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
@@ -203,9 +220,11 @@ type UmultiMaps struct {
 	TpCheck    *ebpf.Map `ebpf:"tp_check"`
 	TpCounters *ebpf.Map `ebpf:"tp_counters"`
 	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
@@ -217,9 +236,11 @@ func (m *UmultiMaps) Close() error {
 		m.TpCheck,
 		m.TpCounters,
 		m.TpEntries,
+		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
 		m.TpRecords,
+		m.TpRng,
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
@@ -235,8 +256,10 @@ type UmultiVariables struct {
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`

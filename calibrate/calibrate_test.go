@@ -197,6 +197,10 @@ func TestCorrectedEmptyFunction(t *testing.T) {
 			if len(ovs) != 1 || ovs[0].Calls < 1000 || ovs[0].MeanNs <= 0 || ovs[0].Target != "cal_empty" {
 				t.Fatalf("overhead run %+v: too few calls, no overhead or not cal_empty", ovs)
 			}
+			// The calibration measures the links time attaches.
+			if want := timeLinks(); ovs[0].Links != want {
+				t.Fatalf("calibrated through %q uprobe links, time attaches %q", ovs[0].Links, want)
+			}
 			if cal {
 				calRuns, calMeans = append(calRuns, ovs[0]), append(calMeans, ovs[0].MeanNs)
 			} else {
@@ -425,4 +429,13 @@ func TestCorrectStepped(t *testing.T) {
 			t.Errorf("method %q", one.Method)
 		}
 	}
+}
+
+// timeLinks is the kind of uprobe links `time` attaches to one native
+// function by default on this kernel.
+func timeLinks() string {
+	if loader.HaveUprobeMulti() == nil {
+		return "multi"
+	}
+	return "single"
 }

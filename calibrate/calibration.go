@@ -149,6 +149,11 @@ type Overhead struct {
 	MeanHighNs float64   `json:"mean_high_ns,omitempty"`
 	// MinNs is the shortest call seen.
 	MinNs uint64 `json:"min_ns"`
+	// Links is the kind of uprobe links the user kinds were measured
+	// through, as loader.Session.LinkKind spells it: "multi" where the
+	// kernel has multi-uprobe links, as `time` attaches by default, else
+	// "single"; empty for the other kinds and in older files.
+	Links string `json:"links,omitempty"`
 	// BPFNsPerCall is the run time of tickprof's entry and exit programs
 	// per timed call (run-time statistics); 0 when not measured.
 	BPFNsPerCall float64 `json:"bpf_ns_per_call"`

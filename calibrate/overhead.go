@@ -249,7 +249,12 @@ func CombineRuns(runs []Overhead, conf float64) (Overhead, error) {
 	out := Overhead{Confidence: conf, Runs: len(runs), MinNs: math.MaxUint64}
 	var se2, bpf float64
 	var bpfCalls uint64
-	for _, r := range runs {
+	for i, r := range runs {
+		if i == 0 || r.Links == out.Links {
+			out.Links = r.Links
+		} else {
+			out.Links = "mixed"
+		}
 		out.RunMeansNs = append(out.RunMeansNs, r.MeanNs)
 		out.MeanNs += r.MeanNs / k
 		se2 += r.StdErrNs * r.StdErrNs
@@ -340,7 +345,7 @@ func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, sym
 	if err != nil {
 		return Overhead{}, fmt.Errorf("calibration %s: %w", kind, err)
 	}
-	ov := Overhead{Kind: kind, Target: symbol, Calls: c.Calls, Runs: 1,
+	ov := Overhead{Kind: kind, Target: symbol, Calls: c.Calls, Runs: 1, Links: s.Loader().LinkKind(),
 		MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, StdErrNs: r.StdErr, Confidence: r.Confidence, Method: r.Method, MinNs: c.NsMin}
 	if after := progStats(s.Loader().Programs()); st != nil && after.runtime > before.runtime {
 		ov.BPFNsPerCall = float64(after.runtime-before.runtime) / float64(c.Calls)

@@ -32,10 +32,12 @@
 // (per-target per-CPU counters, indexed by Target.Index), tp_entries (entry
 // stacks keyed by (id, target): tp_enter/tp_exit, for goroutine keys and
 // kernel functions), tp_tasks (one entry stack per thread in task storage:
-// tp_task_enter/tp_task_exit, the fast path user functions use),
-// tp_records, tp_stacks, tp_runstats, tp_zero, and the load-time constants
-// tp_clock, tp_exact, tp_tick_ns, tp_filter_tgid, tp_want_records,
-// tp_record_ns. A program with its own entry state ends a call with
+// tp_task_enter/tp_task_exit), tp_frames (user functions of one process:
+// entries kept by the call's stack frame, tp_frame_enter/tp_frame_uexit,
+// falling back to tp_tasks), tp_records, tp_stacks, tp_runstats, tp_zero,
+// and the load-time constants tp_clock, tp_exact, tp_tick_ns,
+// tp_filter_tgid, tp_want_records, tp_record_ns, tp_record_shift,
+// tp_one_target. A program with its own entry state ends a call with
 // tp_account (counters, histogram, crossing record). Each kind has its own
 // file (user.go, syscall.go, kfunc.go, gotiming.go) with an attach method
 // that attacher names:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"os/exec"
 	"sort"
@@ -107,9 +108,10 @@ const (
 )
 
 // DefaultRecordGrid is the ns clock's record grid: per-caller attribution
-// from one record per 100 us of timed code keeps the ring traffic of short
-// functions small.
-const DefaultRecordGrid = 100 * time.Microsecond
+// from one record per 131 us of timed code keeps the ring traffic of short
+// functions small. 2^17 ns: a power of two, so that the program shifts
+// instead of dividing (tp_record_shift).
+const DefaultRecordGrid = (1 << 17) * time.Nanosecond
 
 // Target is one attached target.
 type Target struct {
@@ -338,7 +340,34 @@ func (s *Session) constants() map[string]any {
 		"tp_quantiles":    s.quantilesOn(),
 		"tp_windowed":     boolU32(s.opts.Windowed),
 		"tp_check_every":  uint32(s.opts.CheckEvery),
+		"tp_one_target":   s.oneUserTarget(),
+		"tp_record_shift": recordShift(s.opts.RecordGrid),
 	}
+}
+
+// oneUserTarget is tp_one_target: the index + 1 of the only native user
+// function timed, 0 when there are none or several.
+func (s *Session) oneUserTarget() uint32 {
+	var one uint32
+	for _, t := range s.targets {
+		if t.Spec.Kind != KindUser {
+			continue
+		}
+		if one != 0 {
+			return 0
+		}
+		one = t.Index + 1
+	}
+	return one
+}
+
+// recordShift is tp_record_shift: log2 of the record grid in ns when it is
+// a power of two above 1, else 0.
+func recordShift(grid time.Duration) uint32 {
+	if grid <= 1 || grid&(grid-1) != 0 {
+		return 0
+	}
+	return uint32(bits.TrailingZeros64(uint64(grid)))
 }
 
 // quantilesOn is tp_quantiles: 1 when the histograms are kept.
@@ -486,6 +515,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_qhist":    s.objs.TpQhist,
 		"tp_inflight": s.objs.TpInflight,
 		"tp_check":    s.objs.TpCheck,
+		"tp_frames":   s.objs.TpFrames,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {

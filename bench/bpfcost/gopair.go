@@ -21,6 +21,7 @@ import (
 // goConfig is one way of probing the Go target's main.target.
 type goConfig struct {
 	name   string
+	bin    string
 	attach func(pid int) (func(), error)
 }
 
@@ -33,75 +34,19 @@ type goConfig struct {
 // tickprof. Added ns per call are each target's time per call minus its
 // unprobed time in the same repetition.
 func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) error {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	// The Go target times its whole loop: so do the C runs beside it.
+	perRun = "mean"
 	dir, err := os.MkdirTemp("", "tickprof-bpfcost-go")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	gobin := filepath.Join(dir, "probecost")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", gobin, "./testdata/go/probecost")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v: %s", err, out)
-	}
-	tab, err := symtab.Open(gobin)
+	goConfigs, done, err := goPairConfigs(dir, objs)
 	if err != nil {
 		return err
 	}
-	defer tab.Close()
-	sym := tab.Lookup("main.target")[0]
-	ps, err := tab.ProbeSites(sym)
-	if err != nil || len(ps.Exits) != 1 {
-		return fmt.Errorf("main.target probe sites %+v: %v", ps, err)
-	}
-	at := func(addrs ...uint64) func(int) (func(), error) {
-		return func(pid int) (func(), error) {
-			ex, err := link.OpenExecutable(gobin)
-			if err != nil {
-				return nil, err
-			}
-			var ls []link.Link
-			done := func() {
-				for _, l := range ls {
-					l.Close()
-				}
-			}
-			for _, a := range addrs {
-				off, err := tab.FileOffset(a)
-				if err != nil {
-					done()
-					return nil, err
-				}
-				l, err := ex.Uprobe("main.target", objs.CostE0, &link.UprobeOptions{Address: off, PID: pid})
-				if err != nil {
-					done()
-					return nil, err
-				}
-				ls = append(ls, l)
-			}
-			return done, nil
-		}
-	}
-	tick := func(pid int) (func(), error) {
-		specs, err := loader.ResolveUser(pid, "main.target", 1)
-		if err != nil {
-			return nil, err
-		}
-		s, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, PID: pid}, specs)
-		if err != nil {
-			return nil, err
-		}
-		return func() { s.Stop(); s.Close() }, nil
-	}
-	goConfigs := []goConfig{
-		{"Go unprobed", nil},
-		{"Go empty JBE + POP RBP (tickprof's sites)", at(ps.Entry, ps.Exits[0].Addr)},
-		{"Go empty JBE + RET", at(ps.Entry, ps.Returns[0])},
-		{"Go tickprof jiffies", tick},
-	}
-	cConfigs := []config{configs[0], configs[1], configs[len(configs)-1]}
+	defer done()
+	cConfigs := []config{configs[0], configs[1], configByKey("tc")}
 	cAll := make([][]sample, len(cConfigs))
 	gAll := make([][]float64, len(goConfigs))
 	for r := 0; r < reps; r++ {
@@ -114,7 +59,7 @@ func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) err
 			fmt.Fprintf(os.Stderr, "rep %d %-40s %7.0f ns/call\n", r+1, "C "+c.name, s.nsPerCall)
 		}
 		for i, g := range goConfigs {
-			ns, err := runGoOnce(gobin, chrt, calls/10, g.attach)
+			ns, err := runGoOnce(g.bin, chrt, calls/10, g.attach)
 			if err != nil {
 				return fmt.Errorf("%s: %w", g.name, err)
 			}
@@ -122,6 +67,86 @@ func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) err
 			fmt.Fprintf(os.Stderr, "rep %d %-40s %7.0f ns/call\n", r+1, g.name, ns)
 		}
 	}
+	reportGo(cAll, gAll, goConfigs)
+	fmt.Printf("medians [min, max] over %d interleaved repetitions; ratios within a repetition; C %d calls, Go %d calls per run\n", reps, calls, calls/10)
+	return nil
+}
+
+// goPairConfigs builds testdata/go/probecost into dir and returns the ways
+// of probing its main.target, and a function that closes its symbol table.
+func goPairConfigs(dir string, objs *bpf.CostObjects) ([]goConfig, func(), error) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	gobin := filepath.Join(dir, "probecost")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", gobin, "./testdata/go/probecost")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("go build: %v: %s", err, out)
+	}
+	tab, err := symtab.Open(gobin)
+	if err != nil {
+		return nil, nil, err
+	}
+	sym := tab.Lookup("main.target")[0]
+	ps, err := tab.ProbeSites(sym)
+	if err != nil || len(ps.Exits) != 1 {
+		tab.Close()
+		return nil, nil, fmt.Errorf("main.target probe sites %+v: %v", ps, err)
+	}
+	at := func(addrs ...uint64) func(int) (func(), error) {
+		return func(pid int) (func(), error) { return emptyAt(gobin, tab, objs, pid, addrs) }
+	}
+	tick := func(pid int) (func(), error) {
+		specs, err := loader.ResolveUser(pid, "main.target", 1)
+		if err != nil {
+			return nil, err
+		}
+		s, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, PID: pid}, specs)
+		if err != nil {
+			return nil, err
+		}
+		return func() { s.Stop(); s.Close() }, nil
+	}
+	return []goConfig{
+		{"Go unprobed", gobin, nil},
+		{"Go empty JBE + POP RBP (tickprof's sites)", gobin, at(ps.Entry, ps.Exits[0].Addr)},
+		{"Go empty JBE + RET", gobin, at(ps.Entry, ps.Returns[0])},
+		{"Go tickprof jiffies", gobin, tick},
+	}, func() { tab.Close() }, nil
+}
+
+// emptyAt attaches the empty program at each of addrs of bin in pid and
+// returns the function that detaches them.
+func emptyAt(bin string, tab *symtab.Table, objs *bpf.CostObjects, pid int, addrs []uint64) (func(), error) {
+	ex, err := link.OpenExecutable(bin)
+	if err != nil {
+		return nil, err
+	}
+	var ls []link.Link
+	done := func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}
+	for _, a := range addrs {
+		off, err := tab.FileOffset(a)
+		if err != nil {
+			done()
+			return nil, err
+		}
+		l, err := ex.Uprobe("main.target", objs.CostE0, &link.UprobeOptions{Address: off, PID: pid})
+		if err != nil {
+			done()
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return done, nil
+}
+
+// reportGo prints the Go configurations' added time per call against the C
+// pair's and C tickprof's of the same repetitions.
+func reportGo(cAll [][]sample, gAll [][]float64, goConfigs []goConfig) {
 	added := func(v, base []float64) []float64 {
 		out := make([]float64, len(v))
 		for r := range v {
@@ -141,8 +166,6 @@ func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) err
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", goConfigs[i].name, medRange(a), benchkit.MedRange(ratio(a, cEmpty), "%.2f"), benchkit.MedRange(ratio(a, cTick), "%.2f"))
 	}
 	tw.Flush()
-	fmt.Printf("medians [min, max] over %d interleaved repetitions; ratios within a repetition; C %d calls, Go %d calls per run\n", reps, calls, calls/10)
-	return nil
 }
 
 func ratio(a, b []float64) []float64 {

@@ -20,15 +20,18 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -36,7 +39,7 @@ import (
 // counts and a function that detaches.
 type config struct {
 	name   string
-	vs     int // the configuration the "over" column compares with
+	vs     string // the key of the configuration "over the one it extends" compares with
 	attach func(pid int, bin string, objs *bpf.CostObjects) (progs []*ebpf.Program, detach func(), err error)
 }
 
@@ -52,7 +55,10 @@ func main() {
 	rt := flag.Bool("rt", true, "run the target SCHED_FIFO (chrt -f 50)")
 	goPair := flag.Bool("go", false, "measure a Go function's entry+exit against the C pair instead")
 	flag.BoolVar(&withStats, "stats", true, "enable BPF run-time statistics (they add ~100 ns to every probe pair; off for ratios as users see them)")
-	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 s t for tickprof); the unprobed run and the empty pair always run")
+	flag.StringVar(&perRun, "per-run", "median", "a run's time per call: median (the median over chunks of 1000 calls) or mean (the whole loop)")
+	flag.IntVar(&pinCPU, "cpu", -1, "pin the C target to this CPU (-1: not pinned)")
+	flag.StringVar(&base, "base", "0", "the empty pair the ratios compare with: 0 (single uprobe links) or 0m (a multi-uprobe link, as tickprof attaches)")
+	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq tr for tickprof jiffies without and with the clock check, ns, ns with quantiles, ns without crossing records); the unprobed run and the empty pair always run")
 	flag.Parse()
 	if err := run(*calls, *reps, *rt, *goPair); err != nil {
 		fmt.Fprintln(os.Stderr, "bpfcost:", err)
@@ -60,7 +66,9 @@ func main() {
 	}
 }
 
-func pair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+// pair attaches the entry and exit programs e and x to bench_fn, on single
+// uprobe links or, with multi, on multi-uprobe links.
+func pair(e, x func(*bpf.CostObjects) *ebpf.Program, multi bool) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
 	return func(pid int, bin string, objs *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
 		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
 		if err != nil {
@@ -70,12 +78,25 @@ func pair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.Cost
 		if err != nil {
 			return nil, nil, err
 		}
-		o := &link.UprobeOptions{Address: specs[0].Offset, PID: pid}
-		lx, err := ex.Uretprobe("bench_fn", x(objs), o)
+		attach := func(p *ebpf.Program, ret bool) (link.Link, error) {
+			if multi {
+				o := &link.UprobeMultiOptions{Addresses: []uint64{specs[0].Offset}, PID: uint32(pid)}
+				if ret {
+					return ex.UretprobeMulti(nil, p, o)
+				}
+				return ex.UprobeMulti(nil, p, o)
+			}
+			o := &link.UprobeOptions{Address: specs[0].Offset, PID: pid}
+			if ret {
+				return ex.Uretprobe("bench_fn", p, o)
+			}
+			return ex.Uprobe("bench_fn", p, o)
+		}
+		lx, err := attach(x(objs), true)
 		if err != nil {
 			return nil, nil, err
 		}
-		le, err := ex.Uprobe("bench_fn", e(objs), o)
+		le, err := attach(e(objs), false)
 		if err != nil {
 			lx.Close()
 			return nil, nil, err
@@ -84,49 +105,75 @@ func pair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.Cost
 	}
 }
 
-func tickprof(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-	specs, err := loader.ResolveUser(pid, "bench_fn", 1)
-	if err != nil {
-		return nil, nil, err
+// tickprof attaches tickprof's own programs through the loader, as `time`
+// does (multi-uprobe links where the kernel has them), with the clock
+// kind, Exact and CheckEvery of o.
+func tickprof(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.PID = pid
+		s, err := loader.Open(o, specs)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Programs(), func() { s.Stop(); s.Close() }, nil
 	}
-	s, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, PID: pid}, specs)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.Programs(), func() { s.Stop(); s.Close() }, nil
 }
 
 func costPair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-	return pair(e, x)
+	return pair(e, x, false)
 }
 
 var configs = []config{
-	{"unprobed", 0, nil},
-	{"0 empty pair", 0, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE0 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX0 })},
-	{"1 + attach cookie", 1, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE1 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX1 })},
-	{"1t 1 + get_current_task_btf", 2, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEt }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXt })},
-	{"2 1 + task storage", 2, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE2 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX2 })},
-	{"3 2 + jiffies, push/pop", 4, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
-	{"4 3 + counters (before)", 5, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
-	{"5 4 - exit cookie (after)", 6, costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
-	{"s uprobe session (4's work)", 6, session},
-	{"tickprof jiffies (loader)", 7, tickprof},
+	{"unprobed", "unprobed", nil},
+	{"0 empty pair", "unprobed", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE0 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX0 })},
+	{"0m empty pair, multi link", "0", pair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEm }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXm }, true)},
+	{"1 + attach cookie", "0", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE1 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX1 })},
+	{"1t 1 + get_current_task_btf", "1", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEt }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXt })},
+	{"2 1 + task storage", "1", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE2 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX2 })},
+	{"3 2 + jiffies, push/pop", "2", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
+	{"4 3 + counters (before)", "3", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
+	{"5 4 - exit cookie (after)", "4", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
+	{"6 frame table (after)", "5", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE6 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX6 })},
+	{"s uprobe session (4's work)", "4", session},
+	{"tj tickprof jiffies, no check", "0m", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, CheckEvery: -1})},
+	{"tc tickprof jiffies (loader)", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}})},
+	{"tn tickprof ns", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true})},
+	{"tq tickprof ns+quantiles", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
+	{"tr tickprof ns, no records", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, NoRecords: true})},
 }
 
 var (
 	withStats bool
 	only      string
+	perRun    string
+	pinCPU    int
+	base      string
 )
+
+// configIndex returns the index of the configuration whose name starts
+// with key.
+func configIndex(key string) int {
+	for i, c := range configs {
+		if k, _, _ := strings.Cut(c.name, " "); k == key {
+			return i
+		}
+	}
+	panic("no configuration " + key)
+}
+
+// configByKey returns the configuration whose name starts with key.
+func configByKey(key string) config { return configs[configIndex(key)] }
 
 // selected reports whether configuration i runs.
 func selected(i int) bool {
-	if only == "" || i < 2 {
+	if only == "" || i < 2 || i == configIndex(base) {
 		return true
 	}
 	key, _, _ := strings.Cut(configs[i].name, " ")
-	if i == len(configs)-1 {
-		key = "t"
-	}
 	for _, k := range strings.Split(only, ",") {
 		if strings.TrimSpace(k) == key {
 			return true
@@ -147,8 +194,8 @@ func run(calls, reps int, rt, goPair bool) error {
 		defer stats.Close()
 	}
 	var objs bpf.CostObjects
-	if err := bpf.LoadCostObjects(&objs, nil); err != nil {
-		return fmt.Errorf("load the cost programs: %w", err)
+	if err := loadCost(&objs); err != nil {
+		return err
 	}
 	defer objs.Close()
 	dir, err := os.MkdirTemp("", "tickprof-bpfcost")
@@ -180,46 +227,81 @@ func run(calls, reps int, rt, goPair bool) error {
 			fmt.Fprintf(os.Stderr, "rep %d %-28s %7.0f ns/call  BPF %5.0f ns/call\n", r+1, c.name, s.nsPerCall, s.bpfNs)
 		}
 	}
+	report(all, reps, calls)
+	return nil
+}
+
+// loadCost loads bpf/cost.bpf.c's programs. Any process filter turns on
+// the frame table (pair 6); the filter itself is only read on orphan
+// paths, and the kernel filters the probes by process.
+func loadCost(objs *bpf.CostObjects) error {
+	spec, err := bpf.LoadCost()
+	if err != nil {
+		return err
+	}
+	if err := spec.Variables["tp_filter_tgid"].Set(uint32(1)); err != nil {
+		return err
+	}
+	if err := spec.LoadAndAssign(objs, nil); err != nil {
+		return fmt.Errorf("load the cost programs: %w", err)
+	}
+	return nil
+}
+
+// report prints the table of the configurations' samples all.
+func report(all [][]sample, reps, calls int) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / empty pair's added [range]\t\n")
+	fmt.Fprintf(tw, "configuration\tBPF ns/call median [range]\tover the one it extends\tover empty\ttarget ns/call\tadded / the empty pair's added: median (95%% interval) [range]\tns/call / the empty pair's: median (95%% interval) [range]\t\n")
+	nsPerCall := func(s sample) float64 { return s.nsPerCall }
 	for i, c := range configs {
 		if !selected(i) {
 			continue
 		}
 		if i == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t-\t\n", c.name, medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t-\t-\t\n", c.name, medRange(col(all[i], nsPerCall)))
 			continue
 		}
-		bpfNs := col(all[i], func(s sample) float64 { return s.bpfNs })
-		prev, over := "-", "-"
-		if i > 1 && withStats {
-			if selected(c.vs) {
-				prev = medRange(diffs(all[i], all[c.vs]))
+		bpfCol, prev, over := "-", "-", "-"
+		if withStats {
+			bpfCol = medRange(col(all[i], func(s sample) float64 { return s.bpfNs }))
+			if i > 1 {
+				if v := configIndex(c.vs); selected(v) {
+					prev = medRange(diffs(all[i], all[v]))
+				}
+				over = medRange(diffs(all[i], all[1]))
 			}
-			over = medRange(diffs(all[i], all[1]))
 		}
-		if !withStats {
-			bpfNs = nil
-		}
-		ratios := make([]float64, reps)
+		ratios, totals := make([]float64, reps), make([]float64, reps)
+		floor := all[configIndex(base)]
 		for r := 0; r < reps; r++ {
-			base := all[0][r].nsPerCall
-			ratios[r] = (all[i][r].nsPerCall - base) / (all[1][r].nsPerCall - base)
+			unprobed := all[0][r].nsPerCall
+			ratios[r] = (all[i][r].nsPerCall - unprobed) / (floor[r].nsPerCall - unprobed)
+			totals[r] = all[i][r].nsPerCall / floor[r].nsPerCall
 		}
-		bpfCol := "-"
-		if bpfNs != nil {
-			bpfCol = medRange(bpfNs)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
-			medRange(col(all[i], func(s sample) float64 { return s.nsPerCall })), benchkit.MedRange(ratios, "%.3f"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.name, bpfCol, prev, over,
+			medRange(col(all[i], nsPerCall)), medCI(ratios), medCI(totals))
 	}
 	tw.Flush()
-	if withStats {
-		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; BPF ns/call includes what the run-time statistics add to every program run\n", reps, calls)
-	} else {
-		fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; run-time statistics off\n", reps, calls)
+	stats := "BPF ns/call includes what the run-time statistics add to every program run"
+	if !withStats {
+		stats = "run-time statistics off"
+		// They are global: another process may have turned them on.
+		on := 0
+		for _, ss := range all {
+			for _, s := range ss {
+				if s.bpfNs > 0 {
+					on++
+				}
+			}
+		}
+		if on > 0 {
+			stats += fmt.Sprintf(" here, but on (turned on by another process) in %d runs", on)
+		}
 	}
-	return nil
+	fmt.Printf("medians [min, max] over %d interleaved repetitions of %d calls; %s; ratios against %q\n", reps, calls, stats, configs[configIndex(base)].name)
+	if perRun == "median" {
+		fmt.Println("target ns/call: per run, the median over chunks of 1000 calls of their time per call")
+	}
 }
 
 func col(ss []sample, f func(sample) float64) []float64 {
@@ -241,12 +323,34 @@ func diffs(a, b []sample) []float64 {
 
 func medRange(v []float64) string { return benchkit.MedRange(v, "%.0f") }
 
+// medCI formats the median of the ratios v with its distribution-free 95%
+// interval (order statistics, estimate.QuantileOfSamples: the runs are
+// independent draws of the ratio whatever its distribution) and the range.
+func medCI(v []float64) string {
+	q, err := estimate.QuantileOfSamples(v, 0.5, estimate.Options{Confidence: 0.95})
+	if err != nil {
+		return err.Error()
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	if q.TooFew {
+		return fmt.Sprintf("%.3f (too few runs for an interval) [%.3f, %.3f]", q.Value, lo, hi)
+	}
+	return fmt.Sprintf("%.3f (%.3f, %.3f) [%.3f, %.3f]", q.Value, q.Low, q.High, lo, hi)
+}
+
 func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (sample, error) {
 	t, err := benchkit.Start(bin, chrt, fmt.Sprint(calls))
 	if err != nil {
 		return sample{}, err
 	}
 	defer t.Kill()
+	if pinCPU >= 0 {
+		var set unix.CPUSet
+		set.Set(pinCPU)
+		if err := unix.SchedSetaffinity(t.Pid(), &set); err != nil {
+			return sample{}, fmt.Errorf("pin the target to CPU %d: %w", pinCPU, err)
+		}
+	}
 	var progs []*ebpf.Program
 	detach := func() {}
 	if c.attach != nil {
@@ -255,7 +359,11 @@ func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (samp
 		}
 	}
 	before := benchkit.ProgRuntime(progs...)
-	ns := t.Run("ns_per_call")
+	key := "ns_per_call"
+	if perRun == "median" {
+		key = "chunk_median_ns_per_call"
+	}
+	ns := t.Run(key)
 	spent := benchkit.ProgRuntime(progs...) - before
 	detach()
 	if ns == 0 {

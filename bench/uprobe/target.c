@@ -6,11 +6,17 @@
  * usage: target CALLS
  * Waits for a line on stdin (so probes can be attached first), calls
  * bench_fn CALLS times and prints "ns_per_call=X" measured with
- * CLOCK_MONOTONIC around the whole loop.
+ * CLOCK_MONOTONIC around the whole loop, then
+ * "chunk_median_ns_per_call=Y": the median over chunks of CHUNK calls of
+ * each chunk's time per call, which a burst of other work on the machine
+ * (an interrupt, a preemption, a neighbour's cache traffic) moves only when
+ * it lasts for half the run.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#define CHUNK 1000
 
 volatile unsigned long sink;
 unsigned long spin_iters = 60;
@@ -30,6 +36,12 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 int main(int argc, char **argv)
 {
 	char line[16];
@@ -40,10 +52,25 @@ int main(int argc, char **argv)
 		spin_iters = strtoul(argv[2], NULL, 10);
 	if (!fgets(line, sizeof line, stdin))
 		return 1;
-	double t0 = now_ns();
-	for (long i = 0; i < n; i++)
+	long chunks = n / CHUNK;
+	double *per = calloc(chunks + 1, sizeof(double));
+	if (!per)
+		return 1;
+	double t0 = now_ns(), tc = t0;
+	for (long c = 0; c < chunks; c++) {
+		for (long i = 0; i < CHUNK; i++)
+			bench_fn();
+		double t = now_ns();
+		per[c] = (t - tc) / CHUNK;
+		tc = t;
+	}
+	for (long i = chunks * CHUNK; i < n; i++)
 		bench_fn();
 	double t1 = now_ns();
 	printf("ns_per_call=%.2f\n", (t1 - t0) / n);
+	if (chunks > 0) {
+		qsort(per, chunks, sizeof(double), cmp);
+		printf("chunk_median_ns_per_call=%.2f\n", per[chunks / 2]);
+	}
 	return 0;
 }

@@ -7,6 +7,7 @@
  *
  * usage: timed [-g] [-t THREADS] [-r DEPTH] [-x MS] FUNC CALLS
  *   FUNC   spin1us | spin20us | spin500us | sleep2ms | recurse | getpid | empty
+ *          | migrate | fork
  *   CALLS  calls per thread (0: call forever)
  *   -g     wait for SIGUSR1 before the first call (attach by -p first)
  *   -t     threads (default 1)
@@ -17,11 +18,13 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "target.h"
@@ -29,6 +32,7 @@
 static long calls_per_thread;
 static int depth = 16;
 static void (*func)(void);
+static long moved = -1; /* migrate: calls that ended on another CPU */
 
 __attribute__((noinline)) void tp_spin1us(void)
 {
@@ -72,6 +76,46 @@ __attribute__((noinline)) int tp_recurse(int d)
 		r = tp_recurse(d - 1);
 	__asm__ volatile("" ::: "memory");
 	return r + 1;
+}
+
+/* tp_migrate moves its thread to the next CPU in the middle of the call,
+ * so that its exit runs on another CPU than its entry. */
+__attribute__((noinline)) void tp_migrate(void)
+{
+	long t0 = now_ns();
+	int cpu = sched_getcpu(), n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+
+	spin(5000);
+	CPU_ZERO(&set);
+	CPU_SET(n > 1 ? (cpu + 1) % n : 0, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	spin(5000);
+	if (sched_getcpu() != cpu)
+		__atomic_add_fetch(&moved, 1, __ATOMIC_RELAXED);
+	record(now_ns() - t0);
+}
+
+/* tp_fork forks in the middle of the call: the child returns from it (through
+ * its copy of the return probe) and exits while the parent's call is still in
+ * flight at the same stack address. Only the parent's call counts. */
+__attribute__((noinline)) int tp_fork(void)
+{
+	long t0 = now_ns();
+	pid_t pid = fork();
+
+	if (pid == 0)
+		return 0;
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	record(now_ns() - t0);
+	return 1;
+}
+
+static void call_fork(void)
+{
+	if (tp_fork() == 0)
+		_exit(0);
 }
 
 static void call_recurse(void)
@@ -119,6 +163,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(name, "recurse")) func = call_recurse;
 	else if (!strcmp(name, "getpid")) func = call_getpid;
 	else if (!strcmp(name, "empty")) func = tp_empty;
+	else if (!strcmp(name, "migrate")) { func = tp_migrate; moved = 0; }
+	else if (!strcmp(name, "fork")) func = call_fork;
 	else { fprintf(stderr, "unknown function %s\n", name); return 2; }
 
 	if (gate)
@@ -134,8 +180,11 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
-	printf("calls=%ld inner_mean_ns=%.1f\n", inner_calls,
+	printf("calls=%ld inner_mean_ns=%.1f", inner_calls,
 	       inner_calls ? inner_sum_ns / inner_calls : 0.0);
+	if (moved >= 0)
+		printf(" moved=%ld", moved);
+	printf("\n");
 	const char *out = getenv("TIMED_OUT");
 	if (out) {
 		FILE *f = fopen(out, "a");
