@@ -85,6 +85,7 @@ const (
 	CostMapTpRunstats    = "tp_runstats"
 	CostMapTpStacks      = "tp_stacks"
 	CostMapTpTasks       = "tp_tasks"
+	CostMapTpWindow      = "tp_window"
 	CostMapTpZero        = "tp_zero"
 	CostProgCostE0       = "cost_e0"
 	CostProgCostE1       = "cost_e1"
@@ -110,7 +111,6 @@ const (
 	CostVarTpRecordNs    = "tp_record_ns"
 	CostVarTpTickNs      = "tp_tick_ns"
 	CostVarTpWantRecords = "tp_want_records"
-	CostVarTpWindowOpen  = "tp_window_open"
 	CostVarTpWindowed    = "tp_windowed"
 )
 
@@ -186,6 +186,7 @@ type CostMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -202,7 +203,6 @@ type CostVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -235,6 +235,7 @@ type CostMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -249,6 +250,7 @@ func (m *CostMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -266,7 +268,6 @@ type CostVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -93,6 +93,7 @@ const (
 	GomultiMapTpRunstats    = "tp_runstats"
 	GomultiMapTpStacks      = "tp_stacks"
 	GomultiMapTpTasks       = "tp_tasks"
+	GomultiMapTpWindow      = "tp_window"
 	GomultiMapTpZero        = "tp_zero"
 	GomultiProgGoEntry      = "go_entry"
 	GomultiProgGoEntryMulti = "go_entry_multi"
@@ -109,7 +110,6 @@ const (
 	GomultiVarTpRecordNs    = "tp_record_ns"
 	GomultiVarTpTickNs      = "tp_tick_ns"
 	GomultiVarTpWantRecords = "tp_want_records"
-	GomultiVarTpWindowOpen  = "tp_window_open"
 	GomultiVarTpWindowed    = "tp_windowed"
 )
 
@@ -175,6 +175,7 @@ type GomultiMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -193,7 +194,6 @@ type GomultiVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -227,6 +227,7 @@ type GomultiMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -242,6 +243,7 @@ func (m *GomultiMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -261,7 +263,6 @@ type GomultiVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -93,6 +93,7 @@ const (
 	GoTimingMapTpRunstats    = "tp_runstats"
 	GoTimingMapTpStacks      = "tp_stacks"
 	GoTimingMapTpTasks       = "tp_tasks"
+	GoTimingMapTpWindow      = "tp_window"
 	GoTimingMapTpZero        = "tp_zero"
 	GoTimingProgGoEntry      = "go_entry"
 	GoTimingProgGoExit       = "go_exit"
@@ -107,7 +108,6 @@ const (
 	GoTimingVarTpRecordNs    = "tp_record_ns"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
-	GoTimingVarTpWindowOpen  = "tp_window_open"
 	GoTimingVarTpWindowed    = "tp_windowed"
 )
 
@@ -171,6 +171,7 @@ type GoTimingMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -189,7 +190,6 @@ type GoTimingVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -223,6 +223,7 @@ type GoTimingMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -238,6 +239,7 @@ func (m *GoTimingMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -257,7 +259,6 @@ type GoTimingVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -85,6 +85,7 @@ const (
 	KfuncMapTpRunstats     = "tp_runstats"
 	KfuncMapTpStacks       = "tp_stacks"
 	KfuncMapTpTasks        = "tp_tasks"
+	KfuncMapTpWindow       = "tp_window"
 	KfuncMapTpZero         = "tp_zero"
 	KfuncProgKfFentry      = "kf_fentry"
 	KfuncProgKfFexit       = "kf_fexit"
@@ -99,7 +100,6 @@ const (
 	KfuncVarTpRecordNs     = "tp_record_ns"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
-	KfuncVarTpWindowOpen   = "tp_window_open"
 	KfuncVarTpWindowed     = "tp_windowed"
 )
 
@@ -164,6 +164,7 @@ type KfuncMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -180,7 +181,6 @@ type KfuncVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -213,6 +213,7 @@ type KfuncMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -227,6 +228,7 @@ func (m *KfuncMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -244,7 +246,6 @@ type KfuncVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

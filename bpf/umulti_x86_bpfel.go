@@ -85,6 +85,7 @@ const (
 	UmultiMapTpRunstats     = "tp_runstats"
 	UmultiMapTpStacks       = "tp_stacks"
 	UmultiMapTpTasks        = "tp_tasks"
+	UmultiMapTpWindow       = "tp_window"
 	UmultiMapTpZero         = "tp_zero"
 	UmultiProgTpCheckMulti  = "tp_check_multi"
 	UmultiProgTpUentryMulti = "tp_uentry_multi"
@@ -97,7 +98,6 @@ const (
 	UmultiVarTpRecordNs     = "tp_record_ns"
 	UmultiVarTpTickNs       = "tp_tick_ns"
 	UmultiVarTpWantRecords  = "tp_want_records"
-	UmultiVarTpWindowOpen   = "tp_window_open"
 	UmultiVarTpWindowed     = "tp_windowed"
 )
 
@@ -161,6 +161,7 @@ type UmultiMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -176,7 +177,6 @@ type UmultiVariableSpecs struct {
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -209,6 +209,7 @@ type UmultiMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -223,6 +224,7 @@ func (m *UmultiMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -239,7 +241,6 @@ type UmultiVariables struct {
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -201,10 +201,12 @@ func attachGoBinary(s *Session, bin string, ts []*Target) error {
 		}
 		objs.sites = append(objs.sites, GoSite{Target: t.Name, Sites: ps, Offsets: offs, InlinedInto: inlined[t.Spec.Symbol]})
 	}
-	if err := s.attachUprobes(s.ctx, exits, false, false, objs.exit, objs.exitMulti); err != nil {
-		return err
-	}
-	return s.attachUprobes(s.ctx, entries, false, true, objs.entry, objs.entryMulti)
+	return s.linkProbes(func() error {
+		if err := s.attachUprobes(s.ctx, exits, false, false, objs.exit, objs.exitMulti); err != nil {
+			return err
+		}
+		return s.attachUprobes(s.ctx, entries, false, true, objs.entry, objs.entryMulti)
+	})
 }
 
 // goSites finds the probe sites of one target and explains when there are

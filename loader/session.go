@@ -147,6 +147,9 @@ type Session struct {
 	skipped  []Skipped
 	// singleLinks counts the single uprobe links planned (MaxSingleLinks).
 	singleLinks int
+	// relinks attach each kind's probes again from the programs already
+	// loaded (windowed sessions: linkProbes, AttachProbes).
+	relinks []func() error
 	// finalInFlight and finalGo are read by Stop with the final counters.
 	finalInFlight []uint64
 	finalGo       *GoStats
@@ -485,6 +488,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_tasks":    s.objs.TpTasks,
 		"tp_qhist":    s.objs.TpQhist,
 		"tp_inflight": s.objs.TpInflight,
+		"tp_window":   s.objs.TpWindow,
 		"tp_check":    s.objs.TpCheck,
 	}
 	repl := map[string]*ebpf.Map{}

@@ -35,7 +35,10 @@ type BudgetResult struct {
 }
 
 // budgetCost is the probe cost per call of a budgeted run: the calibrated
-// overhead of the targets' probe kind, the largest when they differ.
+// overhead of the targets' probe kind, the largest when they differ. System
+// calls, which the calibration does not correct, use its syscall pair: that
+// includes getppid's own kernel path, so it bounds the probes' cost from
+// above, which errs on the side of the budget.
 func (s *Session) budgetCost() (estimate.Result, error) {
 	if s.cfg.Corrector == nil {
 		return estimate.Result{}, errors.New("an overhead budget needs the probe cost of this machine: run `tickprof calibrate` first")
@@ -49,6 +52,9 @@ func (s *Session) budgetCost() (estimate.Result, error) {
 		kind := ""
 		if i < len(s.kinds) {
 			kind = s.kinds[i]
+		}
+		if kind == "" && sp.Kind == loader.KindSyscall {
+			kind = "syscall"
 		}
 		o, ok := s.cfg.Corrector.Overhead(kind, conf)
 		if !ok {
