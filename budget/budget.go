@@ -138,26 +138,12 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 		}
 	}()
 	for {
+		step := r.slot
 		if r.duty >= 1 {
 			// The budget does not bind: probe all the time, one
 			// window per Window of time, back to back.
-			p, w, err := r.continuous(ctx, prev)
-			if err != nil {
-				return st, err
-			}
-			prev = p
-			r.add(w)
-			st = r.status()
-			if onWindow != nil {
-				onWindow(st)
-			}
-			r.duty = st.NextDuty
-			if ctx.Err() != nil {
-				return st, nil
-			}
-			continue
-		}
-		if r.attached {
+			step = r.continuous
+		} else if r.attached {
 			// Leaving continuous probing: drain, then windows.
 			r.ls.SetWindowOpen(false)
 			r.drain()
@@ -167,43 +153,66 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 				prev = p
 			}
 		}
-		around := r.attach
-		if around == 0 {
-			around = 20 * time.Millisecond // a first guess: attach and drain
-		}
-		busy := r.cfg.Window + around
-		slot := time.Duration(float64(busy) / r.duty)
-		offset := time.Duration(r.rng.Float64() * float64(slot-busy))
-		if len(r.windows[0]) == 0 {
-			// The first window is the pilot that measures the call
-			// rate: at once, so that a short run learns its duty. Its
-			// start is fixed by tickprof's clock, not the target's,
-			// so it is still independent of the calls; only calls
-			// near the start of the run are a little more likely to
-			// be counted (a warm-up would weigh more).
-			offset = 0
-		}
-		slotEnd := time.Now().Add(slot)
-		if !sleep(ctx, offset) {
-			return st, nil
-		}
-		p, w, err := r.window(ctx, prev)
-		if err != nil {
+		p, more, err := step(ctx, prev, func(w []estimate.Window) {
+			r.add(w)
+			st = r.status()
+			if onWindow != nil {
+				onWindow(st)
+			}
+			r.duty = st.NextDuty
+		})
+		if err != nil || !more {
+			if len(r.windows[0]) > 0 {
+				st = r.status() // over the whole run
+			}
 			return st, err
 		}
 		prev = p
-		r.add(w)
-		r.nAround++
-		r.attach += time.Duration((w[0].Drain - float64(r.attach)) / float64(r.nAround))
-		st = r.status()
-		if onWindow != nil {
-			onWindow(st)
-		}
-		r.duty = st.NextDuty
-		if !sleep(ctx, time.Until(slotEnd)) {
-			return st, nil
-		}
 	}
+}
+
+// slot runs one slot of windowed probing: a window at a random offset in
+// it, then the rest of the slot detached. done is called with the window
+// (it updates the duty). It returns the poll after the window and whether
+// ctx still lets the run go on.
+func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimate.Window)) (loader.Poll, bool, error) {
+	around := r.attach
+	if around == 0 {
+		around = 20 * time.Millisecond // a first guess: attach and drain
+	}
+	busy := r.cfg.Window + around
+	slot := time.Duration(float64(busy) / r.duty)
+	offset := time.Duration(r.rng.Float64() * float64(slot-busy))
+	pilot := len(r.windows[0]) == 0
+	if pilot {
+		// The first window is the pilot that measures the call
+		// rate: at once, so that a short run learns its duty. Its
+		// start is fixed by tickprof's clock, not the target's,
+		// so it is still independent of the calls; only calls
+		// near the start of the run are a little more likely to
+		// be counted (a warm-up would weigh more).
+		offset = 0
+	}
+	slotStart := time.Now()
+	slotEnd := slotStart.Add(slot)
+	if !sleep(ctx, offset) {
+		return prev, false, nil
+	}
+	p, w, err := r.window(ctx, prev)
+	if err != nil {
+		return prev, false, err
+	}
+	r.nAround++
+	r.attach += time.Duration((w[0].Drain - float64(r.attach)) / float64(r.nAround))
+	done(w)
+	if pilot && r.duty > 0 {
+		// The pilot's slot was sized for the worst load: it ends
+		// where the measured load's duty puts it, sized like every
+		// other slot from the window and the time attached around it
+		// (at once when the budget does not bind).
+		slotEnd = slotStart.Add(time.Duration((w[0].Length + w[0].Drain) / math.Min(r.duty, 1)))
+	}
+	return p, sleep(ctx, time.Until(slotEnd)), nil
 }
 
 // window runs one window: attach, open, wait, close, drain, read, detach.
@@ -267,15 +276,15 @@ func (r *Runner) drain() ([]int64, error) {
 }
 
 // continuous runs one Window of continuous probing (attached and open
-// throughout) and returns it as a window without drain.
-func (r *Runner) continuous(ctx context.Context, prev loader.Poll) (loader.Poll, []estimate.Window, error) {
+// throughout) and passes it to done as a window without drain.
+func (r *Runner) continuous(ctx context.Context, prev loader.Poll, done func([]estimate.Window)) (loader.Poll, bool, error) {
 	t0 := time.Now()
 	if !r.attached {
 		if err := r.ls.AttachProbes(); err != nil {
-			return prev, nil, err
+			return prev, false, err
 		}
 		if err := r.ls.SetWindowOpen(true); err != nil {
-			return prev, nil, err
+			return prev, false, err
 		}
 		r.attached = true
 		if p, err := r.ls.Poll(); err == nil {
@@ -286,14 +295,15 @@ func (r *Runner) continuous(ctx context.Context, prev loader.Poll) (loader.Poll,
 	sleep(ctx, r.cfg.Window)
 	p, err := r.ls.Poll()
 	if err != nil {
-		return prev, nil, err
+		return prev, false, err
 	}
 	ws := make([]estimate.Window, len(p.Totals))
 	for i := range p.Totals {
 		d := p.Totals[i].Sub(prev.Totals[i])
 		ws[i] = estimate.Window{Length: float64(time.Since(t0)), Calls: d.Calls, Ticks: d.Ticks, Sum: float64(d.NsSum)}
 	}
-	return p, ws, nil
+	done(ws)
+	return p, ctx.Err() == nil, nil
 }
 
 func (r *Runner) add(w []estimate.Window) {

@@ -16,21 +16,25 @@ import (
 // at the end, and the mean attach, drain and detach times.
 type windowRun struct {
 	counted, nsSum, orphans     uint64
+	windows                     int
 	attach, drain, detach, open time.Duration
 }
 
 // runWindows runs n windows of open length over s (detached between them,
 // gap apart), as an overhead budget does: attach, open, close, wait until
-// the counted calls returned, read, detach. perCall is the shortest call's
-// length: no window may count more calls than can enter it.
-func runWindows(t *testing.T, s *Session, n int, open, gap, perCall time.Duration) windowRun {
+// the counted calls returned, read, detach; it stops early at until (the
+// target's end: emulated kernels run fewer windows in its time). perCall
+// is the shortest call's length: no window may count more calls than can
+// enter it.
+func runWindows(t *testing.T, s *Session, n int, until time.Time, open, gap, perCall time.Duration) windowRun {
 	t.Helper()
 	var r windowRun
 	prev, err := s.Poll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for w := 0; w < n; w++ {
+	w := 0
+	for ; w < n && time.Now().Before(until); w++ {
 		time.Sleep(gap)
 		t0 := time.Now()
 		if err := s.AttachProbes(); err != nil {
@@ -68,10 +72,11 @@ func runWindows(t *testing.T, s *Session, n int, open, gap, perCall time.Duratio
 		r.nsSum += d.NsSum
 	}
 	r.orphans = prev.Totals[0].Orphans
-	k := time.Duration(n)
+	r.windows = w
+	k := time.Duration(max(w, 1))
 	r.attach, r.drain, r.detach, r.open = r.attach/k, r.drain/k, r.detach/k, r.open/k
 	t.Logf("%d windows (%s links): %d calls counted, mean %.3f ms; orphans %d; mean open %v, attach %v, drain %v, detach %v",
-		n, s.LinkKind(), r.counted, float64(r.nsSum)/float64(max(r.counted, 1))/1e6, r.orphans, r.open, r.attach, r.drain, r.detach)
+		w, s.LinkKind(), r.counted, float64(r.nsSum)/float64(max(r.counted, 1))/1e6, r.orphans, r.open, r.attach, r.drain, r.detach)
 	return r
 }
 
@@ -99,13 +104,16 @@ func waitDrained(t *testing.T, s *Session, w int) {
 
 // checkWholeCalls checks that about the share of 2 ms calls that can enter
 // 1 ms windows was counted, each with its whole duration: had the exit been
-// cut at the window's end, the mean would be below 1 ms.
-func checkWholeCalls(t *testing.T, r windowRun, windows int) {
+// cut at the window's end, the mean would be below 1 ms. (Under software
+// CPU emulation, the kernel matrix, a 2 ms sleep lasts several: only the
+// lower bound is checked there.)
+func checkWholeCalls(t *testing.T, r windowRun) {
 	t.Helper()
-	if r.counted < uint64(windows/5) {
-		t.Fatalf("%d calls counted in %d windows of 1 ms over a 2 ms call: want about half", r.counted, windows)
+	if r.counted < uint64(r.windows/5) {
+		t.Fatalf("%d calls counted in %d windows of 1 ms over a 2 ms call: want about half", r.counted, r.windows)
 	}
-	if mean := float64(r.nsSum) / float64(r.counted); mean < 2e6 || mean > 4e6 {
+	mean := float64(r.nsSum) / float64(r.counted)
+	if mean < 2e6 || (mean > 4e6 && os.Getenv("TICKPROF_IN_MATRIX") != "1") {
 		t.Errorf("mean of the counted calls %.3f ms, want about 2 ms (whole calls)", mean/1e6)
 	}
 }
@@ -143,8 +151,8 @@ func TestWindowedCounting(t *testing.T) {
 			}
 			s.DetachProbes()
 			g.Release(t)
-			const windows = 40
-			checkWholeCalls(t, runWindows(t, s, windows, time.Millisecond, 7*time.Millisecond, 2*time.Millisecond), windows)
+			forever := time.Now().Add(time.Hour)
+			checkWholeCalls(t, runWindows(t, s, 40, forever, time.Millisecond, 7*time.Millisecond, 2*time.Millisecond))
 		})
 	}
 }
@@ -162,9 +170,8 @@ func TestWindowedSyscall(t *testing.T) {
 	defer s.Close()
 	s.DetachProbes()
 	p.Release(t)
-	const windows = 40
-	r := runWindows(t, s, windows, time.Millisecond, 7*time.Millisecond, 2*time.Millisecond)
-	checkWholeCalls(t, r, windows)
+	r := runWindows(t, s, 40, time.Now().Add(time.Hour), time.Millisecond, 7*time.Millisecond, 2*time.Millisecond)
+	checkWholeCalls(t, r)
 	if r.orphans != 0 {
 		t.Errorf("%d orphans: calls entering between windows must pair without counting", r.orphans)
 	}
@@ -181,7 +188,7 @@ func TestWindowedSyscall(t *testing.T) {
 func TestWindowedGo(t *testing.T) {
 	bpftest.Require(t)
 	bin := buildGoTarget(t)
-	cmd := exec.Command(bin, "-calls", "1", "-for", "4s")
+	cmd := exec.Command(bin, "-calls", "1", "-for", "5s")
 	cmd.Stderr = os.Stderr
 	proc := testtarget.Start(t, cmd, func(l string) bool { return l == "ready" }, nil)
 	specs, err := ResolveUser(cmd.Process.Pid, "main.Work", 1)
@@ -195,7 +202,7 @@ func TestWindowedGo(t *testing.T) {
 	defer s.Close()
 	s.DetachProbes()
 	proc.Release(t)
-	r := runWindows(t, s, 30, 5*time.Millisecond, 20*time.Millisecond, time.Microsecond)
+	r := runWindows(t, s, 30, time.Now().Add(4*time.Second), 5*time.Millisecond, 20*time.Millisecond, time.Microsecond)
 	lines, err := proc.Wait(t, 60*time.Second, 100*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("target failed: %v", err)
@@ -203,8 +210,8 @@ func TestWindowedGo(t *testing.T) {
 	own := goOwnMean(t, lines)
 	mean := float64(r.nsSum) / float64(max(r.counted, 1))
 	t.Logf("Work: counted mean %.0f us, the target's own mean %.0f us", mean/1e3, own/1e3)
-	if r.counted < 30 {
-		t.Fatalf("%d calls counted in 30 windows of 5 ms", r.counted)
+	if r.windows < 5 || r.counted < uint64(r.windows) {
+		t.Fatalf("%d calls counted in %d windows of 5 ms", r.counted, r.windows)
 	}
 	if r.orphans != 0 {
 		t.Errorf("%d orphans: entries left between windows must be neither counted nor orphans", r.orphans)

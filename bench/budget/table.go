@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tickprof/tickprof/bench/benchkit"
+)
+
+// writeTable prints one row per configuration: the slowdown's median and
+// range over the repetitions and, for tickprof, the duty cycle, the
+// projected slowdown, the time to ±5% and the --validate verdicts.
+func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []float64, window time.Duration) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "configuration\tslowdown median [range]\tduty median [range]\tprojected slowdown (median rep)\ttime to ±5%% median [range]\tinterval holds the exact mean\t\n")
+	for i, c := range cs {
+		var slow, duty, t5 []float64
+		var proj []string
+		covered, checked := 0, 0
+		for _, o := range all[i] {
+			slow = append(slow, 100*o.slowdown)
+			if o.run == nil {
+				continue
+			}
+			d, p := 1.0, "-"
+			if b := o.run.Budget; b != nil {
+				d = b.Duty
+				p = fmt.Sprintf("%.2f%% [%.2f, %.2f]", 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High)
+			}
+			duty = append(duty, d)
+			proj = append(proj, p)
+			if t, err := timeTo(o.run, 0.05, window); err == nil {
+				t5 = append(t5, t.Seconds())
+			}
+			if cv := o.run.Targets[0].Covered; cv != nil {
+				checked++
+				if *cv {
+					covered++
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s%%\t%s\t%s\t%s\t%s\t\n", c.name, benchkit.MedRange(slow, "%+.2f"),
+			medOr(duty, "%.3f"), medianString(proj), medOr(t5, "%.1f s"), coverage(covered, checked))
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "unprobed throughput: %s calls/s\n", benchkit.MedRange(unprobed, "%.0f"))
+}
+
+func medOr(v []float64, f string) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	return benchkit.MedRange(v, f)
+}
+
+// medianString is the middle one of the projected slowdowns, in run order
+// (they are intervals, reported as one run gave them).
+func medianString(v []string) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	return v[len(v)/2]
+}
+
+func coverage(k, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d of %d", k, n)
+}
