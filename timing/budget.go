@@ -46,6 +46,16 @@ type BudgetResult struct {
 // calibrated T_ovhd (see budgetCost).
 const uprobePairFactor = 2
 
+// PairCost is what a probe pair of the calibrated kind costs the target
+// per call, from the kind's calibrated overhead o: twice T_ovhd for uprobe
+// kinds, the syscall pair as calibrated (see budgetCost).
+func PairCost(kind string, o estimate.Result) estimate.Result {
+	if kind != "syscall" {
+		o.Mean, o.Low, o.High, o.StdErr = uprobePairFactor*o.Mean, uprobePairFactor*o.Low, uprobePairFactor*o.High, uprobePairFactor*o.StdErr
+	}
+	return o
+}
+
 // budgetCost is the probe cost per call of a budgeted run, from the
 // calibrated overhead of the targets' probe kind, the largest when they
 // differ. T_ovhd is only what falls between a uprobe pair's two clock
@@ -78,9 +88,7 @@ func (s *Session) budgetCost() (estimate.Result, error) {
 		if !ok {
 			return estimate.Result{}, fmt.Errorf("%s: the calibration has no %q probe cost for the overhead budget: run `tickprof calibrate` again", sp.Name, kind)
 		}
-		if kind != "syscall" {
-			o.Mean, o.Low, o.High, o.StdErr = uprobePairFactor*o.Mean, uprobePairFactor*o.Low, uprobePairFactor*o.High, uprobePairFactor*o.StdErr
-		}
+		o = PairCost(kind, o)
 		if o.High > cost.High {
 			cost = o
 		}

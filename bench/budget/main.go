@@ -12,7 +12,9 @@
 //
 // Run as root from the repository root:
 //
-//	go run ./bench/budget [-reps 4] [-seconds 4] [-only "budget 1%"] [-validate]
+//	bash bench/budget/run.sh [-reps 4] [-seconds 4] [-only "budget 1%"] [-validate]
+//
+// (run.sh runs it at nice -15; `make bench` runs it too).
 package main
 
 import (

@@ -10,6 +10,7 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/units"
 )
 
@@ -71,7 +72,7 @@ Lilja's 4.21/4.28 in one formula. Durations are Go syntax with decimals
 	fl.StringVar(&f.rate, "rate", "", "call `RATE` for the run time, e.g. 1000/s, 2.5/ms, 400Hz")
 	fl.StringVar(&f.loop, "loop", "", "loop period `DUR` (one execution per cycle) for the run time, e.g. 10ms")
 	fl.StringVar(&f.overhead, "overhead", "", "with --rate: the run time under a budget `PCT` on the target's slowdown (time --overhead)")
-	fl.StringVar(&f.cost, "cost", "", "probe cost per call `DUR` for --overhead (default: this machine's calibration)")
+	fl.StringVar(&f.cost, "cost", "", "probe pair cost per call `DUR` for --overhead (default: twice the calibrated T_ovhd, as time --overhead charges)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object (keys executions, resolution_ns, expect_ns, confidence, half_width_ns, rel_half_width, run_time_ns)")
 	cmd.SetFlagErrorFunc(flagError)
 	addPlanFrom(cmd)
@@ -243,7 +244,7 @@ func planBudget(out *export.Plan, f planFlags, executions uint64, rate float64) 
 		if !ok {
 			return usagef("--overhead needs the probe cost: give --cost DUR (the calibration has no user probe cost)")
 		}
-		cost = o.High
+		cost = timing.PairCost("user", o).High
 	}
 	q, err := estimate.DutyForBudget(b, rate*cost*1e-9)
 	if err != nil {
