@@ -96,10 +96,23 @@ func (s *Session) budgetCost() (estimate.Result, error) {
 	return cost, nil
 }
 
+// BudgetRunner returns a runner of the session's windows under its
+// overhead budget (Config.Overhead, Window; the probe cost from the
+// calibration, see budgetCost), for a caller that cuts its own reports
+// instead of calling Run: it runs budget.Runner.Run and reads each
+// window's budget.Status. The session must have been opened with an
+// Overhead.
+func (s *Session) BudgetRunner() (*budget.Runner, error) {
+	if s.cfg.Overhead <= 0 {
+		return nil, errors.New("the timing session has no overhead budget")
+	}
+	return budget.New(s.ls, budget.Config{Budget: s.cfg.Overhead, Window: s.cfg.Window, Cost: s.cost, Estimate: s.cfg.Estimate})
+}
+
 // runBudget runs windows until a stop rule holds, and returns the reason,
 // the last status and the last good poll.
 func (s *Session) runBudget(ctx context.Context, onProgress func(Progress)) (StopReason, budget.Status, *loader.Poll, error) {
-	r, err := budget.New(s.ls, budget.Config{Budget: s.cfg.Overhead, Window: s.cfg.Window, Cost: s.cost, Estimate: s.cfg.Estimate})
+	r, err := s.BudgetRunner()
 	if err != nil {
 		return StopReason(""), budget.Status{}, nil, err
 	}
