@@ -76,8 +76,9 @@ type Options struct {
 	SingleLinks bool
 	// Windowed counts only the calls entering while the window is open
 	// (SetWindowOpen; closed at Open) and keeps the in-flight count
-	// (WindowInFlight): timing under an overhead budget. Native user functions
-	// only.
+	// (WindowInFlight): timing under an overhead budget. User functions
+	// (native and Go) and system calls; AttachProbes and DetachProbes link
+	// and unlink them window by window.
 	Windowed bool
 	// CheckEvery is, for the jiffies clock without Exact, how many calls
 	// one checked call stands for at most: a random share of the calls is

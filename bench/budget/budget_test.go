@@ -56,10 +56,10 @@ func TestBudgetBindsAtHighRate(t *testing.T) {
 		}
 		exact := float64(tg.Exact.Sum) / float64(max(tg.Calls, 1))
 		t.Logf("run %d: target %.0f calls/s; %d windows, duty %.3f (next %.3f), projected slowdown %.2f%% [%.2f, %.2f]; raw mean %.0f ns [%.0f, %.0f], exact %.0f ns over %d calls",
-			i, rate, b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
+			i, rate.wall, b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
 			tg.Raw.Mean, tg.Raw.Low, tg.Raw.High, exact, tg.Calls)
 		if !b.Binding || b.Windows < 2 || !(b.Duty > 0 && b.Duty < 0.25) || !(b.NextDuty < 0.25) {
-			t.Errorf("run %d: at %.0f calls/s a 1%% budget must bind: binding %v, %d windows, duty %.3f, next %.3f", i, rate, b.Binding, b.Windows, b.Duty, b.NextDuty)
+			t.Errorf("run %d: at %.0f calls/s a 1%% budget must bind: binding %v, %d windows, duty %.3f, next %.3f", i, rate.wall, b.Binding, b.Windows, b.Duty, b.NextDuty)
 		}
 		if !(b.Slowdown.High > 0) {
 			t.Errorf("run %d: no projected slowdown: %+v", i, b.Slowdown)
@@ -87,9 +87,9 @@ func TestBudgetDoesNotBindAtLowRate(t *testing.T) {
 	if b == nil {
 		t.Fatal("no budget figures")
 	}
-	t.Logf("target %.0f calls/s; %d windows, duty %.3f, next %.3f, projected slowdown %.3f%%", rate, b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean)
+	t.Logf("target %.0f calls/s; %d windows, duty %.3f, next %.3f, projected slowdown %.3f%%", rate.wall, b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean)
 	if b.Binding || b.NextDuty != 1 || b.Duty < 0.8 {
-		t.Errorf("at %.0f calls/s a 1%% budget must not bind: binding %v, duty %.3f, next %.3f", rate, b.Binding, b.Duty, b.NextDuty)
+		t.Errorf("at %.0f calls/s a 1%% budget must not bind: binding %v, duty %.3f, next %.3f", rate.wall, b.Binding, b.Duty, b.NextDuty)
 	}
 	var table bytes.Buffer
 	if err := export.WriteTimeTable(&table, run, 0); err != nil {

@@ -37,10 +37,11 @@ type config struct {
 	ready  string   // what it prints once attached
 }
 
-// outcome is one probed run: the slowdown and, for tickprof, its result.
+// outcome is one probed run: the slowdown by wall-clock and by CPU
+// throughput and, for tickprof, its result.
 type outcome struct {
-	slowdown float64
-	run      *timing.Result
+	slowdown, cpuSlowdown float64
+	run                   *timing.Result
 }
 
 func configs(only string) []config {
@@ -107,7 +108,7 @@ func bench(w workload, cs []config, reps int, cost float64, validate bool, windo
 	base := timing.Config{Clock: timing.DefaultClock(true, validate), Exact: validate, NoRecords: true,
 		Corrector: corr, Correction: timing.CorrectionOn, Window: window}
 	all := make([][]outcome, len(cs))
-	var unprobed []float64
+	var unprobed []tput
 	for r := 0; r < reps; r++ {
 		a, err := w.unprobed()
 		if err != nil {
@@ -124,9 +125,10 @@ func bench(w workload, cs []config, reps int, cost float64, validate bool, windo
 				return err
 			}
 			unprobed = append(unprobed, a2)
-			o := outcome{slowdown: (a+a2)/2/b - 1, run: run}
+			o := outcome{slowdown: (a.wall+a2.wall)/2/b.wall - 1, cpuSlowdown: (a.cpu+a2.cpu)/2/b.cpu - 1, run: run}
 			all[i] = append(all[i], o)
-			fmt.Fprintf(os.Stderr, "rep %d %-20s %9.0f calls/s, unprobed %9.0f and %9.0f: slowdown %+.2f%%\n", r+1, c.name, b, a, a2, 100*o.slowdown)
+			fmt.Fprintf(os.Stderr, "rep %d %-20s %9.0f calls/s (%9.0f per CPU s), unprobed %9.0f and %9.0f (%9.0f, %9.0f): slowdown %+.2f%%, by CPU %+.2f%%\n",
+				r+1, c.name, b.wall, b.cpu, a.wall, a2.wall, a.cpu, a2.cpu, 100*o.slowdown, 100*o.cpuSlowdown)
 			a = a2
 		}
 	}
@@ -136,9 +138,9 @@ func bench(w workload, cs []config, reps int, cost float64, validate bool, windo
 	return nil
 }
 
-// probed runs one probed configuration and returns the target's calls
-// per second.
-func probed(w workload, c config, base timing.Config) (float64, *timing.Result, error) {
+// probed runs one probed configuration and returns the target's
+// throughput.
+func probed(w workload, c config, base timing.Config) (tput, *timing.Result, error) {
 	if c.argv != nil {
 		r, err := w.tool(c.argv, c.ready)
 		return r, nil, err

@@ -40,44 +40,51 @@ func (w workload) start() (*benchkit.Target, error) {
 	return benchkit.Start(w.bin, "", fmt.Sprint(w.threads), fmt.Sprint(w.seconds), fmt.Sprint(w.work))
 }
 
-// unprobed runs the target alone and returns its calls per second.
-func (w workload) unprobed() (float64, error) {
+// tput is the target's throughput: calls per second of wall-clock time
+// and of its CPU time.
+type tput struct{ wall, cpu float64 }
+
+// unprobed runs the target alone and returns its throughput.
+func (w workload) unprobed() (tput, error) {
 	t, err := w.start()
 	if err != nil {
-		return 0, err
+		return tput{}, err
 	}
 	defer t.Kill()
-	return rate(t.Run("calls_per_sec"))
+	return throughput(t)
 }
 
-func rate(r float64) (float64, error) {
-	if r <= 0 {
-		return 0, errors.New("the target printed no throughput")
+// throughput releases the target and reads its throughput at its end.
+func throughput(t *benchkit.Target) (tput, error) {
+	v := t.RunAll()
+	r := tput{wall: v["calls_per_sec"], cpu: v["calls_per_cpu_sec"]}
+	if r.wall <= 0 || r.cpu <= 0 {
+		return r, errors.New("the target printed no throughput")
 	}
 	return r, nil
 }
 
 // timed runs the target under a tickprof timing session (cfg, with the
 // target's PID and bud_fn filled in) until it exits, as `tickprof time -p`
-// does, and returns the result and the target's calls per second.
-func (w workload) timed(cfg timing.Config) (*timing.Result, float64, error) {
+// does, and returns the result and the target's throughput.
+func (w workload) timed(cfg timing.Config) (*timing.Result, tput, error) {
 	t, err := w.start()
 	if err != nil {
-		return nil, 0, err
+		return nil, tput{}, err
 	}
 	defer t.Kill()
 	cfg.PID = t.Pid()
 	cfg.Targets = timing.Targets{Users: []string{"bud_fn"}, MaxProbes: 1}
 	s, err := timing.Open(cfg)
 	if err != nil {
-		return nil, 0, err
+		return nil, tput{}, err
 	}
 	defer s.Close()
 	var run *timing.Result
 	var rerr error
 	done := make(chan struct{})
 	go func() { run, rerr = s.Run(context.Background(), nil); close(done) }()
-	r, err := rate(t.Run("calls_per_sec"))
+	r, err := throughput(t)
 	<-done
 	if err == nil {
 		err = rerr
@@ -87,11 +94,11 @@ func (w workload) timed(cfg timing.Config) (*timing.Result, float64, error) {
 
 // tool runs the target under another tracer (argv, with PID and BIN
 // replaced), started and attached first: its output must show ready
-// before the target is released. It returns the target's calls per second.
-func (w workload) tool(argv []string, ready string) (float64, error) {
+// before the target is released. It returns the target's throughput.
+func (w workload) tool(argv []string, ready string) (tput, error) {
 	t, err := w.start()
 	if err != nil {
-		return 0, err
+		return tput{}, err
 	}
 	defer t.Kill()
 	args := make([]string, len(argv))
@@ -102,11 +109,11 @@ func (w workload) tool(argv []string, ready string) (float64, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return tput{}, err
 	}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return tput{}, err
 	}
 	defer func() {
 		cmd.Process.Signal(syscall.SIGINT)
@@ -115,10 +122,10 @@ func (w workload) tool(argv []string, ready string) (float64, error) {
 		timer.Stop()
 	}()
 	if err := waitFor(out, ready, 90*time.Second); err != nil {
-		return 0, fmt.Errorf("%s: %w", args[0], err)
+		return tput{}, fmt.Errorf("%s: %w", args[0], err)
 	}
 	time.Sleep(time.Second) // the probes attach after the message
-	return rate(t.Run("calls_per_sec"))
+	return throughput(t)
 }
 
 // waitFor reads r until a line contains want, then drains it in the

@@ -12,15 +12,16 @@ import (
 // writeTable prints one row per configuration: the slowdown's median and
 // range over the repetitions and, for tickprof, the duty cycle, the
 // projected slowdown, the time to ±5% and the --validate verdicts.
-func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []float64, window time.Duration) {
+func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []tput, window time.Duration) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\tslowdown median [range]\tduty median [range]\tprojected slowdown (median rep)\ttime to ±5%% median [range]\tinterval holds the exact mean\t\n")
+	fmt.Fprintf(tw, "configuration\tslowdown by CPU time, median [range]\tby wall-clock time\tduty median [range]\tprojected slowdown (median rep)\ttime to ±5%% median [range]\tinterval holds the exact mean\t\n")
 	for i, c := range cs {
-		var slow, duty, t5 []float64
+		var slow, cpuSlow, duty, t5 []float64
 		var proj []string
 		covered, checked := 0, 0
 		for _, o := range all[i] {
 			slow = append(slow, 100*o.slowdown)
+			cpuSlow = append(cpuSlow, 100*o.cpuSlowdown)
 			if o.run == nil {
 				continue
 			}
@@ -41,11 +42,15 @@ func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []float64,
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s%%\t%s\t%s\t%s\t%s\t\n", c.name, benchkit.MedRange(slow, "%+.2f"),
+		fmt.Fprintf(tw, "%s\t%s%%\t%s%%\t%s\t%s\t%s\t%s\t\n", c.name, benchkit.MedRange(cpuSlow, "%+.2f"), benchkit.MedRange(slow, "%+.2f"),
 			medOr(duty, "%.3f"), medianString(proj), medOr(t5, "%.1f s"), coverage(covered, checked))
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "unprobed throughput: %s calls/s\n", benchkit.MedRange(unprobed, "%.0f"))
+	var wall, cpu []float64
+	for _, u := range unprobed {
+		wall, cpu = append(wall, u.wall), append(cpu, u.cpu)
+	}
+	fmt.Fprintf(out, "unprobed throughput: %s calls/s, %s calls per CPU second\n", benchkit.MedRange(wall, "%.0f"), benchkit.MedRange(cpu, "%.0f"))
 }
 
 func medOr(v []float64, f string) string {
