@@ -106,6 +106,11 @@ func (s *Session) BudgetRunner() (*budget.Runner, error) {
 	if s.cfg.Overhead <= 0 {
 		return nil, errors.New("the timing session has no overhead budget")
 	}
+	if s.ls.LinkKind() == "single" {
+		if why := loader.HaveUprobeMulti(); why != nil {
+			s.cfg.warn("windows attach single uprobe links (%v): each window's detach takes about 0.2 s, so fewer windows fit", why)
+		}
+	}
 	return budget.New(s.ls, budget.Config{Budget: s.cfg.Overhead, Window: s.cfg.Window, Cost: s.cost, Estimate: s.cfg.Estimate})
 }
 
