@@ -55,14 +55,19 @@ func configs(only string) []config {
 			ready: "Attaching"},
 		// libbpf-tools' funclatency (CO-RE): funclatency-bpfcc compiles
 		// at run time and needs kernel headers, which this kernel lacks.
-		{name: "funclatency", argv: []string{"funclatency", "-p", "PID", ":bud_fn"}, ready: "Tracing"},
+		// stdbuf: it says "Tracing" through a buffered stdout.
+		{name: "funclatency", argv: []string{"stdbuf", "-oL", "funclatency", "-p", "PID", ":bud_fn"}, ready: "Tracing"},
 	}
 	var out []config
 	for _, c := range all {
 		if only == "" || strings.Contains(","+only+",", ","+c.name+",") {
 			if c.argv != nil {
-				if _, err := exec.LookPath(c.argv[0]); err != nil {
-					fmt.Fprintf(os.Stderr, "budget: %s not installed: left out\n", c.argv[0])
+				tool := c.argv[0]
+				if tool == "stdbuf" {
+					tool = c.argv[2]
+				}
+				if _, err := exec.LookPath(tool); err != nil {
+					fmt.Fprintf(os.Stderr, "budget: %s not installed: left out\n", tool)
 					continue
 				}
 			}
