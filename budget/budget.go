@@ -62,6 +62,11 @@ type Status struct {
 	// Slowdown is the projected slowdown over all targets at the duty
 	// cycle the run had (estimate.ProjectSlowdown), with its interval.
 	Slowdown estimate.Slowdown
+	// CPUShare is the share of one CPU the target process has had since
+	// the run started (0: unknown). Below 1 the load is projected per
+	// second of the target's CPU time, not of wall-clock time (see
+	// status).
+	CPUShare float64
 	// Targets are the per-target estimates (Index order); Err says why a
 	// target has none yet.
 	Targets []Target
@@ -85,7 +90,8 @@ type Runner struct {
 	duty     float64
 	attach   time.Duration // mean time attaching and draining, around a window
 	nAround  int
-	attached bool // probing continuously (the budget does not bind)
+	attached bool          // probing continuously (the budget does not bind)
+	cpu0     time.Duration // the target's CPU time at the start (-1: unknown)
 }
 
 // New returns a runner for ls, which must have been opened with
@@ -125,6 +131,12 @@ func New(ls *loader.Session, cfg Config) (*Runner, error) {
 // makes every call's chance of being counted the duty cycle).
 func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error) {
 	r.start = time.Now()
+	r.cpu0 = -1
+	if pid := r.ls.Options().PID; pid != 0 {
+		if c, err := processCPU(pid); err == nil {
+			r.cpu0 = c
+		}
+	}
 	prev, err := r.ls.Poll()
 	if err != nil {
 		return Status{}, err
@@ -316,7 +328,7 @@ func (r *Runner) add(w []estimate.Window) {
 // the next window.
 func (r *Runner) status() Status {
 	el := time.Since(r.start)
-	st := Status{Windows: len(r.windows[0]), Elapsed: el, NextDuty: r.duty}
+	st := Status{Windows: len(r.windows[0]), Elapsed: el, NextDuty: r.duty, CPUShare: r.cpuShare()}
 	var u, lo, hi float64
 	conf := r.cfg.Estimate.Confidence
 	loadKnown := true
@@ -330,7 +342,7 @@ func (r *Runner) status() Status {
 			loadKnown = false
 			continue
 		}
-		tu, tlo, thi, c, lerr := estimate.ProbeLoad(w.Rate, r.cfg.Cost, r.cfg.Threads)
+		tu, tlo, thi, c, lerr := estimate.ProbeLoad(perCPU(w.Rate, st.CPUShare), r.cfg.Cost, r.cfg.Threads)
 		if lerr != nil {
 			loadKnown = false
 			continue
@@ -348,7 +360,7 @@ func (r *Runner) status() Status {
 			w := r.windows[i][0]
 			n := float64(w.Calls)
 			rate := estimate.Result{Mean: n / (w.Length / 1e9), Low: 0, High: (n + 3*math.Sqrt(n) + 3) / (w.Length / 1e9), Confidence: 0.998}
-			tu, tlo, thi, c, err := estimate.ProbeLoad(rate, r.cfg.Cost, r.cfg.Threads)
+			tu, tlo, thi, c, err := estimate.ProbeLoad(perCPU(rate, st.CPUShare), r.cfg.Cost, r.cfg.Threads)
 			if err != nil {
 				loadKnown = false
 				break
@@ -367,6 +379,24 @@ func (r *Runner) status() Status {
 		st.NextDuty = q
 	}
 	return st
+}
+
+// perCPU turns a call rate per second of wall-clock time into one per
+// second of the target's CPU time when the target had less than a CPU
+// (share in (0, 1)). The load u = rate x cost is the share of a thread's
+// time spent in the probes if the thread runs all the time; a target
+// preempted by other work, or waiting, runs less, and the probes' cost
+// then weighs on the CPU time it gets: probed all the time, its
+// throughput per CPU second falls by the same factor whatever its share
+// of the machine. With a CPU or more the rate is left as it is: every
+// call is then projected as if made on one thread (Config.Threads), which
+// errs on the side of the budget.
+func perCPU(rate estimate.Result, share float64) estimate.Result {
+	if !(share > 0 && share < 1) {
+		return rate
+	}
+	rate.Mean, rate.Low, rate.High, rate.StdErr = rate.Mean/share, rate.Low/share, rate.High/share, rate.StdErr/share
+	return rate
 }
 
 func allZero(v []int64) bool {

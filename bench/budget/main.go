@@ -6,9 +6,11 @@
 // budgets of 5%, 1% and 0.5% (`tickprof time --overhead`, through package
 // timing), bpftrace and funclatency on the same function. A probed run's
 // slowdown is the mean unprobed throughput of the runs just before and
-// after it over its own, minus 1. Budgeted runs also report the duty cycle,
-// the projected slowdown with its interval, and the time a ±5% interval
-// takes (tickprof's own forecast).
+// after it over its own, minus 1, by the target's calls per CPU second
+// (what other load on the machine leaves readable) and per wall-clock
+// second. Budgeted runs also report the duty cycle and the projected
+// slowdown with its interval; one longer run per tickprof configuration
+// forecasts the time a ±5% interval takes (tickprof's own forecast).
 //
 // Run as root from the repository root:
 //
@@ -86,6 +88,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated configurations to run (default: all)")
 	validate := flag.Bool("validate", false, "tickprof runs use the jiffies clock with --validate (default: the ns clock, as time does)")
 	window := flag.Duration("window", 50*time.Millisecond, "window length under a budget")
+	forecast := flag.Float64("forecast", 20, "length (s) of the one longer run per tickprof configuration that forecasts the time to ±5% (0: none)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "tickprof-bench-budget")
 	if err != nil {
@@ -96,7 +99,7 @@ func main() {
 	bin, err := buildTarget(dir)
 	if err == nil {
 		w := workload{bin: bin, threads: *threads, seconds: *seconds, work: *work}
-		err = bench(w, configs(*only), *reps, *cost, *validate, *window)
+		err = bench(w, configs(*only), *reps, *cost, *validate, *window, *forecast)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "budget:", err)
@@ -105,7 +108,7 @@ func main() {
 }
 
 // bench runs reps interleaved repetitions and prints the table.
-func bench(w workload, cs []config, reps int, cost float64, validate bool, window time.Duration) error {
+func bench(w workload, cs []config, reps int, cost float64, validate bool, window time.Duration, forecast float64) error {
 	corr, costNote, err := corrector(cost, cost == 0, filepath.Dir(w.bin))
 	if err != nil {
 		return err
@@ -137,10 +140,40 @@ func bench(w workload, cs []config, reps int, cost float64, validate bool, windo
 			a = a2
 		}
 	}
-	writeTable(os.Stdout, cs, all, unprobed, window)
+	t5, err := forecasts(w, cs, base, forecast)
+	if err != nil {
+		return err
+	}
+	writeTable(os.Stdout, cs, all, unprobed, t5)
 	fmt.Printf("\n%d threads, %.0f s runs, %d repetitions interleaved A B A B; clock %s; %s (the budget counts twice that per call)\n",
 		w.threads, w.seconds, reps, base.Clock, costNote)
 	return nil
+}
+
+// forecasts runs each tickprof configuration once for seconds and returns
+// the time it forecasts to a ±5% interval (0: none), in cs order: a run of
+// a few seconds under a tight budget holds one or two windows, too few for
+// an interval with windows as clusters.
+func forecasts(w workload, cs []config, base timing.Config, seconds float64) ([]time.Duration, error) {
+	out := make([]time.Duration, len(cs))
+	if seconds <= 0 {
+		return out, nil
+	}
+	w.seconds = seconds
+	for i, c := range cs {
+		if c.argv != nil {
+			continue
+		}
+		_, run, err := probed(w, c, base)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		if out[i], err = timeTo(run, 0.05, base.Window); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: no forecast after %.0f s: %v\n", c.name, seconds, err)
+		}
+		fmt.Fprintf(os.Stderr, "forecast %-20s %v to ±5%%\n", c.name, out[i].Round(100*time.Millisecond))
+	}
+	return out, nil
 }
 
 // probed runs one probed configuration and returns the target's

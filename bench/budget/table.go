@@ -12,11 +12,11 @@ import (
 // writeTable prints one row per configuration: the slowdown's median and
 // range over the repetitions and, for tickprof, the duty cycle, the
 // projected slowdown, the time to ±5% and the --validate verdicts.
-func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []tput, window time.Duration) {
+func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []tput, t5 []time.Duration) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\tslowdown by CPU time, median [range]\tby wall-clock time\tduty median [range]\tprojected slowdown (median rep)\ttime to ±5%% median [range]\tinterval holds the exact mean\t\n")
+	fmt.Fprintf(tw, "configuration\tslowdown by CPU time, median [range]\tby wall-clock time\tduty median [range]\tprojected slowdown (median rep)\ttime to ±5%% (forecast)\tinterval holds the exact mean\t\n")
 	for i, c := range cs {
-		var slow, cpuSlow, duty, t5 []float64
+		var slow, cpuSlow, duty []float64
 		var proj []string
 		covered, checked := 0, 0
 		for _, o := range all[i] {
@@ -32,9 +32,6 @@ func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []tput, wi
 			}
 			duty = append(duty, d)
 			proj = append(proj, p)
-			if t, err := timeTo(o.run, 0.05, window); err == nil {
-				t5 = append(t5, t.Seconds())
-			}
 			if cv := o.run.Targets[0].Covered; cv != nil {
 				checked++
 				if *cv {
@@ -43,7 +40,7 @@ func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []tput, wi
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s%%\t%s%%\t%s\t%s\t%s\t%s\t\n", c.name, benchkit.MedRange(cpuSlow, "%+.2f"), benchkit.MedRange(slow, "%+.2f"),
-			medOr(duty, "%.3f"), medianString(proj), medOr(t5, "%.1f s"), coverage(covered, checked))
+			medOr(duty, "%.3f"), medianString(proj), forecast(t5[i]), coverage(covered, checked))
 	}
 	tw.Flush()
 	var wall, cpu []float64
@@ -74,4 +71,11 @@ func coverage(k, n int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d of %d", k, n)
+}
+
+func forecast(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
