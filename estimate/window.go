@@ -327,7 +327,7 @@ type Slowdown struct {
 // while probed (calls per second, Windowed.Rate or a count over a run); cost
 // the probe pair's whole cost per call (ns, with its interval: twice the
 // calibrated T_ovhd for uprobes, see timing.PairCost); threads the busy
-// the calls are spread over (0 counts as 1, the
+// threads the calls are spread over (0 counts as 1, the
 // safe choice). The two estimates are independent; the variance of their
 // product is c^2 var(r) + r^2 var(c) + var(r) var(c), taken as normal on the
 // scale of u and clipped at 0. Each standard error is the estimate's
