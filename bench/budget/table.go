@@ -43,9 +43,18 @@ func writeTable(out io.Writer, cs []config, all [][]outcome, unprobed []tput, t5
 			medOr(duty, "%.3f"), medianString(proj), forecast(t5[i]), coverage(covered, checked))
 	}
 	tw.Flush()
-	var wall, cpu []float64
-	for _, u := range unprobed {
+	var wall, cpu, aaCPU, aaWall []float64
+	for i, u := range unprobed {
 		wall, cpu = append(wall, u.wall), append(cpu, u.cpu)
+		if i > 0 && i+1 < len(unprobed) {
+			// The control: an unprobed run against its neighbours.
+			aaCPU = append(aaCPU, 100*((unprobed[i-1].cpu+unprobed[i+1].cpu)/2/u.cpu-1))
+			aaWall = append(aaWall, 100*((unprobed[i-1].wall+unprobed[i+1].wall)/2/u.wall-1))
+		}
+	}
+	if len(aaCPU) > 0 {
+		fmt.Fprintf(out, "control, an unprobed run against its neighbours (the noise): %s%% by CPU time, %s%% by wall-clock time\n",
+			benchkit.MedRange(aaCPU, "%+.2f"), benchkit.MedRange(aaWall, "%+.2f"))
 	}
 	fmt.Fprintf(out, "unprobed throughput: %s calls/s, %s calls per CPU second\n", benchkit.MedRange(wall, "%.0f"), benchkit.MedRange(cpu, "%.0f"))
 }
