@@ -46,12 +46,12 @@ type outcome struct {
 	run                   *timing.Result
 }
 
-func configs(only string) []config {
-	all := []config{
-		{name: "tickprof, no budget"},
-		{name: "budget 5%", budget: 0.05},
-		{name: "budget 1%", budget: 0.01},
-		{name: "budget 0.5%", budget: 0.005},
+func configs(only string, budgets []float64) []config {
+	all := []config{{name: "tickprof, no budget"}}
+	for _, b := range budgets {
+		all = append(all, config{name: fmt.Sprintf("budget %g%%", 100*b), budget: b})
+	}
+	all = append(all, []config{
 		{name: "bpftrace", argv: []string{"bpftrace", "-p", "PID", "-e",
 			"uprobe:BIN:bud_fn { @s[tid] = nsecs; } uretprobe:BIN:bud_fn /@s[tid]/ { @ns = hist(nsecs - @s[tid]); delete(@s[tid]); }"},
 			ready: "Attaching"},
@@ -59,7 +59,7 @@ func configs(only string) []config {
 		// at run time and needs kernel headers, which this kernel lacks.
 		// stdbuf: it says "Tracing" through a buffered stdout.
 		{name: "funclatency", argv: []string{"stdbuf", "-oL", "funclatency", "-p", "PID", ":bud_fn"}, ready: "Tracing"},
-	}
+	}...)
 	var out []config
 	for _, c := range all {
 		if only == "" || strings.Contains(","+only+",", ","+c.name+",") {
@@ -86,6 +86,7 @@ func main() {
 	work := flag.Int("work", 1500, "work iterations between calls (about 200,000 calls a second from 2 threads here)")
 	cost := flag.Float64("cost", 0, "assume this T_ovhd (ns) instead of measuring it, when this machine has no calibration")
 	only := flag.String("only", "", "comma-separated configurations to run (default: all)")
+	budgetList := flag.String("budgets", "5,1,0.5", "comma-separated budgets, percent")
 	validate := flag.Bool("validate", false, "tickprof runs use the jiffies clock with --validate (default: the ns clock, as time does)")
 	window := flag.Duration("window", 50*time.Millisecond, "window length under a budget")
 	forecast := flag.Float64("forecast", 20, "length (s) of the one longer run per tickprof configuration that forecasts the time to ±5% (0: none)")
@@ -99,7 +100,18 @@ func main() {
 	bin, err := buildTarget(dir)
 	if err == nil {
 		w := workload{bin: bin, threads: *threads, seconds: *seconds, work: *work}
-		err = bench(w, configs(*only), *reps, *cost, *validate, *window, *forecast)
+		var bs []float64
+		for _, f := range strings.Split(*budgetList, ",") {
+			var b float64
+			if _, err = fmt.Sscanf(f, "%g", &b); err != nil || !(b > 0 && b < 100) {
+				err = fmt.Errorf("-budgets: %q is not a percentage", f)
+				break
+			}
+			bs = append(bs, b/100)
+		}
+		if err == nil {
+			err = bench(w, configs(*only, bs), *reps, *cost, *validate, *window, *forecast)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "budget:", err)
