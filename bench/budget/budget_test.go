@@ -35,41 +35,50 @@ func validateConfig() timing.Config {
 }
 
 // TestBudgetBindsAtHighRate runs the target at about 200,000 calls a
-// second from 2 threads under a 1% budget, with --validate, 4 times: the
-// budget must bind (the run probes in windows, at a duty cycle well below
-// 1, reported with the projected slowdown), and the windowed interval must
-// hold the exact mean of the calls counted in its windows. At 95% an
-// honest interval misses in a run with probability at most 0.05, so 3 or
-// more misses of 4 happen with probability at most 4(0.05^3)(0.95) +
-// 0.05^4 = 0.05%: the false-alarm rate of this check.
+// second from 2 threads under a 1% budget, with --validate, 4 times for
+// 12 s: the budget must bind (the run probes in windows, at a duty cycle
+// well below 1, reported with the projected slowdown), and the windowed
+// interval must hold the exact mean of the calls counted in its windows.
+// At a 1% budget a window comes every few seconds, so a run may end with
+// one window, too few for an interval: such runs are left out of the
+// check, and at least 2 of the 4 must have one. At 95% an honest interval
+// misses in a run with probability at most 0.05, so 3 or more misses of
+// at most 4 happen with probability at most 4(0.05^3)(0.95) + 0.05^4 =
+// 0.05%: the false-alarm rate of this check.
 func TestBudgetBindsAtHighRate(t *testing.T) {
-	w := testWorkload(t, 1500, 10)
-	misses := 0
+	w := testWorkload(t, 1500, 12)
+	misses, checked := 0, 0
 	for i := 0; i < 4; i++ {
 		run, rate, err := w.timed(validateConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, tg := run.Budget, run.Targets[0]
-		if b == nil || tg.Err != "" || tg.Covered == nil || tg.Exact == nil {
-			t.Fatalf("run %d: budget %+v, target error %q, verdict %v", i, b, tg.Err, tg.Covered)
+		if b == nil || tg.Exact == nil {
+			t.Fatalf("run %d: budget %+v, exact figures %v", i, b, tg.Exact)
 		}
 		exact := float64(tg.Exact.Sum) / float64(max(tg.Calls, 1))
 		t.Logf("run %d: target %.0f calls/s; %d windows, duty %.3f (next %.3f), projected slowdown %.2f%% [%.2f, %.2f]; raw mean %.0f ns [%.0f, %.0f], exact %.0f ns over %d calls",
 			i, rate.wall, b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
 			tg.Raw.Mean, tg.Raw.Low, tg.Raw.High, exact, tg.Calls)
-		if !b.Binding || b.Windows < 2 || !(b.Duty > 0 && b.Duty < 0.25) || !(b.NextDuty < 0.25) {
-			t.Errorf("run %d: at %.0f calls/s a 1%% budget must bind: binding %v, %d windows, duty %.3f, next %.3f", i, rate.wall, b.Binding, b.Windows, b.Duty, b.NextDuty)
+		if !b.Binding || b.Windows < 1 || !(b.Duty > 0 && b.Duty < 0.25) || !(b.NextDuty < 0.25) || !(b.Slowdown.High > 0) {
+			t.Errorf("run %d: at %.0f calls/s a 1%% budget must bind: binding %v, %d windows, duty %.3f, next %.3f, slowdown %+v",
+				i, rate.wall, b.Binding, b.Windows, b.Duty, b.NextDuty, b.Slowdown)
 		}
-		if !(b.Slowdown.High > 0) {
-			t.Errorf("run %d: no projected slowdown: %+v", i, b.Slowdown)
+		if b.Windows < 2 {
+			continue
 		}
+		if tg.Err != "" || tg.Covered == nil {
+			t.Fatalf("run %d: %d windows: target error %q, verdict %v", i, b.Windows, tg.Err, tg.Covered)
+		}
+		checked++
 		if !*tg.Covered {
 			misses++
 		}
 	}
-	if misses >= 3 {
-		t.Errorf("the windowed interval missed the exact mean of the counted calls in %d of 4 runs", misses)
+	t.Logf("the windowed interval held the exact mean of the counted calls in %d of %d runs with an interval", checked-misses, checked)
+	if checked < 2 || misses >= 3 {
+		t.Errorf("the windowed interval missed the exact mean of the counted calls in %d of %d runs with an interval (want at least 2 such runs)", misses, checked)
 	}
 }
 
