@@ -130,35 +130,11 @@ static long read_ktime(__u64 i, void *c)
 	return 0;
 }
 
-SEC("syscall")
-int cal_reads_none(void *ctx)
-{
-	__u64 acc = 0;
+LOOP_PROG(cal_reads_none, CAL_READS, read_none, cal_sink)
 
-	bpf_loop(CAL_READS, read_none, &acc, 0);
-	cal_sink = acc;
-	return 0;
-}
+LOOP_PROG(cal_reads_jiffies, CAL_READS, read_jiffies, cal_sink)
 
-SEC("syscall")
-int cal_reads_jiffies(void *ctx)
-{
-	__u64 acc = 0;
-
-	bpf_loop(CAL_READS, read_jiffies, &acc, 0);
-	cal_sink = acc;
-	return 0;
-}
-
-SEC("syscall")
-int cal_reads_ktime(void *ctx)
-{
-	__u64 acc = 0;
-
-	bpf_loop(CAL_READS, read_ktime, &acc, 0);
-	cal_sink = acc;
-	return 0;
-}
+LOOP_PROG(cal_reads_ktime, CAL_READS, read_ktime, cal_sink)
 
 /* The floor: empty entry/exit programs. */
 SEC("uprobe")

@@ -89,4 +89,21 @@ struct pt_regs {
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+/*
+ * LOOP_PROG defines the syscall program NAME that calls FN N times through
+ * bpf_loop, FN adding into a local sum, and stores the sum in SINK so that
+ * the loop is not optimized away: the harness of the in-BPF cost
+ * measurements (calib.bpf.c, qhbench.bpf.c). It expands where SEC and
+ * bpf_loop are declared (after bpf_helpers.h).
+ */
+#define LOOP_PROG(NAME, N, FN, SINK)      \
+	SEC("syscall")                    \
+	int NAME(void *ctx)               \
+	{                                 \
+		__u64 acc = 0;            \
+		bpf_loop(N, FN, &acc, 0); \
+		SINK = acc;               \
+		return 0;                 \
+	}
+
 #endif /* TICKPROF_COMMON_H */

@@ -8,6 +8,9 @@
  * buckets (1 us to 1 ms) with the update (qh_add) and without it (qh_none,
  * which consumes the same durations); with run-time statistics enabled,
  * (run time - run time of qh_none) / QH_N is the cost of one update.
+ * qh_add_linear is the same update with the earlier layout's index (16
+ * linear sub-buckets per octave, two shifts), kept as the reference the
+ * geometric layout's cost is compared with in the same run.
  */
 #include "common.h"
 #include "qhist.h"
@@ -22,6 +25,31 @@ static __always_inline __u64 qh_dur(__u64 i)
 {
 	return 1000 + ((i * 2654435761ULL) & ((1 << 20) - 1));
 }
+
+/* The earlier linear layout: 16 buckets below 16 ns, then 16 linear
+ * sub-buckets per octave (same bucket count). */
+static __always_inline __u32 qh_index_linear(__u64 v)
+{
+	__u32 k;
+
+	if (v < 16)
+		return (__u32)v;
+	k = tp_log2(v);
+	if (k > TP_QH_MAX_LOG2)
+		return TP_QH_BUCKETS - 1;
+	return ((k - 3) << 4) + (__u32)(v >> (k - 4)) - 16;
+}
+
+static long loop_add_linear(__u64 i, void *c)
+{
+	__u64 d = qh_dur(i);
+
+	*(__u64 *)c += d;
+	tp_qh_count(0, qh_index_linear(d));
+	return 0;
+}
+
+LOOP_PROG(qh_add_linear, QH_N, loop_add_linear, qh_sink)
 
 static long loop_none(__u64 i, void *c)
 {
@@ -38,22 +66,6 @@ static long loop_add(__u64 i, void *c)
 	return 0;
 }
 
-SEC("syscall")
-int qh_none(void *ctx)
-{
-	__u64 acc = 0;
+LOOP_PROG(qh_none, QH_N, loop_none, qh_sink)
 
-	bpf_loop(QH_N, loop_none, &acc, 0);
-	qh_sink = acc;
-	return 0;
-}
-
-SEC("syscall")
-int qh_add(void *ctx)
-{
-	__u64 acc = 0;
-
-	bpf_loop(QH_N, loop_add, &acc, 0);
-	qh_sink = acc;
-	return 0;
-}
+LOOP_PROG(qh_add, QH_N, loop_add, qh_sink)

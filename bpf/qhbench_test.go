@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -14,9 +15,10 @@ import (
 // BenchmarkQhistUpdate measures what one update of the quantile histogram
 // (qhist.h's tp_qh_add: lookup, bucket index, increment) costs in BPF:
 // syscall programs loop 1000 times over durations spread across the
-// buckets with the update and without it, run in turn (A B A B) in batches
-// of 200 runs, with run-time statistics; the difference per iteration,
-// mean and 95% interval over the batches (Student t).
+// buckets without the update, with it, and with the earlier linear
+// layout's update (qh_add_linear), run in turn (A B C A B C) in batches of
+// 200 runs, with run-time statistics; each update's difference per
+// iteration, mean and 95% interval over the batches (Student t).
 //
 //	go test -run '^$' -bench QhistUpdate -benchtime 1x ./bpf/
 func BenchmarkQhistUpdate(b *testing.B) {
@@ -52,20 +54,27 @@ func BenchmarkQhistUpdate(b *testing.B) {
 		return float64(after.Runtime-before.Runtime) / float64(after.RunCount-before.RunCount)
 	}
 	for n := 0; n < b.N; n++ {
-		var d []float64
+		var geo, lin, extra []float64
 		var none float64
 		for k := 0; k < batches; k++ {
 			a := perRun(objs.QhNone)
-			u := perRun(objs.QhAdd)
-			d = append(d, (u-a)/loops)
+			g := perRun(objs.QhAdd)
+			l := perRun(objs.QhAddLinear)
+			geo, lin = append(geo, (g-a)/loops), append(lin, (l-a)/loops)
+			extra = append(extra, (g-l)/loops)
 			none += a / loops / batches
 		}
-		r, err := estimate.MeanOfSamples(d, estimate.Options{})
-		if err != nil {
-			b.Fatal(err)
+		for _, m := range []struct {
+			name string
+			d    []float64
+		}{{"geometric", geo}, {"linear", lin}, {"geometric - linear", extra}} {
+			r, err := estimate.MeanOfSamples(m.d, estimate.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(r.Mean, "ns/update-"+strings.ReplaceAll(m.name, " ", ""))
+			b.Logf("quantile histogram update (%s sub-buckets): %.1f ns [%.1f, %.1f] (95%%, %d batches) per update, over a loop iteration of %.1f ns without it",
+				m.name, r.Mean, r.Low, r.High, batches, none)
 		}
-		b.ReportMetric(r.Mean, "ns/update")
-		b.Logf("quantile histogram update: %.1f ns [%.1f, %.1f] (95%%, %d batches) per update, over a loop iteration of %.1f ns without it",
-			r.Mean, r.Low, r.High, batches, none)
 	}
 }

@@ -22,11 +22,12 @@ type QhbenchTpQhist struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	QhbenchMapTpQhist     = "tp_qhist"
-	QhbenchProgQhAdd      = "qh_add"
-	QhbenchProgQhNone     = "qh_none"
-	QhbenchVarQhSink      = "qh_sink"
-	QhbenchVarTpQuantiles = "tp_quantiles"
+	QhbenchMapTpQhist      = "tp_qhist"
+	QhbenchProgQhAdd       = "qh_add"
+	QhbenchProgQhAddLinear = "qh_add_linear"
+	QhbenchProgQhNone      = "qh_none"
+	QhbenchVarQhSink       = "qh_sink"
+	QhbenchVarTpQuantiles  = "tp_quantiles"
 )
 
 // LoadQhbench returns the embedded CollectionSpec for Qhbench.
@@ -71,8 +72,9 @@ type QhbenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchProgramSpecs struct {
-	QhAdd  *ebpf.ProgramSpec `ebpf:"qh_add"`
-	QhNone *ebpf.ProgramSpec `ebpf:"qh_none"`
+	QhAdd       *ebpf.ProgramSpec `ebpf:"qh_add"`
+	QhAddLinear *ebpf.ProgramSpec `ebpf:"qh_add_linear"`
+	QhNone      *ebpf.ProgramSpec `ebpf:"qh_none"`
 }
 
 // QhbenchMapSpecs contains maps before they are loaded into the kernel.
@@ -131,13 +133,15 @@ type QhbenchVariables struct {
 //
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchPrograms struct {
-	QhAdd  *ebpf.Program `ebpf:"qh_add"`
-	QhNone *ebpf.Program `ebpf:"qh_none"`
+	QhAdd       *ebpf.Program `ebpf:"qh_add"`
+	QhAddLinear *ebpf.Program `ebpf:"qh_add_linear"`
+	QhNone      *ebpf.Program `ebpf:"qh_none"`
 }
 
 func (p *QhbenchPrograms) Close() error {
 	return _QhbenchClose(
 		p.QhAdd,
+		p.QhAddLinear,
 		p.QhNone,
 	)
 }

@@ -5,7 +5,7 @@
  * per-CPU copies). Included by timing.h; tp_account calls tp_qh_add for
  * every call timed with the exact clock when tp_quantiles is set.
  *
- * Size: TP_QH_BUCKETS (529) x 8 bytes = 4232 bytes per target per CPU;
+ * Layout: qhist_math.h. Size: TP_QH_BUCKETS (529) x 8 bytes = 4232 bytes per target per CPU;
  * the loader sizes tp_qhist to the target count when quantiles are on and
  * to one element otherwise (100 targets on 2 CPUs: 846 KiB; on 64 CPUs:
  * 27 MiB).
@@ -13,7 +13,7 @@
 #ifndef TICKPROF_QHIST_H
 #define TICKPROF_QHIST_H
 
-#include "timing_math.h"
+#include "qhist_math.h"
 
 /* Load-time constant: 1 to fill tp_qhist (exact clock only). */
 volatile const __u32 tp_quantiles = 0;
@@ -29,16 +29,21 @@ struct {
 	__type(value, struct tp_qhist);
 } tp_qhist SEC(".maps");
 
-/* tp_qh_add counts a call of dns ns in target's histogram. */
-static __always_inline void tp_qh_add(__u32 target, __u64 dns)
+/* tp_qh_count counts a call in bucket i of target's histogram. */
+static __always_inline void tp_qh_count(__u32 target, __u32 i)
 {
 	struct tp_qhist *h = bpf_map_lookup_elem(&tp_qhist, &target);
-	__u32 i = tp_qh_index(dns);
 
 	/* Keep the bound check: the verifier must see i < TP_QH_BUCKETS. */
 	asm volatile("" : "+r"(i));
 	if (h && i < TP_QH_BUCKETS)
 		h->b[i]++;
+}
+
+/* tp_qh_add counts a call of dns ns in target's histogram. */
+static __always_inline void tp_qh_add(__u32 target, __u64 dns)
+{
+	tp_qh_count(target, tp_qh_index(dns));
 }
 
 #endif /* TICKPROF_QHIST_H */

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,7 +17,7 @@ const qhHarness = `#include <stdio.h>
 typedef unsigned int __u32;
 typedef unsigned long long __u64;
 #define __always_inline inline __attribute__((always_inline))
-#include "timing_math.h"
+#include "qhist_math.h"
 int main(void) {
 	__u64 v;
 	printf("%d %d %d %d\n", TP_QH_SUB_BITS, TP_QH_SUB, TP_QH_MAX_LOG2, TP_QH_BUCKETS);
@@ -33,19 +31,7 @@ int main(void) {
 // host and checks it against package histogram's, at every bucket edge,
 // the extremes, and random durations.
 func TestQhistIndexMatchesGo(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not found")
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "q.c")
-	if err := os.WriteFile(src, []byte(qhHarness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wd, _ := os.Getwd()
-	bin := filepath.Join(dir, "q")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-I", wd, "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := buildHarness(t, qhHarness, "-Wall")
 	var vs []uint64
 	for i := 0; i < histogram.Buckets; i++ {
 		lo, hi := histogram.Bounds(i)
@@ -54,7 +40,7 @@ func TestQhistIndexMatchesGo(t *testing.T) {
 			vs = append(vs, lo-1)
 		}
 	}
-	vs = append(vs, 0, 1, math.MaxUint64, 1<<63, 1<<36-1, 1<<36)
+	vs = append(vs, 0, 1, 31, 32, 1023, 1024, 4095, 4096, math.MaxUint64, 1<<63, 1<<36-1, 1<<36)
 	r := rand.New(rand.NewSource(1))
 	for i := 0; i < 5000; i++ {
 		vs = append(vs, r.Uint64()>>uint(r.Intn(64)))

@@ -19,6 +19,7 @@
  */
 #include "sample_types.h"
 #include <bpf/bpf_helpers.h>
+#include "sample_go.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -34,6 +35,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define FLAG_USER_ERR 8  /* bpf_get_stack failed for the user stack */
 #define FLAG_SP_WORD 16  /* sp_word holds the word at the user stack pointer */
 #define FLAG_REGS 32     /* user_ip/sp/bp hold the user registers */
+#define FLAG_GO_CGO 64   /* go_frame/go_sp/go_len: a cgo call's goroutine stack */
 
 /* Bytes of user stack copied per sample, from the stack pointer up, at most
  * MAX_STACK; 0 turns the copy off (frame-pointer stacks only). Set before
@@ -67,7 +69,12 @@ struct sample_hdr {
 	__u64 user_sp;
 	__u64 user_bp;
 	__u32 stack_len;
-	__u32 pad;
+	/* FLAG_GO_CGO: in a Go program's cgo or vDSO call, the copy above
+	 * ends at the top of the system stack (go_frame, g0.sched.sp), and
+	 * go_len bytes of the goroutine's stack from go_sp follow it. */
+	__u32 go_len;
+	__u64 go_frame;
+	__u64 go_sp;
 };
 
 #define IPS_BYTES (2 * MAX_DEPTH * 8)
@@ -143,6 +150,64 @@ static __always_inline int is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != 0;
 }
 
+/* copy_user copies want bytes of user memory from addr into b->data at pos:
+ * to the end of addr's page, then whole pages, until want or an unmapped
+ * page. It returns the bytes copied. */
+static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want)
+{
+	__u32 got = 0, at, piece;
+	__u64 sz;
+	int i;
+
+	if (want > MAX_STACK)
+		want = MAX_STACK;
+	piece = PAGE - (addr & (PAGE - 1));
+	for (i = 0; i < MAX_STACK / PAGE + 1; i++) {
+		if (got >= want)
+			break;
+		if (piece > want - got)
+			piece = want - got;
+		/* The empty asm keeps clang from passing another copy of the
+		 * size than the one checked, so the verifier sees its bounds. */
+		sz = piece;
+		asm volatile("" : "+r"(sz));
+		at = pos + got;
+		if (sz == 0 || sz > PAGE || at > IPS_BYTES + MAX_STACK - PAGE)
+			break;
+		asm volatile("" : "+r"(sz));
+		if (bpf_probe_read_user(&b->data[at], sz, (void *)(addr + got)) != 0)
+			break;
+		got += piece;
+		piece = PAGE;
+	}
+	return got;
+}
+
+/* copy_stacks copies up to stack_bytes of the user stack from sp into
+ * b->data at pos. In a Go program's cgo or vDSO call (sample_go.h) the copy
+ * is cut at the system stack's top and up to stack_bytes of the goroutine's stack
+ * follow, as far as the buffer holds. (Both copies are asked for the
+ * constant stack_bytes: a length the verifier cannot bound to one value
+ * made it walk 70 times more instructions, and loading took a second.) */
+static __always_inline void copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12, __u32 pos, __u32 *flags)
+{
+	__u32 got, n;
+	struct go_cgo c = {};
+
+	got = copy_user(b, pos, sp, stack_bytes);
+	b->hdr.stack_len = got;
+	if (!go_cgo_call(tgid, sp, got, r12, &c))
+		return;
+	n = c.frame - sp;
+	if (n > got || n > MAX_STACK)
+		return;
+	b->hdr.stack_len = n;
+	b->hdr.go_len = copy_user(b, pos + n, c.sp, stack_bytes);
+	b->hdr.go_frame = c.frame;
+	b->hdr.go_sp = c.sp;
+	*flags |= FLAG_GO_CGO;
+}
+
 SEC("perf_event")
 int sample_cpu(void *ctx)
 {
@@ -202,60 +267,36 @@ int sample_cpu(void *ctx)
 	b->hdr.user_sp = 0;
 	b->hdr.user_bp = 0;
 	b->hdr.stack_len = 0;
-	b->hdr.pad = 0;
+	b->hdr.go_len = 0;
+	b->hdr.go_frame = 0;
+	b->hdr.go_sp = 0;
 	{
 		/* The user registers: the sample's own when it hit user mode,
 		 * else the task's saved user registers (at kernel entry). */
 		struct sample_pt_regs *uregs = 0;
-		__u64 sp = 0;
+		__u64 sp = 0, r12 = 0;
 		if ((((struct bpf_perf_event_data *)ctx)->regs.cs & 3) == 3) {
 			uregs = &((struct bpf_perf_event_data *)ctx)->regs;
 			b->hdr.user_ip = uregs->ip;
 			b->hdr.user_sp = uregs->sp;
 			b->hdr.user_bp = uregs->bp;
+			r12 = uregs->r12;
 			flags |= FLAG_REGS;
 		} else {
 			uregs = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
 			if (uregs && bpf_probe_read_kernel(&b->hdr.user_ip, 8, &uregs->ip) == 0 &&
 			    bpf_probe_read_kernel(&b->hdr.user_sp, 8, &uregs->sp) == 0 &&
 			    bpf_probe_read_kernel(&b->hdr.user_bp, 8, &uregs->bp) == 0 &&
-			    b->hdr.user_sp != 0)
+			    b->hdr.user_sp != 0) {
 				flags |= FLAG_REGS;
+				bpf_probe_read_kernel(&r12, 8, &uregs->r12);
+			}
 		}
 		sp = b->hdr.user_sp;
 		if (un > 0 && sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 			flags |= FLAG_SP_WORD;
-		if ((flags & FLAG_REGS) && stack_bytes > 0 && sp) {
-			/* Copy from sp to the end of its page, then whole pages,
-			 * until stack_bytes or an unmapped page. */
-			__u32 off = (kn + un) * 8;
-			__u32 got = 0, want = stack_bytes, pos, piece;
-			__u64 sz;
-			int i;
-			if (want > MAX_STACK)
-				want = MAX_STACK;
-			piece = PAGE - (sp & (PAGE - 1));
-			for (i = 0; i < MAX_STACK / PAGE + 1; i++) {
-				if (got >= want)
-					break;
-				if (piece > want - got)
-					piece = want - got;
-				/* The empty asm keeps clang from passing another copy
-				 * of the size than the one checked, so the verifier
-				 * sees its bounds. */
-				sz = piece;
-				asm volatile("" : "+r"(sz));
-				pos = off + got;
-				if (sz == 0 || sz > PAGE || pos > IPS_BYTES + MAX_STACK - PAGE)
-					break;
-				asm volatile("" : "+r"(sz));
-				if (bpf_probe_read_user(&b->data[pos], sz, (void *)(sp + got)) != 0)
-					break;
-				got += piece;
-				piece = PAGE;
-			}
-			b->hdr.stack_len = got;
-		}
+		if ((flags & FLAG_REGS) && stack_bytes > 0 && sp)
+			copy_stacks(b, tgid, sp, r12, (kn + un) * 8, &flags);
 	}
 	b->hdr.flags = flags;
 
@@ -269,7 +310,7 @@ int sample_cpu(void *ctx)
 	else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
 		wake = BPF_RB_FORCE_WAKEUP;
 
-	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len;
+	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len + b->hdr.go_len;
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
 	if (bpf_ringbuf_output(&samples, b, size, wake) < 0)

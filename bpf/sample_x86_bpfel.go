@@ -34,7 +34,9 @@ type SampleSampleHdr struct {
 	UserSp   uint64
 	UserBp   uint64
 	StackLen uint32
-	Pad      uint32
+	GoLen    uint32
+	GoFrame  uint64
+	GoSp     uint64
 }
 
 type SampleStackKey struct {
@@ -50,6 +52,7 @@ type SampleStackKey struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	SampleMapCalls          = "calls"
+	SampleMapGoProcs        = "go_procs"
 	SampleMapSamples        = "samples"
 	SampleMapScratch        = "scratch"
 	SampleMapSeen           = "seen"
@@ -120,6 +123,7 @@ type SampleProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type SampleMapSpecs struct {
 	Calls       *ebpf.MapSpec `ebpf:"calls"`
+	GoProcs     *ebpf.MapSpec `ebpf:"go_procs"`
 	Samples     *ebpf.MapSpec `ebpf:"samples"`
 	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
 	Seen        *ebpf.MapSpec `ebpf:"seen"`
@@ -158,6 +162,7 @@ func (o *SampleObjects) Close() error {
 // It can be passed to LoadSampleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SampleMaps struct {
 	Calls       *ebpf.Map `ebpf:"calls"`
+	GoProcs     *ebpf.Map `ebpf:"go_procs"`
 	Samples     *ebpf.Map `ebpf:"samples"`
 	Scratch     *ebpf.Map `ebpf:"scratch"`
 	Seen        *ebpf.Map `ebpf:"seen"`
@@ -170,6 +175,7 @@ type SampleMaps struct {
 func (m *SampleMaps) Close() error {
 	return _SampleClose(
 		m.Calls,
+		m.GoProcs,
 		m.Samples,
 		m.Scratch,
 		m.Seen,

@@ -42,31 +42,4 @@ static __always_inline __u32 tp_log2(__u64 v)
 	return r;
 }
 
-/*
- * Log-linear (HDR-style) histogram layout of exact durations, identical to
- * Go's histogram.Index (bpf/qhist_math_test.go checks the two agree):
- * values below TP_QH_SUB ns have a bucket each; every power of two
- * [2^k, 2^(k+1)) above is cut into TP_QH_SUB equal sub-buckets, so a
- * bucket is at most 1/TP_QH_SUB (6.25%) of its lower bound wide; values
- * from 2^(TP_QH_MAX_LOG2+1) ns (~69 s) share the last bucket.
- */
-#define TP_QH_SUB_BITS 4
-#define TP_QH_SUB (1 << TP_QH_SUB_BITS)
-#define TP_QH_MAX_LOG2 35
-#define TP_QH_BUCKETS ((TP_QH_MAX_LOG2 - TP_QH_SUB_BITS + 2) * TP_QH_SUB + 1)
-
-/* tp_qh_index is the bucket of a duration of v ns, < TP_QH_BUCKETS. */
-static __always_inline __u32 tp_qh_index(__u64 v)
-{
-	__u32 k;
-
-	if (v < TP_QH_SUB)
-		return (__u32)v;
-	k = tp_log2(v);
-	if (k > TP_QH_MAX_LOG2)
-		return TP_QH_BUCKETS - 1;
-	return ((k - TP_QH_SUB_BITS + 1) << TP_QH_SUB_BITS) +
-	       (__u32)(v >> (k - TP_QH_SUB_BITS)) - TP_QH_SUB;
-}
-
 #endif /* TICKPROF_TIMING_MATH_H */

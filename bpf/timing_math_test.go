@@ -5,13 +5,9 @@ import (
 	"math/big"
 	"math/bits"
 	"math/rand"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // harness runs timing_math.h's functions on the host: for each input line
@@ -39,17 +35,7 @@ int main(void) {
 // a day of one-second calls measured in ns (86400 x 1e18 > 2^64), the
 // largest 64-bit durations, and random ones.
 func TestTimingMathLimits(t *testing.T) {
-	testtarget.NeedGCC(t)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "h.c")
-	if err := os.WriteFile(src, []byte(harness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wd, _ := os.Getwd()
-	bin := filepath.Join(dir, "h")
-	if out, err := exec.Command("gcc", "-O2", "-I", wd, "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := buildHarness(t, harness)
 	type in struct{ v, n uint64 }
 	inputs := []in{
 		{1_000_000_000, 86400}, // a day of one-second calls in ns

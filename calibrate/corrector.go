@@ -1,10 +1,12 @@
 package calibrate
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // Corrector applies a machine's calibration to timing results: it
@@ -74,4 +76,23 @@ func LoadCorrector(dir string) (Corrector, error) {
 		return Corrector{}, err
 	}
 	return Corrector{Cal: cal}, nil
+}
+
+// Correction is the overhead correction of a timing run: off when the
+// caller turned it off, on with this machine's calibration from dir ("":
+// Dir()), none when there is no calibration. A calibration that exists but
+// cannot be read is none too, returned with its error for the caller to
+// report.
+func Correction(dir string, off bool) (timing.Corrector, timing.CorrectionMode, error) {
+	if off {
+		return nil, timing.CorrectionOff, nil
+	}
+	c, err := LoadCorrector(dir)
+	if errors.Is(err, ErrNoCalibration) {
+		return nil, timing.CorrectionNone, nil
+	}
+	if err != nil {
+		return nil, timing.CorrectionNone, err
+	}
+	return c, timing.CorrectionOn, nil
 }

@@ -9,10 +9,12 @@
 //
 // A debug file is used only when its own build ID matches and it is owned
 // by root or by this process's user and writable by no one else; downloads
-// are written to a new file (never through a symlink) and renamed into
-// place.
+// are written to a new file (never through a symlink) in a cache directory
+// that only this user and root can change, every directory on its path
+// checked (safefile.MkdirPrivate), and renamed into place.
 //
-// It imports only the standard library and symtab (for build IDs).
+// It imports only the standard library, symtab (for build IDs) and
+// internal/safefile (the private cache directory).
 package debuginfo
 
 import (
@@ -28,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/safefile"
 	"github.com/tickprof/tickprof/symtab"
 )
 
@@ -141,12 +144,18 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("debuginfod %s: %s", url, resp.Status)
 	}
+	return f.store(resp.Body, id, url)
+}
+
+// store writes a download into the cache as BUILDID/debuginfo: into a new
+// file in a private directory, renamed into place once its build ID
+// matches.
+func (f *Finder) store(body io.Reader, id, url string) (string, error) {
 	dir := filepath.Join(f.CacheDir, id)
-	if err := mkdirPrivate(f.CacheDir); err != nil {
-		return "", err
-	}
-	if err := mkdirPrivate(dir); err != nil {
-		return "", err
+	for _, d := range []string{f.CacheDir, dir} {
+		if err := safefile.MkdirPrivate(d); err != nil {
+			return "", fmt.Errorf("debuginfod cache directory: %w", err)
+		}
 	}
 	tmp, err := os.CreateTemp(dir, ".debuginfo-*") // O_EXCL: never an existing file or symlink
 	if err != nil {
@@ -157,7 +166,7 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 	if max <= 0 {
 		max = 2 << 30
 	}
-	n, err := io.Copy(tmp, io.LimitReader(resp.Body, max+1))
+	n, err := io.Copy(tmp, io.LimitReader(body, max+1))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -175,25 +184,6 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 		return "", fmt.Errorf("store %s in debuginfod cache: %w", id, err)
 	}
 	return final, nil
-}
-
-// mkdirPrivate creates dir (mode 0700) or checks that an existing one is
-// a directory (not a symlink) this user or root owns, writable by no one
-// else.
-func mkdirPrivate(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err == nil {
-		return nil
-	} else if !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("create debuginfod cache directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("debuginfod cache directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("debuginfod cache directory %s is not a directory", dir)
-	}
-	return trustedOwner(dir, fi)
 }
 
 // usable checks that p exists, is a regular file this user or root owns

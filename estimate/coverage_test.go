@@ -47,6 +47,16 @@ func (o outcome) bias(truth float64) (float64, float64) {
 	return m - truth, math.Sqrt(v / r)
 }
 
+// biasZ returns the bias and the bias in Monte Carlo standard errors (0
+// without spread).
+func (o outcome) biasZ(truth float64) (b, z float64) {
+	b, se := o.bias(truth)
+	if se > 0 {
+		z = b / se
+	}
+	return b, z
+}
+
 const gridBatches = 50 // polling periods per experiment in the grid
 
 // runRegime replicates one regime reps times with a fixed seed.
@@ -188,13 +198,8 @@ func TestCoverageGrid(t *testing.T) {
 	fmt.Fprintf(&tab, "%-48s %8s %9s %8s  %s\n", "regime", "coverage", "crossings", "bias/se", "method")
 	for i, g := range grid {
 		o := outs[i]
-		cov := o.coverage()
-		cross := float64(g.n) * g.x
-		b, se := o.bias(g.x)
-		z := 0.0
-		if se > 0 {
-			z = b / se
-		}
+		cov, cross := o.coverage(), float64(g.n)*g.x
+		b, z := o.biasZ(g.x)
 		flag := ""
 		if floor := coverageFloor(reps, 0.001); cov < floor {
 			flag = "  LOW"
@@ -307,13 +312,8 @@ func TestCoverageCoupledPhase(t *testing.T) {
 	missed := 0
 	for i, g := range grid {
 		o := outs[i]
-		cov := o.coverage()
-		cross := float64(g.n) * g.x
-		b, se := o.bias(g.x)
-		z := 0.0
-		if se > 0 {
-			z = b / se
-		}
+		cov, cross := o.coverage(), float64(g.n)*g.x
+		b, z := o.biasZ(g.x)
 		flag := ""
 		if g.dithered {
 			if cov < floor {
@@ -343,6 +343,25 @@ func TestCoverageCoupledPhase(t *testing.T) {
 }
 
 // checkExperiment draws m checked calls, in b batches, of a fixed-grid
+// checkFailRate is the share of reps experiments (counts and the exact
+// total of the same calls) in which CheckClock finds the clock estimate
+// and the exact mean disagreeing.
+func checkFailRate(t *testing.T, r *rand.Rand, reps int, experiment func(*rand.Rand) (Counts, float64)) float64 {
+	t.Helper()
+	fails := 0
+	for i := 0; i < reps; i++ {
+		c, exact := experiment(r)
+		ck, err := CheckClock(c, exact, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ck.Agree {
+			fails++
+		}
+	}
+	return float64(fails) / float64(reps)
+}
+
 // clock with entries following law: their tick counts and exact total.
 func checkExperiment(r *rand.Rand, d durDist, x float64, law phaseLaw, m uint64, b int) (Counts, float64) {
 	c := Counts{Resolution: 1, HasTicksSq: true}
@@ -380,18 +399,9 @@ func TestCheckClockFalseAlarms(t *testing.T) {
 		{distUniform, 1.5, 500}, {distBimodal, 5, 200}, {distExponential, 0.01, 5000},
 	} {
 		r := rand.New(rand.NewPCG(uint64(tc.m), 17))
-		fails := 0
-		for i := 0; i < reps; i++ {
-			c, exact := checkExperiment(r, tc.d, tc.x, phaseAsync, tc.m, 20)
-			ck, err := CheckClock(c, exact, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ck.Agree {
-				fails++
-			}
-		}
-		rate := float64(fails) / reps
+		rate := checkFailRate(t, r, reps, func(r *rand.Rand) (Counts, float64) {
+			return checkExperiment(r, tc.d, tc.x, phaseAsync, tc.m, 20)
+		})
 		t.Logf("%v ET/d=%g m=%d: asynchronous clock failed the check in %.2f%% of runs", tc.d, tc.x, tc.m, 100*rate)
 		if rate > limit {
 			t.Errorf("%v ET/d=%g m=%d: false alarms in %.2f%% of runs, above %.2f%%", tc.d, tc.x, tc.m, 100*rate, 100*limit)
@@ -420,18 +430,9 @@ func TestCheckClockDetectsCoupling(t *testing.T) {
 		{phaseLocked, distExponential, 0.025, 200, 1},
 	} {
 		r := rand.New(rand.NewPCG(uint64(tc.m), 23))
-		fails := 0
-		for i := 0; i < reps; i++ {
-			c, exact := checkExperiment(r, tc.d, tc.x, tc.law, tc.m, 20)
-			ck, err := CheckClock(c, exact, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ck.Agree {
-				fails++
-			}
-		}
-		rate := float64(fails) / reps
+		rate := checkFailRate(t, r, reps, func(r *rand.Rand) (Counts, float64) {
+			return checkExperiment(r, tc.d, tc.x, tc.law, tc.m, 20)
+		})
 		t.Logf("%v %v ET/d=%g m=%d: the check failed in %.1f%% of runs", tc.law, tc.d, tc.x, tc.m, 100*rate)
 		if rate < tc.power {
 			t.Errorf("%v %v ET/d=%g m=%d: coupling detected in %.1f%% of runs, want at least %.0f%%", tc.law, tc.d, tc.x, tc.m, 100*rate, 100*tc.power)

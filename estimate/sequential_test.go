@@ -74,19 +74,7 @@ func TestSequentialCoverage(t *testing.T) {
 			pos := s.rng.Float64()
 			var r Result
 			for b := 1; ; b++ {
-				var ticks uint64
-				if g.contiguous {
-					end := pos + s.runSum(per)
-					ticks = uint64(math.Floor(end) - math.Floor(pos))
-					pos = end
-				} else {
-					var q uint64
-					ticks, q = s.batch(per)
-					c.TicksSq += q
-				}
-				c.Batches = append(c.Batches, Batch{Calls: per, Ticks: ticks})
-				c.Calls += per
-				c.Ticks += ticks
+				s.addBatch(&c, &pos, per)
 				if b < MinStopBatches || c.Ticks < MinStopEvents || cannotReach(c, rel) {
 					continue // Reached cannot hold yet
 				}

@@ -277,21 +277,28 @@ func (s *sim) experiment(n uint64, b int) Counts {
 		if j == b-1 {
 			m = n - per*uint64(b-1)
 		}
-		var t uint64
-		if s.contiguous {
-			end := pos + s.runSum(m)
-			t = uint64(math.Floor(end) - math.Floor(pos))
-			pos = end
-		} else {
-			var q uint64
-			t, q = s.batch(m)
-			c.TicksSq += q
-		}
-		c.Batches = append(c.Batches, Batch{Calls: m, Ticks: t})
-		c.Calls += m
-		c.Ticks += t
+		s.addBatch(&c, &pos, m)
 	}
 	return c
+}
+
+// addBatch adds a batch of m more calls to c: back to back from the clock
+// phase *pos (which it advances) when the sim is contiguous, each at an
+// independent phase otherwise.
+func (s *sim) addBatch(c *Counts, pos *float64, m uint64) {
+	var t uint64
+	if s.contiguous {
+		end := *pos + s.runSum(m)
+		t = uint64(math.Floor(end) - math.Floor(*pos))
+		*pos = end
+	} else {
+		var q uint64
+		t, q = s.batch(m)
+		c.TicksSq += q
+	}
+	c.Batches = append(c.Batches, Batch{Calls: m, Ticks: t})
+	c.Calls += m
+	c.Ticks += t
 }
 
 // TestSimulator checks the simulator the coverage tests rest on: the

@@ -220,6 +220,15 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// Write prints v with WriteJSON when asJSON, else with its text writer:
+// the one switch of every command that offers --json.
+func Write[T any](w io.Writer, asJSON bool, v T, text func(io.Writer, T) error) error {
+	if asJSON {
+		return WriteJSON(w, v)
+	}
+	return text(w, v)
+}
+
 // trimHist drops the empty buckets above the highest used one.
 func trimHist(h []uint64) []uint64 {
 	n := len(h)
@@ -316,7 +325,7 @@ func (doc *timeJSON) validate() error {
 // finished run (plan --from, the demo). Each target's Estimate holds the
 // reported (possibly corrected) mean and interval, Raw the measured one
 // (equal to Estimate when no correction was applied); quantiles and the
-// log-linear histogram are read back, callers and the log2 histogram are
+// log-geometric histogram are read back, callers and the log2 histogram are
 // not. Every value used is checked (see validate): a confidence of 7 or a
 // negative time is an error naming it.
 func ReadTimeJSON(r io.Reader) (*timing.Result, error) {

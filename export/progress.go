@@ -49,6 +49,9 @@ func (p *Progress) Update(pr timing.Progress) {
 			if !math.IsInf(r.Result.RelHalfWidth, 0) && !math.IsNaN(r.Result.RelHalfWidth) {
 				fmt.Fprintf(&b, " ±%s", units.Percent(r.Result.RelHalfWidth))
 			}
+			if i < len(pr.Quantiles) && pr.Quantiles[i] != nil {
+				b.WriteString("  " + progressQuantile(*pr.Quantiles[i]))
+			}
 			if rel > 0 {
 				switch need := pr.Remaining[i]; {
 				case need == 0:

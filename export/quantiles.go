@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,16 @@ func QuantileCell(q estimate.Quantile) string {
 	return qns(q.Value) + " [" + qns(q.Low) + ", " + qns(q.High) + "]"
 }
 
+// progressQuantile is a quantile in the live progress: "p99 1.2ms
+// [1.1ms, 1.3ms] ±8.3%".
+func progressQuantile(q estimate.Quantile) string {
+	s := QuantileName(q.P) + " " + QuantileCell(q)
+	if w := q.RelHalfWidth(); !math.IsInf(w, 0) && !math.IsNaN(w) {
+		s += " ±" + units.Percent(w)
+	}
+	return s
+}
+
 // WriteHistogram draws h as a terminal histogram in the style of bcc's
 // funclatency, one row per power of two with the calls in it, and marks
 // the rows holding each quantile's estimate with the quantile and its
@@ -56,51 +67,7 @@ func WriteHistogram(w io.Writer, name string, h *histogram.Hist, qs []estimate.Q
 		_, err := fmt.Fprintf(w, "%s: no calls\n", name)
 		return err
 	}
-	// Octave rows: [2^k, 2^(k+1)); row 0 holds [0, 2).
-	type row struct {
-		lo, hi uint64
-		count  uint64
-		marks  []string
-	}
-	rows := map[int]*row{}
-	octave := func(v uint64) int {
-		if v < 2 {
-			return 0
-		}
-		k := 0
-		for v > 1 {
-			v >>= 1
-			k++
-		}
-		return k
-	}
-	first, last := 64, -1
-	for i, c := range h.Counts {
-		if c == 0 {
-			continue
-		}
-		lo, _ := histogram.Bounds(i)
-		k := octave(lo)
-		r := rows[k]
-		if r == nil {
-			r = &row{lo: uint64(1) << k, hi: uint64(1)<<(k+1) - 1}
-			if k == 0 {
-				r.lo = 0
-			}
-			rows[k] = r
-		}
-		r.count += c
-		first, last = min(first, k), max(last, k)
-	}
-	for _, q := range qs {
-		if q.TooFew {
-			continue
-		}
-		k := octave(uint64(q.Value))
-		if r := rows[k]; r != nil {
-			r.marks = append(r.marks, QuantileName(q.P)+" "+QuantileCell(q))
-		}
-	}
+	rows := octaveRows(h, qs)
 	var maxc uint64
 	for _, r := range rows {
 		maxc = max(maxc, r.count)
@@ -109,11 +76,7 @@ func WriteHistogram(w io.Writer, name string, h *histogram.Hist, qs []estimate.Q
 	if _, err := fmt.Fprintf(w, "%s: %d calls, min %s, max %s\n%25s : %-10s |%-*s|\n", name, n, qns(float64(h.Min)), qns(float64(h.Max)), "ns", "count", width, " distribution"); err != nil {
 		return err
 	}
-	for k := first; k <= last; k++ {
-		r := rows[k]
-		if r == nil {
-			r = &row{lo: uint64(1) << k, hi: uint64(1)<<(k+1) - 1}
-		}
+	for _, r := range rows {
 		bar := int(math.Round(float64(r.count) / float64(maxc) * width))
 		if r.count > 0 && bar == 0 {
 			bar = 1
@@ -127,6 +90,52 @@ func WriteHistogram(w io.Writer, name string, h *histogram.Hist, qs []estimate.Q
 		}
 	}
 	return nil
+}
+
+// octaveRow is a row of the terminal histogram: the durations [lo, hi]
+// (ns), the calls in them, and the quantiles whose estimates fall there.
+type octaveRow struct {
+	lo, hi uint64
+	count  uint64
+	marks  []string
+}
+
+// octave is the row of a duration: floor(log2 v), 0 for v < 2.
+func octave(v uint64) int {
+	if v < 2 {
+		return 0
+	}
+	return bits.Len64(v) - 1
+}
+
+// octaveRows sums h's buckets by power of two, from the first non-empty
+// one to the last, and marks each quantile's row.
+func octaveRows(h *histogram.Hist, qs []estimate.Quantile) []octaveRow {
+	first, last := 64, -1
+	counts := map[int]uint64{}
+	for i, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		lo, _ := histogram.Bounds(i)
+		k := octave(lo)
+		counts[k] += c
+		first, last = min(first, k), max(last, k)
+	}
+	var rows []octaveRow
+	for k := first; k <= last; k++ {
+		r := octaveRow{lo: uint64(1) << k, hi: uint64(1)<<(k+1) - 1, count: counts[k]}
+		if k == 0 {
+			r.lo = 0
+		}
+		for _, q := range qs {
+			if !q.TooFew && octave(uint64(q.Value)) == k && r.count > 0 {
+				r.marks = append(r.marks, QuantileName(q.P)+" "+QuantileCell(q))
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // QuantileJSON is a quantile in JSON documents.
@@ -154,13 +163,20 @@ type QuantileJSON struct {
 	RankLow  uint64 `json:"rank_low,omitempty"`
 	RankHigh uint64 `json:"rank_high,omitempty"`
 	Method   string `json:"method"`
+	// Corrected says the per-call probe overhead, in [OverheadLowNs,
+	// OverheadHighNs], was subtracted as an interval shift
+	// (estimate.CorrectQuantile).
+	Corrected      bool    `json:"corrected,omitempty"`
+	OverheadLowNs  float64 `json:"overhead_low_ns,omitempty"`
+	OverheadHighNs float64 `json:"overhead_high_ns,omitempty"`
 }
 
 // NewQuantileJSON converts a quantile for JSON.
 func NewQuantileJSON(q estimate.Quantile) QuantileJSON {
 	j := QuantileJSON{Quantile: q.P, Name: QuantileName(q.P), ValueNs: q.Value, ValueLowNs: q.ValueLow, ValueHighNs: q.ValueHigh,
 		Confidence: q.Confidence, Coverage: q.Coverage, Calls: q.Calls, TooFew: q.TooFew, MinCalls: q.Ranks.MinCalls,
-		RankLow: q.Ranks.Low, RankHigh: q.Ranks.High, Method: q.Ranks.Method}
+		RankLow: q.Ranks.Low, RankHigh: q.Ranks.High, Method: q.Ranks.Method,
+		Corrected: q.Corrected, OverheadLowNs: q.OverheadLow, OverheadHighNs: q.OverheadHigh}
 	if q.Low > 0 || !q.TooFew {
 		j.LowNs = fp(q.Low)
 	}
@@ -173,7 +189,8 @@ func NewQuantileJSON(q estimate.Quantile) QuantileJSON {
 // ToQuantile converts back.
 func (j QuantileJSON) ToQuantile() estimate.Quantile {
 	q := estimate.Quantile{P: j.Quantile, Value: j.ValueNs, ValueLow: j.ValueLowNs, ValueHigh: j.ValueHighNs,
-		Confidence: j.Confidence, Coverage: j.Coverage, Calls: j.Calls, TooFew: j.TooFew, Bucketed: true, High: math.Inf(1)}
+		Confidence: j.Confidence, Coverage: j.Coverage, Calls: j.Calls, TooFew: j.TooFew, Bucketed: true, High: math.Inf(1),
+		Corrected: j.Corrected, OverheadLow: j.OverheadLowNs, OverheadHigh: j.OverheadHighNs}
 	q.Ranks = estimate.Ranks{Low: j.RankLow, High: j.RankHigh, Coverage: j.Coverage, TooFew: j.TooFew, MinCalls: j.MinCalls, Method: j.Method}
 	if j.LowNs != nil {
 		q.Low = *j.LowNs
@@ -184,7 +201,7 @@ func (j QuantileJSON) ToQuantile() estimate.Quantile {
 	return q
 }
 
-// HistogramJSON is a log-linear histogram in JSON: its layout, the exact
+// HistogramJSON is a log-geometric histogram in JSON: its layout, the exact
 // minimum and maximum, and the non-empty buckets as [low_ns, high_ns,
 // count] (high exclusive; the overflow bucket's high is 0).
 type HistogramJSON struct {
@@ -195,7 +212,7 @@ type HistogramJSON struct {
 }
 
 // histLayout names the bucket layout (histogram's constants).
-var histLayout = fmt.Sprintf("log-linear sub_buckets=%d max_log2=%d", histogram.Sub, histogram.MaxLog2)
+var histLayout = fmt.Sprintf("log-geometric sub_buckets=%d exact=%d mantissa_bits=%d max_log2=%d", histogram.Sub, histogram.Exact, histogram.MantBits, histogram.MaxLog2)
 
 // NewHistogramJSON converts a histogram for JSON.
 func NewHistogramJSON(h *histogram.Hist) *HistogramJSON {
@@ -230,11 +247,63 @@ func (j *HistogramJSON) Hist() (*histogram.Hist, error) {
 	return h, nil
 }
 
+// HistogramLabels adds the histogram h to pprof numeric labels, for a
+// profile (or an agent's push) that carries a target's durations and not
+// only its quantiles: hist_low_ns lists the lower bound (ns) of every
+// non-empty bucket, in increasing order, hist_calls the calls in each, and
+// min_ns and max_ns the exact extremes. HistogramFromLabels reads them
+// back.
+func HistogramLabels(h *histogram.Hist, labels map[string][]int64) {
+	if h.Total() == 0 {
+		return
+	}
+	var lows, calls []int64
+	for i, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		lo, _ := histogram.Bounds(i)
+		lows, calls = append(lows, int64(lo)), append(calls, int64(c))
+	}
+	labels["hist_low_ns"], labels["hist_calls"] = lows, calls
+	labels["min_ns"], labels["max_ns"] = []int64{int64(h.Min)}, []int64{int64(h.Max)}
+}
+
+// HistogramFromLabels reads a histogram written by HistogramLabels (nil
+// without one); an error when the lists differ in length or a bound is
+// not a bucket of this build's layout.
+func HistogramFromLabels(labels map[string][]int64) (*histogram.Hist, error) {
+	lows, calls := labels["hist_low_ns"], labels["hist_calls"]
+	if lows == nil && calls == nil {
+		return nil, nil
+	}
+	if len(lows) != len(calls) || len(labels["min_ns"]) != 1 || len(labels["max_ns"]) != 1 {
+		return nil, fmt.Errorf("histogram labels: %d bucket bounds, %d counts, and min_ns and max_ns once each wanted", len(lows), len(calls))
+	}
+	h := &histogram.Hist{Min: uint64(labels["min_ns"][0]), Max: uint64(labels["max_ns"][0])}
+	for k, lo := range lows {
+		if lo < 0 || calls[k] < 0 {
+			return nil, fmt.Errorf("histogram labels: bucket %d ns with %d calls", lo, calls[k])
+		}
+		i := histogram.Index(uint64(lo))
+		if b, _ := histogram.Bounds(i); b != uint64(lo) {
+			return nil, fmt.Errorf("histogram labels: %d ns is not a bucket bound of the layout (%s)", lo, histLayout)
+		}
+		h.Counts[i] += uint64(calls[k])
+	}
+	if h.Total() > 0 && h.Min > h.Max {
+		return nil, fmt.Errorf("histogram labels: min_ns %d above max_ns %d", h.Min, h.Max)
+	}
+	return h, nil
+}
+
 // QuantileLabels are a target's quantiles as pprof numeric labels (ns):
 // p99_ns, p99_low_ns, p99_high_ns, the bucket of the estimate's order
 // statistic as p99_at_low_ns and p99_at_high_ns (diff needs it), and
 // p99_min_calls when there were too few calls for an interval (p99_low_ns
-// is then a one-sided bound, and there is no p99_high_ns).
+// is then a one-sided bound, and there is no p99_high_ns), and, when the
+// quantile was corrected for the probe overhead, the overhead interval
+// subtracted as p99_overhead_low_ns and p99_overhead_high_ns.
 func QuantileLabels(qs []estimate.Quantile, labels map[string][]int64) {
 	for _, q := range qs {
 		k := QuantileName(q.P)
@@ -250,6 +319,10 @@ func QuantileLabels(qs []estimate.Quantile, labels map[string][]int64) {
 			labels[k+"_min_calls"] = []int64{int64(q.Ranks.MinCalls)}
 		} else {
 			labels[k+"_high_ns"] = []int64{int64(math.Ceil(q.High))}
+		}
+		if q.Corrected {
+			labels[k+"_overhead_low_ns"] = []int64{int64(math.Floor(q.OverheadLow))}
+			labels[k+"_overhead_high_ns"] = []int64{int64(math.Ceil(q.OverheadHigh))}
 		}
 	}
 }
@@ -280,6 +353,11 @@ func QuantilesFromLabels(labels map[string][]int64, conf float64, n uint64) []es
 		}
 		if b, ok := labels[name+"_at_high_ns"]; ok && len(b) == 1 {
 			q.ValueHigh = float64(b[0])
+		}
+		ol, okl := labels[name+"_overhead_low_ns"]
+		oh, okh := labels[name+"_overhead_high_ns"]
+		if okl && okh && len(ol) == 1 && len(oh) == 1 {
+			q.Corrected, q.OverheadLow, q.OverheadHigh = true, float64(ol[0]), float64(oh[0])
 		}
 		if hi, ok := labels[name+"_high_ns"]; ok && len(hi) == 1 {
 			q.High = float64(hi[0])

@@ -91,6 +91,19 @@ func TestQuantileJSONAndLabelsRoundTrip(t *testing.T) {
 			t.Errorf("labels round trip of %v: %+v", QuantileName(q.P), lq[i])
 		}
 	}
+	// A quantile corrected for the probe overhead says so in both.
+	c, err := estimate.CorrectQuantile(qs[1], estimate.Result{Mean: 1500, Low: 1400, High: 1600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := NewQuantileJSON(c).ToQuantile(); !got.Corrected || got.OverheadLow != 1400 || got.OverheadHigh != 1600 {
+		t.Errorf("JSON round trip of a corrected quantile: %+v", got)
+	}
+	labels = map[string][]int64{}
+	QuantileLabels([]estimate.Quantile{c}, labels)
+	if lq := QuantilesFromLabels(labels, 0.95, h.Total()); len(lq) != 1 || !lq[0].Corrected || lq[0].OverheadLow != 1400 || lq[0].OverheadHigh != 1600 {
+		t.Errorf("labels round trip of a corrected quantile: %+v", lq)
+	}
 }
 
 func TestQuantileChanges(t *testing.T) {
@@ -106,6 +119,31 @@ func TestQuantileChanges(t *testing.T) {
 	for _, c := range QuantileChanges(base, same) {
 		if c.Err != "" || c.Diff.Significant {
 			t.Errorf("same law: %v", c)
+		}
+	}
+}
+
+// TestHistogramLabels: a histogram survives pprof labels, and labels that
+// do not fit the layout are refused.
+func TestHistogramLabels(t *testing.T) {
+	h := testHist(5000, 20000)
+	labels := map[string][]int64{}
+	HistogramLabels(h, labels)
+	back, err := HistogramFromLabels(labels)
+	if err != nil || back == nil || *back != *h {
+		t.Fatalf("round trip: %v, equal %v", err, back != nil && *back == *h)
+	}
+	if h, err := HistogramFromLabels(map[string][]int64{"mean_ns": {1}}); h != nil || err != nil {
+		t.Errorf("no histogram labels: %v %v", h, err)
+	}
+	for _, bad := range []map[string][]int64{
+		{"hist_low_ns": {1000, 1043}, "hist_calls": {1}, "min_ns": {1000}, "max_ns": {1100}},
+		{"hist_low_ns": {1001}, "hist_calls": {1}, "min_ns": {1001}, "max_ns": {1001}},
+		{"hist_low_ns": {1024}, "hist_calls": {-1}, "min_ns": {1024}, "max_ns": {1024}},
+		{"hist_low_ns": {1024}, "hist_calls": {1}},
+	} {
+		if _, err := HistogramFromLabels(bad); err == nil {
+			t.Errorf("accepted %v", bad)
 		}
 	}
 }

@@ -16,30 +16,28 @@ import (
 // read costs and probe overheads.
 func WriteCalibration(w io.Writer, c *calibrate.Calibration) error {
 	fmt.Fprintf(w, "machine: kernel %s, %s, %d CPUs; %s\n\n", c.Machine.KernelRelease, c.Machine.CPUModel, c.Machine.CPUs, c.Date.Format(time.RFC3339))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLOCK\tREAD IN\tCHANGES\tINCREMENT min / mean / max\tPERIOD min / mean / max\tMEAN PERIOD INTERVAL")
-	for _, r := range c.Clocks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s / %s / %s\t%s / %s / %s\t[%s, %s] (%s)\n", r.Clock, r.Where, r.Changes,
-			units.Ns(r.IncMinNs), units.Ns(r.IncMeanNs), units.Ns(r.IncMaxNs),
-			units.Ns(r.PeriodMinNs), units.Ns(r.PeriodMeanNs), units.Ns(r.PeriodMaxNs),
-			units.Ns(r.PeriodLowNs), units.Ns(r.PeriodHighNs), units.Percent(r.Confidence))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := table(w, "CLOCK\tREAD IN\tCHANGES\tINCREMENT min / mean / max\tPERIOD min / mean / max\tMEAN PERIOD INTERVAL", func(tw io.Writer) {
+		for _, r := range c.Clocks {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s / %s / %s\t%s / %s / %s\t[%s, %s] (%s)\n", r.Clock, r.Where, r.Changes,
+				units.Ns(r.IncMinNs), units.Ns(r.IncMeanNs), units.Ns(r.IncMaxNs),
+				units.Ns(r.PeriodMinNs), units.Ns(r.PeriodMeanNs), units.Ns(r.PeriodMaxNs),
+				units.Ns(r.PeriodLowNs), units.Ns(r.PeriodHighNs), units.Percent(r.Confidence))
+		}
+	}); err != nil {
 		return err
 	}
 	if len(c.ClockCosts) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLOCK READ (BPF)\tCOST PER READ\tINTERVAL\tREADS")
-		for _, k := range c.ClockCosts {
-			fmt.Fprintf(tw, "%s\t%s\t[%s, %s] (%s)\t%d\n", k.Helper, units.Ns(k.NsPerRead), units.Ns(k.LowNs), units.Ns(k.HighNs), units.Percent(k.Confidence), k.Reads)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := table(w, "CLOCK READ (BPF)\tCOST PER READ\tINTERVAL\tREADS", func(tw io.Writer) {
+			for _, k := range c.ClockCosts {
+				fmt.Fprintf(tw, "%s\t%s\t[%s, %s] (%s)\t%d\n", k.Helper, units.Ns(k.NsPerRead), units.Ns(k.LowNs), units.Ns(k.HighNs), units.Percent(k.Confidence), k.Reads)
+			}
+		}); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROBE KIND\tEMPTY TARGET\tRUNS\tCALLS\tT_ovhd MEAN\tMEAN'S INTERVAL\tA RUN'S T_ovhd (subtracted)\tRUN MEANS\tMIN\tBPF TIME/CALL (total)")
 	for _, o := range c.Overheads {
 		bpfCost := "-"
@@ -68,4 +66,13 @@ func WriteCalibration(w io.Writer, c *calibrate.Calibration) error {
 		fmt.Fprintf(w, "not measured: %s\n", s)
 	}
 	return nil
+}
+
+// table prints a header and the rows rows writes (tab-separated cells,
+// one line each) as columns two spaces apart.
+func table(w io.Writer, header string, rows func(tw io.Writer)) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	rows(tw)
+	return tw.Flush()
 }

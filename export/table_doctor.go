@@ -3,7 +3,6 @@ package export
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/tickprof/tickprof/loader"
 )
@@ -35,29 +34,27 @@ func WriteDoctor(w io.Writer, rep DoctorReport) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CAPABILITY\tOK\tDETAIL")
-	for _, r := range f.Results {
-		ok := "yes"
-		if !r.OK {
-			ok = "NO"
+	if err := table(w, "CAPABILITY\tOK\tDETAIL", func(tw io.Writer) {
+		for _, r := range f.Results {
+			ok := "yes"
+			if !r.OK {
+				ok = "NO"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, ok, r.Detail)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, ok, r.Detail)
-	}
-	if err := tw.Flush(); err != nil {
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET KIND\tMETHOD")
-	for _, m := range rep.Methods {
-		s := m.Method
-		if m.Error != "" {
-			s = "unavailable: " + m.Error
+	return table(w, "TARGET KIND\tMETHOD", func(tw io.Writer) {
+		for _, m := range rep.Methods {
+			s := m.Method
+			if m.Error != "" {
+				s = "unavailable: " + m.Error
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", m.Kind, s)
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", m.Kind, s)
-	}
-	return tw.Flush()
+	})
 }
 
 // NewDoctorReport is the report on f: the features and the method each

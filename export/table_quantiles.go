@@ -54,17 +54,28 @@ func writeQuantileNotes(w io.Writer, r *timing.Result, levels []float64) error {
 	if len(levels) == 0 {
 		return nil
 	}
+	corrected := false
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		if t.Hist == nil || t.Hist.Total() == 0 {
 			continue
 		}
 		fmt.Fprintln(w)
-		if err := WriteHistogram(w, t.Name, t.Hist, t.Quantiles); err != nil {
+		// The histogram is of the measured durations: mark the measured
+		// quantiles.
+		qs := t.Quantiles
+		if t.RawQuantiles != nil {
+			qs, corrected = t.RawQuantiles, true
+		}
+		if err := WriteHistogram(w, t.Name, t.Hist, qs); err != nil {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "\nquantiles: distribution-free order-statistic intervals (exact binomial ranks) widened to the histogram's buckets (16 per power of two); they are of the measured durations, probe overhead included\n")
+	note := "they are of the measured durations, probe overhead included"
+	if corrected {
+		note = "in the table they are corrected for the probe overhead (its calibrated interval subtracted from each end, assuming the same overhead on every call), in the histograms as measured"
+	}
+	_, err := fmt.Fprintf(w, "\nquantiles: distribution-free order-statistic intervals (exact binomial ranks) widened to the histogram's buckets (16 per power of two, at most 4.5%% wide); %s\n", note)
 	return err
 }
 

@@ -66,7 +66,7 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 	}
 	switch r.Correction {
 	case "on":
-		p.Comments = append(p.Comments, "mean_ns, low_ns, high_ns are corrected for the probe overhead (raw_mean_ns and overhead_ns beside them); wall and ticks are as measured")
+		p.Comments = append(p.Comments, "mean_ns, low_ns, high_ns are corrected for the probe overhead (raw_mean_ns and overhead_ns beside them), and so are the quantile labels that carry pN_overhead_low_ns and pN_overhead_high_ns; wall and ticks are as measured")
 	case "none", "off":
 		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
 	}

@@ -1,16 +1,25 @@
-// Package histogram owns the log-linear (HDR-style) histogram of exact call
-// durations that tickprof's BPF programs keep per target and per CPU: its
-// bucket layout (the same index function as bpf/timing_math.h's
+// Package histogram owns the log-geometric (HDR-style) histogram of exact
+// call durations that tickprof's BPF programs keep per target and per CPU:
+// its bucket layout (the same index function as bpf/qhist_math.h's
 // tp_qh_index, tested against it), merging per-CPU copies, and quantiles
 // with their distribution-free intervals (through package estimate).
 //
-// Layout: values below Sub (16) ns have a bucket each; above, every power
-// of two [2^k, 2^(k+1)) is cut into Sub equal sub-buckets of width
-// 2^(k-SubBits), so a bucket's width is at most 1/Sub = 6.25% of its lower
-// bound (3.1% of the value as a half-width around its middle), and 4.3% on
-// average over an octave (ln 2 / 16). Values from 2^(MaxLog2+1) ns (about
-// 69 s) on share the last bucket, whose upper bound is the observed
-// maximum.
+// Layout: values below Exact (32) ns have a bucket each; above, every power
+// of two [2^k, 2^(k+1)) is cut into Sub (16) geometric sub-buckets whose
+// edges are 2^k x T[j]/4096, T[j] = round(4096 x 2^(j/16)) rounded up to
+// whole ns: bucket j of an octave holds the durations whose top MantBits+1
+// (13) bits, read as a number m in [4096, 8192), satisfy T[j] <= m <
+// T[j+1]. From 4096 ns up a bucket is at most 4.45% of its lower bound
+// wide (2^(1/16) - 1 = 4.43%, plus the rounding of T), from 1024 ns up at
+// most 4.5%; everywhere, the whole nanoseconds a bucket holds lie within
+// 4.45% of its smallest (below 1024 ns the edges' rounding to whole ns can
+// make [lo, hi) up to 1 ns wider than that). Linear sub-buckets (the
+// earlier layout) reached 6.25%. Values from 2^(MaxLog2+1) ns (about 69 s)
+// on share the last bucket, whose upper bound is the observed maximum.
+//
+// In BPF the bucket is the octave (a branch-free log2) and the 15
+// comparisons of m with T, four at a time in 16-bit lanes: no loop and no
+// table lookup (bpf/qhist_math.h).
 //
 // It imports estimate only.
 package histogram
@@ -23,28 +32,62 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 )
 
-// The layout; bpf/timing_math.h defines the same constants (TP_QH_*).
+// The layout; bpf/qhist_math.h defines the same constants (TP_QH_*).
 const (
 	// SubBits is log2 of the sub-buckets per power of two.
 	SubBits = 4
 	// Sub is the number of sub-buckets per power of two.
 	Sub = 1 << SubBits
+	// ExactBits is log2 of Exact.
+	ExactBits = 5
+	// Exact is the number of durations (0 .. Exact-1 ns) with a bucket
+	// each.
+	Exact = 1 << ExactBits
+	// MantBits is the number of bits below the leading one that the
+	// sub-bucket comparisons read.
+	MantBits = 12
 	// MaxLog2 is the largest floor(log2(v)) with buckets of its own.
 	MaxLog2 = 35
 	// Buckets is the number of buckets, the last one the overflow.
-	Buckets = (MaxLog2-SubBits+2)*Sub + 1
+	Buckets = Exact + (MaxLog2-ExactBits+1)*Sub + 1
 )
+
+// T are the sub-bucket thresholds on the 13-bit mantissa:
+// round(4096 x 2^(j/16)) (TestThresholds recomputes them).
+var T = [Sub]uint64{4096, 4277, 4467, 4664, 4871, 5087, 5312, 5547, 5793, 6049, 6317, 6597, 6889, 7194, 7512, 7845}
 
 // Index returns the bucket of a duration of v ns.
 func Index(v uint64) int {
-	if v < Sub {
+	if v < Exact {
 		return int(v)
 	}
 	k := bits.Len64(v) - 1
 	if k > MaxLog2 {
 		return Buckets - 1
 	}
-	return (k-SubBits+1)<<SubBits + int(v>>(k-SubBits)) - Sub
+	var m uint64
+	if k >= MantBits {
+		m = v >> (k - MantBits)
+	} else {
+		m = v << (MantBits - k)
+	}
+	j := 0
+	for _, t := range T[1:] {
+		if m >= t {
+			j++
+		}
+	}
+	return Exact + (k-ExactBits)*Sub + j
+}
+
+// edge is the smallest duration of octave k whose mantissa is at least t:
+// ceil(t x 2^(k-MantBits)).
+func edge(k int, t uint64) uint64 {
+	if k >= MantBits {
+		return t << (k - MantBits)
+	}
+	s := MantBits - k
+	return (t + 1<<s - 1) >> s
 }
 
 // Bounds returns bucket i's bounds [lo, hi) in ns; the overflow bucket's
@@ -55,12 +98,15 @@ func Bounds(i int) (lo, hi uint64) {
 		panic(fmt.Sprintf("histogram: bucket %d out of range", i))
 	case i == Buckets-1:
 		return 1 << (MaxLog2 + 1), math.MaxUint64
-	case i < 2*Sub:
+	case i < Exact:
 		return uint64(i), uint64(i + 1)
 	}
-	k := i>>SubBits + SubBits - 1
-	m := uint64(i&(Sub-1) + Sub)
-	return m << (k - SubBits), (m + 1) << (k - SubBits)
+	k, j := (i-Exact)/Sub+ExactBits, (i-Exact)%Sub
+	lo = edge(k, T[j])
+	if j == Sub-1 {
+		return lo, 1 << (k + 1)
+	}
+	return lo, edge(k, T[j+1])
 }
 
 // Hist is a histogram of durations in ns with their exact minimum and
@@ -176,7 +222,24 @@ func Width(x float64) float64 {
 	return float64(hi - lo)
 }
 
-// MeanWidth is a bucket's width averaged over where x falls in its power
-// of two, x ln 2 / Sub: the resolution to plan with when only the shape of
-// the durations is known, not where they fall in the layout.
+// MeanWidth is a bucket's width averaged over where x falls in the layout,
+// x ln 2 / Sub (4.3% of x; a geometric bucket holding x is 4.2% to 4.4% of
+// x wide): the resolution to plan with when only the shape of the
+// durations is known, not where they fall in the layout.
 func MeanWidth(x float64) float64 { return x * math.Ln2 / Sub }
+
+// MinTail is the fewest calls beyond a quantile (n min(p, 1-p)) a
+// histogram needs before its shape there is planned from.
+const MinTail = 20
+
+// PlanQuantile plans the calls the p-quantile's interval needs to reach
+// relative half-width rel, with the durations' law taken from this
+// histogram (Quantiles) and its bucket widths (Width):
+// estimate.PlanQuantile. It is an error when fewer than MinTail calls lie
+// beyond the quantile: the histogram does not yet know the shape there.
+func (h *Hist) PlanQuantile(p, rel float64, o estimate.Options) (estimate.QuantilePlan, error) {
+	if tail := float64(h.Total()) * math.Min(p, 1-p); tail < MinTail {
+		return estimate.QuantilePlan{}, fmt.Errorf("%.0f calls beyond the %v-quantile, too few to know the durations' shape there (%d needed)", tail, p, MinTail)
+	}
+	return estimate.PlanQuantile(p, rel, h.Quantiles(), Width, o)
+}

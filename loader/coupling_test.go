@@ -46,18 +46,9 @@ func runCoupled(t *testing.T, opts Options, sym string, args ...string) (*Sessio
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.PID = pid
-	s, err := Open(opts, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openFor(t, opts, pid, specs)
 	p.Release(t)
-	lines, err := p.Wait(t, 120*time.Second, 25*time.Millisecond, func() {
-		if _, err := s.Poll(); err != nil {
-			t.Error(err)
-		}
-	})
+	lines, err := pollUntilExit(t, p, s)
 	if err != nil {
 		t.Fatalf("coupled %v: %v", args, err)
 	}

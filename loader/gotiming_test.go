@@ -54,12 +54,7 @@ func runGoTarget(t *testing.T, bin string, opts Options, syms []string, args ...
 		}
 		specs = append(specs, sp...)
 	}
-	opts.PID = pid
-	s, err := Open(opts, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openFor(t, opts, pid, specs)
 	start := time.Now()
 	proc.Release(t)
 	r := goRun{lines: map[string]string{}, s: s}

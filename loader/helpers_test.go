@@ -39,18 +39,9 @@ func finalLine(t testing.TB, p *testtarget.Proc) string {
 func timeSysloop(t testing.TB, opts Options, specs []Spec, args ...string) (*Session, Poll) {
 	t.Helper()
 	p := testtarget.Start(t, exec.Command(sysloopBinary(t), args...), testtarget.ReadyPrefix, nil)
-	opts.PID = p.Pid()
-	s, err := Open(opts, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openFor(t, opts, p.Pid(), specs)
 	p.Release(t)
-	lines, err := p.Wait(t, 120*time.Second, 25*time.Millisecond, func() {
-		if _, err := s.Poll(); err != nil {
-			t.Error(err)
-		}
-	})
+	lines, err := pollUntilExit(t, p, s)
 	if l := testtarget.LastLine(lines); err != nil || l != "done" {
 		t.Fatalf("sysloop %v: exit %v, last line %q", args, err, l)
 	}
@@ -60,4 +51,28 @@ func timeSysloop(t testing.TB, opts Options, specs []Spec, args ...string) (*Ses
 		t.Fatal(err)
 	}
 	return s, poll
+}
+
+// openFor opens a session on specs in process pid, closed when the test
+// ends.
+func openFor(t testing.TB, opts Options, pid int, specs []Spec) *Session {
+	t.Helper()
+	opts.PID = pid
+	s, err := Open(opts, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// pollUntilExit polls s every 25 ms until the released target p exits
+// (two minutes at most) and returns its output lines.
+func pollUntilExit(t testing.TB, p *testtarget.Proc, s *Session) ([]string, error) {
+	t.Helper()
+	return p.Wait(t, 120*time.Second, 25*time.Millisecond, func() {
+		if _, err := s.Poll(); err != nil {
+			t.Error(err)
+		}
+	})
 }

@@ -26,7 +26,7 @@ import (
 // shifted X_(ceil(np)) unless δ varies by more than the gaps X_(ceil(np)) -
 // X_(r) and X_(s) - X_(ceil(np)): with durations of 0.2-1.5 ms those are
 // several us at p50 (and more in the tail), and the buckets widen the
-// interval by up to 6% besides. A miss therefore means a wrong bucket, rank
+// interval by up to 4.5% besides. A miss therefore means a wrong bucket, rank
 // or merge, not bad luck, and none is tolerated.
 func TestQuantilesOwnDurations(t *testing.T) {
 	bpftest.Require(t)

@@ -48,7 +48,7 @@ type Options struct {
 	Clock Clock
 	// Exact also reads the ns clock on every call (ns mode, --validate).
 	Exact bool
-	// Quantiles keeps a log-linear histogram of the exact durations per
+	// Quantiles keeps a log-geometric histogram of the exact durations per
 	// target (package histogram; needs Exact). It costs one more map
 	// update per call and 4232 bytes per target per CPU.
 	Quantiles bool

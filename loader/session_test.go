@@ -30,12 +30,7 @@ func runGated(t *testing.T, opts Options, syms []string, args ...string) (*Sessi
 		}
 		specs = append(specs, sp...)
 	}
-	opts.PID = pid
-	s, err := Open(opts, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openFor(t, opts, pid, specs)
 	g.Release(t)
 	line := finalLine(t, g)
 	s.Stop()

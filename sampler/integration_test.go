@@ -1,7 +1,6 @@
 package sampler_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -30,7 +29,7 @@ func TestMain(m *testing.M) { testtarget.Main(m) }
 // test binary.
 func buildC(t *testing.T, name string) string {
 	t.Helper()
-	return testtarget.C(t, "sample/"+name+".c", name, "-fno-omit-frame-pointer", "-fno-inline")
+	return testtarget.Sampled(t, name, name)
 }
 
 // goTool is the go command of the toolchain running the tests.
@@ -49,12 +48,20 @@ func goTool(t *testing.T) string {
 // returns the profile data, encoded profile and stats.
 func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*sampler.Profile, *profile.Profile, sampler.Stats) {
 	t.Helper()
+	return sampleWith(t, sampler.Config{Frequency: hz, Count: count}, args...)
+}
+
+// sampleWith is sampleCommand with a whole configuration (PIDs and Exe
+// are set here).
+func sampleWith(t *testing.T, cfg sampler.Config, args ...string) (*sampler.Profile, *profile.Profile, sampler.Stats) {
+	t.Helper()
 	var stderr bytes.Buffer
 	sp, err := proc.StartHeld(args, proc.Stdio{Out: os.Stdout, Err: &stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := sampler.Start(sampler.Config{Frequency: hz, PIDs: []int{sp.Pid}, Exe: sp.Exe, Count: count})
+	cfg.PIDs, cfg.Exe = []int{sp.Pid}, sp.Exe
+	sess, err := sampler.Start(cfg)
 	if err != nil {
 		sp.Kill()
 		t.Fatal(err)
@@ -94,30 +101,6 @@ func sampleCommand(t *testing.T, hz int, count []string, args ...string) (*sampl
 	return d, p2, st
 }
 
-// readKV reads "key value" lines.
-func readKV(t *testing.T, path string) map[string]float64 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m := map[string]float64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			t.Fatalf("%s: %q: %v", path, sc.Text(), err)
-		}
-		m[k] = x
-	}
-	return m
-}
-
 func findRow(t *testing.T, tab *export.CPUTable, fn string) export.FuncRow {
 	t.Helper()
 	for _, r := range tab.Rows {
@@ -146,7 +129,7 @@ func TestBurnRatioAndCount(t *testing.T) {
 	if st.Kept < 1000 {
 		t.Fatalf("only %d samples at 1999 Hz over 2 s", st.Kept)
 	}
-	m := readKV(t, truth)
+	m := testtarget.ReadKV(t, truth)
 	o := estimate.Options{Confidence: 0.99}
 	tab, err := export.CPUReport(p, o)
 	if err != nil {

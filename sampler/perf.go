@@ -24,8 +24,10 @@ type cpuClock struct {
 	fd  int
 }
 
-// openCPUClocks opens a cpu-clock event in frequency mode on every online
-// CPU, attaches prog to each and enables them. On error everything opened so
+// openCPUClocks opens a cpu-clock event on every online CPU, with the
+// period 1e9/hz ns the kernel would derive from the frequency (so that
+// PERF_EVENT_IOC_PERIOD, see rephase.go, takes the same unit), attaches
+// prog to each and enables them. On error everything opened so
 // far is closed.
 func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
 	cpus, err := onlineCPUs()
@@ -46,8 +48,8 @@ func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
 			Type:   unix.PERF_TYPE_SOFTWARE,
 			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
 			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-			Sample: uint64(hz),
-			Bits:   unix.PerfBitFreq | unix.PerfBitDisabled,
+			Sample: clockPeriod(hz),
+			Bits:   unix.PerfBitDisabled,
 		}
 		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
@@ -71,6 +73,9 @@ func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
 	}
 	return clocks, nil
 }
+
+// clockPeriod is the cpu-clock period in ns for hz samples per second.
+func clockPeriod(hz int) uint64 { return uint64(1e9) / uint64(hz) }
 
 // closeCPUClocks disables and closes the events.
 func closeCPUClocks(clocks []cpuClock) {

@@ -38,6 +38,11 @@ type procImage struct {
 	calls  map[[2]uint64]bool // isCallTo results by (return address, leaf function start)
 	readAt time.Time
 	mods   []unwind.Module // maps with unwind tables, built on first use
+	// goInfo is the Go executable's cgo information (gocgo.go), read
+	// once (goDone); goOK says it was found; goNoted that the BPF
+	// program was told.
+	goInfo                goCgo
+	goDone, goOK, goNoted bool
 }
 
 // binFile is one mapped file with its symbol table.
@@ -63,6 +68,9 @@ type binFile struct {
 	dbg     *symtab.Table
 	dbgErr  error
 	dbgDone bool
+	// goTLS is a Go executable's runtime.tlsg offset (gocgo.go).
+	goTLS              int64
+	goTLSOK, goTLSDone bool
 }
 
 // inliner returns the file's DWARF inline reader, or nil.

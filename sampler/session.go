@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -61,6 +62,10 @@ type Config struct {
 	// FramePointersOnly turns the stack copy off: user stacks are then
 	// the kernel's frame-pointer walks.
 	FramePointersOnly bool
+	// FixedPhase keeps the sampling clocks on one grid of their period,
+	// as perf does, instead of restarting them at random phases
+	// (rephase.go); it exists to measure what the restarts change.
+	FixedPhase bool
 }
 
 // Stats are the sampler's own counters.
@@ -76,6 +81,11 @@ type Stats struct {
 	DrainCPU float64
 	// SymbolizeCPU is the CPU time (ns) Result took to symbolize.
 	SymbolizeCPU float64
+	// BPFRuntime is the time the sampling program ran, in the context of
+	// whatever each CPU was running, as the kernel's BPF statistics count
+	// it (zero unless they are enabled: kernel.bpf_stats_enabled or
+	// BPF_ENABLE_STATS).
+	BPFRuntime time.Duration
 }
 
 // counted is one --count function.
@@ -89,17 +99,22 @@ type counted struct {
 // Session is a running sampler. Start it, Run it until the target stops,
 // then call Result and Close.
 type Session struct {
-	cfg     Config
-	objs    tpbpf.SampleObjects
-	clocks  []cpuClock
-	links   []link.Link
-	counted []*counted
-	reader  *ringbuf.Reader
-	start   time.Time
-	end     time.Time
-	procs   *procTable
-	stacks  map[string]*rawStack
-	records uint64
+	cfg    Config
+	objs   tpbpf.SampleObjects
+	clocks []cpuClock
+	// rephase restarts the clocks at random phases (nil with
+	// FixedPhase); restartBase is its count when the current window
+	// started.
+	rephase     *rephaser
+	restartBase int64
+	links       []link.Link
+	counted     []*counted
+	reader      *ringbuf.Reader
+	start       time.Time
+	end         time.Time
+	procs       *procTable
+	stacks      map[string]*rawStack
+	records     uint64
 	// copied and copies are the user stack bytes received and the
 	// samples that carried a copy.
 	copied, copies uint64
@@ -134,8 +149,9 @@ const (
 	flagUserErr  = 8
 	flagSPWord   = 16
 	flagRegs     = 32
+	flagGoCgo    = 64
 
-	hdrSize = 72
+	hdrSize = 88
 )
 
 // Start loads the BPF programs, marks the targets, attaches the call counters
@@ -170,8 +186,7 @@ func Start(cfg Config) (*Session, error) {
 		if err := spec.Variables["stack_bytes"].Set(uint32(n)); err != nil {
 			return nil, fmt.Errorf("set stack_bytes: %w", err)
 		}
-		// Room for ~1000 copies at the wake-up threshold's pace.
-		spec.Maps["samples"].MaxEntries = 32 << 20
+		spec.Maps["samples"].MaxEntries = ringBytes(cfg.Frequency, runtime.NumCPU(), n)
 	}
 	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
 	tpbpf.SetKernelVersion(spec)
@@ -216,7 +231,7 @@ func Start(cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("open sample ring buffer: %w", err)
 	}
 	s.start = time.Now()
-	if s.clocks, err = openCPUClocks(s.objs.SampleCpu, cfg.Frequency); err != nil {
+	if err := s.startClocks(); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -314,6 +329,7 @@ func (s *Session) Run(ctx context.Context, stop <-chan struct{}) error {
 
 // finish stops sampling and reads the rest of the ring buffer.
 func (s *Session) finish() error {
+	s.rephase.Stop()
 	closeCPUClocks(s.clocks)
 	s.clocks = nil
 	s.end = time.Now()
@@ -364,6 +380,7 @@ func (s *Session) handle(b []byte) {
 		return
 	}
 	img := s.procs.image(pid)
+	s.noteGo(img)
 	addrs := b[hdrSize : hdrSize+8*(kn+un)]
 	// Re-read the map when a user address falls outside it (dlopen, JIT).
 	for i := kn; i < kn+un; i++ {
@@ -374,32 +391,8 @@ func (s *Session) handle(b []byte) {
 			break
 		}
 	}
-	var user []uint64
-	for i := kn; i < kn+un; i++ {
-		user = append(user, le.Uint64(addrs[8*i:]))
-	}
-	var stop walkStop
-	unwound := false
-	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
-		user, stop = img.unwindUser(regs, stack, user)
-		unwound = true
-		s.copied += uint64(len(stack))
-		s.copies++
-	} else {
-		// A frameless user leaf (or one in its prologue) hides its caller
-		// from the frame-pointer walk; the word at the stack pointer is
-		// then the return address into that caller, which is kept when
-		// the instruction before it is a direct call of the leaf's
-		// function.
-		if flags&flagSPWord != 0 && un > 0 {
-			ra := le.Uint64(b[32:])
-			if (un < 2 || user[1] != ra) && img.isCallTo(ra, user[0]) {
-				user = append(user[:1], append([]uint64{ra}, user[1:]...)...)
-			}
-		}
-		user, stop = img.checkFramePointers(user)
-	}
-	flags &^= flagSPWord | flagRegs
+	user, stop, unwound := s.userStack(img, b, flags, kn, un)
+	flags &^= flagSPWord | flagRegs | flagGoCgo
 	key := make([]byte, 0, 32+8*(kn+len(user)))
 	key = le.AppendUint64(key, img.id)
 	key = le.AppendUint32(key, flags)
@@ -422,6 +415,37 @@ func (s *Session) handle(b []byte) {
 	s.stacks[string(key)] = st
 }
 
+// userStack is a sample record's user stack: unwound from its registers
+// and stack copy when it has them, else the frame-pointer walk (with the
+// frameless leaf's caller restored) cut at its first address outside the
+// process's executable mappings. unwound says which.
+func (s *Session) userStack(img *procImage, b []byte, flags uint32, kn, un int) (user []uint64, stop walkStop, unwound bool) {
+	le := binary.LittleEndian
+	addrs := b[hdrSize : hdrSize+8*(kn+un)]
+	for i := kn; i < kn+un; i++ {
+		user = append(user, le.Uint64(addrs[8*i:]))
+	}
+	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
+		sw := img.cgoSwitch(b, flags, hdrSize+8*(kn+un)+len(stack))
+		user, stop = img.unwindUser(regs, stack, user, sw)
+		s.copied += uint64(len(stack))
+		s.copies++
+		return user, stop, true
+	}
+	// A frameless user leaf (or one in its prologue) hides its caller
+	// from the frame-pointer walk; the word at the stack pointer is then
+	// the return address into that caller, which is kept when the
+	// instruction before it is a direct call of the leaf's function.
+	if flags&flagSPWord != 0 && un > 0 {
+		ra := le.Uint64(b[32:])
+		if (un < 2 || user[1] != ra) && img.isCallTo(ra, user[0]) {
+			user = append(user[:1], append([]uint64{ra}, user[1:]...)...)
+		}
+	}
+	user, stop = img.checkFramePointers(user)
+	return user, stop, false
+}
+
 // Stats reads the BPF counters.
 func (s *Session) Stats() Stats {
 	st := Stats{Records: s.records}
@@ -438,6 +462,11 @@ func (s *Session) Stats() Stats {
 	}
 	st.Exited = s.procs.exited()
 	st.DrainCPU, st.SymbolizeCPU = s.drainCPU, s.symCPU
+	if s.objs.SampleCpu != nil {
+		if ps, err := s.objs.SampleCpu.Stats(); err == nil {
+			st.BPFRuntime = ps.Runtime
+		}
+	}
 	return st
 }
 
@@ -485,6 +514,7 @@ func selfCPU() float64 {
 
 // Close detaches everything and releases the BPF objects and open files.
 func (s *Session) Close() error {
+	s.rephase.Stop()
 	closeCPUClocks(s.clocks)
 	s.clocks = nil
 	for _, c := range s.counted {

@@ -63,7 +63,7 @@ func (s *Session) Result() (*Profile, error) {
 	defer func() { s.symCPU += selfCPU() - c0 }()
 	start, dur := s.Span()
 	d := &Profile{
-		Period:   int64(1e9 / float64(s.cfg.Frequency)),
+		Period:   int64(s.period(dur)),
 		Start:    start,
 		Duration: dur,
 	}

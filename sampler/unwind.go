@@ -33,6 +33,23 @@ func (c Config) stackBytes() int {
 	return c.StackBytes
 }
 
+// ringBytes sizes the sample ring buffer when user stacks are copied: two
+// seconds of samples at hz on every CPU, each a copy of stackBytes plus
+// its header and frames, rounded up to a power of two between 8 MiB and
+// 32 MiB. The reader drains every 50 ms, so two seconds is ample; a ring
+// larger than the rate needs is not free: its pages stay resident once
+// written, and a long-running agent at 49 Hz would carry 64 MiB of
+// mapped ring (the kernel maps its data twice) for a few MiB of samples.
+func ringBytes(hz, cpus, stackBytes int) uint32 {
+	const lo, hi = 8 << 20, 32 << 20
+	need := 2 * hz * cpus * (stackBytes + 2048)
+	size := lo
+	for size < need && size < hi {
+		size <<= 1
+	}
+	return uint32(size)
+}
+
 // walkStop is why a user stack ended where it did, for the profile's
 // comments: the reason and the file.
 type walkStop struct {
@@ -88,12 +105,12 @@ func (img *procImage) modules() []unwind.Module {
 }
 
 // unwindUser walks the user stack of one sample from its registers and
-// stack copy. fp is the frame-pointer walk the BPF program made; when the
+// stack copy, moving to the goroutine's stack at sw (a cgo call) if set. fp is the frame-pointer walk the BPF program made; when the
 // copy ends before the walk does, the frame-pointer frames from the last
 // unwound frame on are appended as long as they stay in executable
 // mappings.
-func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64) ([]uint64, walkStop) {
-	res := unwind.Unwind(img.modules(), regs, unwind.Stack{Addr: regs.SP, Data: stack})
+func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64, sw *unwind.Switch) ([]uint64, walkStop) {
+	res := unwind.UnwindSwitch(img.modules(), regs, unwind.Stack{Addr: regs.SP, Data: stack}, sw)
 	out := make([]uint64, 0, len(res.Frames)+8)
 	for _, f := range res.Frames {
 		out = append(out, f.PC)

@@ -93,6 +93,7 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 	}
 	s.stacks = map[string]*rawStack{}
 	s.start = end
+	s.restartBase = s.rephase.count()
 	s.procs.prune()
 	return d, err
 }

@@ -77,5 +77,6 @@ func (s *Session) correct(run *Result) {
 		}
 		t.Estimate, t.Corrected, t.OverheadKind = r, true, kind
 		t.Overhead = o
+		correctQuantiles(t, o)
 	}
 }

@@ -37,6 +37,9 @@ type Progress struct {
 	Precision                   float64
 	Remaining                   []time.Duration
 	RemainingLow, RemainingHigh []time.Duration
+	// Quantiles, with a precision goal on a quantile, are each row's
+	// quantile at the stop rule's last look (nil before it).
+	Quantiles []*estimate.Quantile
 }
 
 // MinCheckBatches is the number of polling batches below which a result

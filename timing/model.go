@@ -85,6 +85,9 @@ type TargetResult struct {
 	// without quantiles).
 	Quantiles []estimate.Quantile
 	Hist      *histogram.Hist
+	// RawQuantiles are the quantiles of the measured durations when
+	// Quantiles were corrected for the probe overhead (nil otherwise).
+	RawQuantiles []estimate.Quantile
 	// Covered is the --validate verdict: whether the tick-clock interval
 	// holds the exact mean of the same calls (nil without --validate): a
 	// check of quantization on these calls, not of the long-run mean.

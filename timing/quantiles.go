@@ -2,6 +2,9 @@ package timing
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"time"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/histogram"
@@ -36,22 +39,33 @@ func (s *Session) quantiles(i int) (*histogram.Hist, []estimate.Quantile, error)
 	return h, qs, nil
 }
 
+// quantileRule is a target's stop rule on a quantile: the rule, the
+// calls its interval needs, planned from the histogram at the rule's last
+// look (0: no plan), the quantile at that look, and whether the run was
+// told that the goal is finer than the buckets allow.
+type quantileRule struct {
+	stop   estimate.QuantileStop
+	plan   uint64
+	last   *estimate.Quantile
+	warned bool
+}
+
 // quantilesReached is the precision stop rule on a quantile
 // (Config.PrecisionQuantile) after poll p: every target's QuantileStop says
 // stop. A target without calls, or whose histogram cannot be read, has not
 // reached it.
 func (s *Session) quantilesReached(p loader.Poll) bool {
 	ts := s.ls.Targets()
-	if s.qstops == nil {
-		s.qstops = make([]estimate.QuantileStop, len(ts))
-		for i := range s.qstops {
-			s.qstops[i].Rel = s.cfg.Precision
+	if s.qrules == nil {
+		s.qrules = make([]quantileRule, len(ts))
+		for i := range s.qrules {
+			s.qrules[i].stop.Rel = s.cfg.Precision
 		}
 	}
 	all := len(ts) > 0
 	for i := range ts {
 		// Read the histogram only when the rule will look.
-		if i >= len(p.Totals) || !s.qstops[i].Due(p.Totals[i].Calls) {
+		if i >= len(p.Totals) || !s.qrules[i].stop.Due(p.Totals[i].Calls) {
 			all = false
 			continue
 		}
@@ -60,11 +74,66 @@ func (s *Session) quantilesReached(p loader.Poll) bool {
 			all = false
 			continue
 		}
-		q, err := h.Quantile(s.cfg.PrecisionQuantile, s.cfg.Estimate)
 		// Every target's rule takes its look, whatever the others say.
-		if err != nil || !s.qstops[i].Check(q) {
+		if !s.qrules[i].look(h, s.cfg, ts[i].Name) {
 			all = false
 		}
 	}
 	return all
+}
+
+// look checks the rule on h's quantile and plans from h; it says whether
+// the rule stops, and warns once when the buckets alone are wider than the
+// goal at this duration (the rule cannot stop then).
+func (r *quantileRule) look(h *histogram.Hist, cfg Config, name string) bool {
+	q, err := h.Quantile(cfg.PrecisionQuantile, cfg.Estimate)
+	if err != nil {
+		return false
+	}
+	stop := r.stop.Check(q)
+	r.last, r.plan = &q, 0
+	if pl, err := h.PlanQuantile(cfg.PrecisionQuantile, cfg.Precision, cfg.Estimate); err == nil {
+		r.plan = pl.Calls
+	}
+	if f := histogram.Width(q.Value) / (2 * q.Value); f >= cfg.Precision && !r.warned {
+		r.warned = true
+		cfg.warn("%s: %s near %.0f ns cannot reach ±%.3g%%: the histogram's buckets alone take ±%.3g%% there", name, fmtQuantile(cfg.PrecisionQuantile), q.Value, 100*cfg.Precision, 100*f)
+	}
+	return stop
+}
+
+// fmtQuantile names a level as a column does ("p99.9").
+func fmtQuantile(p float64) string { return "p" + strconv.FormatFloat(100*p, 'f', -1, 64) }
+
+// quantileRemaining forecasts the time target i still needs before its
+// quantile stop rule stops the run (-1: unknown, before the rule has
+// planned from a histogram with enough calls beyond the quantile): the
+// calls to the rule's stop (QuantileStop.CallsToStop, on the plan from
+// the histogram at its last look) at the call rate so far, and at least
+// until the next poll.
+func (s *Session) quantileRemaining(i int, calls uint64, elapsed time.Duration) time.Duration {
+	if i >= len(s.qrules) || s.qrules[i].plan == 0 || calls == 0 || elapsed <= 0 {
+		return -1
+	}
+	more := float64(s.qrules[i].stop.CallsToStop(calls, s.qrules[i].plan) - calls)
+	secs := math.Min(math.Max(more*elapsed.Seconds()/float64(calls), s.cfg.Interval.Seconds()), 1e7)
+	return time.Duration(secs * float64(time.Second))
+}
+
+// correctQuantiles shifts t's quantiles by the per-call probe overhead o
+// subtracted from its mean (estimate.CorrectQuantile), keeping the
+// measured ones in RawQuantiles; on an error they stay as measured.
+func correctQuantiles(t *TargetResult, o estimate.Result) {
+	if len(t.Quantiles) == 0 {
+		return
+	}
+	cs := make([]estimate.Quantile, 0, len(t.Quantiles))
+	for _, q := range t.Quantiles {
+		c, err := estimate.CorrectQuantile(q, o)
+		if err != nil {
+			return
+		}
+		cs = append(cs, c)
+	}
+	t.RawQuantiles, t.Quantiles = t.Quantiles, cs
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
@@ -29,10 +30,17 @@ func TestQuantilePrecisionStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// The forecast: unknown (-1) until the rule has planned from the
+	// histogram, then the time to the stop; the first one, with the time
+	// already spent, must be within a factor of 3 of the run's length
+	// (the target calls at a steady rate; the machine's load moves it).
+	first := time.Duration(-1)
 	run, err := s.Run(context.Background(), func(pr Progress) {
-		// A quantile goal has no time estimate, but one entry per row.
-		if len(pr.Remaining) != len(pr.Rows) || pr.Remaining[0] != -1 {
-			t.Errorf("progress: remaining %v for %d rows, want -1 each", pr.Remaining, len(pr.Rows))
+		if len(pr.Remaining) != len(pr.Rows) || pr.Remaining[0] < -1 {
+			t.Errorf("progress: remaining %v for %d rows", pr.Remaining, len(pr.Rows))
+		}
+		if first < 0 && pr.Remaining[0] > 0 {
+			first = pr.Elapsed + pr.Remaining[0]
 		}
 	})
 	if err != nil {
@@ -51,5 +59,32 @@ func TestQuantilePrecisionStop(t *testing.T) {
 	if q.P != 0.5 || q.TooFew || q.RelHalfWidth() > 0.10 {
 		t.Errorf("p50 at stop: %+v (relative half-width %.3f)", q, q.RelHalfWidth())
 	}
-	t.Logf("stopped after %d calls, %.1fs: p50 %.0f ns [%.0f, %.0f]", tg.Calls, run.Duration.Seconds(), q.Value, q.Low, q.High)
+	t.Logf("stopped after %d calls, %.1fs: p50 %.0f ns [%.0f, %.0f]; first forecast of the run's length %.1fs", tg.Calls, run.Duration.Seconds(), q.Value, q.Low, q.High, first.Seconds())
+	if first <= 0 || first > 3*run.Duration || 3*first < run.Duration {
+		t.Errorf("first forecast of the run's length %v, run took %v", first, run.Duration)
+	}
+}
+
+// TestCorrectedQuantiles: where the mean is corrected for the probe
+// overhead, the quantiles are shifted by its interval and the measured
+// ones kept; where it is not (no calibrated kind), they stay as measured.
+func TestCorrectedQuantiles(t *testing.T) {
+	cost := estimate.Result{Mean: 1500, Low: 1400, High: 1600, Confidence: 0.95}
+	q := estimate.Quantile{P: 0.99, Value: 9000, Low: 8000, High: 10000, Confidence: 0.95, Calls: 1000}
+	s := &Session{cfg: Config{Corrector: fixedCost{cost}}, kinds: []string{"user", ""}}
+	run := &Result{Targets: []TargetResult{
+		{Name: "a", Quantiles: []estimate.Quantile{q}},
+		{Name: "b", Quantiles: []estimate.Quantile{q}},
+	}}
+	s.correct(run)
+	a, b := run.Targets[0], run.Targets[1]
+	if !a.Corrected || len(a.RawQuantiles) != 1 || a.RawQuantiles[0] != q {
+		t.Fatalf("target a: corrected %v, raw %+v", a.Corrected, a.RawQuantiles)
+	}
+	if c := a.Quantiles[0]; c.Low != 8000-1600 || c.High != 10000-1400 || c.Value != 9000-1500 || !c.Corrected {
+		t.Errorf("corrected p99 %+v", c)
+	}
+	if b.Corrected || b.RawQuantiles != nil || b.Quantiles[0] != q {
+		t.Errorf("target b without a calibrated kind: %+v", b)
+	}
 }

@@ -34,8 +34,8 @@ type Session struct {
 	last    loader.Poll
 	pollErr error           // the read that stopped the run
 	cost    estimate.Result // probe cost per call, under an overhead budget
-	// qstops are the quantile stop rules, one per target.
-	qstops []estimate.QuantileStop
+	// qrules are the quantile stop rules, one per target.
+	qrules []quantileRule
 }
 
 // Open is OpenContext without a context.
@@ -294,13 +294,19 @@ func (s *Session) progress(p loader.Poll, rows []Row) Progress {
 		pr.Remaining = make([]time.Duration, len(rows))
 		pr.RemainingLow = make([]time.Duration, len(rows))
 		pr.RemainingHigh = make([]time.Duration, len(rows))
-		for i, r := range rows {
-			// The time still needed is planned for the mean's rule
-			// only: unknown (-1) with a goal on a quantile.
-			pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = -1, -1, -1
-			if s.cfg.PrecisionQuantile == 0 {
-				pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = r.RemainingRange(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
+		if s.cfg.PrecisionQuantile != 0 {
+			pr.Quantiles = make([]*estimate.Quantile, len(rows))
+			for i := range s.qrules {
+				pr.Quantiles[i] = s.qrules[i].last
 			}
+		}
+		for i, r := range rows {
+			if s.cfg.PrecisionQuantile != 0 {
+				need := s.quantileRemaining(i, r.Calls, p.Elapsed)
+				pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = need, need, need
+				continue
+			}
+			pr.Remaining[i], pr.RemainingLow[i], pr.RemainingHigh[i] = r.RemainingRange(s.cfg.Precision, p.Elapsed, s.cfg.Interval, s.cfg.Estimate)
 		}
 	}
 	return pr

@@ -154,14 +154,64 @@ func (r *regFile) clear(i uint64) {
 	}
 }
 
-// memory is the stack copy.
-type memory Stack
+// memory is the stack copy and, after a switch, the copy of the other
+// stack.
+type memory struct {
+	Stack
+	other Stack
+}
 
-func (m memory) word(addr uint64) (uint64, bool) {
-	if addr < m.Addr || addr-m.Addr+8 > uint64(len(m.Data)) || addr+8 < addr {
+func (s Stack) word(addr uint64) (uint64, bool) {
+	if addr < s.Addr || addr-s.Addr+8 > uint64(len(s.Data)) || addr+8 < addr {
 		return 0, false
 	}
-	return binary.LittleEndian.Uint64(m.Data[addr-m.Addr:]), true
+	return binary.LittleEndian.Uint64(s.Data[addr-s.Addr:]), true
+}
+
+func (m memory) word(addr uint64) (uint64, bool) {
+	if v, ok := m.Stack.word(addr); ok {
+		return v, true
+	}
+	return m.other.word(addr)
+}
+
+// Switch is where a walk moves to another stack. Go runs C code called
+// through cgo, and the vDSO, on the thread's system stack and keeps the Go
+// callers on the goroutine's stack: runtime.asmcgocall (and time.now,
+// runtime.nanotime1) move the stack pointer to the top of the system stack
+// (g0.sched.sp), less a few aligned bytes, and call the C code from there;
+// their caller is found from the goroutine's stack pointer before the
+// switch.
+type Switch struct {
+	// At is the top of the stack switched to: a frame in one of the Code
+	// ranges whose stack pointer lies at most SwitchReach bytes below At
+	// is switched from.
+	At   uint64
+	Code [][2]uint64 // [start, limit) of the switching functions
+	// To is a copy of the other stack from the stack pointer the function
+	// had before it switched, from where the function's own unwind rules
+	// (or its frame pointer) find its caller. Registers the callee
+	// preserves (rbp among them) keep their values across the callee.
+	To Stack
+}
+
+// SwitchReach bounds how far below Switch.At the switching frame lies
+// (runtime.asmcgocall takes 16 bytes and aligns to 16, time.now 32).
+const SwitchReach = 64
+
+// at reports whether the frame with pc and sp is where the walk switches:
+// also the sampled frame itself, when the sample fell in the switching
+// function after it moved the stack pointer.
+func (sw *Switch) at(pc, sp uint64) bool {
+	if sw == nil || sp > sw.At || sw.At-sp > SwitchReach {
+		return false
+	}
+	for _, c := range sw.Code {
+		if pc >= c[0] && pc < c[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // calleeSaved are the registers a call preserves (System V psABI): rbx,
@@ -170,12 +220,21 @@ const calleeSaved = 1<<3 | 1<<regBP | 1<<12 | 1<<13 | 1<<14 | 1<<15
 
 // Unwind walks the stack. mods must be sorted by Start and not overlap.
 func Unwind(mods []Module, regs Regs, stack Stack) Result {
+	return UnwindSwitch(mods, regs, stack, nil)
+}
+
+// UnwindSwitch walks the stack as Unwind does, moving to another stack
+// where sw (if not nil) says.
+func UnwindSwitch(mods []Module, regs Regs, stack Stack, sw *Switch) Result {
 	var res Result
 	if regs.SP == 0 || regs.IP == 0 {
 		res.Stop = StopNoRegisters
 		return res
 	}
-	mem := memory(stack)
+	mem := memory{Stack: stack}
+	if sw != nil {
+		mem.other = sw.To
+	}
 	var rf regFile
 	rf.set(regSP, regs.SP)
 	rf.set(regBP, regs.BP)
@@ -197,6 +256,12 @@ func Unwind(mods []Module, regs Regs, stack Stack) Result {
 		if !exact {
 			look-- // a return address: the call is the instruction before
 		}
+		switched := sw.at(pc, rf.v[regSP])
+		if switched {
+			// The frame's own rules apply to the stack pointer it had
+			// before it switched stacks.
+			rf.set(regSP, sw.To.Addr)
+		}
 		next, signal, stop, detail := step(m, look, exact, &rf, mem)
 		if stop == stopFP {
 			fr.FramePointer = true
@@ -212,7 +277,7 @@ func Unwind(mods []Module, regs Regs, stack Stack) Result {
 		}
 		oldSP := rf.v[regSP]
 		newSP, ok := next.get(regSP)
-		if !ok || (newSP <= oldSP && !signal) {
+		if !ok || (newSP <= oldSP && !signal && !switched) {
 			res.Stop, res.File, res.Detail = StopBadFrame, m.Name, fmt.Sprintf("stack pointer %#x after %#x", newSP, oldSP)
 			return res
 		}

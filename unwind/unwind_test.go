@@ -250,3 +250,68 @@ func TestUnwindFromPLT(t *testing.T) {
 		t.Errorf("from the PLT after its push: %v (stop %v %s), want %v", got, res.Stop, res.Detail, want)
 	}
 }
+
+// words lays out little-endian words from addr.
+func words(addr uint64, w ...uint64) Stack {
+	s := Stack{Addr: addr, Data: make([]byte, 8*len(w))}
+	for i, v := range w {
+		binary.LittleEndian.PutUint64(s.Data[8*i:], v)
+	}
+	return s
+}
+
+// A walk through frame-pointer code that reads on in the other stack's copy
+// (a hand-made pair of stacks: leaf 0x1100 on the system stack, the
+// switching function 0x1200 whose caller 0x1400 is on the other stack), and
+// where the switch applies. (The programs built by the sampler's tests
+// check the switch with call frame information: TestUnwindCgo,
+// TestUnwindGoVDSO.)
+func TestUnwindSwitch(t *testing.T) {
+	mods := []Module{{Start: 0x1000, Limit: 0x2000, Name: "code"}}
+	// System stack: the leaf's frame [saved rbp = the switching
+	// function's, on the other stack; return address into it].
+	sys := words(0x7000, 0, 0, 0x9000, 0x1205)
+	regs := Regs{IP: 0x1100, SP: 0x7000, BP: 0x7010}
+	// Other stack, from the switching function's stack pointer before the
+	// switch: its frame [saved rbp 0x9020, return address 0x1400], then
+	// the caller's [0, 0]: the outermost frame.
+	other := words(0x9000, 0x9020, 0x1400, 0, 0, 0, 0)
+	sw := &Switch{At: 0x7030, Code: [][2]uint64{{0x1200, 0x1300}}, To: other}
+	pcs := func(r Result) []uint64 {
+		var out []uint64
+		for _, f := range r.Frames {
+			out = append(out, f.PC)
+		}
+		return out
+	}
+	res := UnwindSwitch(mods, regs, sys, sw)
+	if got, want := pcs(res), []uint64{0x1100, 0x1205, 0x1400}; !reflect.DeepEqual(got, want) || res.Stop != StopRoot {
+		t.Errorf("switched walk: %#x (stop %v %s), want %#x", got, res.Stop, res.Detail, want)
+	}
+	// Without the switch the walk cannot read the other stack.
+	if res := Unwind(mods, regs, sys); res.Stop == StopRoot || len(res.Frames) > 2 {
+		t.Errorf("walk without the switch: %#x (stop %v)", pcs(res), res.Stop)
+	}
+	// The switch applies to a frame in the switching code at most
+	// SwitchReach bytes below the top, sampled or returned to.
+	for _, tc := range []struct {
+		pc, sp uint64
+		want   bool
+	}{
+		{0x1205, 0x7020, true},
+		{0x1205, 0x7030, true},
+		{0x1205, 0x7030 - SwitchReach, true},
+		{0x1205, 0x7030 - SwitchReach - 8, false},
+		{0x1205, 0x7038, false},
+		{0x1300, 0x7020, false},
+		{0x11ff, 0x7020, false},
+	} {
+		if got := sw.at(tc.pc, tc.sp); got != tc.want {
+			t.Errorf("at(%#x, %#x) = %v, want %v", tc.pc, tc.sp, got, tc.want)
+		}
+	}
+	var none *Switch
+	if none.at(0x1205, 0x7020) {
+		t.Error("a nil switch applies")
+	}
+}

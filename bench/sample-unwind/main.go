@@ -56,11 +56,12 @@ func main() {
 	flag.StringVar(&b.dir, "dir", "bench/sample-unwind/workload", "directory of cxx.cc and sqlite.sql")
 	flag.IntVar(&b.freq, "F", 999, "sampling frequency (Hz)")
 	flag.BoolVar(&b.perf, "perf", true, "compare with perf record --call-graph dwarf")
-	flag.StringVar(&workloads, "workloads", "sqlite3,redis-server,cxx", "workloads to run")
+	flag.StringVar(&workloads, "workloads", "sqlite3,redis-server,cxx", "workloads whose stacks are compared with perf (none: only the cost measurements)")
 	flag.StringVar(&extra, "sample-flags", "", "extra flags for tickprof sample (space separated)")
 	flag.BoolVar(&cost, "cost", true, "also measure the target slowdown at 99 and 999 Hz")
-	var tables bool
+	var tables, bpftime bool
 	flag.BoolVar(&tables, "tables", true, "also measure unwind-table build time and memory")
+	flag.BoolVar(&bpftime, "bpftime", true, "also measure the sampling program's run time per sample")
 	flag.IntVar(&reps, "reps", 3, "repetitions of each cost configuration (interleaved)")
 	flag.IntVar(&b.rounds, "rounds", 500, "rounds of the C++ workload")
 	flag.Parse()
@@ -77,12 +78,20 @@ func main() {
 	}
 	fmt.Printf("Sampling at %d Hz; a stack is complete when it reaches `main` (shares with 95%% intervals).\n\n", b.freq)
 	for _, w := range strings.Split(workloads, ",") {
+		if w == "" || w == "none" {
+			continue
+		}
 		if err := b.coverage(w); err != nil {
 			log.Printf("%s: %v", w, err)
 		}
 	}
 	if cost {
 		if err := b.cost(reps); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if bpftime {
+		if err := b.bpfTime(reps); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -128,24 +137,11 @@ func (b *bench) workload(name string) (cmd *exec.Cmd, wait func() error, cleanup
 		}
 		return cmd, cmd.Wait, func() {}, nil
 	case "redis-server":
-		port, err := freePort()
+		cmd, port, stopServer, err := b.redisServer()
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		cmd = exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", b.tmp, "--protected-mode", "yes")
-		if err := cmd.Start(); err != nil {
-			return nil, nil, nil, err
-		}
-		stopServer := func() { cmd.Process.Kill(); cmd.Wait() }
-		if err := waitPort(port); err != nil {
-			stopServer()
-			return nil, nil, nil, err
-		}
-		// Bounded load on loopback: a fixed number of requests.
-		lg := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-q",
-			"-n", "150000", "-c", "20", "-t", "set,get,incr,lpush,lpop,sadd,hset,zadd,lrange_100")
-		lg.Stdout, lg.Stderr = nil, nil
+		lg := b.redisLoad(port)
 		if err := lg.Start(); err != nil {
 			stopServer()
 			return nil, nil, nil, err
@@ -242,16 +238,17 @@ func (b *bench) profilePerf(name string, freq int) (*stackSet, time.Duration, er
 }
 
 // profileBoth samples one run of the workload with tickprof and perf
-// --call-graph dwarf at once, so that both see the same work.
+// --call-graph dwarf at once, so that both see the same work: the work
+// begins when both have had settle to start.
 func (b *bench) profileBoth(name string, freq int) (*stackSet, *stackSet, error) {
 	out := filepath.Join(b.tmp, name+".pb.gz")
 	data := filepath.Join(b.tmp, name+".perf.data")
-	cmd, wait, cleanup, err := b.workload(name)
+	p, begin, wait, cleanup, err := b.heldWorkload(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer cleanup()
-	pid := strconv.Itoa(cmd.Process.Pid)
+	pid := strconv.Itoa(p)
 	tp := exec.Command(b.tickprof, append([]string{"sample", "-F", strconv.Itoa(freq), "-p", pid, "-o", out, "--top", "0"}, b.extra...)...)
 	var tlog, plog bytes.Buffer
 	tp.Stdout, tp.Stderr = &tlog, &tlog
@@ -265,11 +262,17 @@ func (b *bench) profileBoth(name string, freq int) (*stackSet, *stackSet, error)
 		tp.Wait()
 		return nil, nil, err
 	}
-	werr := wait()
+	time.Sleep(settle)
+	werr := begin()
+	if werr == nil {
+		werr = wait()
+	}
 	tp.Process.Signal(syscall.SIGINT)
 	pr.Process.Signal(syscall.SIGINT)
 	terr := tp.Wait()
-	pr.Wait()
+	if err := pr.Wait(); err != nil && !strings.Contains(err.Error(), "interrupt") {
+		log.Printf("perf record: %v: %s", err, plog.String())
+	}
 	if werr != nil {
 		return nil, nil, fmt.Errorf("workload: %v", werr)
 	}

@@ -104,6 +104,7 @@ each drop is counted in /metrics (--listen).`,
 }
 
 func runAgent(cmd *cobra.Command, f *agentFlags) error {
+	limitAgentMemory()
 	kinds := 0
 	for _, set := range []bool{len(f.pids) > 0, len(f.exes) > 0, f.all} {
 		if set {

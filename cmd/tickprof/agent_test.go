@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,7 +64,7 @@ func TestAgentUsage(t *testing.T) {
 func TestAgentDirMergedReport(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
-	exe := testtarget.C(t, "sample/burn.c", "tpdirburn", "-fno-omit-frame-pointer", "-fno-inline")
+	exe := testtarget.Sampled(t, "burn", "tpdirburn")
 	out := filepath.Join(dir, "profiles")
 	kv := filepath.Join(dir, "truth")
 	done := make(chan struct{})
@@ -131,7 +129,7 @@ func TestAgentDirMergedReport(t *testing.T) {
 			hb = r.Flat.Hits
 		}
 	}
-	truth := readBurnKV(t, kv)
+	truth := testtarget.ReadKV(t, kv)
 	want := truth["ns_a"] / (truth["ns_a"] + truth["ns_b"])
 	sh, err := estimate.Share(ha, ha+hb, estimate.Options{Confidence: 0.99})
 	if err != nil {
@@ -142,21 +140,4 @@ func TestAgentDirMergedReport(t *testing.T) {
 	if want < sh.Low || want > sh.High {
 		t.Errorf("burn_a's share of the merged windows %.3f [%.3f, %.3f] misses the measured %.3f", sh.Share, sh.Low, sh.High, want)
 	}
-}
-
-func readBurnKV(t *testing.T, path string) map[string]float64 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m := map[string]float64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), " "); ok {
-			m[k], _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	return m
 }

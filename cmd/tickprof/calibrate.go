@@ -13,61 +13,27 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/loader"
-	"github.com/tickprof/tickprof/units"
 )
 
 // calibrateFlags are the options of `tickprof calibrate`.
 type calibrateFlags struct {
-	asJSON     bool
-	duration   time.Duration
-	runs       int
-	confidence string
-	noSave     bool
-	dir        string
-	goTarget   float64 // hidden: be the Go calibration target for this many seconds
+	outputFlags
+	duration time.Duration
+	runs     int
+	noSave   bool
+	dir      string
+	goTarget float64 // hidden: be the Go calibration target for this many seconds
 }
 
 func newCalibrateCmd() *cobra.Command {
 	var f calibrateFlags
-	cmd := &cobra.Command{
-		Use:   "calibrate [--json]",
-		Short: "Measure clock resolutions and probe overhead on this machine, and save them",
-		Long: `calibrate measures what tickprof's numbers rest on, on this machine:
-
-  - each clock's resolution, read in BPF by the method of reading until the
-    value changes, many times (min, mean and max of the increment and of the
-    period between changes);
-  - the cost of one clock read in BPF (bpf_jiffies64, bpf_ktime_get_ns), from
-    the kernel's BPF run-time statistics;
-  - the probe overhead T_ovhd: the time tickprof's own entry and exit probes
-    add to every measured interval, found by timing an empty C function
-    (built with gcc), an empty Go function (in a copy of tickprof) and
-    getppid with the ns clock, with its interval, and the BPF program time
-    per call. Each is timed in --runs independent runs (a new target process
-    and newly loaded probes each; the C runs alternate between two near-empty
-    functions). T_ovhd is the mean of the run means, shown with its Student t
-    interval; what tickprof time subtracts is the Student t prediction
-    interval for one new run's overhead (or the pooled within-run interval
-    when that is wider): the overhead varies from run to run and target to
-    target by more than one run's own error, and a later measurement meets
-    that variation. The
-    empty targets run at the lowest real-time priority, so that no ordinary
-    task preempts them inside a probe window.
-
-The result is saved per machine (kernel release and CPU model) under the
-user's cache directory; tickprof time subtracts T_ovhd from its means when a
-calibration for this machine exists. Needs root (or CAP_BPF and
-CAP_PERFMON) and gcc.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCalibrate(cmd, f)
-		},
-	}
+	cmd := command("calibrate", "calibrate [--json]", "Measure clock resolutions and probe overhead on this machine, and save them", func(cmd *cobra.Command, _ []string) error {
+		return runCalibrate(cmd, f)
+	})
 	fl := cmd.Flags()
-	fl.BoolVar(&f.asJSON, "json", false, "print the calibration as JSON")
 	fl.DurationVar(&f.duration, "duration", 2500*time.Millisecond, "how long each probe kind is timed in all, over its runs (each run at least 200ms)")
 	fl.IntVar(&f.runs, "runs", calibrate.DefaultRuns, "independent runs per probe kind; the interval spans their spread (at least 2)")
-	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the overhead intervals")
+	f.add(cmd, "confidence level of the overhead intervals", "print the calibration as JSON")
 	fl.BoolVar(&f.noSave, "no-save", false, "do not save the calibration")
 	fl.StringVar(&f.dir, "dir", "", "save into `DIR` instead of the user cache directory's tickprof/")
 	fl.Float64Var(&f.goTarget, "go-target", 0, "run as the Go calibration target for `SECONDS` (used by calibrate itself)")
@@ -86,29 +52,13 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 		calibrate.GoLoop(cmd.Context(), time.Duration(f.goTarget*float64(time.Second)))
 		return nil
 	}
-	if f.duration < 100*time.Millisecond {
-		return usagef("--duration %s: want at least 100ms", f.duration)
-	}
-	if f.runs < 2 || f.runs > maxCalibrateRuns {
-		return usagef("--runs %d: want 2 to %d, at least 2 so that the interval holds the between-run variation", f.runs, maxCalibrateRuns)
-	}
-	if f.duration > time.Hour {
-		return usagef("--duration %s: want at most 1h per probe kind", f.duration)
-	}
-	if f.dir != "" {
-		if st, err := os.Stat(f.dir); err == nil && !st.IsDir() {
-			return usagef("--dir %s is not a directory: give the directory to save the calibration in", f.dir)
-		} else if err == nil {
-			if err := checkOutput("--dir", filepath.Join(f.dir, "calibration.json")); err != nil {
-				return err
-			}
-		}
-	}
-	conf, err := units.ParseConfidence(f.confidence)
-	if err != nil {
-		return usagef("--confidence: %v", err)
-	}
-	if err := loader.CheckPrivileges(); err != nil {
+	conf, confErr := parseConfidence(f.confidence)
+	if err := firstErr(
+		usageIf(f.duration < 100*time.Millisecond, "--duration %s: want at least 100ms", f.duration),
+		usageIf(f.runs < 2 || f.runs > maxCalibrateRuns, "--runs %d: want 2 to %d, at least 2 so that the interval holds the between-run variation", f.runs, maxCalibrateRuns),
+		usageIf(f.duration > time.Hour, "--duration %s: want at most 1h per probe kind", f.duration),
+		calibrateDir(f.dir), confErr, loader.CheckPrivileges(),
+	); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -132,14 +82,23 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 			return err
 		}
 	}
-	if f.asJSON {
-		return export.WriteJSON(cmd.OutOrStdout(), c)
-	}
-	if err := export.WriteCalibration(cmd.OutOrStdout(), c); err != nil {
+	if err := export.Write(cmd.OutOrStdout(), f.json, c, export.WriteCalibration); err != nil || f.json || path == "" {
 		return err
 	}
-	if path != "" {
-		fmt.Fprintf(cmd.OutOrStdout(), "saved %s: the probe overheads that correct measured means on this machine\n", path)
-	}
+	fmt.Fprintf(cmd.OutOrStdout(), "saved %s: the probe overheads that correct measured means on this machine\n", path)
 	return nil
+}
+
+// calibrateDir checks --dir: an existing directory must take a new
+// calibration.json; one that does not exist yet is made when saving.
+func calibrateDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if st, err := os.Stat(dir); err != nil {
+		return nil
+	} else if !st.IsDir() {
+		return usagef("--dir %s is not a directory: give the directory to save the calibration in", dir)
+	}
+	return checkOutput("--dir", filepath.Join(dir, "calibration.json"))
 }

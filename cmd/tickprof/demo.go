@@ -1,25 +1,16 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/demo"
-	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
-	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/units"
 )
 
@@ -34,30 +25,9 @@ type demoFlags struct {
 
 func newDemoCmd() *cobra.Command {
 	var f demoFlags
-	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Time and sample a bundled workload, with the known truth beside each interval",
-		Long: `demo builds a small C workload with gcc (three threads calling functions of
-known duration: about 5 µs and 25 µs of spinning, and a 1 ms sleep; each
-function measures itself with clock_gettime), then:
-
-  1. times the three functions with the jiffies clock (a 4 ms tick here,
-     hundreds of times longer than the shortest function) until every
-     interval is within ±5% at 95% confidence, or --limit;
-  2. samples the workload's stacks at -F Hz for --sample;
-  3. prints each function's interval beside the truth the workload measured,
-     raw and corrected for the probe overhead T_ovhd (from tickprof
-     calibrate, or measured now when this machine has no calibration);
-  4. writes demo-time.pb.gz and demo-cpu.pb.gz and the go tool pprof commands
-     that open them.
-
-It needs root (or CAP_BPF and CAP_PERFMON), gcc, and a kernel with BTF and
-uprobes (see tickprof doctor).`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd, f)
-		},
-	}
+	cmd := command("demo", "demo", "Time and sample a bundled workload, with the known truth beside each interval", func(cmd *cobra.Command, _ []string) error {
+		return runDemo(cmd, f)
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", ".", "write demo-time.pb.gz and demo-cpu.pb.gz into `DIR`")
 	fl.StringVar(&f.precision, "precision", "5%", "stop timing when every interval is within this share of its mean")
@@ -74,77 +44,11 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	if err := demo.Requirements(); err != nil {
 		return err
 	}
-	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	work, err := os.MkdirTemp("", "tickprof-demo-")
-	if err != nil {
-		return fmt.Errorf("make a build directory: %w", err)
-	}
-	defer os.RemoveAll(work)
-	exe, err := demo.Build(work)
-	if err != nil {
-		return err
-	}
-	timeOut := filepath.Join(f.dir, "demo-time.pb.gz")
-	truthFile := filepath.Join(work, "truth.txt")
-
-	// The probe overhead: this machine's calibration, or a quick one now.
-	ovhd, ovhdFrom, err := demo.Overhead(ctx, work, errOut)
-	if err != nil {
-		return err
-	}
-
-	// 1. Time, with the jiffies clock, until the precision or the limit.
-	// Not corrected: the table below subtracts the overhead once, the one
-	// it prints (this machine's calibration, or the quick one just made).
-	targets, err := demoTime(ctx, out, errOut, f, exe, truthFile, timeOut)
-	if err != nil {
-		return fmt.Errorf("demo: timing: %w", err)
-	}
-	truth, err := demo.ReadTruth(truthFile)
-	if err != nil {
-		return err
-	}
-
-	// 2. Sample.
-	cpuOut := filepath.Join(f.dir, "demo-cpu.pb.gz")
-	if err := demoSample(ctx, out, errOut, f, exe, filepath.Join(work, "truth-sample.txt"), cpuOut); err != nil {
-		return fmt.Errorf("demo: sampling: %w", err)
-	}
-	// 3. The intervals beside the truth.
-	return export.WriteDemoSummary(out, targets, demo.Means(truth), ovhd, ovhdFrom, timeOut, cpuOut)
-}
-
-// demoSample samples the workload for f.sampleFor and prints the top
-// functions, as `tickprof sample` would.
-func demoSample(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, cpuOut string) error {
-	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(f.sampleFor.Seconds()) + 30)}
-	fmt.Fprintf(out, "\n== tickprof sample -F %d --duration %s -o %s --top 8 -- %s\n", f.freq, f.sampleFor, cpuOut, strings.Join(argv, " "))
-	rc := sampler.RunConfig{Config: sampler.Config{Frequency: f.freq}, Command: argv, Duration: f.sampleFor,
-		Stdin: os.Stdin, Stdout: out, Stderr: errOut}
-	return sampleAndReport(ctx, out, errOut, rc, sampleOutput{file: cpuOut, top: 8, conf: 0.95})
-}
-
-// demoTime times the workload's functions with the jiffies clock until
-// every interval is within the precision or the limit, and prints and
-// writes (to timeOut) what `tickprof time` would.
-func demoTime(ctx context.Context, out, errOut io.Writer, f demoFlags, exe, truthFile, timeOut string) (*timing.Result, error) {
 	precision, _ := units.ParsePercent(f.precision)
-	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(f.limit.Seconds()) + 30)}
-	cfg := timing.Config{Command: argv, Clock: loader.Clock{Kind: loader.ClockJiffies},
-		Targets:  timing.Targets{Users: demo.Functions(), MaxProbes: 256},
-		Estimate: estimate.Options{Confidence: 0.95}, Precision: precision, Duration: f.limit,
-		Correction: timing.CorrectionOff}
-	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s --no-correct -o %s -u %s -- %s\n",
-		f.precision, f.limit, timeOut, strings.Join(demo.Functions(), " -u "), strings.Join(argv, " "))
-	return runTiming(ctx, errOut, cfg, func(run *timing.Result) error {
-		if err := export.WriteTimeTable(out, run, precision); err != nil {
-			return err
-		}
-		return export.WriteTimeProfile(timeOut, run)
-	})
+	return noSamplesHint(demo.Run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), demo.Options{Dir: f.dir,
+		Precision: precision, PrecText: f.precision, Limit: f.limit, SampleFor: f.sampleFor, Frequency: f.freq}))
 }
 
 // checkDemoFlags validates every flag before anything is built or run

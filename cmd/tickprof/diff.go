@@ -1,62 +1,40 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/units"
 )
 
 func newDiffCmd() *cobra.Command {
 	var (
-		all        bool
-		confidence string
-		asJSON     bool
+		all bool
+		o   outputFlags
 	)
-	cmd := &cobra.Command{
-		Use:   "diff BASE NEW",
-		Short: "What changed between two profiles, with intervals; significant changes only by default",
-		Long: `diff compares two profiles of the same kind. For CPU profiles it gives each
-function's change in flat and cumulative share of the samples (new - base,
-in percentage points) with a confidence interval for the difference of two
-proportions; for tickprof time profiles each target's change in mean time
-per call with the interval of the difference of two means. By default only
-the changes whose interval excludes zero are shown, largest first.`,
-		Example: `  tickprof diff before.pb.gz after.pb.gz
-  tickprof diff --all --json before.pb.gz after.pb.gz`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usagef("diff takes two profiles, BASE and NEW, got %d arguments", len(args))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			conf, err := units.ParseConfidence(confidence)
-			if err != nil {
-				return usagef("--confidence: %v", err)
-			}
-			base, err := export.ReadProfileFile(args[0])
-			if err != nil {
-				return err
-			}
-			newp, err := export.ReadProfileFile(args[1])
-			if err != nil {
-				return err
-			}
-			t, err := export.Diff(base, newp, estimate.Options{Confidence: conf}, all)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return export.WriteJSON(cmd.OutOrStdout(), t)
-			}
-			return t.WriteText(cmd.OutOrStdout())
-		},
-	}
-	fl := cmd.Flags()
-	fl.BoolVar(&all, "all", false, "show every change, significant or not")
-	fl.StringVar(&confidence, "confidence", "95%", "confidence level of the share differences (time profiles keep their own)")
-	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	cmd := command("diff", "diff BASE NEW", "What changed between two profiles, with intervals; significant changes only by default", func(cmd *cobra.Command, args []string) error {
+		conf, err := parseConfidence(o.confidence)
+		if err != nil {
+			return err
+		}
+		base, err := export.ReadProfileFile(args[0])
+		if err != nil {
+			return err
+		}
+		newp, err := export.ReadProfileFile(args[1])
+		if err != nil {
+			return err
+		}
+		t, err := export.Diff(base, newp, estimate.Options{Confidence: conf}, all)
+		if err != nil {
+			return err
+		}
+		return export.Write(cmd.OutOrStdout(), o.json, t, func(w io.Writer, t *export.DiffTable) error { return t.WriteText(w) })
+	})
+	cmd.Args = exactArgs(2, "two profiles, BASE and NEW")
+	cmd.Flags().BoolVar(&all, "all", false, "show every change, significant or not")
+	o.add(cmd, "confidence level of the share differences (time profiles keep their own)", "print JSON")
 	return cmd
 }

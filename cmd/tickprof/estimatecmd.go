@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,9 +14,8 @@ import (
 type estimateFlags struct {
 	resolution, calls, ticks, ticksSq, batches string
 	contiguous                                 bool
-	samples, hits, period, elapsed             string
-	confidence, interval                       string
-	asJSON                                     bool
+	samples, hits, period, elapsed, interval   string
+	outputFlags
 }
 
 // The flags of each mode, to reject mixtures.
@@ -26,53 +24,12 @@ var (
 	estimateShareFlags = []string{"samples", "hits", "period", "elapsed"}
 )
 
-// estimateHelp is the help text of the command.
-const estimateHelp = `estimate runs tickprof's estimator on counts you give it.
-
-Clock counts: an interval executed --calls times, timed with a clock of
-resolution d, crossed --ticks clock ticks in all. Its mean is d*ticks/calls,
-unbiased whatever the ratio of duration to resolution as long as the clock is
-asynchronous with the program (Beilner eq. 6b; Chan; Lilja eq. 6.1). The
-interval is the widest of the two-point model (each call crosses k or k+1
-ticks), the observed variance (with --ticks-sq, the sum of squared per-call
-tick counts) and the batch means (with --batches, robust to correlation
-between successive calls); the output says which.
-
-Sample counts: --hits of --samples PC samples fell in a function. Its share
-of the time has an interval (Lilja 4.4.3, 6.3.1); with --period (the sampling
-period) or --elapsed (the sampled time) the share becomes a time.
-
---batches FILE holds one "calls ticks" pair per line (the increments of the
-counters over one polling period); text after # is a comment.
-
-Durations are Go syntax with decimals (16.666ms, 40us, 1.5s); percentages
-are 95% or 0.95. --interval picks the proportion interval: wald (the seeds'
-formula, to reproduce their numbers), wilson or exact; the default uses the
-exact interval below 30 events on the rarer side and Wilson's above.`
-
 func newEstimateCmd() *cobra.Command {
 	var f estimateFlags
-	cmd := &cobra.Command{
-		Use:   "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]",
-		Short: "Mean time with its confidence interval from tick counts, or a share from samples",
-		Long:  estimateHelp,
-		Example: `  # Chan's example: 400 of 2000 runs read one 16.666 ms tick
-  tickprof estimate --resolution 16.666ms --calls 2000 --ticks 400 --interval wald
-
-  # Lilja 6.2.3: 852 of 10482 measurements advanced a 40 us timer
-  tickprof estimate --resolution 40us --calls 10482 --ticks 852 --json
-
-  # batch means from polled counter increments
-  printf '10000 56913\n10000 56855\n10000 56856\n' > batches.txt
-  tickprof estimate --resolution 1ms --batches batches.txt --contiguous
-
-  # Lilja 6.3.1: 12 of 800 samples every 10 ms, 99% confidence
-  tickprof estimate --samples 800 --hits 12 --period 10ms --confidence 99%`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEstimate(cmd, f)
-		},
-	}
+	cmd := command("estimate", "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]", "Mean time with its confidence interval from tick counts, or a share from samples", func(cmd *cobra.Command, _ []string) error {
+		return runEstimate(cmd, f)
+	})
+	cmd.Args = noArgs
 	fl := cmd.Flags()
 	fl.StringVar(&f.resolution, "resolution", "", "clock resolution `DUR` (tick length), e.g. 16.666ms, 40us, 4ms")
 	fl.StringVar(&f.calls, "calls", "", "number `N` of executions timed, e.g. 2000")
@@ -84,137 +41,96 @@ func newEstimateCmd() *cobra.Command {
 	fl.StringVar(&f.hits, "hits", "", "samples `H` that fell in the function, e.g. 12")
 	fl.StringVar(&f.period, "period", "", "sampling period `DUR`: time = share x samples x period, e.g. 10ms")
 	fl.StringVar(&f.elapsed, "elapsed", "", "sampled time `DUR`: time = share x elapsed, e.g. 8s")
-	fl.StringVar(&f.confidence, "confidence", "95%", "confidence `LEVEL` of the interval, e.g. 95% or 0.95")
+	f.add(cmd, "confidence `LEVEL` of the interval, e.g. 95% or 0.95", "print one JSON object (keys mean_ns, low_ns, high_ns, confidence, method, calls, ticks, stderr_ns, rel_half_width; or share, share_low, share_high, time_ns, time_low_ns, time_high_ns)")
 	fl.StringVar(&f.interval, "interval", "", "proportion interval `KIND`: wald, wilson or exact, e.g. wald to reproduce the seeds (default: exact below 30 events, else wilson)")
-	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object (keys mean_ns, low_ns, high_ns, confidence, method, calls, ticks, stderr_ns, rel_half_width; or share, share_low, share_high, time_ns, time_low_ns, time_high_ns)")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }
 
 // runEstimate dispatches on the mode the flags select.
 func runEstimate(cmd *cobra.Command, f estimateFlags) error {
-	fl := cmd.Flags()
-	var timeSet, shareSet []string
-	for _, n := range estimateTimeFlags {
-		if fl.Changed(n) {
-			timeSet = append(timeSet, "--"+n)
-		}
-	}
-	for _, n := range estimateShareFlags {
-		if fl.Changed(n) {
-			shareSet = append(shareSet, "--"+n)
-		}
-	}
-	if len(timeSet) > 0 && len(shareSet) > 0 {
-		return usagef("%s (clock counts) cannot be combined with %s (sample counts): give one kind", strings.Join(timeSet, ", "), strings.Join(shareSet, ", "))
-	}
-	if len(timeSet) == 0 && len(shareSet) == 0 {
-		return usagef("nothing to estimate: give --resolution with --calls and --ticks (or --batches), or --samples with --hits")
-	}
-	conf, err := units.ParseConfidence(f.confidence)
-	if err != nil {
-		return usagef("--confidence: %v", err)
-	}
-	iv, err := estimate.ParseInterval(f.interval)
-	if err != nil {
-		return usagef("--interval: %v", err)
+	timeSet, shareSet := changedFlags(cmd, estimateTimeFlags), changedFlags(cmd, estimateShareFlags)
+	conf, confErr := parseConfidence(f.confidence)
+	iv, ivErr := estimate.ParseInterval(f.interval)
+	if err := firstErr(
+		usageIf(len(timeSet) > 0 && len(shareSet) > 0, "%s (clock counts) cannot be combined with %s (sample counts): give one kind", strings.Join(timeSet, ", "), strings.Join(shareSet, ", ")),
+		usageIf(len(timeSet) == 0 && len(shareSet) == 0, "nothing to estimate: give --resolution with --calls and --ticks (or --batches), or --samples with --hits"),
+		confErr,
+		usageIf(ivErr != nil, "--interval: %v", ivErr),
+	); err != nil {
+		return err
 	}
 	o := estimate.Options{Confidence: conf, Interval: iv}
-	w := cmd.OutOrStdout()
 	if len(shareSet) > 0 {
 		out, err := estimateShare(cmd, f, o)
-		return writeEstimate(w, f.asJSON, out, err, func() error { return export.WriteShareEstimate(w, out) })
+		if err != nil {
+			return err
+		}
+		return export.Write(cmd.OutOrStdout(), f.json, out, export.WriteShareEstimate)
 	}
 	out, err := estimateTime(cmd, f, o)
-	return writeEstimate(w, f.asJSON, out, err, func() error { return export.WriteTimeEstimate(w, out) })
-}
-
-// writeEstimate prints an estimate (unless err) as JSON or with text.
-func writeEstimate(w io.Writer, asJSON bool, v any, err error, text func() error) error {
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		return export.WriteJSON(w, v)
-	}
-	return text()
-}
-
-// countFlag parses a non-negative integer flag value.
-func countFlag(flag, v string) (uint64, error) {
-	n, err := units.ParseCount(strings.TrimSpace(v))
-	if err != nil {
-		return 0, usagef("--%s: %v, e.g. --%s 2000", flag, err, flag)
-	}
-	return n, nil
+	return export.Write(cmd.OutOrStdout(), f.json, out, export.WriteTimeEstimate)
 }
 
 // estimateTime handles clock counts.
 func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (export.TimeEstimate, error) {
-	var out export.TimeEstimate
 	fl := cmd.Flags()
-	if !fl.Changed("resolution") {
-		return out, usagef("clock counts need --resolution: the clock's tick length, e.g. --resolution 4ms")
+	calls, ticks, batches := fl.Changed("calls"), fl.Changed("ticks"), fl.Changed("batches")
+	res, resErr := positiveDuration("--resolution", f.resolution)
+	if err := firstErr(
+		usageIf(!fl.Changed("resolution"), "clock counts need --resolution: the clock's tick length, e.g. --resolution 4ms"),
+		resErr,
+		usageIf(batches && (calls || ticks), "give --batches or --calls/--ticks, not both: the batches hold the totals"),
+		usageIf(!batches && calls && !ticks, "--calls needs --ticks: the total ticks crossed inside those calls, e.g. --ticks 400"),
+		usageIf(!batches && ticks && !calls, "--ticks needs --calls: the number of executions timed, e.g. --calls 2000"),
+		usageIf(!batches && !calls && !ticks, "clock counts need --calls and --ticks, or --batches FILE"),
+	); err != nil {
+		return export.TimeEstimate{}, err
 	}
-	res, err := positiveDuration("--resolution", f.resolution)
+	c, err := timeCounts(cmd, f)
 	if err != nil {
-		return out, err
+		return export.TimeEstimate{}, err
 	}
-	c := estimate.Counts{Resolution: res, Contiguous: f.contiguous}
-	switch {
-	case fl.Changed("batches"):
-		if fl.Changed("calls") || fl.Changed("ticks") {
-			return out, usagef("give --batches or --calls/--ticks, not both: the batches hold the totals")
-		}
-		bs, err := units.ReadBatchesFile(f.batches)
-		if err != nil {
-			return out, usagef("--batches: %v (expected one \"calls ticks\" pair per line)", err)
-		}
-		c.Batches = bs
-	case fl.Changed("calls") && fl.Changed("ticks"):
-		if c.Calls, err = countFlag("calls", f.calls); err != nil {
-			return out, err
-		}
-		if c.Ticks, err = countFlag("ticks", f.ticks); err != nil {
-			return out, err
-		}
-	case fl.Changed("calls"):
-		return out, usagef("--calls needs --ticks: the total ticks crossed inside those calls, e.g. --ticks 400")
-	case fl.Changed("ticks"):
-		return out, usagef("--ticks needs --calls: the number of executions timed, e.g. --calls 2000")
-	default:
-		return out, usagef("clock counts need --calls and --ticks, or --batches FILE")
-	}
-	if fl.Changed("ticks-sq") {
-		if c.TicksSq, err = countFlag("ticks-sq", f.ticksSq); err != nil {
-			return out, err
-		}
-		c.HasTicksSq = true
-	}
+	c.Resolution, c.Contiguous = res, f.contiguous
 	r, err := estimate.Time(c, o)
 	if err != nil {
-		return out, estimateErr(err)
+		return export.TimeEstimate{}, estimateErr(err)
 	}
-	out = export.NewTimeEstimate(r, res)
-	return out, nil
+	return export.NewTimeEstimate(r, res), nil
+}
+
+// timeCounts reads the counts of --batches or --calls, --ticks and
+// --ticks-sq.
+func timeCounts(cmd *cobra.Command, f estimateFlags) (c estimate.Counts, err error) {
+	if cmd.Flags().Changed("batches") {
+		if c.Batches, err = units.ReadBatchesFile(f.batches); err != nil {
+			return c, usagef("--batches: %v (expected one \"calls ticks\" pair per line)", err)
+		}
+	} else if c.Calls, err = countFlag("calls", f.calls); err != nil {
+		return c, err
+	} else if c.Ticks, err = countFlag("ticks", f.ticks); err != nil {
+		return c, err
+	}
+	if c.HasTicksSq = cmd.Flags().Changed("ticks-sq"); c.HasTicksSq {
+		c.TicksSq, err = countFlag("ticks-sq", f.ticksSq)
+	}
+	return c, err
 }
 
 // estimateShare handles sample counts.
 func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (export.SampleShare, error) {
 	var out export.SampleShare
 	fl := cmd.Flags()
-	if !fl.Changed("samples") || !fl.Changed("hits") {
-		return out, usagef("sample counts need both --samples (all samples, e.g. 800) and --hits (those in the function, e.g. 12)")
-	}
-	if fl.Changed("period") && fl.Changed("elapsed") {
-		return out, usagef("give --period or --elapsed, not both: the sampled time follows from one of them")
-	}
-	n, err := countFlag("samples", f.samples)
-	if err != nil {
-		return out, err
-	}
-	h, err := countFlag("hits", f.hits)
-	if err != nil {
+	n, nErr := countFlag("samples", f.samples)
+	h, hErr := countFlag("hits", f.hits)
+	if err := firstErr(
+		usageIf(!fl.Changed("samples") || !fl.Changed("hits"), "sample counts need both --samples (all samples, e.g. 800) and --hits (those in the function, e.g. 12)"),
+		usageIf(fl.Changed("period") && fl.Changed("elapsed"), "give --period or --elapsed, not both: the sampled time follows from one of them"),
+		nErr, hErr,
+	); err != nil {
 		return out, err
 	}
 	p, err := estimate.Share(h, n, o)

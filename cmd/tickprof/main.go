@@ -3,7 +3,8 @@
 //
 // It holds flags, validation and wiring only: each command fills a library
 // configuration (timing.Config, sampler.RunConfig, ...), runs it, and hands
-// the result to export.
+// the result to export. The commands' long help and examples are text
+// files under help/ (see help.go).
 package main
 
 import (
@@ -17,11 +18,9 @@ import (
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "tickprof",
-		Short: "eBPF profiler whose every time comes with a confidence interval",
-		Long: `tickprof times functions and kernel paths with coarse clock ticks counted in
-BPF, samples stacks, and reports each time with a confidence interval. Its
-profiles open in go tool pprof.`,
+		Use:           "tickprof",
+		Short:         "eBPF profiler whose every time comes with a confidence interval",
+		Long:          help("root"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -58,4 +57,13 @@ func exitCode(err error) int {
 		return 2
 	}
 	return 1
+}
+
+// runDetachHelper is the process loader.Session.HandOff starts.
+func runDetachHelper() {
+	if err := loader.DetachHelper(); err != nil {
+		fmt.Fprintln(os.Stderr, "tickprof: detach helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }

@@ -17,19 +17,8 @@ import (
 func addPlanFrom(cmd *cobra.Command) {
 	var from string
 	cmd.Flags().StringVar(&from, "from", "", "plan from a pilot run: a tickprof time --json `FILE`, a tickprof time profile or a pprof CPU profile")
-	cmd.Long += `
-
-With --from FILE, plan from a pilot run instead: for every target of a
-tickprof time result (its JSON or its profile), the calls and the run time
-still needed for --precision (or --abs-error) at --confidence, from the
-pilot's observed spread and call rate (Lilja eq. 4.21); for a CPU profile,
-the samples and sampling time still needed to know each top function's share
-that well (Lilja eq. 4.28). --rate overrides the pilot's call rate.`
-	cmd.Example += `
-
-  # How much longer to time for ±2%, from a 10 s pilot
-  tickprof time -u work --duration 10s --json pilot.json -- ./app
-  tickprof plan --from pilot.json --precision 2%`
+	cmd.Long += help("planfrom")
+	cmd.Example += help("planfrom.example")
 	run := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if !c.Flags().Changed("from") {
@@ -41,43 +30,34 @@ that well (Lilja eq. 4.28). --rate overrides the pilot's call rate.`
 
 func runPlanFrom(cmd *cobra.Command, path string) error {
 	fl := cmd.Flags()
-	for _, name := range []string{"resolution", "expect", "digits", "loop"} {
-		if fl.Changed(name) {
-			return usagef("--%s does not go with --from: the pilot gives the durations; give --precision or --abs-error", name)
-		}
-	}
 	prec, _ := fl.GetString("precision")
 	absErr, _ := fl.GetString("abs-error")
 	confS, _ := fl.GetString("confidence")
+	rateS, _ := fl.GetString("rate")
 	asJSON, _ := fl.GetBool("json")
-	conf, err := units.ParseConfidence(confS)
-	if err != nil {
-		return usagef("--confidence: %v", err)
-	}
-	out := export.PilotPlan{From: path, Confidence: conf}
-	switch {
-	case fl.Changed("precision") && fl.Changed("abs-error"):
-		return usagef("give --precision or --abs-error, not both")
-	case fl.Changed("abs-error"):
-		if out.AbsHalfWidth, err = positiveDuration("--abs-error", absErr); err != nil {
-			return err
-		}
-	default:
+	out := export.PilotPlan{From: path}
+	var confErr, goalErr, rateErr error
+	out.Confidence, confErr = parseConfidence(confS)
+	if fl.Changed("abs-error") {
+		out.AbsHalfWidth, goalErr = positiveDuration("--abs-error", absErr)
+	} else {
 		if prec == "" {
 			prec = "5%"
 		}
-		p, err := units.ParsePercent(prec)
-		if err != nil || !(p > 0 && p < 1) {
-			return usagef("--precision %q: want a relative half-width such as 5%%", prec)
-		}
-		out.RelHalfWidth = p
+		out.RelHalfWidth, goalErr = fractionFlag("--precision", prec, "a relative half-width such as 5%")
 	}
 	rate := 0.0
 	if fl.Changed("rate") {
-		r, _ := fl.GetString("rate")
-		if rate, err = units.ParseRate(r); err != nil {
-			return usagef("--rate: %v", err)
-		}
+		rate, rateErr = units.ParseRate(rateS)
+	}
+	if err := firstErr(
+		usageIf(len(changedFlags(cmd, planNotFrom)) > 0, "%s does not go with --from: the pilot gives the durations; give --precision or --abs-error", firstArg(changedFlags(cmd, planNotFrom))),
+		confErr,
+		usageIf(fl.Changed("precision") && fl.Changed("abs-error"), "give --precision or --abs-error, not both"),
+		goalErr,
+		usageIf(rateErr != nil, "--rate: %v", rateErr),
+	); err != nil {
+		return err
 	}
 	plan, err := pilot.FromFile(path, out, rate)
 	if errors.Is(err, pilot.ErrSharesNeedRelative) {
@@ -86,9 +66,8 @@ func runPlanFrom(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
-	out = *plan
-	if asJSON {
-		return export.WriteJSON(cmd.OutOrStdout(), out)
-	}
-	return export.WritePilotPlan(cmd.OutOrStdout(), out)
+	return export.Write(cmd.OutOrStdout(), asJSON, *plan, export.WritePilotPlan)
 }
+
+// planNotFrom are the plan flags a pilot run replaces.
+var planNotFrom = []string{"resolution", "expect", "digits", "loop"}

@@ -2,78 +2,50 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/units"
 )
-
-// reportHelp is the help text of the command.
-const reportHelp = `report reads a pprof profile and prints its function table with confidence
-intervals: for a CPU profile (tickprof sample, Go's runtime/pprof, perf data
-converted to pprof) each function's flat and cumulative share of the samples
-with its interval and the CPU time it stands for, and time per call where
-calls were counted; for a tickprof time profile each target's mean time per
-call with the interval stored in the profile.`
 
 func newReportCmd() *cobra.Command {
 	var (
-		top        int
-		confidence string
-		asJSON     bool
-		byCum      bool
+		top   int
+		byCum bool
+		o     outputFlags
 	)
-	cmd := &cobra.Command{
-		Use:   "report FILE",
-		Short: "The table with intervals for a pprof CPU profile or a tickprof time profile",
-		Long:  reportHelp,
-		Example: `  tickprof report cpu.pb.gz
-  tickprof report --top 5 --confidence 99% --json cpu.pprof`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("report takes one profile FILE, got %d arguments", len(args))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			conf, err := units.ParseConfidence(confidence)
-			if err != nil {
-				return usagef("--confidence: %v", err)
-			}
-			if top < 0 {
-				return usagef("--top %d: give a count, or 0 for all", top)
-			}
-			p, err := export.ReadProfileFile(args[0])
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if export.IsTimeProfile(p) {
-				t, err := export.TimeReport(p)
-				if err != nil {
-					return fmt.Errorf("%s: %w", args[0], err)
-				}
-				if asJSON {
-					return export.WriteJSON(w, t)
-				}
-				return t.WriteText(w, top)
-			}
-			t, err := export.CPUReport(p, estimate.Options{Confidence: conf})
+	cmd := command("report", "report FILE", "The table with intervals for a pprof CPU profile or a tickprof time profile", func(cmd *cobra.Command, args []string) error {
+		conf, confErr := parseConfidence(o.confidence)
+		if err := firstErr(confErr, usageIf(top < 0, "--top %d: give a count, or 0 for all", top)); err != nil {
+			return err
+		}
+		p, err := export.ReadProfileFile(args[0])
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		if export.IsTimeProfile(p) {
+			t, err := export.TimeReport(p)
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if byCum {
-				t.SortByCum()
-			}
-			return export.WriteCPUTable(w, t, top, asJSON)
-		},
-	}
+			return export.Write(w, o.json, t, func(w io.Writer, t *export.TimeTable) error { return t.WriteText(w, top) })
+		}
+		t, err := export.CPUReport(p, estimate.Options{Confidence: conf})
+		if err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		if byCum {
+			t.SortByCum()
+		}
+		return export.WriteCPUTable(w, t, top, o.json)
+	})
+	cmd.Args = exactArgs(1, "one profile FILE")
 	fl := cmd.Flags()
 	fl.IntVar(&top, "top", 20, "show the top `N` functions (0 for all)")
-	fl.StringVar(&confidence, "confidence", "95%", "confidence level of the share intervals (a time profile keeps its own)")
-	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	o.add(cmd, "confidence level of the share intervals (a time profile keeps its own)", "print JSON")
 	fl.BoolVar(&byCum, "cum", false, "order by cumulative share")
 	return cmd
 }

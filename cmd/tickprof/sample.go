@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,8 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/sampler"
@@ -22,39 +21,23 @@ import (
 
 // sampleFlags are the options of `tickprof sample`.
 type sampleFlags struct {
-	pid        int
-	all        bool
-	freq       int
-	duration   string
-	out        string
-	count      []string
-	top        int
-	confidence string
-	json       bool
-	userStack  int
+	pid       int
+	all       bool
+	freq      int
+	duration  string
+	out       string
+	count     []string
+	top       int
+	userStack int
+	outputFlags
 }
 
 func newSampleCmd() *cobra.Command {
 	f := &sampleFlags{}
-	cmd := &cobra.Command{
-		Use:   "sample [-p PID | --all | -- CMD ARGS...]",
-		Short: "Sample stacks on a CPU timer: shares and times with confidence intervals",
-		Long: `sample takes a stack sample of the target on every tick of a per-CPU
-cpu-clock timer (-F per second), symbolizes it and writes a pprof CPU profile
-(open it with go tool pprof). It prints each function's flat and cumulative
-share of the samples with its confidence interval and the CPU time that
-stands for. --count SYMBOL also counts the function's calls with an
-entry-only uprobe and reports its time per call with an interval.
-
-Sampling stops after --duration, when the target exits, or on Ctrl-C; what
-was gathered is written in every case.`,
-		Example: `  tickprof sample -F 999 --duration 10s -p 1234
-  tickprof sample -F 4999 --count main.work -o cpu.pb.gz -- ./server -flag
-  tickprof sample --all --duration 5s`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSample(cmd, f, args)
-		},
-	}
+	cmd := command("sample", "sample [-p PID | --all | -- CMD ARGS...]", "Sample stacks on a CPU timer: shares and times with confidence intervals", func(cmd *cobra.Command, args []string) error {
+		return runSample(cmd, f, args)
+	})
+	cmd.Args = cobra.ArbitraryArgs // checked in runSample: -- CMD ARGS
 	fl := cmd.Flags()
 	fl.IntVarP(&f.pid, "pid", "p", 0, "sample the process `PID` (and the children it starts)")
 	fl.BoolVar(&f.all, "all", false, "sample every process")
@@ -63,70 +46,33 @@ was gathered is written in every case.`,
 	fl.StringVarP(&f.out, "output", "o", "sample.pb.gz", "write the pprof CPU profile to `FILE` (\"\" for none)")
 	fl.StringArrayVar(&f.count, "count", nil, "count calls of `[BINARY:]SYMBOL` and report its time per call (repeatable)")
 	fl.IntVar(&f.top, "top", 20, "show the top `N` functions (0 for all)")
-	fl.StringVar(&f.confidence, "confidence", "95%", "confidence level of the intervals")
-	fl.BoolVar(&f.json, "json", false, "print the table as JSON")
+	f.add(cmd, "confidence level of the intervals", "print the table as JSON")
 	fl.IntVar(&f.userStack, "user-stack", sampler.DefaultStackBytes, "copy `BYTES` of user stack per sample to unwind it by call frame information (0: frame pointers only; at most 28672)")
 	return cmd
 }
 
 func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	targets := 0
-	if f.pid != 0 {
-		targets++
+	for _, set := range []bool{f.pid != 0, f.all, len(args) > 0} {
+		if set {
+			targets++
+		}
 	}
-	if f.all {
-		targets++
-	}
-	if len(args) > 0 {
-		targets++
-	}
-	if targets != 1 {
-		return usagef("sample needs exactly one target: -p PID, --all, or -- CMD ARGS")
-	}
-	if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
-		return usagef("put the command after --: tickprof sample [flags] -- %s", args[0])
-	}
-	if f.pid < 0 {
-		return usagef("-p %d: a PID is positive", f.pid)
-	}
-	if f.top < 0 {
-		return usagef("--top %d: give a count, or 0 for all", f.top)
-	}
-	if err := checkOutput("-o", f.out); err != nil {
+	conf, confErr := parseConfidence(f.confidence)
+	dur, durErr := sampleDuration(f.duration)
+	if err := firstErr(
+		usageIf(targets != 1, "sample needs exactly one target: -p PID, --all, or -- CMD ARGS"),
+		usageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "put the command after --: tickprof sample [flags] -- %s", firstArg(args)),
+		usageIf(f.pid < 0, "-p %d: a PID is positive", f.pid),
+		usageIf(f.top < 0, "--top %d: give a count, or 0 for all", f.top),
+		checkOutput("-o", f.out),
+		usageIf(f.freq < 1 || f.freq > sampler.MaxFrequency, "-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency),
+		confErr, durErr, countNeedsFile(f.all, f.count),
+		// Before a command is started: say what is missing, not what failed.
+		loader.CheckPrivileges(),
+		usageIf(f.userStack < 0 || f.userStack > sampler.MaxStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes),
+	); err != nil {
 		return err
-	}
-	if f.freq < 1 || f.freq > sampler.MaxFrequency {
-		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
-	}
-	conf, err := units.ParseConfidence(f.confidence)
-	if err != nil {
-		return usagef("--confidence: %v", err)
-	}
-	var dur time.Duration
-	if f.duration != "" {
-		ns, err := units.ParseDuration(f.duration)
-		if err != nil {
-			return usagef("--duration: %v", err)
-		}
-		if ns <= 0 {
-			return usagef("--duration %s: give a positive length such as 10s", f.duration)
-		}
-		dur = time.Duration(ns)
-	}
-	if f.all && len(f.count) > 0 {
-		for _, c := range f.count {
-			if bin, sym := proc.SplitTarget(c); !strings.Contains(bin, "/") {
-				return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, sym)
-			}
-		}
-	}
-
-	// Before a command is started: say what is missing, not what failed.
-	if err := loader.CheckPrivileges(); err != nil {
-		return err
-	}
-	if f.userStack < 0 || f.userStack > sampler.MaxStackBytes {
-		return usagef("--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -134,44 +80,37 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 		Config: sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0},
 		PID:    f.pid, Command: args, Duration: dur,
 		Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	return sampleAndReport(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc, sampleOutput{file: f.out, top: f.top, conf: conf, json: f.json})
+	return noSamplesHint(console.Sample(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc,
+		console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json}))
 }
 
-// sampleOutput says what a sampling run writes and prints.
-type sampleOutput struct {
-	file string  // the pprof profile ("": none)
-	top  int     // table rows (0: all)
-	conf float64 // confidence of the table's intervals
-	json bool    // the table as JSON
-}
-
-// sampleAndReport samples, writes the profile, and prints a line of
-// statistics and the function table.
-func sampleAndReport(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o sampleOutput) error {
-	res, runErr := sampler.Record(ctx, rc)
-	if res == nil {
-		return runErr
+// sampleDuration parses --duration ("": until the target exits).
+func sampleDuration(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
 	}
-	data, st := res.Profile, res.Stats
-	prof, err := export.EncodeCPU(data)
+	ns, err := units.ParseDuration(v)
 	if err != nil {
-		return err
+		return 0, usagef("--duration: %v", err)
 	}
-	if o.file != "" {
-		if err := export.WriteProfileFile(o.file, prof); err != nil {
-			return err
+	return time.Duration(ns), usageIf(ns <= 0, "--duration %s: give a positive length such as 10s", v)
+}
+
+// countNeedsFile requires, with --all, a path in every --count target:
+// a bare symbol names no one file in every process.
+func countNeedsFile(all bool, count []string) error {
+	for _, c := range count {
+		if bin, sym := proc.SplitTarget(c); all && !strings.Contains(bin, "/") {
+			return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, sym)
 		}
 	}
-	export.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.file)
-	if runErr != nil {
-		return runErr
+	return nil
+}
+
+// noSamplesHint adds to console.ErrNoSamples what to try.
+func noSamplesHint(err error) error {
+	if errors.Is(err, console.ErrNoSamples) {
+		return fmt.Errorf("%w; sample longer or at a higher -F", err)
 	}
-	if st.Kept == 0 {
-		return fmt.Errorf("no samples of the target: it was idle or exited at once; sample longer or at a higher -F")
-	}
-	tab, err := export.CPUReport(prof, estimate.Options{Confidence: o.conf})
-	if err != nil {
-		return err
-	}
-	return export.WriteCPUTable(w, tab, o.top, o.json)
+	return err
 }

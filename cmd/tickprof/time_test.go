@@ -363,13 +363,13 @@ func TestParseTimeFlags(t *testing.T) {
 		}
 	}
 	ts, err := parseTimeFlags(base, nil)
-	if err != nil || ts.clock.Kind != loader.ClockNS {
-		t.Errorf("default clock for -u: %v %v, want ns", ts.clock, err)
+	if err != nil || ts.Clock.Kind != loader.ClockNS {
+		t.Errorf("default clock for -u: %v %v, want ns", ts.Clock, err)
 	}
 	f := base
 	f.users, f.syscalls = nil, []string{"read"}
-	if ts, err := parseTimeFlags(f, nil); err != nil || ts.clock.Kind != loader.ClockJiffies {
-		t.Errorf("default clock for -s: %v %v, want jiffies", ts.clock, err)
+	if ts, err := parseTimeFlags(f, nil); err != nil || ts.Clock.Kind != loader.ClockJiffies {
+		t.Errorf("default clock for -s: %v %v, want jiffies", ts.Clock, err)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package demo owns the workload of `tickprof demo` (c/workload.c): three
 // functions of known duration, each measuring itself, built with the
 // machine's gcc when the demo runs; the measurements it writes (its truth);
-// and the probe overhead the demo subtracts. demo may import calibrate; it
-// must not import cmd.
+// the probe overhead the demo subtracts; and the demo's run (Run: time,
+// sample, and the intervals beside the truth). demo may import calibrate,
+// timing, sampler, export and internal/console; it must not import cmd.
 package demo
 
 import (

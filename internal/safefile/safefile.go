@@ -213,11 +213,19 @@ func WriteFile(path string, perm fs.FileMode, write func(io.Writer) error) error
 // (the rule of fs.protected_symlinks, applied whether or not the sysctl is
 // on). The caller closes the descriptor.
 func OpenDir(dir string) (int, error) {
-	links := 0
-	return openDir(dir, &links)
+	return (&walk{}).openDir(dir)
 }
 
-func openDir(dir string, links *int) (int, error) {
+// walk resolves a directory path component by component: links counts the
+// symbolic links followed; trust, when set, checks every directory reached
+// (its stat and its path, for errors).
+type walk struct {
+	links int
+	trust func(st *unix.Stat_t, path string) error
+}
+
+// openDir opens dir, from the root or the working directory.
+func (w *walk) openDir(dir string) (int, error) {
 	start := "."
 	if filepath.IsAbs(dir) {
 		start = "/"
@@ -226,12 +234,21 @@ func openDir(dir string, links *int) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("open %s: %w", start, err)
 	}
-	walked := start
-	for _, c := range strings.Split(dir, "/") {
+	if err := w.check(fd, start); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return w.steps(fd, dir, start)
+}
+
+// steps walks the components of rel from the directory fd (whose path is
+// walked), consuming fd, and returns the last directory opened.
+func (w *walk) steps(fd int, rel, walked string) (int, error) {
+	for _, c := range strings.Split(rel, "/") {
 		if c == "" || c == "." {
 			continue
 		}
-		next, err := stepDir(fd, c, walked, links)
+		next, err := w.stepDir(fd, c, walked)
 		unix.Close(fd)
 		if err != nil {
 			return -1, err
@@ -242,9 +259,21 @@ func openDir(dir string, links *int) (int, error) {
 	return fd, nil
 }
 
+// check applies trust, when set, to the directory fd at path.
+func (w *walk) check(fd int, path string) error {
+	if w.trust == nil {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return w.trust(&st, path)
+}
+
 // stepDir opens the directory entry name of the directory fd (whose path,
 // for errors, is walked), checking a link before following it.
-func stepDir(fd int, name, walked string, links *int) (int, error) {
+func (w *walk) stepDir(fd int, name, walked string) (int, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return -1, fmt.Errorf("%s: %w", filepath.Join(walked, name), err)
@@ -254,10 +283,14 @@ func stepDir(fd int, name, walked string, links *int) (int, error) {
 		if err != nil {
 			return -1, fmt.Errorf("%s: %w", filepath.Join(walked, name), err)
 		}
+		if err := w.check(nfd, filepath.Join(walked, name)); err != nil {
+			unix.Close(nfd)
+			return -1, err
+		}
 		return nfd, nil
 	}
-	*links++
-	if *links > maxLinks {
+	w.links++
+	if w.links > maxLinks {
 		return -1, fmt.Errorf("%s: too many levels of symbolic links", filepath.Join(walked, name))
 	}
 	var parent unix.Stat_t
@@ -274,7 +307,7 @@ func stepDir(fd int, name, walked string, links *int) (int, error) {
 	}
 	target := string(buf[:n])
 	if filepath.IsAbs(target) {
-		return openDir(target, links)
+		return w.openDir(target)
 	}
 	// A relative link resolves from the directory that holds it: walk it
 	// from fd, component by component, with the same checks.
@@ -282,20 +315,7 @@ func stepDir(fd int, name, walked string, links *int) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	where := walked
-	for _, c := range strings.Split(target, "/") {
-		if c == "" || c == "." {
-			continue
-		}
-		next, err := stepDir(cur, c, where, links)
-		unix.Close(cur)
-		if err != nil {
-			return -1, err
-		}
-		cur = next
-		where = filepath.Join(where, c)
-	}
-	return cur, nil
+	return w.steps(cur, target, walked)
 }
 
 // linkTrusted applies the fs.protected_symlinks rule to a link st found in

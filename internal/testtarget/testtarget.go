@@ -1,8 +1,9 @@
 // Package testtarget is the tests' support for the programs they probe: it
 // builds the C targets under testdata once per test binary (or hands out
 // the prebuilt ones under $TICKPROF_TESTBIN, as the kernel matrix does),
-// builds the Go targets, and starts a target that waits for a signal
-// before it makes its calls. A missing gcc has one policy: the test is
+// builds the Go targets, starts a target that waits for a signal before it
+// makes its calls, and reads the "key value" lines a target writes about
+// its own measurements (ReadKV). A missing gcc has one policy: the test is
 // skipped with the reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
 //
 // testtarget may import only the standard library and x/sys; only tests
@@ -132,7 +133,14 @@ func Timed(t testing.TB) string {
 // Burn returns testdata/sample/burn.c built for sampling.
 func Burn(t testing.TB) string {
 	t.Helper()
-	return C(t, "sample/burn.c", "burn", "-fno-omit-frame-pointer", "-fno-inline")
+	return Sampled(t, "burn", "burn")
+}
+
+// Sampled returns testdata/sample/SRC.c built for sampling (frame
+// pointers, no inlining) as the executable OUT, once per test binary.
+func Sampled(t testing.TB, src, out string) string {
+	t.Helper()
+	return C(t, "sample/"+src+".c", out, "-fno-omit-frame-pointer", "-fno-inline")
 }
 
 // Go builds the main package testdata/go/NAME with extra go build

@@ -27,33 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static double inner_sum_ns;
-static long inner_calls;
+#include "target.h"
+
 static pthread_barrier_t barrier;
 static long rounds, work_ns;
-
-static long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static void record(long ns)
-{
-	pthread_mutex_lock(&mu);
-	inner_sum_ns += ns;
-	inner_calls++;
-	pthread_mutex_unlock(&mu);
-}
-
-static void spin(long ns)
-{
-	long t0 = now_ns();
-	while (now_ns() - t0 < ns)
-		;
-}
 
 __attribute__((noinline)) void tp_pll_work(void)
 {
@@ -81,8 +58,6 @@ static void *burst_worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	sigset_t set;
-	int sig;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int gate = argc > 1 && !strcmp(argv[1], "-g");
@@ -95,13 +70,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: coupled [-g] pll N | coupled [-g] burst THREADS ROUNDS WORK_US HOGS\n");
 		return 2;
 	}
-	if (gate) {
-		sigemptyset(&set);
-		sigaddset(&set, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		printf("ready pid=%d\n", getpid());
-		sigwait(&set, &sig);
-	}
+	if (gate)
+		wait_gate();
 
 	if (!strcmp(argv[1], "pll")) {
 		long n = atol(argv[2]);

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "target.h"
+
 long pl_sub_first(long a);
 long pl_mov_push(long a);
 long pl_test_je(long a);
@@ -85,14 +87,7 @@ __asm__(
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000;
-	sigset_t set;
-	int sig;
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("ready pid=%d\n", getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	wait_gate();
 	long sum = 0, want = 0;
 	for (long i = 0; i < n; i++) {
 		sum += pl_sub_first(i) + pl_mov_push(i) + pl_test_je(i) + pl_loop_head(i);

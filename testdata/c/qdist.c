@@ -22,15 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 static long *own;
 static long nown;
-
-static long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
 
 __attribute__((noinline)) void tp_qwork(long ns)
 {
@@ -89,17 +84,8 @@ int main(int argc, char **argv)
 	own = calloc(calls, sizeof(*own));
 	if (!own)
 		return 1;
-	if (gate) {
-		sigset_t set;
-		int sig;
-
-		sigemptyset(&set);
-		sigaddset(&set, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		printf("ready pid=%d\n", getpid());
-		fflush(stdout);
-		sigwait(&set, &sig);
-	}
+	if (gate)
+		wait_gate();
 	for (long i = 0; i < calls; i++) {
 		double med = unif() < 0.8 ? 200000 : 1500000;
 		tp_qwork((long)(med * exp(0.3 * gauss())));

@@ -24,34 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static double inner_sum_ns;
-static long inner_calls;
+#include "target.h"
+
 static long calls_per_thread;
 static int depth = 16;
 static void (*func)(void);
-
-static long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static void record(long ns)
-{
-	pthread_mutex_lock(&mu);
-	inner_sum_ns += ns;
-	inner_calls++;
-	pthread_mutex_unlock(&mu);
-}
-
-static void spin(long ns)
-{
-	long t0 = now_ns();
-	while (now_ns() - t0 < ns)
-		;
-}
 
 __attribute__((noinline)) void tp_spin1us(void)
 {
@@ -118,7 +95,6 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	int threads = 1, gate = 0, opt, exit_ms = 0;
-	sigset_t set;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((opt = getopt(argc, argv, "gt:r:x:")) != -1) {
@@ -145,14 +121,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(name, "empty")) func = tp_empty;
 	else { fprintf(stderr, "unknown function %s\n", name); return 2; }
 
-	if (gate) {
-		int sig;
-		sigemptyset(&set);
-		sigaddset(&set, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		printf("ready pid=%d\n", getpid());
-		sigwait(&set, &sig);
-	}
+	if (gate)
+		wait_gate();
 	pthread_t tid[64];
 	if (threads > 64) threads = 64;
 	for (int i = 0; i < threads; i++)

@@ -1,0 +1,34 @@
+package bpf
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/tickprof/tickprof/internal/testtarget"
+)
+
+// buildHarness compiles a host C program that includes this directory's
+// headers (the BPF programs' arithmetic, run on the host) and returns its
+// path. A missing gcc skips the test, or fails it under
+// TICKPROF_REQUIRE_BPF=1.
+func buildHarness(t *testing.T, src string, flags ...string) string {
+	t.Helper()
+	testtarget.NeedGCC(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "harness.c")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "harness")
+	args := append(append([]string{"-O2"}, flags...), "-I", wd, "-o", bin, file)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
+}

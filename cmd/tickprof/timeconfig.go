@@ -1,0 +1,124 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/units"
+)
+
+// parseTimeFlags validates the flags of `tickprof time` into a timing
+// configuration.
+func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
+	cfg := timing.Config{PID: f.pid, Command: argv, Exact: f.validate, Interval: f.interval, Duration: f.duration, Window: f.window,
+		Targets: timing.Targets{Users: f.users, Syscalls: f.syscalls, Kernel: f.kfuncs, MaxProbes: f.maxProbes}}
+	conf, confErr := parseConfidence(f.confidence)
+	if err := firstErr(
+		usageIf(len(f.users)+len(f.syscalls)+len(f.kfuncs) == 0, "no target: give at least one -u SYMBOL, -s SYSCALL or -k FUNC"),
+		usageIf(f.pid != 0 && len(argv) > 0, "give either -p PID or -- CMD, not both"),
+		usageIf(f.pid < 0, "-p %d: a process ID is positive", f.pid),
+		usageIf(f.maxProbes < 1, "--max-probes %d: want at least 1", f.maxProbes),
+		usageIf(f.interval < 10*time.Millisecond || f.interval > time.Hour, "--interval %s: want 10ms to 1h", f.interval),
+		attachMode(f.attach, &cfg.Targets),
+		checkOutput("--json", f.jsonOut),
+		checkOutput("-o", f.pprofOut),
+		usageIf(f.duration < 0, "--duration %s: want a positive duration", f.duration),
+		confErr,
+	); err != nil {
+		return cfg, err
+	}
+	cfg.Estimate = estimate.Options{Confidence: conf}
+	var err error
+	if cfg.Precision, err = fractionFlag("--precision", f.precision, "a relative half-width such as 5%"); err != nil {
+		return cfg, err
+	}
+	if cfg.Overhead, err = fractionFlag("--overhead", f.overhead, "a slowdown budget such as 1%"); err != nil {
+		return cfg, err
+	}
+	if err := firstErr(
+		usageIf(f.overhead != "" && len(f.kfuncs) > 0, "--overhead applies to -u functions and -s system calls only"),
+		usageIf(f.overhead != "" && f.noCorrect, "--overhead needs the calibrated probe cost: drop --no-correct"),
+		usageIf(f.window < 0, "--window %s: want a positive duration", f.window),
+		timeClock(f, &cfg),
+	); err != nil {
+		return cfg, err
+	}
+	return cfg, quantileConfig(&cfg, f.quantiles, f.quantilesSet, f.precisionOf)
+}
+
+// attachMode checks --attach and sets how kernel functions are probed.
+func attachMode(mode string, t *timing.Targets) error {
+	if mode == "" && len(t.Kernel) == 0 {
+		return nil
+	}
+	m, err := loader.ParseAttachMode(mode)
+	if len(t.Kernel) > 0 {
+		t.KernelAttach = m
+	}
+	return usageIf(err != nil, "--attach: %v", err)
+}
+
+// timeClock reads --clock (default: timing.DefaultClock) and checks that
+// --validate has a tick clock to check.
+func timeClock(f timeFlags, cfg *timing.Config) error {
+	cfg.Clock = timing.DefaultClock(len(f.users) > 0, f.validate)
+	if f.clock != "" {
+		var err error
+		if cfg.Clock, err = loader.ParseClock(f.clock); err != nil {
+			return usagef("--clock: %v", err)
+		}
+	}
+	return usageIf(f.validate && cfg.Clock.Kind == loader.ClockNS, "--validate checks a tick clock against ns: give --clock jiffies or tick:DUR")
+}
+
+// parseQuantile parses one quantile in percent ("99.9", "p99") into a
+// level, a usage error if it is not one.
+func parseQuantile(s string) (float64, error) {
+	p, err := units.ParseQuantile(s)
+	if err != nil {
+		return 0, usageError{err}
+	}
+	return p, nil
+}
+
+// quantileConfig sets the run's quantiles from --quantiles and
+// --precision-of: the default levels with the exact clock (or --validate,
+// which reads it too), none otherwise; explicit quantiles need the exact
+// clock.
+func quantileConfig(cfg *timing.Config, quantiles string, changed bool, precisionOf string) error {
+	exact := cfg.Clock.Kind == loader.ClockNS || cfg.Exact
+	levels := timing.DefaultQuantiles
+	if changed {
+		var err error
+		if levels, err = units.ParseQuantiles(quantiles); err != nil {
+			return usagef("--quantiles: %v", err)
+		}
+		if len(levels) > 0 && !exact {
+			return usagef("--quantiles needs the exact clock: add --clock ns (or --validate)")
+		}
+	}
+	if exact {
+		cfg.Quantiles = levels
+	}
+	po := strings.TrimSpace(precisionOf)
+	if po == "" || po == "mean" {
+		return nil
+	}
+	p, err := units.ParseQuantile(po)
+	if err := firstErr(
+		usageIf(cfg.Precision == 0, "--precision-of %s needs --precision, e.g. --precision 5%%", po),
+		usageIf(!exact, "--precision-of %s needs the exact clock: add --clock ns", po),
+		usageIf(err != nil, "--precision-of: %v", err),
+	); err != nil {
+		return err
+	}
+	cfg.PrecisionQuantile = p
+	if !slices.Contains(cfg.Quantiles, p) {
+		cfg.Quantiles = append(slices.Clone(cfg.Quantiles), p)
+	}
+	return nil
+}
