@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: build tickprof and the harness, install the tools compared
-# with (bpftrace, linux-perf) when missing, and write bench/RESULTS.md.
+# with (bpftrace, linux-perf, libbpf-tools' funclatency) when missing, and write bench/RESULTS.md.
 # Needs root (BPF), gcc, and apt-get for the missing tools.
 # Environment: BENCH_REPS (default 3), GO (default go).
 set -euo pipefail
@@ -14,6 +14,7 @@ missing=()
 command -v bpftrace >/dev/null || missing+=(bpftrace)
 command -v perf >/dev/null || missing+=(linux-perf)
 command -v gcc >/dev/null || missing+=(gcc)
+command -v funclatency >/dev/null || missing+=(libbpf-tools)
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "bench: installing ${missing[*]}" >&2
 	apt-get update -qq

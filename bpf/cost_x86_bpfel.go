@@ -96,6 +96,7 @@ const (
 	CostMapTpRunstats    = "tp_runstats"
 	CostMapTpStacks      = "tp_stacks"
 	CostMapTpTasks       = "tp_tasks"
+	CostMapTpWindow      = "tp_window"
 	CostMapTpZero        = "tp_zero"
 	CostProgCostE0       = "cost_e0"
 	CostProgCostE1       = "cost_e1"
@@ -127,7 +128,6 @@ const (
 	CostVarTpRecordShift = "tp_record_shift"
 	CostVarTpTickNs      = "tp_tick_ns"
 	CostVarTpWantRecords = "tp_want_records"
-	CostVarTpWindowOpen  = "tp_window_open"
 	CostVarTpWindowed    = "tp_windowed"
 )
 
@@ -209,6 +209,7 @@ type CostMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -227,7 +228,6 @@ type CostVariableSpecs struct {
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -262,6 +262,7 @@ type CostMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -278,6 +279,7 @@ func (m *CostMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -297,7 +299,6 @@ type CostVariables struct {
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

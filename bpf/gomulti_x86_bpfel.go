@@ -104,6 +104,7 @@ const (
 	GomultiMapTpRunstats    = "tp_runstats"
 	GomultiMapTpStacks      = "tp_stacks"
 	GomultiMapTpTasks       = "tp_tasks"
+	GomultiMapTpWindow      = "tp_window"
 	GomultiMapTpZero        = "tp_zero"
 	GomultiProgGoEntry      = "go_entry"
 	GomultiProgGoEntryMulti = "go_entry_multi"
@@ -122,7 +123,6 @@ const (
 	GomultiVarTpRecordShift = "tp_record_shift"
 	GomultiVarTpTickNs      = "tp_tick_ns"
 	GomultiVarTpWantRecords = "tp_want_records"
-	GomultiVarTpWindowOpen  = "tp_window_open"
 	GomultiVarTpWindowed    = "tp_windowed"
 )
 
@@ -190,6 +190,7 @@ type GomultiMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -210,7 +211,6 @@ type GomultiVariableSpecs struct {
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -246,6 +246,7 @@ type GomultiMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -263,6 +264,7 @@ func (m *GomultiMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -284,7 +286,6 @@ type GomultiVariables struct {
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -90,6 +90,25 @@ static __always_inline int go_id(struct pt_regs *ctx, __u64 sp_adjust, __u64 *id
 	return 0;
 }
 
+/* go_expire_counted returns how many of e's live entries were counted
+ * (entered inside a window) and takes them off tp_inflight: entries pushed
+ * outside a window may be left without their RET when the probes are
+ * detached between windows, and are neither orphans nor in flight. */
+static __always_inline __u64 go_expire_counted(struct tp_entry *e, __u32 target)
+{
+	__u64 n = 0;
+
+	for (__u32 i = 0; i < TP_MAX_DEPTH; i++) {
+		if (e->floor + i >= e->depth)
+			break;
+		if (e->tick[(e->floor + i) & (TP_MAX_DEPTH - 1)] == TP_TICK_UNCOUNTED)
+			continue;
+		n++;
+		tp_inflight_add(target, -1);
+	}
+	return n;
+}
+
 /* go_enter is the entry program's body (go_entry here, go_entry_multi in
  * gomulti.bpf.c). */
 static __always_inline int go_enter(struct pt_regs *ctx)
@@ -120,6 +139,8 @@ static __always_inline int go_enter(struct pt_regs *ctx)
 		struct go_probe_stats *s = go_stats_get();
 		__u64 n = e->depth - e->floor;
 
+		if (tp_windowed)
+			n = go_expire_counted(e, target);
 		if (c)
 			c->orphans += n;
 		if (s)

@@ -104,6 +104,7 @@ const (
 	GoTimingMapTpRunstats    = "tp_runstats"
 	GoTimingMapTpStacks      = "tp_stacks"
 	GoTimingMapTpTasks       = "tp_tasks"
+	GoTimingMapTpWindow      = "tp_window"
 	GoTimingMapTpZero        = "tp_zero"
 	GoTimingProgGoEntry      = "go_entry"
 	GoTimingProgGoExit       = "go_exit"
@@ -120,7 +121,6 @@ const (
 	GoTimingVarTpRecordShift = "tp_record_shift"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
-	GoTimingVarTpWindowOpen  = "tp_window_open"
 	GoTimingVarTpWindowed    = "tp_windowed"
 )
 
@@ -186,6 +186,7 @@ type GoTimingMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -206,7 +207,6 @@ type GoTimingVariableSpecs struct {
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -242,6 +242,7 @@ type GoTimingMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -259,6 +260,7 @@ func (m *GoTimingMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -280,7 +282,6 @@ type GoTimingVariables struct {
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -96,6 +96,7 @@ const (
 	KfuncMapTpRunstats     = "tp_runstats"
 	KfuncMapTpStacks       = "tp_stacks"
 	KfuncMapTpTasks        = "tp_tasks"
+	KfuncMapTpWindow       = "tp_window"
 	KfuncMapTpZero         = "tp_zero"
 	KfuncProgKfFentry      = "kf_fentry"
 	KfuncProgKfFexit       = "kf_fexit"
@@ -112,7 +113,6 @@ const (
 	KfuncVarTpRecordShift  = "tp_record_shift"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
-	KfuncVarTpWindowOpen   = "tp_window_open"
 	KfuncVarTpWindowed     = "tp_windowed"
 )
 
@@ -179,6 +179,7 @@ type KfuncMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -197,7 +198,6 @@ type KfuncVariableSpecs struct {
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -232,6 +232,7 @@ type KfuncMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -248,6 +249,7 @@ func (m *KfuncMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -267,7 +269,6 @@ type KfuncVariables struct {
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -86,10 +86,22 @@ static __always_inline int sc_enter(__u32 tid, __u32 target1)
 	st = bpf_map_lookup_elem(&sc_slots, &slot);
 	if (!st)
 		return 0;
-	if (st->target)
+	if (st->target && !(tp_windowed && st->tick == TP_TICK_UNCOUNTED)) {
 		/* This thread's previous timed call never reached its exit
 		 * (or another thread's whose id collides is still in flight). */
 		tp_orphan(st->target - 1);
+		if (tp_windowed)
+			tp_inflight_add(st->target - 1, -1);
+	}
+	if (tp_windowed && !tp_window_open()) {
+		/* Entered outside a window: its exit pairs and is not counted. */
+		st->tid = tid;
+		st->tick = TP_TICK_UNCOUNTED;
+		st->target = target1;
+		return 0;
+	}
+	if (tp_windowed)
+		tp_inflight_add(target1 - 1, 1);
 	ph = tp_phase();
 	/* Read the clock last, as close to the timed path as possible. */
 	if (tp_need_ns() || tp_check_draw(target1 - 1))
@@ -121,6 +133,11 @@ static __always_inline int sc_exit(void *ctx, __u32 tid)
 		return -1;
 	target = st->target - 1;
 	st->target = 0;
+	if (tp_windowed) {
+		if (st->tick == TP_TICK_UNCOUNTED)
+			return 0; /* entered outside a window */
+		tp_inflight_add(target, -1);
+	}
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
 		return 0;
@@ -149,7 +166,9 @@ int sc_raw_exit(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!sc_pid_ok(&id))
 		return 0;
-	if (sc_exit(ctx, (__u32)id) < 0) {
+	/* Windowed runs attach mid-call every window: an exit without its
+	 * entry is expected there, not an orphan. */
+	if (sc_exit(ctx, (__u32)id) < 0 && !tp_windowed) {
 		/* Rare: find out whether a target's entry was missed. */
 		struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
 		long nr = -1;
@@ -183,7 +202,7 @@ int sc_tp_exit(void *ctx)
 
 	if (!sc_pid_ok(&id))
 		return 0;
-	if (sc_exit(ctx, (__u32)id) < 0)
+	if (sc_exit(ctx, (__u32)id) < 0 && !tp_windowed)
 		tp_orphan((__u32)bpf_get_attach_cookie(ctx));
 	return 0;
 }

@@ -106,6 +106,7 @@ const (
 	SyscallMapTpRunstats    = "tp_runstats"
 	SyscallMapTpStacks      = "tp_stacks"
 	SyscallMapTpTasks       = "tp_tasks"
+	SyscallMapTpWindow      = "tp_window"
 	SyscallMapTpZero        = "tp_zero"
 	SyscallProgScEmptyEnter = "sc_empty_enter"
 	SyscallProgScEmptyExit  = "sc_empty_exit"
@@ -124,7 +125,6 @@ const (
 	SyscallVarTpRecordShift = "tp_record_shift"
 	SyscallVarTpTickNs      = "tp_tick_ns"
 	SyscallVarTpWantRecords = "tp_want_records"
-	SyscallVarTpWindowOpen  = "tp_window_open"
 	SyscallVarTpWindowed    = "tp_windowed"
 )
 
@@ -195,6 +195,7 @@ type SyscallMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -213,7 +214,6 @@ type SyscallVariableSpecs struct {
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -250,6 +250,7 @@ type SyscallMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -268,6 +269,7 @@ func (m *SyscallMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -287,7 +289,6 @@ type SyscallVariables struct {
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -65,15 +65,18 @@ volatile const __u32 tp_want_records = 1;
  * ring traffic stays about ET/tp_record_ns records per call instead of
  * one per call; 0 or 1 means one record per call. */
 volatile const __u64 tp_record_ns = 0;
-/* Timing in windows (an overhead budget, user functions only): the entry
- * counts a call only while tp_window_open is set (by the loader at run
- * time); calls entering outside are pushed flagged (bit 0 of the frame) so
- * that their exits still pair, and are not counted. tp_inflight holds the
- * counted calls not yet returned, so that the exit probe stays attached
- * until they have (see estimate/window.go). 0: every call counts. */
+/* Timing in windows (an overhead budget): the entry counts a call only
+ * while tp_window[0] is set (by the loader at run time); calls entering
+ * outside are pushed flagged (bit 0 of the frame; TP_TICK_UNCOUNTED as the
+ * reading in tp_entries) so that their exits still pair, and are not
+ * counted. tp_inflight holds the counted calls not yet returned, so that
+ * the exit probe stays attached until they have (see estimate/window.go).
+ * 0: every call counts. The flag is a map, not a global, so that every
+ * object sharing the session's maps (multi-uprobe, Go, syscall programs)
+ * sees the same window. */
 volatile const __u32 tp_windowed = 0;
-__u32 tp_window_open = 0;
 #define TP_FRAME_UNCOUNTED 1ULL
+#define TP_TICK_UNCOUNTED (~0ULL)
 /* Jiffies clock without tp_exact: nonzero turns on the clock check, one
  * call in tp_check[target] (a power of two, set by the loader from the
  * target's mean so that the check costs about 1% of it; at most
@@ -217,6 +220,21 @@ static __always_inline void tp_inflight_add(__u32 target, __s64 d)
 
 	if (v)
 		*v += d;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} tp_window SEC(".maps");
+
+/* tp_window_open says whether the window is open (windowed runs). */
+static __always_inline int tp_window_open(void)
+{
+	__u32 zero = 0, *v = bpf_map_lookup_elem(&tp_window, &zero);
+
+	return v && *v;
 }
 
 /* Caller stacks of crossing records: TP_STACK_DEPTH frames are plenty to
@@ -436,17 +454,28 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 		if (!e)
 			return 0;
 	}
-	if (e->depth - e->floor >= TP_MAX_DEPTH) {
-		/* The oldest reading is overwritten: its exit will not count. */
-		struct tp_counts *c;
-
-		e->floor++;
-		c = bpf_map_lookup_elem(&tp_counters, &target);
-		if (c)
-			c->orphans++;
-		tp_stat_overwritten();
-	}
 	slot = e->depth & (TP_MAX_DEPTH - 1);
+	if (e->depth - e->floor >= TP_MAX_DEPTH) {
+		/* The oldest reading (in slot) is overwritten: its exit will
+		 * not count. */
+		e->floor++;
+		if (!tp_windowed || e->tick[slot] != TP_TICK_UNCOUNTED) {
+			struct tp_counts *c = bpf_map_lookup_elem(&tp_counters, &target);
+
+			if (c)
+				c->orphans++;
+			tp_stat_overwritten();
+			if (tp_windowed)
+				tp_inflight_add(target, -1);
+		}
+	}
+	if (tp_windowed && !tp_window_open()) {
+		e->tick[slot] = TP_TICK_UNCOUNTED; /* entered outside a window */
+		e->depth++;
+		return 0;
+	}
+	if (tp_windowed)
+		tp_inflight_add(target, 1);
 	ph = tp_phase();
 	/* Read the clock last, as close to the timed code as possible. */
 	if (tp_need_ns() || tp_check_draw(target))
@@ -580,7 +609,10 @@ static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
 		return 0;
 	e = bpf_map_lookup_elem(&tp_entries, &key);
 	if (!e || e->depth == 0) {
-		c->orphans++; /* exit without entry (attached mid-call, evicted) */
+		/* Exit without entry (attached mid-call, evicted); windowed
+		 * runs attach mid-call every window. */
+		if (!tp_windowed)
+			c->orphans++;
 		tp_stat_no_entry();
 		return 0;
 	}
@@ -591,6 +623,11 @@ static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
 		return 0;
 	}
 	slot = e->depth & (TP_MAX_DEPTH - 1);
+	if (tp_windowed) {
+		if (e->tick[slot] == TP_TICK_UNCOUNTED)
+			return 0; /* entered outside a window */
+		tp_inflight_add(target, -1);
+	}
 	tp_close(ctx, c, target, tick, ns, e->tick[slot], e->ns[slot], stack_flags);
 	return 0;
 }
@@ -653,7 +690,7 @@ static __always_inline __u64 tp_window_flag(__u32 target)
 {
 	if (!tp_windowed)
 		return 0;
-	if (tp_window_open) {
+	if (tp_window_open()) {
 		tp_inflight_add(target, 1);
 		return 0;
 	}

@@ -106,6 +106,7 @@ const (
 	TimingMapTpRunstats     = "tp_runstats"
 	TimingMapTpStacks       = "tp_stacks"
 	TimingMapTpTasks        = "tp_tasks"
+	TimingMapTpWindow       = "tp_window"
 	TimingMapTpZero         = "tp_zero"
 	TimingProgTpEmptyEntry  = "tp_empty_entry"
 	TimingProgTpEmptyExit   = "tp_empty_exit"
@@ -122,7 +123,6 @@ const (
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
 	TimingVarTpWantRecords  = "tp_want_records"
-	TimingVarTpWindowOpen   = "tp_window_open"
 	TimingVarTpWindowed     = "tp_windowed"
 )
 
@@ -189,6 +189,7 @@ type TimingMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -207,7 +208,6 @@ type TimingVariableSpecs struct {
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen   *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -242,6 +242,7 @@ type TimingMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -258,6 +259,7 @@ func (m *TimingMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -277,7 +279,6 @@ type TimingVariables struct {
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen   *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

@@ -96,6 +96,7 @@ const (
 	UmultiMapTpRunstats     = "tp_runstats"
 	UmultiMapTpStacks       = "tp_stacks"
 	UmultiMapTpTasks        = "tp_tasks"
+	UmultiMapTpWindow       = "tp_window"
 	UmultiMapTpZero         = "tp_zero"
 	UmultiProgTpCheckMulti  = "tp_check_multi"
 	UmultiProgTpUentryMulti = "tp_uentry_multi"
@@ -110,7 +111,6 @@ const (
 	UmultiVarTpRecordShift  = "tp_record_shift"
 	UmultiVarTpTickNs       = "tp_tick_ns"
 	UmultiVarTpWantRecords  = "tp_want_records"
-	UmultiVarTpWindowOpen   = "tp_window_open"
 	UmultiVarTpWindowed     = "tp_windowed"
 )
 
@@ -176,6 +176,7 @@ type UmultiMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
@@ -193,7 +194,6 @@ type UmultiVariableSpecs struct {
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.VariableSpec `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
@@ -228,6 +228,7 @@ type UmultiMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
@@ -244,6 +245,7 @@ func (m *UmultiMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpWindow,
 		m.TpZero,
 	)
 }
@@ -262,7 +264,6 @@ type UmultiVariables struct {
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowOpen  *ebpf.Variable `ebpf:"tp_window_open"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 

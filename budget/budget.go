@@ -62,6 +62,11 @@ type Status struct {
 	// Slowdown is the projected slowdown over all targets at the duty
 	// cycle the run had (estimate.ProjectSlowdown), with its interval.
 	Slowdown estimate.Slowdown
+	// CPUShare is the share of one CPU the target process has had since
+	// the run started (0: unknown). Below 1 the load is projected per
+	// second of the target's CPU time, not of wall-clock time (see
+	// status).
+	CPUShare float64
 	// Targets are the per-target estimates (Index order); Err says why a
 	// target has none yet.
 	Targets []Target
@@ -85,7 +90,8 @@ type Runner struct {
 	duty     float64
 	attach   time.Duration // mean time attaching and draining, around a window
 	nAround  int
-	attached bool // probing continuously (the budget does not bind)
+	attached bool          // probing continuously (the budget does not bind)
+	cpu0     time.Duration // the target's CPU time at the start (-1: unknown)
 }
 
 // New returns a runner for ls, which must have been opened with
@@ -125,6 +131,12 @@ func New(ls *loader.Session, cfg Config) (*Runner, error) {
 // makes every call's chance of being counted the duty cycle).
 func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error) {
 	r.start = time.Now()
+	r.cpu0 = -1
+	if pid := r.ls.Options().PID; pid != 0 {
+		if c, err := processCPU(pid); err == nil {
+			r.cpu0 = c
+		}
+	}
 	prev, err := r.ls.Poll()
 	if err != nil {
 		return Status{}, err
@@ -138,26 +150,12 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 		}
 	}()
 	for {
+		step := r.slot
 		if r.duty >= 1 {
 			// The budget does not bind: probe all the time, one
 			// window per Window of time, back to back.
-			p, w, err := r.continuous(ctx, prev)
-			if err != nil {
-				return st, err
-			}
-			prev = p
-			r.add(w)
-			st = r.status()
-			if onWindow != nil {
-				onWindow(st)
-			}
-			r.duty = st.NextDuty
-			if ctx.Err() != nil {
-				return st, nil
-			}
-			continue
-		}
-		if r.attached {
+			step = r.continuous
+		} else if r.attached {
 			// Leaving continuous probing: drain, then windows.
 			r.ls.SetWindowOpen(false)
 			r.drain()
@@ -167,48 +165,84 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 				prev = p
 			}
 		}
-		around := r.attach
-		if around == 0 {
-			around = 20 * time.Millisecond // a first guess: attach and drain
-		}
-		busy := r.cfg.Window + around
-		slot := time.Duration(float64(busy) / r.duty)
-		offset := time.Duration(r.rng.Float64() * float64(slot-busy))
-		if len(r.windows[0]) == 0 {
-			// The first window is the pilot that measures the call
-			// rate: at once, so that a short run learns its duty. Its
-			// start is fixed by tickprof's clock, not the target's,
-			// so it is still independent of the calls; only calls
-			// near the start of the run are a little more likely to
-			// be counted (a warm-up would weigh more).
-			offset = 0
-		}
-		slotEnd := time.Now().Add(slot)
-		if !sleep(ctx, offset) {
-			return st, nil
-		}
-		p, w, err := r.window(ctx, prev)
-		if err != nil {
+		p, more, err := step(ctx, prev, func(w []estimate.Window) {
+			r.add(w)
+			st = r.status()
+			if onWindow != nil {
+				onWindow(st)
+			}
+			r.duty = st.NextDuty
+		})
+		if err != nil || !more {
+			if len(r.windows[0]) > 0 {
+				st = r.status() // over the whole run
+			}
 			return st, err
 		}
 		prev = p
-		r.add(w)
-		r.nAround++
-		r.attach += time.Duration((w[0].Drain - float64(r.attach)) / float64(r.nAround))
-		st = r.status()
-		if onWindow != nil {
-			onWindow(st)
-		}
-		r.duty = st.NextDuty
-		if !sleep(ctx, time.Until(slotEnd)) {
-			return st, nil
-		}
 	}
 }
 
-// window runs one window: attach, open, wait, close, drain, read, detach.
+// slot runs one slot of windowed probing: a window at a random offset in
+// it, then the rest of the slot detached. done is called with the window
+// (it updates the duty). It returns the poll after the window and whether
+// ctx still lets the run go on.
+func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimate.Window)) (loader.Poll, bool, error) {
+	around := r.attach
+	if around == 0 {
+		around = 20 * time.Millisecond // a first guess: attach and drain
+	}
+	busy := r.cfg.Window + around
+	slot := time.Duration(float64(busy) / r.duty)
+	offset := time.Duration(r.rng.Float64() * float64(slot-busy))
+	pilot := len(r.windows[0]) == 0
+	if pilot {
+		// The first window is the pilot that measures the call
+		// rate: at once, so that a short run learns its duty. Its
+		// start is fixed by tickprof's clock, not the target's,
+		// so it is still independent of the calls; only calls
+		// near the start of the run are a little more likely to
+		// be counted (a warm-up would weigh more).
+		offset = 0
+	}
+	slotStart := time.Now()
+	slotEnd := slotStart.Add(slot)
+	if !sleep(ctx, offset) {
+		return prev, false, nil
+	}
+	length := r.cfg.Window
+	if pilot {
+		length = pilotWindow(r.cfg.Window)
+	}
+	p, w, err := r.window(ctx, prev, length)
+	if err != nil {
+		return prev, false, err
+	}
+	r.nAround++
+	r.attach += time.Duration((w[0].Drain - float64(r.attach)) / float64(r.nAround))
+	done(w)
+	if pilot && r.duty > 0 {
+		// The pilot's slot was sized for the worst load: it ends
+		// where the measured load's duty puts it, sized like every
+		// other slot from the window and the time attached around it
+		// (at once when the budget does not bind).
+		slotEnd = slotStart.Add(time.Duration((w[0].Length + w[0].Drain) / math.Min(r.duty, 1)))
+	}
+	return p, sleep(ctx, time.Until(slotEnd)), nil
+}
+
+// pilotWindow is the length of the first window, which measures the call
+// rate before anything is known of it: a fifth of a window, at most 10 ms.
+// It is probed whatever the load, so it is kept short: at 200,000 calls a
+// second 10 ms hold 2,000 calls, plenty for the rate's upper bound, and a
+// run of a few seconds under a 1% budget has only tens of milliseconds of
+// probing to spend.
+func pilotWindow(w time.Duration) time.Duration { return min(w/5, 10*time.Millisecond) }
+
+// window runs one window: attach, open, wait length, close, drain, read,
+// detach.
 // It returns the poll after the window and each target's window.
-func (r *Runner) window(ctx context.Context, prev loader.Poll) (loader.Poll, []estimate.Window, error) {
+func (r *Runner) window(ctx context.Context, prev loader.Poll, length time.Duration) (loader.Poll, []estimate.Window, error) {
 	t0 := time.Now()
 	if err := r.ls.AttachProbes(); err != nil {
 		return prev, nil, err
@@ -218,7 +252,7 @@ func (r *Runner) window(ctx context.Context, prev loader.Poll) (loader.Poll, []e
 		return prev, nil, err
 	}
 	opened := time.Now()
-	sleep(ctx, r.cfg.Window)
+	sleep(ctx, length)
 	if err := r.ls.SetWindowOpen(false); err != nil {
 		r.ls.DetachProbes()
 		return prev, nil, err
@@ -267,15 +301,15 @@ func (r *Runner) drain() ([]int64, error) {
 }
 
 // continuous runs one Window of continuous probing (attached and open
-// throughout) and returns it as a window without drain.
-func (r *Runner) continuous(ctx context.Context, prev loader.Poll) (loader.Poll, []estimate.Window, error) {
+// throughout) and passes it to done as a window without drain.
+func (r *Runner) continuous(ctx context.Context, prev loader.Poll, done func([]estimate.Window)) (loader.Poll, bool, error) {
 	t0 := time.Now()
 	if !r.attached {
 		if err := r.ls.AttachProbes(); err != nil {
-			return prev, nil, err
+			return prev, false, err
 		}
 		if err := r.ls.SetWindowOpen(true); err != nil {
-			return prev, nil, err
+			return prev, false, err
 		}
 		r.attached = true
 		if p, err := r.ls.Poll(); err == nil {
@@ -286,14 +320,15 @@ func (r *Runner) continuous(ctx context.Context, prev loader.Poll) (loader.Poll,
 	sleep(ctx, r.cfg.Window)
 	p, err := r.ls.Poll()
 	if err != nil {
-		return prev, nil, err
+		return prev, false, err
 	}
 	ws := make([]estimate.Window, len(p.Totals))
 	for i := range p.Totals {
 		d := p.Totals[i].Sub(prev.Totals[i])
 		ws[i] = estimate.Window{Length: float64(time.Since(t0)), Calls: d.Calls, Ticks: d.Ticks, Sum: float64(d.NsSum)}
 	}
-	return p, ws, nil
+	done(ws)
+	return p, ctx.Err() == nil, nil
 }
 
 func (r *Runner) add(w []estimate.Window) {
@@ -306,7 +341,7 @@ func (r *Runner) add(w []estimate.Window) {
 // the next window.
 func (r *Runner) status() Status {
 	el := time.Since(r.start)
-	st := Status{Windows: len(r.windows[0]), Elapsed: el, NextDuty: r.duty}
+	st := Status{Windows: len(r.windows[0]), Elapsed: el, NextDuty: r.duty, CPUShare: r.cpuShare()}
 	var u, lo, hi float64
 	conf := r.cfg.Estimate.Confidence
 	loadKnown := true
@@ -320,7 +355,7 @@ func (r *Runner) status() Status {
 			loadKnown = false
 			continue
 		}
-		tu, tlo, thi, c, lerr := estimate.ProbeLoad(w.Rate, r.cfg.Cost, r.cfg.Threads)
+		tu, tlo, thi, c, lerr := estimate.ProbeLoad(perCPU(w.Rate, st.CPUShare), r.cfg.Cost, r.cfg.Threads)
 		if lerr != nil {
 			loadKnown = false
 			continue
@@ -338,7 +373,7 @@ func (r *Runner) status() Status {
 			w := r.windows[i][0]
 			n := float64(w.Calls)
 			rate := estimate.Result{Mean: n / (w.Length / 1e9), Low: 0, High: (n + 3*math.Sqrt(n) + 3) / (w.Length / 1e9), Confidence: 0.998}
-			tu, tlo, thi, c, err := estimate.ProbeLoad(rate, r.cfg.Cost, r.cfg.Threads)
+			tu, tlo, thi, c, err := estimate.ProbeLoad(perCPU(rate, st.CPUShare), r.cfg.Cost, r.cfg.Threads)
 			if err != nil {
 				loadKnown = false
 				break
@@ -357,6 +392,24 @@ func (r *Runner) status() Status {
 		st.NextDuty = q
 	}
 	return st
+}
+
+// perCPU turns a call rate per second of wall-clock time into one per
+// second of the target's CPU time when the target had less than a CPU
+// (share in (0, 1)). The load u = rate x cost is the share of a thread's
+// time spent in the probes if the thread runs all the time; a target
+// preempted by other work, or waiting, runs less, and the probes' cost
+// then weighs on the CPU time it gets: probed all the time, its
+// throughput per CPU second falls by the same factor whatever its share
+// of the machine. With a CPU or more the rate is left as it is: every
+// call is then projected as if made on one thread (Config.Threads), which
+// errs on the side of the budget.
+func perCPU(rate estimate.Result, share float64) estimate.Result {
+	if !(share > 0 && share < 1) {
+		return rate
+	}
+	rate.Mean, rate.Low, rate.High, rate.StdErr = rate.Mean/share, rate.Low/share, rate.High/share, rate.StdErr/share
+	return rate
 }
 
 func allZero(v []int64) bool {

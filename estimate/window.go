@@ -325,8 +325,9 @@ type Slowdown struct {
 // ProbeLoad returns u = rate * cost / threads, the fraction of a probed
 // thread's time spent in the probes, and its interval. rate is the call rate
 // while probed (calls per second, Windowed.Rate or a count over a run); cost
-// the probe cost per call (ns, the calibrated T_ovhd with its interval);
-// threads the busy threads the calls are spread over (0 counts as 1, the
+// the probe pair's whole cost per call (ns, with its interval: twice the
+// calibrated T_ovhd for uprobes, see timing.PairCost); threads the busy
+// threads the calls are spread over (0 counts as 1, the
 // safe choice). The two estimates are independent; the variance of their
 // product is c^2 var(r) + r^2 var(c) + var(r) var(c), taken as normal on the
 // scale of u and clipped at 0. Each standard error is the estimate's

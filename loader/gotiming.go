@@ -94,6 +94,45 @@ func (s *Session) GoStats() (GoStats, error) {
 	return out, nil
 }
 
+// loadGoObjects loads the Go programs for one binary, with its runtime.g
+// offsets: the multi-uprobe versions too where the kernel has them.
+func loadGoObjects(s *Session, bin string, offs symtab.GoOffsets) (*goObjects, error) {
+	objs := &goObjects{binary: bin}
+	multi := !s.opts.SingleLinks && HaveUprobeMulti() == nil
+	var spec *ebpf.CollectionSpec
+	var err error
+	if multi {
+		spec, err = bpf.LoadGomulti()
+	} else {
+		spec, err = bpf.LoadGoTiming()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the Go timing BPF object: %w", err)
+	}
+	if err := setConstants(spec, map[string]any{
+		"go_goid_off":    offs.Goid,
+		"go_stackhi_off": offs.StackHi,
+	}); err != nil {
+		return nil, err
+	}
+	if multi {
+		var o bpf.GomultiObjects
+		if err := s.LoadShared(spec, &o); err != nil {
+			return nil, err
+		}
+		objs.objs, objs.stats = &o, o.GoStats
+		objs.entry, objs.exit, objs.entryMulti, objs.exitMulti = o.GoEntry, o.GoExit, o.GoEntryMulti, o.GoExitMulti
+	} else {
+		var o bpf.GoTimingObjects
+		if err := s.LoadShared(spec, &o); err != nil {
+			return nil, err
+		}
+		objs.objs, objs.stats = &o, o.GoStats
+		objs.entry, objs.exit = o.GoEntry, o.GoExit
+	}
+	return objs, nil
+}
+
 // attachGo attaches the Go programs to Go functions: a uprobe at entry
 // (on the stack check's JBE where possible) and one on every RET, never a
 // uretprobe. One set of programs is loaded per binary, with that binary's
@@ -140,44 +179,34 @@ func attachGoBinary(s *Session, bin string, ts []*Target) error {
 	// Best effort: a binary without DWARF cannot tell.
 	inlined, _ := tab.InlinedIntoAll(names)
 
-	objs := &goObjects{binary: bin}
-	multi := !s.opts.SingleLinks && HaveUprobeMulti() == nil
-	var spec *ebpf.CollectionSpec
-	if multi {
-		spec, err = bpf.LoadGomulti()
-	} else {
-		spec, err = bpf.LoadGoTiming()
-	}
+	objs, err := loadGoObjects(s, bin, offs)
 	if err != nil {
-		return fmt.Errorf("read the Go timing BPF object: %w", err)
-	}
-	if err := setConstants(spec, map[string]any{
-		"go_goid_off":    offs.Goid,
-		"go_stackhi_off": offs.StackHi,
-	}); err != nil {
 		return err
-	}
-	if multi {
-		var o bpf.GomultiObjects
-		if err := s.LoadShared(spec, &o); err != nil {
-			return err
-		}
-		objs.objs, objs.stats = &o, o.GoStats
-		objs.entry, objs.exit, objs.entryMulti, objs.exitMulti = o.GoEntry, o.GoExit, o.GoEntryMulti, o.GoExitMulti
-	} else {
-		var o bpf.GoTimingObjects
-		if err := s.LoadShared(spec, &o); err != nil {
-			return err
-		}
-		objs.objs, objs.stats = &o, o.GoStats
-		objs.entry, objs.exit = o.GoEntry, o.GoExit
 	}
 	s.AddCloser(objs)
 
+	for i, t := range ts {
+		objs.sites = append(objs.sites, GoSite{Target: t.Name, Sites: sites[i], Offsets: offs, InlinedInto: inlined[t.Spec.Symbol]})
+	}
+	entries, exits, err := goRequests(tab, bin, ts, sites)
+	if err != nil {
+		return err
+	}
 	// Every exit site is attached before any entry (see attachUser), and
 	// entries are detached before every exit: an entry whose RET probe is
 	// gone would be expired (and counted) by the next call.
-	var entries, exits []uprobeReq
+	return s.linkProbes(func() error {
+		if err := s.attachUprobes(s.ctx, exits, false, false, objs.exit, objs.exitMulti); err != nil {
+			return err
+		}
+		return s.attachUprobes(s.ctx, entries, false, true, objs.entry, objs.entryMulti)
+	})
+}
+
+// goRequests are the uprobes of Go targets ts of bin: one entry per
+// target, cookie = index (| goCookieCheck on the stack check's JBE), and
+// one per exit site, cookie = index | SP adjustment << goCookieSPShift.
+func goRequests(tab *symtab.Table, bin string, ts []*Target, sites []symtab.ProbeSites) (entries, exits []uprobeReq, err error) {
 	for i, t := range ts {
 		ps := sites[i]
 		cookie := uint64(t.Index)
@@ -186,25 +215,21 @@ func attachGoBinary(s *Session, bin string, ts []*Target) error {
 		}
 		off, err := tab.FileOffset(ps.Entry)
 		if err != nil {
-			return fmt.Errorf("%s: %w", t.Name, err)
+			return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
 		entries = append(entries, uprobeReq{t: t, binary: bin, offset: off, cookie: cookie})
 		for _, e := range ps.Exits {
 			if e.SPAdjust > 0xff {
-				return fmt.Errorf("%s: exit site %#x: SP adjustment %d out of range", t.Name, e.Addr, e.SPAdjust)
+				return nil, nil, fmt.Errorf("%s: exit site %#x: SP adjustment %d out of range", t.Name, e.Addr, e.SPAdjust)
 			}
 			off, err := tab.FileOffset(e.Addr)
 			if err != nil {
-				return fmt.Errorf("%s: %w", t.Name, err)
+				return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 			}
 			exits = append(exits, uprobeReq{t: t, binary: bin, offset: off, cookie: uint64(t.Index) | e.SPAdjust<<goCookieSPShift})
 		}
-		objs.sites = append(objs.sites, GoSite{Target: t.Name, Sites: ps, Offsets: offs, InlinedInto: inlined[t.Spec.Symbol]})
 	}
-	if err := s.attachUprobes(s.ctx, exits, false, false, objs.exit, objs.exitMulti); err != nil {
-		return err
-	}
-	return s.attachUprobes(s.ctx, entries, false, true, objs.entry, objs.entryMulti)
+	return entries, exits, nil
 }
 
 // goSites finds the probe sites of one target and explains when there are

@@ -77,8 +77,9 @@ type Options struct {
 	SingleLinks bool
 	// Windowed counts only the calls entering while the window is open
 	// (SetWindowOpen; closed at Open) and keeps the in-flight count
-	// (WindowInFlight): timing under an overhead budget. Native user functions
-	// only.
+	// (WindowInFlight): timing under an overhead budget. User functions
+	// (native and Go) and system calls; AttachProbes and DetachProbes link
+	// and unlink them window by window.
 	Windowed bool
 	// CheckEvery is, for the jiffies clock without Exact, how many calls
 	// one checked call stands for at most: a random share of the calls is
@@ -149,6 +150,9 @@ type Session struct {
 	skipped  []Skipped
 	// singleLinks counts the single uprobe links planned (MaxSingleLinks).
 	singleLinks int
+	// relinks attach each kind's probes again from the programs already
+	// loaded (windowed sessions: linkProbes, AttachProbes).
+	relinks []func() error
 	// finalInFlight and finalGo are read by Stop with the final counters.
 	finalInFlight []uint64
 	finalGo       *GoStats
@@ -514,6 +518,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_tasks":    s.objs.TpTasks,
 		"tp_qhist":    s.objs.TpQhist,
 		"tp_inflight": s.objs.TpInflight,
+		"tp_window":   s.objs.TpWindow,
 		"tp_check":    s.objs.TpCheck,
 		"tp_frames":   s.objs.TpFrames,
 	}

@@ -364,17 +364,19 @@ func attachSyscallsRaw(s *Session, spec *ebpf.CollectionSpec, ts []*Target) erro
 	// Exit first: an exit without a recorded entry is harmless, while an
 	// entry whose exit program is not attached yet would leave a call in
 	// flight.
-	for _, p := range []struct {
-		name string
-		prog *ebpf.Program
-	}{{"sys_exit", objs.Exit}, {"sys_enter", objs.Enter}} {
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.name, Program: p.prog})
-		if err != nil {
-			return fmt.Errorf("attach raw tracepoint raw_syscalls:%s: %w", p.name, err)
+	return s.linkProbes(func() error {
+		for _, p := range []struct {
+			name string
+			prog *ebpf.Program
+		}{{"sys_exit", objs.Exit}, {"sys_enter", objs.Enter}} {
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.name, Program: p.prog})
+			if err != nil {
+				return fmt.Errorf("attach raw tracepoint raw_syscalls:%s: %w", p.name, err)
+			}
+			s.AddLink(l)
 		}
-		s.AddLink(l)
-	}
-	return nil
+		return nil
+	})
 }
 
 func attachSyscallTracepoints(s *Session, spec *ebpf.CollectionSpec, ts []*Target) error {
@@ -386,17 +388,19 @@ func attachSyscallTracepoints(s *Session, spec *ebpf.CollectionSpec, ts []*Targe
 		return err
 	}
 	s.AddCloser(&objs)
-	for _, t := range ts {
-		for _, p := range []struct {
-			event string
-			prog  *ebpf.Program
-		}{{"sys_exit_" + t.Spec.Symbol, objs.Exit}, {"sys_enter_" + t.Spec.Symbol, objs.Enter}} {
-			l, err := link.Tracepoint("syscalls", p.event, p.prog, &link.TracepointOptions{Cookie: uint64(t.Index)})
-			if err != nil {
-				return fmt.Errorf("attach tracepoint syscalls:%s: %w (check `tickprof doctor`)", p.event, err)
+	return s.linkProbes(func() error {
+		for _, t := range ts {
+			for _, p := range []struct {
+				event string
+				prog  *ebpf.Program
+			}{{"sys_exit_" + t.Spec.Symbol, objs.Exit}, {"sys_enter_" + t.Spec.Symbol, objs.Enter}} {
+				l, err := link.Tracepoint("syscalls", p.event, p.prog, &link.TracepointOptions{Cookie: uint64(t.Index)})
+				if err != nil {
+					return fmt.Errorf("attach tracepoint syscalls:%s: %w (check `tickprof doctor`)", p.event, err)
+				}
+				s.AddLink(l)
 			}
-			s.AddLink(l)
 		}
-	}
-	return nil
+		return nil
+	})
 }

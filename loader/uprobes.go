@@ -88,9 +88,7 @@ func HaveUprobeMulti() error {
 // multiObjects loads the uprobe.multi programs into the session once; nil
 // when the kernel has no multi-uprobe links or Options.SingleLinks is set.
 func (s *Session) multiObjects() *bpf.UmultiObjects {
-	// Windowed sessions keep single links: their window flag is a global
-	// of the timing object, which a second object would not share.
-	if s.opts.SingleLinks || s.opts.Windowed || s.noMulti {
+	if s.opts.SingleLinks || s.noMulti {
 		return nil
 	}
 	if s.umulti != nil {

@@ -167,10 +167,12 @@ func attachUser(s *Session, ts []*Target) error {
 	} else if err := s.reserveSingleLinks(2 * len(ts)); err != nil {
 		return err
 	}
-	if err := s.attachUprobes(s.ctx, reqs, true, false, s.objs.TpUexit, exitMulti); err != nil {
-		return err
-	}
-	return s.attachUprobes(s.ctx, reqs, false, true, s.objs.TpUentry, entryMulti)
+	return s.linkProbes(func() error {
+		if err := s.attachUprobes(s.ctx, reqs, true, false, s.objs.TpUexit, exitMulti); err != nil {
+			return err
+		}
+		return s.attachUprobes(s.ctx, reqs, false, true, s.objs.TpUentry, entryMulti)
+	})
 }
 
 func uprobeError(t *Target, off uint64, err error) error {

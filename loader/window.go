@@ -10,8 +10,12 @@ import (
 // Timing in windows (an overhead budget): the probes are attached only in
 // time windows. In a windowed session (Options.Windowed) the entry program
 // counts a call only while the window is open; a call entering otherwise is
-// still pushed, flagged, so that its exit pairs, and is not counted. A
-// window is run as:
+// still pushed, flagged, so that its exit pairs, and is not counted. The
+// window flag is a map (tp_window) shared with every object the session
+// loads (LoadShared), so the multi-uprobe, Go and syscall programs see the
+// same window; windows attach multi-uprobe links where the kernel has them
+// (Linux 6.6+: one link per binary and side, one grace period to detach)
+// and single links elsewhere. A window is run as:
 //
 //	AttachProbes; SetWindowOpen(true); ... ; SetWindowOpen(false);
 //	wait until WindowInFlight is all zero (the counted calls returned); Poll;
@@ -28,19 +32,30 @@ func boolU32(b bool) uint32 {
 	return 0
 }
 
-// checkWindowed refuses windowed sessions with targets other than native
-// user functions: Go, syscall and kernel-function programs keep their own
-// entry state and do not gate their entries.
+// checkWindowed refuses windowed sessions with kernel-function targets:
+// their programs gate their entries like the others (tp_task_enter), but
+// attaching them again window by window has not been tried on a kernel
+// with kprobes.
 func checkWindowed(opts Options, specs []Spec) error {
 	if !opts.Windowed {
 		return nil
 	}
 	for _, sp := range specs {
-		if sp.Kind != KindUser {
-			return fmt.Errorf("%s (%s): timing in windows is implemented for native user functions only", sp.Name, sp.Kind)
+		if sp.Kind == KindKernelFunc {
+			return fmt.Errorf("%s (%s): timing in windows is implemented for user functions (native and Go) and system calls", sp.Name, sp.Kind)
 		}
 	}
 	return nil
+}
+
+// linkProbes runs attach, which links one kind's programs (already loaded)
+// to their probe sites, and keeps it in windowed sessions so that
+// AttachProbes links them again without loading anything.
+func (s *Session) linkProbes(attach func() error) error {
+	if s.opts.Windowed {
+		s.relinks = append(s.relinks, attach)
+	}
+	return attach()
 }
 
 // SetWindowOpen opens or closes the window of a windowed session: while it
@@ -49,7 +64,7 @@ func (s *Session) SetWindowOpen(open bool) error {
 	if !s.opts.Windowed {
 		return errors.New("the session is not windowed")
 	}
-	if err := s.objs.TpWindowOpen.Set(boolU32(open)); err != nil {
+	if err := s.objs.TpWindow.Put(uint32(0), boolU32(open)); err != nil {
 		return fmt.Errorf("set the timing window: %w", err)
 	}
 	return nil
@@ -97,15 +112,17 @@ func (s *Session) DetachProbes() {
 
 // AttachProbes attaches every target's probes again after DetachProbes.
 func (s *Session) AttachProbes() error {
+	if !s.opts.Windowed {
+		return errors.New("the session is not windowed")
+	}
 	if s.stopped {
 		return errors.New("the session is stopped")
 	}
 	if len(s.links)+len(s.entryLinks)+len(s.exitLinks) > 0 || s.helper != nil {
 		return nil
 	}
-	kinds, byKind := groupByKind(s.targets)
-	for _, k := range kinds {
-		if err := attacher(k)(s, byKind[k]); err != nil {
+	for _, attach := range s.relinks {
+		if err := attach(); err != nil {
 			s.DetachProbes()
 			return err
 		}

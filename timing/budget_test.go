@@ -2,6 +2,7 @@ package timing
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -13,10 +14,16 @@ import (
 
 func TestMain(m *testing.M) { testtarget.Main(m) }
 
-// fixedCost is a Corrector with one probe cost for every kind.
+// fixedCost is a Corrector with one probe cost for every kind; like the
+// calibration's, it does not correct system calls (kind "").
 type fixedCost struct{ cost estimate.Result }
 
-func (fixedCost) OverheadKind(loader.Spec) (string, error) { return "user", nil }
+func (fixedCost) OverheadKind(sp loader.Spec) (string, error) {
+	if sp.Kind == loader.KindSyscall {
+		return "", nil
+	}
+	return "user", nil
+}
 func (f fixedCost) Overhead(string, float64) (estimate.Result, bool) {
 	return f.cost, true
 }
@@ -28,7 +35,8 @@ func (fixedCost) Correct(_ string, r estimate.Result) (estimate.Result, error) {
 func TestBudgetedSession(t *testing.T) {
 	bpftest.Require(t)
 	g := testtarget.StartGated(t, testtarget.Timed(t), "spin1us", "0") // calls forever
-	cost := estimate.Result{Mean: 1500, Low: 1000, High: 2000, Confidence: 0.95}
+	// T_ovhd: the budget charges twice that per call (see budgetCost).
+	cost := estimate.Result{Mean: 750, Low: 500, High: 1000, Confidence: 0.95}
 	s, err := Open(Config{PID: g.Pid(), Targets: Targets{Users: []string{"tp_spin1us"}, MaxProbes: 1},
 		Clock: loader.Clock{Kind: loader.ClockNS}, Duration: 4 * time.Second, Overhead: 0.05,
 		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
@@ -49,7 +57,7 @@ func TestBudgetedSession(t *testing.T) {
 	t.Logf("%d windows, duty %.3f, slowdown %.2f%% [%.2f, %.2f]; mean %.0f ns [%.0f, %.0f] over %d windows with calls; stop: %s",
 		b.Windows, b.Duty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
 		tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, tr.Estimate.Batches, run.StopReason)
-	if b.Windows < 2 || !b.Binding || b.Cost.Mean != cost.Mean {
+	if b.Windows < 2 || !b.Binding || b.Cost.Mean != uprobePairFactor*cost.Mean { // the whole pair: see budgetCost
 		t.Errorf("budget figures %+v", b)
 	}
 	if tr.Err != "" || tr.Estimate.Method != "batch-means" || !(tr.Estimate.Mean > 1000) {
@@ -57,5 +65,44 @@ func TestBudgetedSession(t *testing.T) {
 	}
 	if run.StopReason != StopDuration {
 		t.Errorf("stop reason %q", run.StopReason)
+	}
+}
+
+// TestBudgetedSyscall times getppid called back to back (well over a
+// million calls a second) under a 5% budget: the raw tracepoints are linked
+// window by window, the budget binds, and the probe cost is the calibrated
+// syscall pair as it is (not doubled like a uprobe pair's).
+func TestBudgetedSyscall(t *testing.T) {
+	bpftest.Require(t)
+	bin := testtarget.C(t, "kernels/targets/sysloop.c", "sysloop")
+	p := testtarget.Start(t, exec.Command(bin, "getppid", "1000000000"), testtarget.ReadyPrefix, nil)
+	cost := estimate.Result{Mean: 300, Low: 200, High: 400, Confidence: 0.95}
+	s, err := Open(Config{PID: p.Pid(), Targets: Targets{Syscalls: []string{"getppid"}},
+		Clock: loader.Clock{Kind: loader.ClockJiffies}, Duration: 4 * time.Second, Overhead: 0.05,
+		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p.Release(t)
+	run, err := s.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, tr := run.Budget, run.Targets[0]
+	if b == nil {
+		t.Fatal("no budget figures in the result")
+	}
+	t.Logf("%d windows, duty %.3f (next %.3f), slowdown %.2f%% [%.2f, %.2f], rate %.0f/s; mean %.0f ns [%.0f, %.0f], %d calls, %d orphans",
+		b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High, b.Rates[0].Mean,
+		tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, tr.Calls, tr.Orphans)
+	if b.Windows < 2 || !b.Binding || b.Cost.Mean != cost.Mean {
+		t.Errorf("budget figures %+v: want at least 2 windows, binding, the syscall pair's cost", b)
+	}
+	if tr.Err != "" || tr.Estimate.Batches < 2 {
+		t.Errorf("getppid: estimate %+v, err %q: want the windowed mean, windows as clusters", tr.Estimate, tr.Err)
+	}
+	if tr.Orphans != 0 {
+		t.Errorf("%d orphans: calls entering between windows must pair without counting", tr.Orphans)
 	}
 }

@@ -61,8 +61,9 @@ type Config struct {
 	Correction CorrectionMode
 	// Overhead is a budget on the target's slowdown, a fraction (0.01 for
 	// 1%; 0: none): the probes are then attached only in random windows,
-	// at the duty cycle that holds it (package budget). Native user
-	// functions only; needs the Corrector for the probe cost.
+	// at the duty cycle that holds it (package budget). User functions
+	// (native and Go) and system calls; needs the Corrector for the probe
+	// cost.
 	Overhead float64
 	// Window is the length of a window under a budget (0: budget's
 	// default).

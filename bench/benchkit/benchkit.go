@@ -11,6 +11,8 @@ import (
 	"io"
 	"os/exec"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -78,15 +80,22 @@ func (t *Target) Pid() int { return t.cmd.Process.Pid }
 
 // Run lets the target run, waits for its exit and returns the value of the
 // last line it printed of the form key=value (0 if none).
-func (t *Target) Run(key string) float64 {
+func (t *Target) Run(key string) float64 { return t.RunAll()[key] }
+
+// RunAll lets the target run, waits for its exit and returns every value
+// it printed as a line key=value (the last one of each key).
+func (t *Target) RunAll() map[string]float64 {
 	io.WriteString(t.stdin, "go\n")
 	sc := bufio.NewScanner(t.stdout)
-	var v float64
+	vs := map[string]float64{}
 	for sc.Scan() {
-		fmt.Sscanf(sc.Text(), key+"=%g", &v)
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if x, err := strconv.ParseFloat(v, 64); ok && err == nil {
+			vs[k] = x
+		}
 	}
 	t.cmd.Wait()
-	return v
+	return vs
 }
 
 // Kill kills the target (a no-op once it has exited and been waited for).

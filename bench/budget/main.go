@@ -1,168 +1,202 @@
-// Command budget measures timing under an overhead budget: a C target
-// (target.c) calls bud_fn from 2 threads at about 200,000 calls a second,
-// and reports its own throughput; each repetition runs it unprobed, probed
-// all the time (tickprof's jiffies programs, no budget), and under budgets
-// of 0.5%, 1% and 5% (package budget), interleaved. The slowdown of a
-// configuration is the unprobed throughput of the same repetition over its
-// own, minus 1. The budgeted runs also report the duty cycle used, the
-// projected slowdown with its interval, and when ±5% was (or would be)
-// reached.
+// Command budget measures timing under an overhead budget on a real
+// target: target.c calls bud_fn from 2 threads (about 200,000 calls a
+// second here) and reports its own throughput over the run. Each
+// repetition runs the target unprobed between every two probed runs
+// (A B1 A B2 A ... A): tickprof probing all the time, tickprof under
+// budgets of 5%, 1% and 0.5% (`tickprof time --overhead`, through package
+// timing), bpftrace and funclatency on the same function. A probed run's
+// slowdown is the mean unprobed throughput of the runs just before and
+// after it over its own, minus 1, by the target's calls per CPU second
+// (what other load on the machine leaves readable) and per wall-clock
+// second. Budgeted runs also report the duty cycle and the projected
+// slowdown with its interval; one longer run per tickprof configuration
+// forecasts the time a ±5% interval takes (tickprof's own forecast).
 //
 // Run as root from the repository root:
 //
-//	go run ./bench/budget [-reps 5] [-seconds 6]
+//	bash bench/budget/run.sh [-reps 4] [-seconds 4] [-only "budget 1%"] [-validate]
+//
+// (run.sh runs it at nice -15; `make bench` runs it too).
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
-	"text/tabwriter"
+	"strings"
 	"time"
 
-	"github.com/tickprof/tickprof/bench/benchkit"
-	"github.com/tickprof/tickprof/budget"
-	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
+// config is one probed configuration.
+type config struct {
+	name   string
+	budget float64  // tickprof: the overhead budget (0: none)
+	argv   []string // another tool: its command line (PID, BIN replaced)
+	ready  string   // what it prints once attached
+}
+
+// outcome is one probed run: the slowdown by wall-clock and by CPU
+// throughput and, for tickprof, its result.
 type outcome struct {
-	rate     float64 // the target's calls per second
-	duty     float64
-	slowdown estimate.Slowdown
-	mean     estimate.Result
-	windows  int
+	slowdown, cpuSlowdown float64
+	run                   *timing.Result
+}
+
+func configs(only string, budgets []float64) []config {
+	all := []config{{name: "tickprof, no budget"}}
+	for _, b := range budgets {
+		all = append(all, config{name: fmt.Sprintf("budget %g%%", 100*b), budget: b})
+	}
+	all = append(all, []config{
+		{name: "bpftrace", argv: []string{"bpftrace", "-p", "PID", "-e",
+			"uprobe:BIN:bud_fn { @s[tid] = nsecs; } uretprobe:BIN:bud_fn /@s[tid]/ { @ns = hist(nsecs - @s[tid]); delete(@s[tid]); }"},
+			ready: "Attaching"},
+		// libbpf-tools' funclatency (CO-RE): funclatency-bpfcc compiles
+		// at run time and needs kernel headers, which this kernel lacks.
+		// stdbuf: it says "Tracing" through a buffered stdout.
+		{name: "funclatency", argv: []string{"stdbuf", "-oL", "funclatency", "-p", "PID", ":bud_fn"}, ready: "Tracing"},
+	}...)
+	var out []config
+	for _, c := range all {
+		if only == "" || strings.Contains(","+only+",", ","+c.name+",") {
+			if c.argv != nil {
+				tool := c.argv[0]
+				if tool == "stdbuf" {
+					tool = c.argv[2]
+				}
+				if _, err := exec.LookPath(tool); err != nil {
+					fmt.Fprintf(os.Stderr, "budget: %s not installed: left out\n", tool)
+					continue
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func main() {
-	reps := flag.Int("reps", 5, "repetitions")
-	seconds := flag.Float64("seconds", 6, "run length")
+	reps := flag.Int("reps", 4, "repetitions")
+	seconds := flag.Float64("seconds", 4, "run length")
 	threads := flag.Int("threads", 2, "target threads")
 	work := flag.Int("work", 1500, "work iterations between calls (about 200,000 calls a second from 2 threads here)")
-	cost := flag.Float64("cost", 1500, "probe pair cost per call, ns (the calibration's T_ovhd)")
+	cost := flag.Float64("cost", 0, "assume this T_ovhd (ns) instead of measuring it, when this machine has no calibration")
+	only := flag.String("only", "", "comma-separated configurations to run (default: all)")
+	budgetList := flag.String("budgets", "5,1,0.5", "comma-separated budgets, percent")
+	validate := flag.Bool("validate", false, "tickprof runs use the jiffies clock with --validate (default: the ns clock, as time does)")
+	window := flag.Duration("window", 50*time.Millisecond, "window length under a budget")
+	forecast := flag.Float64("forecast", 20, "length (s) of the one longer run per tickprof configuration that forecasts the time to ±5% (0: none)")
 	flag.Parse()
-	if err := run(*reps, *seconds, *threads, *work, *cost); err != nil {
+	dir, err := os.MkdirTemp("", "tickprof-bench-budget")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "budget:", err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(dir)
+	bin, err := buildTarget(dir)
+	if err == nil {
+		w := workload{bin: bin, threads: *threads, seconds: *seconds, work: *work}
+		var bs []float64
+		for _, f := range strings.Split(*budgetList, ",") {
+			var b float64
+			if _, err = fmt.Sscanf(f, "%g", &b); err != nil || !(b > 0 && b < 100) {
+				err = fmt.Errorf("-budgets: %q is not a percentage", f)
+				break
+			}
+			bs = append(bs, b/100)
+		}
+		if err == nil {
+			err = bench(w, configs(*only, bs), *reps, *cost, *validate, *window, *forecast)
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "budget:", err)
 		os.Exit(1)
 	}
 }
 
-func run(reps int, seconds float64, threads, work int, cost float64) error {
-	dir, err := os.MkdirTemp("", "tickprof-bench-budget")
+// bench runs reps interleaved repetitions and prints the table.
+func bench(w workload, cs []config, reps int, cost float64, validate bool, window time.Duration, forecast float64) error {
+	corr, costNote, err := corrector(cost, cost == 0, filepath.Dir(w.bin))
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(dir, "target")
-	if err := benchkit.BuildC(bin, filepath.Join(filepath.Dir(file), "target.c"), "-pthread", "-fcf-protection=none"); err != nil {
-		return err
-	}
-	costR := estimate.Result{Mean: cost, Low: 0.7 * cost, High: 1.3 * cost, Confidence: 0.95}
-	configs := []struct {
-		name   string
-		budget float64 // 0: unprobed; -1: probed all the time
-	}{{"unprobed", 0}, {"no budget (always probed)", -1}, {"budget 5%", 0.05}, {"budget 1%", 0.01}, {"budget 0.5%", 0.005}}
-	all := make([][]outcome, len(configs))
+	base := timing.Config{Clock: timing.DefaultClock(true, validate), Exact: validate, NoRecords: true,
+		Corrector: corr, Correction: timing.CorrectionOn, Window: window}
+	all := make([][]outcome, len(cs))
+	var unprobed []tput
 	for r := 0; r < reps; r++ {
-		for i, c := range configs {
-			o, err := runOnce(bin, threads, seconds, work, c.budget, costR)
+		a, err := w.unprobed()
+		if err != nil {
+			return err
+		}
+		unprobed = append(unprobed, a)
+		for i, c := range cs {
+			b, run, err := probed(w, c, base)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
+			a2, err := w.unprobed()
+			if err != nil {
+				return err
+			}
+			unprobed = append(unprobed, a2)
+			o := outcome{slowdown: (a.wall+a2.wall)/2/b.wall - 1, cpuSlowdown: (a.cpu+a2.cpu)/2/b.cpu - 1, run: run}
 			all[i] = append(all[i], o)
-			fmt.Fprintf(os.Stderr, "rep %d %-26s %9.0f calls/s duty %.3f\n", r+1, c.name, o.rate, o.duty)
+			fmt.Fprintf(os.Stderr, "rep %d %-20s %9.0f calls/s (%9.0f per CPU s), unprobed %9.0f and %9.0f (%9.0f, %9.0f): slowdown %+.2f%%, by CPU %+.2f%%\n",
+				r+1, c.name, b.wall, b.cpu, a.wall, a2.wall, a.cpu, a2.cpu, 100*o.slowdown, 100*o.cpuSlowdown)
+			a = a2
 		}
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\tcalls/s\tslowdown median [range]\tduty\tprojected slowdown (last rep)\tmean per call (last rep, raw)\twindows\t\n")
-	for i, c := range configs {
-		rates := make([]float64, reps)
-		slow := make([]float64, reps)
-		duty := make([]float64, reps)
-		for r := 0; r < reps; r++ {
-			rates[r] = all[i][r].rate
-			slow[r] = 100 * (all[0][r].rate/all[i][r].rate - 1)
-			duty[r] = all[i][r].duty
-		}
-		last := all[i][reps-1]
-		proj, mean, wins := "-", "-", "-"
-		if c.budget > 0 {
-			proj = fmt.Sprintf("%.2f%% [%.2f, %.2f]", 100*last.slowdown.Mean, 100*last.slowdown.Low, 100*last.slowdown.High)
-			mean = fmt.Sprintf("%.0f ns [%.0f, %.0f]", last.mean.Mean, last.mean.Low, last.mean.High)
-			wins = fmt.Sprint(last.windows)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%%\t%s\t%s\t%s\t%s\t\n", c.name, benchkit.MedRange(rates, "%.0f"), benchkit.MedRange(slow, "%.2f"), benchkit.MedRange(duty, "%.3f"), proj, mean, wins)
+	t5, err := forecasts(w, cs, base, forecast)
+	if err != nil {
+		return err
 	}
-	tw.Flush()
-	fmt.Printf("%d threads, %.0f s runs, %d interleaved repetitions; slowdown = unprobed calls/s of the same repetition / calls/s - 1; probe cost assumed %.0f ns [%.0f, %.0f]\n",
-		threads, seconds, reps, cost, costR.Low, costR.High)
+	writeTable(os.Stdout, cs, all, unprobed, t5)
+	fmt.Printf("\n%d threads, %.0f s runs, %d repetitions interleaved A B A B; clock %s; %s (the budget counts twice that per call)\n",
+		w.threads, w.seconds, reps, base.Clock, costNote)
 	return nil
 }
 
-func runOnce(bin string, threads int, seconds float64, work int, b float64, cost estimate.Result) (outcome, error) {
-	t, err := benchkit.Start(bin, "", fmt.Sprint(threads), fmt.Sprint(seconds), fmt.Sprint(work))
-	if err != nil {
-		return outcome{}, err
+// forecasts runs each tickprof configuration once for seconds and returns
+// the time it forecasts to a ±5% interval (0: none), in cs order: a run of
+// a few seconds under a tight budget holds one or two windows, too few for
+// an interval with windows as clusters.
+func forecasts(w workload, cs []config, base timing.Config, seconds float64) ([]time.Duration, error) {
+	out := make([]time.Duration, len(cs))
+	if seconds <= 0 {
+		return out, nil
 	}
-	defer t.Kill()
-	var o outcome
-	var stop func() (outcome, error)
-	if b != 0 {
-		specs, err := loader.ResolveUser(t.Pid(), "bud_fn", 1)
+	w.seconds = seconds
+	for i, c := range cs {
+		if c.argv != nil {
+			continue
+		}
+		_, run, err := probed(w, c, base)
 		if err != nil {
-			return o, err
+			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
-		ls, err := loader.Open(loader.Options{PID: t.Pid(), Clock: loader.Clock{Kind: loader.ClockJiffies}, Windowed: b > 0, NoRecords: true}, specs)
-		if err != nil {
-			return o, err
+		if out[i], err = timeTo(run, 0.05, base.Window); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: no forecast after %.0f s: %v\n", c.name, seconds, err)
 		}
-		defer ls.Close()
-		if b > 0 {
-			ls.DetachProbes()
-			r, err := budget.New(ls, budget.Config{Budget: b, Cost: cost, Window: 50 * time.Millisecond})
-			if err != nil {
-				return o, err
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			var st budget.Status
-			var rerr error
-			go func() { st, rerr = r.Run(ctx, nil); close(done) }()
-			stop = func() (outcome, error) {
-				cancel()
-				<-done
-				out := outcome{duty: st.Duty, slowdown: st.Slowdown, windows: st.Windows}
-				if len(st.Targets) > 0 {
-					out.mean = st.Targets[0].Windowed.Mean
-				}
-				if rerr != nil {
-					// The target exits at the end of its run, maybe
-					// while a window attaches: keep what was
-					// estimated before.
-					fmt.Fprintf(os.Stderr, "after the target's exit: %v\n", rerr)
-				}
-				return out, nil
-			}
-		}
+		fmt.Fprintf(os.Stderr, "forecast %-20s %v to ±5%%\n", c.name, out[i].Round(100*time.Millisecond))
 	}
-	o.rate = t.Run("calls_per_sec")
-	if stop != nil {
-		got, err := stop()
-		if err != nil {
-			return o, err
-		}
-		got.rate = o.rate
-		o = got
+	return out, nil
+}
+
+// probed runs one probed configuration and returns the target's
+// throughput.
+func probed(w workload, c config, base timing.Config) (tput, *timing.Result, error) {
+	if c.argv != nil {
+		r, err := w.tool(c.argv, c.ready)
+		return r, nil, err
 	}
-	if b < 0 {
-		o.duty = 1
-	}
-	if o.rate == 0 {
-		return o, fmt.Errorf("the target printed no throughput")
-	}
-	return o, nil
+	cfg := base
+	cfg.Overhead = c.budget
+	run, r, err := w.timed(cfg)
+	return r, run, err
 }

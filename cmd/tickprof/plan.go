@@ -7,6 +7,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/pilot"
+	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/units"
 )
 
@@ -40,7 +41,7 @@ func newPlanCmd() *cobra.Command {
 	fl.StringVar(&f.rate, "rate", "", "call `RATE` for the run time, e.g. 1000/s, 2.5/ms, 400Hz")
 	fl.StringVar(&f.loop, "loop", "", "loop period `DUR` (one execution per cycle) for the run time, e.g. 10ms")
 	fl.StringVar(&f.overhead, "overhead", "", "with --rate: the run time under a budget `PCT` on the target's slowdown (time --overhead)")
-	fl.StringVar(&f.cost, "cost", "", "probe cost per call `DUR` for --overhead (default: this machine's calibration)")
+	fl.StringVar(&f.cost, "cost", "", "probe pair cost per call `DUR` for --overhead (default: twice the calibrated T_ovhd, as time --overhead charges)")
 	cmd.SetFlagErrorFunc(flagError)
 	addPlanFrom(cmd)
 	addPlanQuantile(cmd)
@@ -119,8 +120,9 @@ func planGoal(cmd *cobra.Command, f planFlags) (estimate.Goal, error) {
 }
 
 // planBudget reads the overhead budget of a plan and the probe cost it
-// is held against: --cost, or this machine's calibrated user probe cost
-// (the high end of its 95% interval).
+// is held against: --cost, or the whole pair's cost from this machine's
+// calibrated user probe cost (the high end of its 95% interval; see
+// timing.PairCost).
 func planBudget(f planFlags, e *pilot.Expected) error {
 	var err error
 	if e.Budget, err = fractionFlag("--overhead", f.overhead, "a slowdown budget such as 1%"); err != nil {
@@ -135,6 +137,6 @@ func planBudget(f planFlags, e *pilot.Expected) error {
 		return usagef("--overhead needs the probe cost: give --cost DUR or run `tickprof calibrate` (%v)", err)
 	}
 	o, ok := c.Overhead("user", 0.95)
-	e.Cost = o.High
+	e.Cost = timing.PairCost("user", o).High
 	return usageIf(!ok, "--overhead needs the probe cost: give --cost DUR (the calibration has no user probe cost)")
 }

@@ -40,7 +40,7 @@ func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
 		return cfg, err
 	}
 	if err := firstErr(
-		usageIf(f.overhead != "" && len(f.syscalls)+len(f.kfuncs) > 0, "--overhead applies to -u functions only"),
+		usageIf(f.overhead != "" && len(f.kfuncs) > 0, "--overhead applies to -u functions and -s system calls only"),
 		usageIf(f.overhead != "" && f.noCorrect, "--overhead needs the calibrated probe cost: drop --no-correct"),
 		usageIf(f.window < 0, "--window %s: want a positive duration", f.window),
 		timeClock(f, &cfg),
