@@ -138,14 +138,7 @@ func loadGoObjects(s *Session, bin string, offs symtab.GoOffsets) (*goObjects, e
 // uretprobe. One set of programs is loaded per binary, with that binary's
 // runtime.g offsets.
 func attachGo(s *Session, ts []*Target) error {
-	byBin := map[string][]*Target{}
-	var bins []string
-	for _, t := range ts {
-		if byBin[t.Spec.Binary] == nil {
-			bins = append(bins, t.Spec.Binary)
-		}
-		byBin[t.Spec.Binary] = append(byBin[t.Spec.Binary], t)
-	}
+	bins, byBin := groupBy(ts, func(t *Target) string { return t.Spec.Binary })
 	for _, bin := range bins {
 		if err := attachGoBinary(s, bin, byBin[bin]); err != nil {
 			return err

@@ -127,14 +127,7 @@ func (s *Session) attachUprobes(ctx context.Context, reqs []uprobeReq, ret, entr
 	}
 	if multiProg != nil {
 		s.linkKind = "multi"
-		var bins []string
-		byBin := map[string][]uprobeReq{}
-		for _, r := range reqs {
-			if byBin[r.binary] == nil {
-				bins = append(bins, r.binary)
-			}
-			byBin[r.binary] = append(byBin[r.binary], r)
-		}
+		bins, byBin := groupBy(reqs, func(r uprobeReq) string { return r.binary })
 		for _, bin := range bins {
 			ex, err := link.OpenExecutable(bin)
 			if err != nil {
@@ -300,17 +293,13 @@ func closeParallel(ctx context.Context, ls []link.Link) ([]link.Link, error) {
 // Targets from a glob that cannot be probed are returned as skipped; a
 // function named by itself is an error.
 func screenUprobes(ctx context.Context, specs []Spec, useKernel bool) (kept []Spec, skipped []Skipped, err error) {
-	byBin := map[string][]int{}
-	var bins []string
+	var user []int
 	for i, sp := range specs {
-		if sp.Kind != KindUser {
-			continue
+		if sp.Kind == KindUser {
+			user = append(user, i)
 		}
-		if byBin[sp.Binary] == nil {
-			bins = append(bins, sp.Binary)
-		}
-		byBin[sp.Binary] = append(byBin[sp.Binary], i)
 	}
+	bins, byBin := groupBy(user, func(i int) string { return specs[i].Binary })
 	reason := make(map[int]string)
 	var checker *ebpf.Program
 	if useKernel && len(bins) > 0 {

@@ -130,16 +130,22 @@ func (s *Session) AttachProbes() error {
 	return nil
 }
 
+// groupBy groups xs by key, the keys in the order of their first element.
+func groupBy[K comparable, T any](xs []T, key func(T) K) ([]K, map[K][]T) {
+	m := map[K][]T{}
+	var keys []K
+	for _, x := range xs {
+		k := key(x)
+		if m[k] == nil {
+			keys = append(keys, k)
+		}
+		m[k] = append(m[k], x)
+	}
+	return keys, m
+}
+
 // groupByKind groups targets by their kind of probe, kinds in the order of
 // their first target.
 func groupByKind(ts []*Target) ([]Kind, map[Kind][]*Target) {
-	m := map[Kind][]*Target{}
-	var kinds []Kind
-	for _, t := range ts {
-		if m[t.Spec.Kind] == nil {
-			kinds = append(kinds, t.Spec.Kind)
-		}
-		m[t.Spec.Kind] = append(m[t.Spec.Kind], t)
-	}
-	return kinds, m
+	return groupBy(ts, func(t *Target) Kind { return t.Spec.Kind })
 }
