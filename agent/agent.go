@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,7 +57,7 @@ type Config struct {
 	Service string
 	// Labels are added to every window.
 	Labels map[string]string
-	// Sinks are the destinations; each gets its own push.Pusher built from
+	// Sinks are destinations built by the caller; each gets its own push.Pusher built from
 	// Push (Push.Sink is set per sink; a SpoolDir gets a subdirectory per
 	// sink, named after it).
 	Sinks []push.Sink
@@ -68,6 +67,10 @@ type Config struct {
 	FlushTimeout time.Duration
 	// Logf receives one line per notable event (nil: silent).
 	Logf func(format string, args ...any)
+	// Destinations are opened by New and added to Sinks.
+	Destinations Destinations
+	// Listen, when set, is the address Serve serves Handler on.
+	Listen string
 	// Host overrides the host label (tests); empty: os.Hostname.
 	Host string
 }
@@ -81,6 +84,8 @@ type Agent struct {
 	host    string
 	kernel  string
 	metrics *metrics
+	// closeSinks closes the sinks New opened from Destinations.
+	closeSinks func()
 
 	created time.Time
 
@@ -94,56 +99,24 @@ type Agent struct {
 	ringBase, sampleBase uint64
 }
 
-// New checks the configuration and opens the pushers (and their spools).
+// New checks the configuration and opens the destinations and their
+// pushers (and spools). An invalid configuration is a *ConfigError.
 func New(cfg Config) (*Agent, error) {
-	n := 0
-	if len(cfg.PIDs) > 0 {
-		n++
-	}
-	if len(cfg.Exes) > 0 {
-		n++
-	}
-	if cfg.All {
-		n++
-	}
-	if n != 1 {
-		return nil, errors.New("watch exactly one kind of target: PIDs, executables, or all processes")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	for _, pid := range cfg.PIDs {
-		if pid <= 0 {
-			return nil, fmt.Errorf("PID %d is not positive", pid)
-		}
 		if err := mayObserve(pid); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.Frequency == 0 {
-		cfg.Frequency = DefaultFrequency
+	sinks, closeSinks, err := cfg.Destinations.sinks()
+	if err != nil {
+		closeSinks()
+		return nil, err
 	}
-	if cfg.Frequency < 1 || cfg.Frequency > sampler.MaxFrequency {
-		return nil, fmt.Errorf("sampling rate %d Hz is out of range 1..%d", cfg.Frequency, sampler.MaxFrequency)
-	}
-	if cfg.Window == 0 {
-		cfg.Window = DefaultWindow
-	}
-	if cfg.Window < time.Second {
-		return nil, fmt.Errorf("window %v is shorter than a second", cfg.Window)
-	}
-	for k, v := range cfg.Labels {
-		if err := push.CheckLabel(k, v); err != nil {
-			return nil, err
-		}
-	}
-	if len(cfg.Syscalls) > 0 && len(cfg.PIDs) != 1 {
-		return nil, errors.New("timing system calls needs exactly one PID (they would be counted in every process)")
-	}
-	if len(cfg.Sinks) == 0 {
-		return nil, errors.New("no destination for the windows")
-	}
-	if cfg.FlushTimeout <= 0 {
-		cfg.FlushTimeout = 10 * time.Second
-	}
-	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now()}
+	cfg.Sinks = append(append([]push.Sink(nil), cfg.Sinks...), sinks...)
+	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks}
 	if a.host == "" {
 		a.host, _ = os.Hostname()
 	}
@@ -151,28 +124,35 @@ func New(cfg Config) (*Agent, error) {
 	if err := unix.Uname(&u); err == nil {
 		a.kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	for _, s := range cfg.Sinks {
-		pc := cfg.Push
+	if err := a.openPushers(); err != nil {
+		a.closePushers()
+		return nil, err
+	}
+	a.metrics = newMetrics(a)
+	return a, nil
+}
+
+// openPushers opens one pusher per sink.
+func (a *Agent) openPushers() error {
+	for _, s := range a.cfg.Sinks {
+		pc := a.cfg.Push
 		pc.Sink = s
 		if pc.SpoolDir != "" {
 			if err := os.MkdirAll(pc.SpoolDir, 0o700); err != nil {
-				a.closePushers()
-				return nil, fmt.Errorf("spool directory: %w", err)
+				return fmt.Errorf("spool directory: %w", err)
 			}
 			pc.SpoolDir = filepath.Join(pc.SpoolDir, s.Name())
 		}
 		if pc.Logf == nil {
-			pc.Logf = cfg.Logf
+			pc.Logf = a.cfg.Logf
 		}
 		p, err := push.New(pc)
 		if err != nil {
-			a.closePushers()
-			return nil, err
+			return err
 		}
 		a.pushers = append(a.pushers, p)
 	}
-	a.metrics = newMetrics(a)
-	return a, nil
+	return nil
 }
 
 func (a *Agent) closePushers() {
@@ -181,6 +161,7 @@ func (a *Agent) closePushers() {
 	for _, p := range a.pushers {
 		p.Close(ctx)
 	}
+	a.closeSinks()
 }
 
 func (a *Agent) logf(format string, args ...any) {
@@ -204,6 +185,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				a.logf("%v", err)
 			}
 		}
+		a.closeSinks()
 	}()
 	failures := 0
 	for ctx.Err() == nil {
