@@ -151,6 +151,12 @@ func TestAgentPushesWindows(t *testing.T) {
 		if in.Rate != "199" {
 			t.Errorf("sampleRate %q", in.Rate)
 		}
+		// No function's calls are counted: no calls/count column of zeros.
+		for _, st := range in.Profile.SampleType {
+			if st.Type == export.CallsType {
+				t.Errorf("CPU window has a %s/%s sample type", st.Type, st.Unit)
+			}
+		}
 		profs = append(profs, in.Profile)
 	}
 	reqs, _ := con.Received()

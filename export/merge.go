@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -26,9 +27,9 @@ import (
 // it:
 //
 //   - CPU windows (EncodeCPUWindow): samples/count and cpu/nanoseconds as
-//     EncodeCPU writes them, plus calls/count: the exact call counts of the
-//     counted functions, each on a sample whose stack is the function alone
-//     (no samples of its own). Shares, times and times per call of a merged
+//     EncodeCPU writes them, plus, when functions' calls were counted,
+//     calls/count: the exact call counts of the counted functions, each on
+//     a sample whose stack is the function alone (no samples of its own). Shares, times and times per call of a merged
 //     profile are exactly those of the union of its windows.
 //   - Time windows (EncodeTimeWindow): calls/count (n), ticks/count (sum c),
 //     wall/nanoseconds (d sum c) and ticks_sq/count (sum c^2), one sample per
@@ -52,7 +53,9 @@ const (
 
 // EncodeCPUWindow encodes d as EncodeCPU does, with the call counts as
 // sample values (type calls/count) instead of comments, so that windows
-// merge by addition.
+// merge by addition. A profile that counted no function's calls (d.Calls
+// empty: an agent without counted functions) gets no calls/count type: a
+// column of zeros would read as "never called" in a backend's UI.
 func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
 	calls := d.Calls
 	dd := *d
@@ -61,6 +64,18 @@ func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(calls) > 0 {
+		addCallSamples(p, calls)
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("encode CPU window: %w", err)
+	}
+	return p, nil
+}
+
+// addCallSamples adds the calls/count sample type to p and one sample per
+// counted function, whose stack is the function alone.
+func addCallSamples(p *profile.Profile, calls []sampler.CallCount) {
 	p.SampleType = append(p.SampleType, &profile.ValueType{Type: CallsType, Unit: "count"})
 	for _, s := range p.Sample {
 		s.Value = append(s.Value, 0)
@@ -74,10 +89,6 @@ func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
 			Value:    []int64{0, 0, c.Calls},
 		})
 	}
-	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("encode CPU window: %w", err)
-	}
-	return p, nil
 }
 
 // functionLocation returns a location whose innermost function is name,
@@ -258,7 +269,8 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 }
 
 // IsMergeable reports whether p has one of the merge-friendly layouts
-// above: a time profile with ticks_sq, or a CPU profile with calls/count.
+// above: a time profile with ticks_sq, or a CPU profile whose call counts
+// (if any) are sample values, not comments.
 func IsMergeable(p *profile.Profile) bool {
 	var samples, calls bool
 	for _, st := range p.SampleType {
@@ -271,5 +283,13 @@ func IsMergeable(p *profile.Profile) bool {
 			samples = true
 		}
 	}
-	return samples && calls
+	if calls || !samples {
+		return samples && calls
+	}
+	for _, c := range p.Comments {
+		if strings.HasPrefix(c, callsComment) {
+			return false
+		}
+	}
+	return !IsTimeProfile(p)
 }

@@ -46,6 +46,50 @@ func union(ws []*sampler.Profile) *sampler.Profile {
 	return &u
 }
 
+// TestCPUWindowCallsType: a window without counted functions has no
+// calls/count column (it would be all zeros); one with them has it, and the
+// counts are on it.
+func TestCPUWindowCallsType(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	w := cpuWindow(r, 0)
+	with, err := EncodeCPUWindow(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := w.Calls
+	w.Calls = nil
+	without, err := EncodeCPUWindow(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := func(p *profile.Profile) (ts []string) {
+		for _, st := range p.SampleType {
+			ts = append(ts, st.Type+"/"+st.Unit)
+		}
+		return ts
+	}
+	if got := types(without); !reflect.DeepEqual(got, []string{"samples/count", "cpu/nanoseconds"}) {
+		t.Errorf("window without counted functions has sample types %v", got)
+	}
+	if got := types(with); !reflect.DeepEqual(got, []string{"samples/count", "cpu/nanoseconds", "calls/count"}) {
+		t.Errorf("window with counted functions has sample types %v", got)
+	}
+	want := []CallCount{{Function: calls[0].Function, Calls: calls[0].Calls}, {Function: calls[1].Function, Calls: calls[1].Calls}}
+	if got := sampleCallCounts(with); !reflect.DeepEqual(got, want) {
+		t.Errorf("call counts of the window: %+v", got)
+	}
+	if !IsMergeable(without) || !IsMergeable(with) {
+		t.Error("CPU windows not mergeable")
+	}
+	plain, err := EncodeCPU(cpuWindow(r, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if IsMergeable(plain) {
+		t.Error("a CPU profile with call counts in comments is mergeable")
+	}
+}
+
 func TestMergedCPUWindowsReportAsUnion(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{1, 2, 6, 30} {
