@@ -87,9 +87,6 @@ func (cfg *Config) check() error {
 	if !(cfg.Confidence >= 0 && cfg.Confidence < 1) {
 		return configErrorf("confidence %v is not in [0, 1)", cfg.Confidence)
 	}
-	if len(cfg.Syscalls) > 0 && len(cfg.PIDs) != 1 {
-		return configErrorf("timing system calls needs exactly one PID (they would be counted in every process)")
-	}
 	if len(cfg.Sinks) == 0 && !cfg.Destinations.any() {
 		return configErrorf("no destination for the windows: give a Pyroscope URL, an OTLP endpoint or a directory")
 	}

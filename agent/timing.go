@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/tickprof/tickprof/export"
@@ -26,7 +28,7 @@ type timer struct {
 }
 
 // startTimer resolves and attaches the targets for process pid (0: every
-// process running the binaries; user targets then need a path).
+// process; user targets then need a path).
 func startTimer(users, syscalls []string, pid int, conf float64, warn func(string)) (*timer, error) {
 	if len(users)+len(syscalls) == 0 {
 		return nil, errors.New("no timing targets")
@@ -67,3 +69,110 @@ func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
 }
 
 func (t *timer) close() { t.ts.Close() }
+
+// timers holds one timer per watched process (each its own timing session
+// filtered to that process), or one for every process (key 0) when the
+// agent samples all of them. New processes get a timer as the watch set
+// picks them up; a process that leaves the set keeps its timer until its
+// last window is read.
+type timers struct {
+	users, syscalls []string
+	conf            float64
+	logf            func(format string, args ...any)
+
+	mu     sync.Mutex
+	byPID  map[int]*timer
+	start  map[int]uint64 // the process's start time, to tell a reused PID apart
+	ended  map[int]bool   // left the watch set: read once more, then closed
+	failed map[int]uint64 // could not be timed (start time): not retried
+}
+
+func newTimers(cfg *Config, logf func(string, ...any)) *timers {
+	return &timers{users: cfg.Users, syscalls: cfg.Syscalls, conf: cfg.Confidence, logf: logf,
+		byPID: map[int]*timer{}, start: map[int]uint64{}, ended: map[int]bool{}, failed: map[int]uint64{}}
+}
+
+// add starts timing process pid (0: every process) unless it is timed
+// already or could not be timed before (same start time).
+func (ts *timers) add(pid int, start uint64) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if old, ok := ts.byPID[pid]; ok {
+		if ts.start[pid] == start && !ts.ended[pid] {
+			return nil
+		}
+		old.close() // a reused PID: the old process's partial window is lost
+		delete(ts.byPID, pid)
+	}
+	if s, ok := ts.failed[pid]; ok && s == start {
+		return nil
+	}
+	t, err := startTimer(ts.users, ts.syscalls, pid, ts.conf, func(m string) { ts.logf("timing %d: %s", pid, m) })
+	if err == nil {
+		// The counters start now; the first window covers the rest.
+		_, err = t.window(time.Now(), time.Now())
+	}
+	if err != nil {
+		if t != nil {
+			t.close()
+		}
+		ts.failed[pid] = start
+		return fmt.Errorf("timing process %d: %w", pid, err)
+	}
+	ts.byPID[pid], ts.start[pid] = t, start
+	delete(ts.ended, pid)
+	return nil
+}
+
+// end marks pid as gone: its timer is read at the next window, then closed.
+func (ts *timers) end(pid int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if _, ok := ts.byPID[pid]; ok {
+		ts.ended[pid] = true
+	}
+	delete(ts.failed, pid)
+}
+
+// windows reads every timer's window over [start, end], in PID order, and
+// closes the timers of processes that ended.
+func (ts *timers) windows(start, end time.Time) (pids []int, ws []*export.TimeWindow, errs []error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for pid := range ts.byPID {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	ws = make([]*export.TimeWindow, len(pids))
+	for i, pid := range pids {
+		t := ts.byPID[pid]
+		w, err := t.window(start, end)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("timing process %d: %w", pid, err))
+		}
+		ws[i] = w
+		if ts.ended[pid] {
+			t.close()
+			delete(ts.byPID, pid)
+			delete(ts.ended, pid)
+		}
+	}
+	return pids, ws, errs
+}
+
+// len is the number of timed processes.
+func (ts *timers) len() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.byPID)
+}
+
+// close closes every timer.
+func (ts *timers) close() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for pid, t := range ts.byPID {
+		t.close()
+		delete(ts.byPID, pid)
+	}
+}
