@@ -344,7 +344,7 @@ func TestAgentTimesFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: target.Process.Pid, NoRecords: true}, specs)
+	ref, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: target.Process.Pid, NoRecords: true, Quantiles: true}, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,5 +407,33 @@ func TestAgentTimesFunction(t *testing.T) {
 	}
 	if d.Significant {
 		t.Errorf("merged windows and one session disagree on burn_a's mean: difference %.0f [%.0f, %.0f]", d.Diff, d.Low, d.High)
+	}
+	checkMergedMedian(t, ref, row)
+}
+
+// checkMergedMedian: the merged windows' histograms give burn_a's median
+// with an interval that overlaps the single session's (both at 99%, over
+// overlapping calls of one distribution).
+func checkMergedMedian(t *testing.T, ref *loader.Session, row export.TimeRow) {
+	t.Helper()
+	h, err := ref.Histogram(0)
+	if err != nil || h == nil {
+		t.Fatalf("reference histogram: %v", err)
+	}
+	want, err := h.Quantile(0.5, estimate.Options{Confidence: 0.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var levels []float64
+	for _, q := range row.Quantiles {
+		levels = append(levels, q.Quantile)
+	}
+	if len(row.Quantiles) != len(export.DefaultWindowQuantiles) || row.Quantiles[0].Quantile != 0.5 || row.Quantiles[0].HighNs == nil {
+		t.Fatalf("merged windows' quantiles at %v (%+v), want %v with a p50 interval", levels, row.Quantiles, export.DefaultWindowQuantiles)
+	}
+	q := row.Quantiles[0].ToQuantile()
+	t.Logf("burn_a median: merged windows %.0f [%.0f, %.0f] over %d calls, one session %.0f [%.0f, %.0f] over %d", q.Value, q.Low, q.High, q.Calls, want.Value, want.Low, want.High, h.Total())
+	if q.High < want.Low || want.High < q.Low {
+		t.Errorf("burn_a's median: merged windows [%.0f, %.0f], one session [%.0f, %.0f]: disjoint", q.Low, q.High, want.Low, want.High)
 	}
 }

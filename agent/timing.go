@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -20,11 +21,12 @@ import (
 // recomputes the intervals from; see export/merge.go). It does not run the
 // session's poll loop: each window's read is one batch.
 type timer struct {
-	ts    *timing.Session
-	s     *loader.Session
-	last  []loader.Counters
-	clock loader.Clock
-	conf  float64
+	ts       *timing.Session
+	s        *loader.Session
+	last     []loader.Counters
+	lastHist []*histogram.Hist // exact clock only
+	clock    loader.Clock
+	conf     float64
 }
 
 // startTimer resolves and attaches the targets for process pid (0: every
@@ -33,18 +35,27 @@ func startTimer(users, syscalls []string, pid int, conf float64, warn func(strin
 	if len(users)+len(syscalls) == 0 {
 		return nil, errors.New("no timing targets")
 	}
+	clock := timing.DefaultClock(len(users) > 0, false)
+	var qs []float64
+	if clock.Kind == loader.ClockNS {
+		// The exact clock keeps a histogram of durations per target: the
+		// windows carry its counts (export.HistType).
+		qs = export.DefaultWindowQuantiles
+	}
 	ts, err := timing.Open(timing.Config{
 		PID:       pid,
 		Targets:   timing.Targets{Users: users, Syscalls: syscalls, MaxProbes: 64},
-		Clock:     timing.DefaultClock(len(users) > 0, false),
+		Clock:     clock,
 		NoRecords: true,
+		Quantiles: qs,
 		Warn:      warn,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s := ts.Loader()
-	return &timer{ts: ts, s: s, last: make([]loader.Counters, len(s.Targets())), clock: s.Clock(), conf: conf}, nil
+	n := len(s.Targets())
+	return &timer{ts: ts, s: s, last: make([]loader.Counters, n), lastHist: make([]*histogram.Hist, n), clock: s.Clock(), conf: conf}, nil
 }
 
 // window reads the counters and returns their increments since the last
@@ -62,10 +73,34 @@ func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
 		if inc.TicksSq.Hi != 0 || inc.TicksSq.Lo > math.MaxInt64 {
 			return nil, fmt.Errorf("sum of squared ticks of %s overflows in one window: use a shorter window", tg.Name)
 		}
+		h, err := t.histogram(i)
+		if err != nil {
+			return nil, err
+		}
 		w.Targets = append(w.Targets, export.TimeWindowTarget{Name: tg.Name, Binary: tg.Spec.File,
-			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq.Lo})
+			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq.Lo, Hist: h})
 	}
 	return w, nil
+}
+
+// histogram returns target i's histogram counts since the last call (nil
+// without the exact clock). The histogram is read just after the counters,
+// so a window's histogram may hold a few calls more or fewer than its
+// counters; the next window's makes up for it.
+func (t *timer) histogram(i int) (*histogram.Hist, error) {
+	h, err := t.s.Histogram(i)
+	if err != nil || h == nil {
+		return nil, err
+	}
+	inc := &histogram.Hist{}
+	for b, c := range h.Counts {
+		inc.Counts[b] = c
+		if last := t.lastHist[i]; last != nil {
+			inc.Counts[b] -= last.Counts[b]
+		}
+	}
+	t.lastHist[i] = h
+	return inc, nil
 }
 
 func (t *timer) close() { t.ts.Close() }

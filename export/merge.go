@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/sampler"
 )
 
@@ -49,7 +50,16 @@ const (
 	CallsType = "calls"
 	// TicksSqType is sum c_i^2 of a timed target.
 	TicksSqType = "ticks_sq"
+	// HistType counts a target's calls by exact duration: one sample per
+	// histogram bucket, with the bucket's lower bound as numeric label
+	// HistLabel (package histogram's layout).
+	HistType  = "hist_calls"
+	HistLabel = "duration_ge_ns"
 )
+
+// DefaultWindowQuantiles are the quantile levels report gives for a merged
+// time profile whose comments name none.
+var DefaultWindowQuantiles = []float64{0.5, 0.9, 0.99, 0.999}
 
 // EncodeCPUWindow encodes d as EncodeCPU does, with the call counts as
 // sample values (type calls/count) instead of comments, so that windows
@@ -155,6 +165,9 @@ type TimeWindowTarget struct {
 	Name, Binary string
 	// Calls is n, Ticks sum c_i, TicksSq sum c_i^2.
 	Calls, Ticks, TicksSq uint64
+	// Hist, with the exact clock, counts the window's calls by duration
+	// (its Min and Max are not used: they do not add across windows).
+	Hist *histogram.Hist
 }
 
 // TimeWindow is the timing data of one window.
@@ -170,12 +183,17 @@ type TimeWindow struct {
 	Duration time.Duration
 	// Targets are the timed targets.
 	Targets []TimeWindowTarget
+	// Quantiles are the levels report gives from the histograms (nil:
+	// DefaultWindowQuantiles).
+	Quantiles []float64
 }
 
 // EncodeTimeWindow builds a merge-friendly time profile: sample types
 // calls/count, ticks/count, wall/nanoseconds (so that it reads as a time
 // profile) and ticks_sq/count, one sample per target with the target as the
-// leaf frame. It carries no interval: report computes it from the sums.
+// leaf frame; when a target has a histogram, also hist_calls/count, with
+// one more sample per non-empty bucket. It carries no interval: report
+// computes it from the sums.
 func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	if !(w.Resolution > 0) {
 		return nil, fmt.Errorf("encode time window: resolution %v ns is not positive", w.Resolution)
@@ -187,24 +205,28 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	p := newTimeProfile(w.Clock, w.Resolution, w.Start, w.Duration,
 		fmt.Sprintf("confidence %.4g%% for every interval (computed by report from calls, ticks and ticks_sq)", 100*conf))
 	p.SampleType = append(p.SampleType, &profile.ValueType{Type: TicksSqType, Unit: "count"})
+	hist := false
+	for _, t := range w.Targets {
+		hist = hist || t.Hist != nil
+	}
+	if hist {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: HistType, Unit: "count"})
+		p.Comments = append(p.Comments, quantilesComment(w.Quantiles))
+	}
 	for _, t := range w.Targets {
 		if t.TicksSq > math.MaxInt64 || t.Ticks > math.MaxInt64 || t.Calls > math.MaxInt64 {
 			return nil, fmt.Errorf("encode time window: counts of %s overflow a sample value", t.Name)
 		}
-		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: t.Name, SystemName: t.Name, Filename: t.Binary}
-		p.Function = append(p.Function, f)
-		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f}}}
-		if t.Binary != "" {
-			m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: t.Binary, HasFunctions: true}
-			p.Mapping = append(p.Mapping, m)
-			l.Mapping = m
+		l := targetLocation(p, t)
+		v := []int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)}
+		if hist {
+			v = append(v, 0)
 		}
-		p.Location = append(p.Location, l)
-		p.Sample = append(p.Sample, &profile.Sample{
-			Location: []*profile.Location{l},
-			Value:    []int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)},
-			Label:    map[string][]string{"target": {t.Name}, "clock": {w.Clock}},
-		})
+		labels := map[string][]string{"target": {t.Name}, "clock": {w.Clock}}
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{l}, Value: v, Label: labels})
+		if t.Hist != nil {
+			p.Sample = append(p.Sample, histSamples(t.Hist, l, labels)...)
+		}
 	}
 	if err := p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("encode time window: %w", err)
@@ -212,22 +234,153 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	return p, nil
 }
 
+// targetLocation adds t's function, location and (for a user function)
+// mapping to p.
+func targetLocation(p *profile.Profile, t TimeWindowTarget) *profile.Location {
+	f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: t.Name, SystemName: t.Name, Filename: t.Binary}
+	p.Function = append(p.Function, f)
+	l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f}}}
+	if t.Binary != "" {
+		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: t.Binary, HasFunctions: true}
+		p.Mapping = append(p.Mapping, m)
+		l.Mapping = m
+	}
+	p.Location = append(p.Location, l)
+	return l
+}
+
+// histSamples are h's non-empty buckets as samples on l: values 0 but the
+// last (hist_calls), the bucket's lower bound as label HistLabel. Samples
+// of the same target and bucket in other windows merge with them.
+func histSamples(h *histogram.Hist, l *profile.Location, labels map[string][]string) []*profile.Sample {
+	var out []*profile.Sample
+	for i, c := range h.Counts {
+		if c == 0 || c > math.MaxInt64 {
+			continue
+		}
+		lo, _ := histogram.Bounds(i)
+		out = append(out, &profile.Sample{Location: []*profile.Location{l}, Value: []int64{0, 0, 0, 0, int64(c)},
+			Label: labels, NumLabel: map[string][]int64{HistLabel: {int64(lo)}}, NumUnit: map[string][]string{HistLabel: {"nanoseconds"}}})
+	}
+	return out
+}
+
+const quantilesPrefix = "tickprof-quantiles "
+
+func quantilesComment(qs []float64) string {
+	if len(qs) == 0 {
+		qs = DefaultWindowQuantiles
+	}
+	var parts []string
+	for _, q := range qs {
+		parts = append(parts, strconv.FormatFloat(q, 'g', -1, 64))
+	}
+	return quantilesPrefix + strings.Join(parts, " ")
+}
+
+// commentQuantiles reads the levels quantilesComment wrote (the first such
+// comment; DefaultWindowQuantiles when none).
+func commentQuantiles(p *profile.Profile) []float64 {
+	for _, c := range p.Comments {
+		rest, ok := strings.CutPrefix(c, quantilesPrefix)
+		if !ok {
+			continue
+		}
+		var qs []float64
+		for _, f := range strings.Fields(rest) {
+			if v, err := strconv.ParseFloat(f, 64); err == nil && v > 0 && v < 1 {
+				qs = append(qs, v)
+			}
+		}
+		return qs
+	}
+	return DefaultWindowQuantiles
+}
+
 var resolutionComment = regexp.MustCompile(`^tickprof time: clock \S+, resolution ([0-9.eE+]+) ns`)
 
 // recomputeTimeRows fills the intervals of a merge-friendly time profile
 // (one with a ticks_sq sample type) from the summed counts: estimate.Time
-// with n, sum c and sum c^2 and no batches. Rows of other time profiles are
-// left as read from their labels. It sums ticks_sq per target itself.
+// with n, sum c and sum c^2 and no batches; and, when it has hist_calls,
+// the quantiles of the summed histograms. Rows of other time profiles are
+// left as read from their labels.
 func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
-	qi := -1
-	for i, st := range p.SampleType {
-		if st.Type == TicksSqType {
-			qi = i
-		}
-	}
+	qi, hi := sampleTypeIndex(p, TicksSqType), sampleTypeIndex(p, HistType)
 	if qi < 0 {
 		return nil
 	}
+	res, err := mergedResolution(p)
+	if err != nil {
+		return err
+	}
+	if t.Confidence == 0 {
+		t.Confidence = estimate.DefaultConfidence
+	}
+	sq, hists := map[string]uint64{}, map[string]*histogram.Hist{}
+	for _, s := range p.Sample {
+		name := sampleTarget(s)
+		if qi < len(s.Value) {
+			sq[name] += nonNeg(s.Value[qi])
+		}
+		if lo := s.NumLabel[HistLabel]; hi >= 0 && hi < len(s.Value) && len(lo) == 1 && lo[0] >= 0 {
+			if hists[name] == nil {
+				hists[name] = &histogram.Hist{}
+			}
+			hists[name].Counts[histogram.Index(uint64(lo[0]))] += nonNeg(s.Value[hi])
+		}
+	}
+	o := estimate.Options{Confidence: t.Confidence}
+	for i := range t.Rows {
+		r := &t.Rows[i]
+		r.Wall = res * float64(r.Ticks)
+		r.HasEstimate = false
+		if r.Calls == 0 {
+			continue
+		}
+		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
+			TicksSq: sq[r.Target], HasTicksSq: true}, o)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", r.Target, err)
+		}
+		r.HasEstimate = true
+		r.Mean, r.Low, r.High, r.Method = e.Mean, e.Low, e.High, e.Method
+		if h := hists[r.Target]; h != nil {
+			if r.qs, err = MergedQuantiles(h, commentQuantiles(p), o); err != nil {
+				return fmt.Errorf("target %s: %w", r.Target, err)
+			}
+			r.Quantiles = r.Quantiles[:0]
+			for _, q := range r.qs {
+				r.Quantiles = append(r.Quantiles, NewQuantileJSON(q))
+			}
+		}
+	}
+	return nil
+}
+
+// isTimeWindowTypes: the sample types EncodeTimeWindow writes after calls,
+// ticks and wall (ticks_sq, then hist_calls when there are histograms).
+func isTimeWindowTypes(st []*profile.ValueType) bool {
+	switch len(st) {
+	case 4:
+		return st[3].Type == TicksSqType
+	case 5:
+		return st[3].Type == TicksSqType && st[4].Type == HistType
+	}
+	return false
+}
+
+func sampleTypeIndex(p *profile.Profile, typ string) int {
+	for i, st := range p.SampleType {
+		if st.Type == typ {
+			return i
+		}
+	}
+	return -1
+}
+
+// mergedResolution is the clock resolution (ns) a merged time profile
+// states in its comments, else its period.
+func mergedResolution(p *profile.Profile) (float64, error) {
 	res := 0.0
 	for _, c := range p.Comments {
 		if m := resolutionComment.FindStringSubmatch(c); m != nil {
@@ -238,34 +391,43 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 		res = float64(p.Period)
 	}
 	if !(res > 0) {
-		return errors.New("merged time profile states no clock resolution")
+		return 0, errors.New("merged time profile states no clock resolution")
 	}
-	if t.Confidence == 0 {
-		t.Confidence = estimate.DefaultConfidence
-	}
-	sq := map[string]uint64{}
-	for _, s := range p.Sample {
-		name := sampleTarget(s)
-		if qi < len(s.Value) {
-			sq[name] += nonNeg(s.Value[qi])
+	return res, nil
+}
+
+// MergedQuantiles estimates the quantiles at levels from a histogram summed
+// over windows. The exact minimum and maximum do not add across windows:
+// the bounds of the first and last non-empty buckets stand for them, so
+// the intervals are those of the union's histogram widened to whole
+// buckets at the ends (no narrower than the union's). Nil for an empty
+// histogram.
+func MergedQuantiles(h *histogram.Hist, levels []float64, o estimate.Options) ([]estimate.Quantile, error) {
+	first, last := -1, -1
+	for i, c := range h.Counts {
+		if c > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
 		}
 	}
-	for i := range t.Rows {
-		r := &t.Rows[i]
-		r.Wall = res * float64(r.Ticks)
-		r.HasEstimate = false
-		if r.Calls == 0 {
-			continue
-		}
-		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
-			TicksSq: sq[r.Target], HasTicksSq: true}, estimate.Options{Confidence: t.Confidence})
+	if first < 0 {
+		return nil, nil
+	}
+	min, _ := h.Bounds(first)
+	_, max := h.Bounds(last)
+	n := h.Total()
+	var qs []estimate.Quantile
+	for _, p := range levels {
+		q, err := estimate.QuantileOfHistogram(h, min, max, p, o)
 		if err != nil {
-			return fmt.Errorf("target %s: %w", r.Target, err)
+			return nil, err
 		}
-		r.HasEstimate = true
-		r.Mean, r.Low, r.High, r.Method = e.Mean, e.Low, e.High, e.Method
+		q.Calls = n
+		qs = append(qs, q)
 	}
-	return nil
+	return qs, nil
 }
 
 // IsMergeable reports whether p has one of the merge-friendly layouts

@@ -52,7 +52,7 @@ type TimeRow struct {
 // IsTimeProfile reports whether p was written by `tickprof time`: sample
 // types calls/count, ticks/count, wall/nanoseconds.
 func IsTimeProfile(p *profile.Profile) bool {
-	if len(p.SampleType) != 3 && (len(p.SampleType) != 4 || p.SampleType[3].Type != TicksSqType) {
+	if len(p.SampleType) != 3 && !isTimeWindowTypes(p.SampleType) {
 		return false
 	}
 	st := p.SampleType
