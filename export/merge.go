@@ -30,15 +30,30 @@ import (
 //   - CPU windows (EncodeCPUWindow): samples/count and cpu/nanoseconds as
 //     EncodeCPU writes them, plus, when functions' calls were counted,
 //     calls/count: the exact call counts of the counted functions, each on
-//     a sample whose stack is the function alone (no samples of its own). Shares, times and times per call of a merged
-//     profile are exactly those of the union of its windows.
+//     a sample whose stack is the function alone (no samples of its own).
+//     Shares, times and times per call of a merged profile are exactly
+//     those of the union of its windows.
 //   - Time windows (EncodeTimeWindow): calls/count (n), ticks/count (sum c),
 //     wall/nanoseconds (d sum c) and ticks_sq/count (sum c^2), one sample per
-//     target. The mean d sum c / n, the "two-point" interval (n, sum c) and
-//     the "observed" interval (sum c^2) of a merge equal those of the union.
-//     The batch-means interval, which needs the counts of each polling
-//     batch, does not survive a merge: a merged time profile reports the
-//     wider of two-point and observed, and its rows say so (Method).
+//     target; the window batch sums (batches, batch_ticks_sq,
+//     batch_ticks_calls, batch_calls_sq: mergebatch.go); with the exact
+//     clock, hist_calls/count, one sample per histogram bucket.
+//
+// What merges exactly, and what report does with a merged time profile:
+//
+//   - exactly: calls, ticks, the mean d sum c / n, the "two-point" interval
+//     (n, sum c), the "observed" interval (sum c^2), and the histogram's
+//     bucket counts, hence the quantiles' estimates and rank intervals;
+//   - exactly up to 2^-20 of each window's sums (their units): the window
+//     batch-means interval, windows as batches (mergebatch.go);
+//   - not at all: the batch-means interval over polling batches (inside a
+//     window), its skewness shift, and the exact minimum and maximum (the
+//     end buckets' bounds stand in for them, widening the extreme
+//     quantiles' intervals at most to whole buckets).
+//
+// report gives the widest of the two-point, observed and (two windows or
+// more) window batch-means intervals, and says which (Method). Means are raw:
+// the windows carry no probe-overhead correction.
 //
 // Windows merge only with windows of the same period (sampling rate, clock
 // resolution): profile.Merge keeps the largest period.
@@ -205,6 +220,9 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	p := newTimeProfile(w.Clock, w.Resolution, w.Start, w.Duration,
 		fmt.Sprintf("confidence %.4g%% for every interval (computed by report from calls, ticks and ticks_sq)", 100*conf))
 	p.SampleType = append(p.SampleType, &profile.ValueType{Type: TicksSqType, Unit: "count"})
+	for _, t := range batchTypes {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: t, Unit: "count"})
+	}
 	hist := false
 	for _, t := range w.Targets {
 		hist = hist || t.Hist != nil
@@ -218,14 +236,15 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 			return nil, fmt.Errorf("encode time window: counts of %s overflow a sample value", t.Name)
 		}
 		l := targetLocation(p, t)
-		v := []int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)}
+		bv, units := batchValues(t.Calls, t.Ticks)
+		v := append([]int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)}, bv...)
 		if hist {
 			v = append(v, 0)
 		}
 		labels := map[string][]string{"target": {t.Name}, "clock": {w.Clock}}
-		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{l}, Value: v, Label: labels})
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{l}, Value: v, Label: labels, NumLabel: units})
 		if t.Hist != nil {
-			p.Sample = append(p.Sample, histSamples(t.Hist, l, labels)...)
+			p.Sample = append(p.Sample, histSamples(t.Hist, len(v), l, labels)...)
 		}
 	}
 	if err := p.CheckValid(); err != nil {
@@ -249,17 +268,20 @@ func targetLocation(p *profile.Profile, t TimeWindowTarget) *profile.Location {
 	return l
 }
 
-// histSamples are h's non-empty buckets as samples on l: values 0 but the
-// last (hist_calls), the bucket's lower bound as label HistLabel. Samples
-// of the same target and bucket in other windows merge with them.
-func histSamples(h *histogram.Hist, l *profile.Location, labels map[string][]string) []*profile.Sample {
+// histSamples are h's non-empty buckets as samples on l: nvalues values,
+// 0 but the last (hist_calls), the bucket's lower bound as label
+// HistLabel. Samples of the same target and bucket in other windows merge
+// with them.
+func histSamples(h *histogram.Hist, nvalues int, l *profile.Location, labels map[string][]string) []*profile.Sample {
 	var out []*profile.Sample
 	for i, c := range h.Counts {
 		if c == 0 || c > math.MaxInt64 {
 			continue
 		}
 		lo, _ := histogram.Bounds(i)
-		out = append(out, &profile.Sample{Location: []*profile.Location{l}, Value: []int64{0, 0, 0, 0, int64(c)},
+		v := make([]int64, nvalues)
+		v[nvalues-1] = int64(c)
+		out = append(out, &profile.Sample{Location: []*profile.Location{l}, Value: v,
 			Label: labels, NumLabel: map[string][]int64{HistLabel: {int64(lo)}}, NumUnit: map[string][]string{HistLabel: {"nanoseconds"}}})
 	}
 	return out
@@ -300,13 +322,13 @@ func commentQuantiles(p *profile.Profile) []float64 {
 var resolutionComment = regexp.MustCompile(`^tickprof time: clock \S+, resolution ([0-9.eE+]+) ns`)
 
 // recomputeTimeRows fills the intervals of a merge-friendly time profile
-// (one with a ticks_sq sample type) from the summed counts: estimate.Time
-// with n, sum c and sum c^2 and no batches; and, when it has hist_calls,
-// the quantiles of the summed histograms. Rows of other time profiles are
-// left as read from their labels.
+// (one with a ticks_sq sample type) from the summed counts: the widest of
+// estimate.Time's (n, sum c and sum c^2, no polling batches) and, with two
+// windows or more, the window batch-means interval (mergebatch.go); and,
+// when it has hist_calls, the quantiles of the summed histograms. Rows of
+// other time profiles are left as read from their labels.
 func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
-	qi, hi := sampleTypeIndex(p, TicksSqType), sampleTypeIndex(p, HistType)
-	if qi < 0 {
+	if sampleTypeIndex(p, TicksSqType) < 0 {
 		return nil
 	}
 	res, err := mergedResolution(p)
@@ -316,19 +338,7 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 	if t.Confidence == 0 {
 		t.Confidence = estimate.DefaultConfidence
 	}
-	sq, hists := map[string]uint64{}, map[string]*histogram.Hist{}
-	for _, s := range p.Sample {
-		name := sampleTarget(s)
-		if qi < len(s.Value) {
-			sq[name] += nonNeg(s.Value[qi])
-		}
-		if lo := s.NumLabel[HistLabel]; hi >= 0 && hi < len(s.Value) && len(lo) == 1 && lo[0] >= 0 {
-			if hists[name] == nil {
-				hists[name] = &histogram.Hist{}
-			}
-			hists[name].Counts[histogram.Index(uint64(lo[0]))] += nonNeg(s.Value[hi])
-		}
-	}
+	sums := mergedTargetSums(p)
 	o := estimate.Options{Confidence: t.Confidence}
 	for i := range t.Rows {
 		r := &t.Rows[i]
@@ -338,13 +348,16 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 			continue
 		}
 		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
-			TicksSq: sq[r.Target], HasTicksSq: true}, o)
+			TicksSq: sums.ticksSq[r.Target], HasTicksSq: true}, o)
 		if err != nil {
 			return fmt.Errorf("target %s: %w", r.Target, err)
 		}
 		r.HasEstimate = true
 		r.Mean, r.Low, r.High, r.Method = e.Mean, e.Low, e.High, e.Method
-		if h := hists[r.Target]; h != nil {
+		if c, ok := sums.batches[r.Target].candidate(r.Calls, r.Ticks, res, t.Confidence); ok && c.High-c.Low > r.High-r.Low {
+			r.Low, r.High, r.Method = c.Low, c.High, c.Method
+		}
+		if h := sums.hists[r.Target]; h != nil {
 			if r.qs, err = MergedQuantiles(h, commentQuantiles(p), o); err != nil {
 				return fmt.Errorf("target %s: %w", r.Target, err)
 			}
@@ -357,16 +370,58 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 	return nil
 }
 
-// isTimeWindowTypes: the sample types EncodeTimeWindow writes after calls,
-// ticks and wall (ticks_sq, then hist_calls when there are histograms).
-func isTimeWindowTypes(st []*profile.ValueType) bool {
-	switch len(st) {
-	case 4:
-		return st[3].Type == TicksSqType
-	case 5:
-		return st[3].Type == TicksSqType && st[4].Type == HistType
+// targetSums are the per-target sums of a merged time profile beyond
+// calls and ticks.
+type targetSums struct {
+	ticksSq map[string]uint64
+	hists   map[string]*histogram.Hist
+	batches map[string]*windowBatches
+}
+
+func mergedTargetSums(p *profile.Profile) targetSums {
+	qi, hi := sampleTypeIndex(p, TicksSqType), sampleTypeIndex(p, HistType)
+	var bi [4]int
+	for i, typ := range batchTypes {
+		bi[i] = sampleTypeIndex(p, typ)
 	}
-	return false
+	t := targetSums{ticksSq: map[string]uint64{}, hists: map[string]*histogram.Hist{}, batches: map[string]*windowBatches{}}
+	for _, s := range p.Sample {
+		name := sampleTarget(s)
+		if qi < len(s.Value) {
+			t.ticksSq[name] += nonNeg(s.Value[qi])
+		}
+		if lo := s.NumLabel[HistLabel]; hi >= 0 && hi < len(s.Value) && len(lo) == 1 && lo[0] >= 0 {
+			if t.hists[name] == nil {
+				t.hists[name] = &histogram.Hist{}
+			}
+			t.hists[name].Counts[histogram.Index(uint64(lo[0]))] += nonNeg(s.Value[hi])
+			continue
+		}
+		if t.batches[name] == nil {
+			t.batches[name] = &windowBatches{}
+		}
+		t.batches[name].add(s, bi)
+	}
+	return t
+}
+
+// isTimeWindowTypes: the sample types EncodeTimeWindow writes after calls,
+// ticks and wall: ticks_sq, then those of the window batches and
+// hist_calls, when present.
+func isTimeWindowTypes(st []*profile.ValueType) bool {
+	if len(st) < 4 || st[3].Type != TicksSqType {
+		return false
+	}
+	rest := st[4:]
+	if len(rest) >= len(batchTypes) {
+		for i, typ := range batchTypes {
+			if rest[i].Type != typ {
+				return false
+			}
+		}
+		rest = rest[len(batchTypes):]
+	}
+	return len(rest) == 0 || len(rest) == 1 && rest[0].Type == HistType
 }
 
 func sampleTypeIndex(p *profile.Profile, typ string) int {

@@ -172,7 +172,7 @@ func (t *TimeTable) WriteText(w io.Writer, top int) error {
 		fmt.Fprintf(w, "%s: %s\n", r.Target, strings.Join(cells, "; "))
 	}
 	if len(t.Rows) > 0 && t.Rows[0].Method != "" {
-		fmt.Fprintln(w, "intervals computed from the summed calls, ticks and ticks_sq (mergeable windows): no batch-means interval")
+		fmt.Fprintln(w, "intervals computed from the summed counts of mergeable windows (the windows as batches when there are two or more)")
 	}
 	return nil
 }
