@@ -17,6 +17,7 @@ import (
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/sampler"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // DefaultFrequency is the default sampling rate (Hz per CPU). See the
@@ -54,6 +55,14 @@ type Config struct {
 	// Confidence is the level report uses for the time windows' intervals
 	// (0: 95%).
 	Confidence float64
+	// Overhead is a budget on each timed process's slowdown, a fraction
+	// (0.01 for 1%; 0: none): the probes of Users are then attached only
+	// in random windows at the duty cycle that holds it (timing.Config's
+	// Overhead). The windows' calls and wall are then those of the probed
+	// calls only; their means and intervals are per call. Corrector gives
+	// the probe cost (nil: this machine's calibration, which must exist).
+	Overhead  float64
+	Corrector timing.Corrector
 	// Service names the application (label "service"); empty: each
 	// process's executable name.
 	Service string
@@ -88,6 +97,7 @@ type Agent struct {
 	metrics *metrics
 	// closeSinks closes the sinks New opened from Destinations.
 	closeSinks func()
+	timerCfg   timerConfig
 
 	created time.Time
 
@@ -119,7 +129,12 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	cfg.Sinks = append(append([]push.Sink(nil), cfg.Sinks...), sinks...)
-	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks}
+	tc, err := cfg.timerConfig()
+	if err != nil {
+		closeSinks()
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks, timerCfg: tc}
 	if a.host == "" {
 		a.host, _ = os.Hostname()
 	}
@@ -328,7 +343,7 @@ func (a *Agent) startTimers(set map[int]procInfo) (*timers, error) {
 	if len(a.cfg.Users)+len(a.cfg.Syscalls) == 0 {
 		return nil, nil
 	}
-	tm := newTimers(&a.cfg, a.logf)
+	tm := newTimers(a.timerCfg, a.logf)
 	if a.cfg.All {
 		if err := tm.add(0, 0); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/sampler"
 )
@@ -87,6 +88,12 @@ func (cfg *Config) check() error {
 	if !(cfg.Confidence >= 0 && cfg.Confidence < 1) {
 		return configErrorf("confidence %v is not in [0, 1)", cfg.Confidence)
 	}
+	if !(cfg.Overhead >= 0 && cfg.Overhead < 1) {
+		return configErrorf("overhead budget %v: want a fraction between 0 and 1, such as 0.01 for 1%%", cfg.Overhead)
+	}
+	if cfg.Overhead > 0 && (len(cfg.Users) == 0 || len(cfg.Syscalls) > 0) {
+		return configErrorf("an overhead budget applies to timed user functions only (no system calls)")
+	}
 	if len(cfg.Sinks) == 0 && !cfg.Destinations.any() {
 		return configErrorf("no destination for the windows: give a Pyroscope URL, an OTLP endpoint or a directory")
 	}
@@ -94,6 +101,20 @@ func (cfg *Config) check() error {
 		cfg.FlushTimeout = 10 * time.Second
 	}
 	return cfg.Destinations.check()
+}
+
+// timerConfig is what the timers need; under an overhead budget without a
+// Corrector it loads this machine's calibration.
+func (cfg *Config) timerConfig() (timerConfig, error) {
+	tc := timerConfig{users: cfg.Users, syscalls: cfg.Syscalls, conf: cfg.Confidence, overhead: cfg.Overhead, corrector: cfg.Corrector}
+	if cfg.Overhead > 0 && tc.corrector == nil {
+		c, err := calibrate.LoadCorrector("")
+		if err != nil {
+			return tc, fmt.Errorf("an overhead budget needs the probe cost measured on this machine: %w", err)
+		}
+		tc.corrector = c
+	}
+	return tc, nil
 }
 
 // check validates the destinations and reads the password file.

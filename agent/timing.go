@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -27,41 +28,75 @@ type timer struct {
 	lastHist []*histogram.Hist // exact clock only
 	clock    loader.Clock
 	conf     float64
+	// Under an overhead budget the timing session's own run places the
+	// probing windows; stop ends it and done closes when it has.
+	stop func()
+	done chan struct{}
 }
 
+// timerConfig is what every timer of an agent shares.
+type timerConfig struct {
+	users, syscalls []string
+	conf            float64
+	// overhead is the slowdown budget (0: none); corrector gives the probe
+	// cost it needs.
+	overhead  float64
+	corrector timing.Corrector
+}
+
+// budgetWindow is the probing window under an overhead budget: longer than
+// the budget package's default, so that an agent running for days keeps
+// fewer windows in memory (the runner keeps every window's counts).
+const budgetWindow = 500 * time.Millisecond
+
 // startTimer resolves and attaches the targets for process pid (0: every
-// process; user targets then need a path).
-func startTimer(users, syscalls []string, pid int, conf float64, warn func(string)) (*timer, error) {
-	if len(users)+len(syscalls) == 0 {
+// process; user targets then need a path). Under an overhead budget it
+// starts the timing session's run, which attaches the probes only in
+// random windows.
+func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
+	if len(c.users)+len(c.syscalls) == 0 {
 		return nil, errors.New("no timing targets")
 	}
-	clock := timing.DefaultClock(len(users) > 0, false)
+	clock := timing.DefaultClock(len(c.users) > 0, false)
 	var qs []float64
 	if clock.Kind == loader.ClockNS {
 		// The exact clock keeps a histogram of durations per target: the
 		// windows carry its counts (export.HistType).
 		qs = export.DefaultWindowQuantiles
 	}
-	ts, err := timing.Open(timing.Config{
-		PID:       pid,
-		Targets:   timing.Targets{Users: users, Syscalls: syscalls, MaxProbes: 64},
-		Clock:     clock,
-		NoRecords: true,
-		Quantiles: qs,
-		Warn:      warn,
-	})
+	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: 64},
+		Clock: clock, NoRecords: true, Quantiles: qs, Warn: warn}
+	if c.overhead > 0 {
+		tc.Overhead, tc.Window, tc.Corrector, tc.Correction = c.overhead, budgetWindow, c.corrector, timing.CorrectionOn
+	}
+	ts, err := timing.Open(tc)
 	if err != nil {
 		return nil, err
 	}
 	s := ts.Loader()
 	n := len(s.Targets())
-	return &timer{ts: ts, s: s, last: make([]loader.Counters, n), lastHist: make([]*histogram.Hist, n), clock: s.Clock(), conf: conf}, nil
+	t := &timer{ts: ts, s: s, last: make([]loader.Counters, n), lastHist: make([]*histogram.Hist, n), clock: s.Clock(), conf: c.conf}
+	if c.overhead > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.stop, t.done = cancel, make(chan struct{})
+		go func() {
+			defer close(t.done)
+			if _, err := ts.Run(ctx, nil); err != nil {
+				warn(fmt.Sprintf("probing windows: %v", err))
+			}
+		}()
+	}
+	return t, nil
 }
 
 // window reads the counters and returns their increments since the last
 // call as a time window over [start, end].
 func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
-	p, err := t.s.Poll()
+	read := t.s.Poll
+	if t.stop != nil {
+		read = t.s.Read // the budget's run polls
+	}
+	p, err := read()
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +138,13 @@ func (t *timer) histogram(i int) (*histogram.Hist, error) {
 	return inc, nil
 }
 
-func (t *timer) close() { t.ts.Close() }
+func (t *timer) close() {
+	if t.stop != nil {
+		t.stop()
+		<-t.done
+	}
+	t.ts.Close()
+}
 
 // timers holds one timer per watched process (each its own timing session
 // filtered to that process), or one for every process (key 0) when the
@@ -111,9 +152,8 @@ func (t *timer) close() { t.ts.Close() }
 // picks them up; a process that leaves the set keeps its timer until its
 // last window is read.
 type timers struct {
-	users, syscalls []string
-	conf            float64
-	logf            func(format string, args ...any)
+	cfg  timerConfig
+	logf func(format string, args ...any)
 
 	mu     sync.Mutex
 	byPID  map[int]*timer
@@ -122,8 +162,8 @@ type timers struct {
 	failed map[int]uint64 // could not be timed (start time): not retried
 }
 
-func newTimers(cfg *Config, logf func(string, ...any)) *timers {
-	return &timers{users: cfg.Users, syscalls: cfg.Syscalls, conf: cfg.Confidence, logf: logf,
+func newTimers(cfg timerConfig, logf func(string, ...any)) *timers {
+	return &timers{cfg: cfg, logf: logf,
 		byPID: map[int]*timer{}, start: map[int]uint64{}, ended: map[int]bool{}, failed: map[int]uint64{}}
 }
 
@@ -142,7 +182,7 @@ func (ts *timers) add(pid int, start uint64) error {
 	if s, ok := ts.failed[pid]; ok && s == start {
 		return nil
 	}
-	t, err := startTimer(ts.users, ts.syscalls, pid, ts.conf, func(m string) { ts.logf("timing %d: %s", pid, m) })
+	t, err := startTimer(ts.cfg, pid, func(m string) { ts.logf("timing %d: %s", pid, m) })
 	if err == nil {
 		// The counters start now; the first window covers the rest.
 		_, err = t.window(time.Now(), time.Now())

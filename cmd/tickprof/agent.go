@@ -20,6 +20,7 @@ type agentFlags struct {
 	cfg                              agent.Config
 	labels                           []string
 	dirMax, spoolMax, queue, confide string
+	overhead                         string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -77,6 +78,7 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&d.Auth.BearerTokenFile, "bearer-token-file", "", "send the bearer token in `FILE` (owned by root or you, not writable by others; re-read each push)")
 	fl.StringArrayVarP(&c.Users, "user", "u", nil, "also time `[BINARY:]SYMBOL` continuously, as tickprof time -u (repeatable)")
 	fl.StringArrayVarP(&c.Syscalls, "syscall", "s", nil, "also time system call `NAME` continuously in each watched process, as tickprof time -s (repeatable)")
+	fl.StringVar(&f.overhead, "overhead", "", "budget `PCT` on each timed process's slowdown (e.g. 1%): probe -u functions in random windows at the duty cycle that holds it (needs a calibration of this machine)")
 	fl.StringVar(&f.confide, "confidence", "95%", "confidence level report uses for the time windows' intervals")
 	fl.StringVar(&c.Listen, "listen", "", "serve /metrics and /healthz on `ADDR` (e.g. :9464)")
 	fl.DurationVar(&c.FlushTimeout, "flush-timeout", 10*time.Second, "at exit, wait this long for queued windows to be pushed")
@@ -95,6 +97,11 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	}
 	if c.Confidence, err = units.ParseConfidence(f.confide); err != nil {
 		return usagef("--confidence: %v", err)
+	}
+	if f.overhead != "" {
+		if c.Overhead, err = units.ParsePercent(f.overhead); err != nil {
+			return usagef("--overhead: %v", err)
+		}
 	}
 	if c.Labels, err = agent.ParseLabels(f.labels); err != nil {
 		return usagef("--label: %v", err)
