@@ -35,6 +35,8 @@ func TestAgentUsage(t *testing.T) {
 		{[]string{"agent", "--all", "--dir", "x", "--basic-auth-user", "u"}, "password file"},
 		{[]string{"agent", "--all", "--dir", "x", "--spool-size", "big"}, "not a size"},
 		{[]string{"agent", "--dir", "x", "-p=-3"}, "not positive"},
+		{[]string{"agent", "-p", "1", "--dir", "x", "-s", "read", "--overhead", "1%"}, "user functions only"},
+		{[]string{"agent", "-p", "1", "--dir", "x", "-u", "f", "--overhead", "150%"}, "between 0 and 1"},
 		{[]string{"agent", "-p", "1", "--dir", "x", "--confidence", "150%"}, "--confidence"},
 	} {
 		_, errs, code := runTickprof(t, c.args...)
