@@ -19,8 +19,10 @@ import (
 // timing session (targets resolved and attached as `tickprof time` does),
 // and turns the counters' increments over each window into an
 // export.TimeWindow (n, sum c, sum c^2 per target: the counts report
-// recomputes the intervals from; see export/merge.go). It does not run the
-// session's poll loop: each window's read is one batch.
+// recomputes the intervals from; see export/merge.go) with the window's
+// histogram increments. It does not run the session's poll loop (each
+// window's read is one batch) except under an overhead budget, whose run
+// places the probing windows while the agent only reads the counters.
 type timer struct {
 	ts       *timing.Session
 	s        *loader.Session
