@@ -12,8 +12,8 @@
 // The caller fills a Config (destinations included) and calls Serve, which
 // owns the whole run: it checks the configuration (a *ConfigError when it
 // is invalid), opens the destinations, serves the metrics, runs until ctx
-// is cancelled and flushes the last window. New and Run are the same in
-// two steps.
+// is cancelled and flushes the last window. New then Run is the same run
+// without the privilege check, the listener and the summary (tests).
 //
 // agent imports sampler, timing, calibrate, loader, histogram, export,
 // push, symtab and the Prometheus client; nothing imports it but
