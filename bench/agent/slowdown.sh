@@ -62,7 +62,8 @@ run_B() {
 	# Sampling has started when the agent holds its cpu-clock events.
 	until [ "$(perf_fds "$a")" -ge "$(nproc)" ]; do sleep 0.05; done
 	finish "$t"
-	kill -TERM "$a"; wait "$a" || true
+	kill -TERM "$a" 2>/dev/null || true
+	wait "$a" || true
 }
 run_C() {
 	local p
@@ -71,7 +72,8 @@ run_C() {
 	p=$!; pids+=("$p")
 	until [ "$(perf_fds "$p")" -ge 1 ]; do sleep 0.05; done
 	finish "$t"
-	kill -INT "$p"; wait "$p" 2>/dev/null || true
+	kill -INT "$p" 2>/dev/null || true # perf ends by itself when the work exits
+	wait "$p" 2>/dev/null || true
 }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
