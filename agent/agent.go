@@ -123,17 +123,16 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 	}
+	tc, err := cfg.timerConfig()
+	if err != nil {
+		return nil, err
+	}
 	sinks, closeSinks, err := cfg.Destinations.sinks()
 	if err != nil {
 		closeSinks()
 		return nil, err
 	}
 	cfg.Sinks = append(append([]push.Sink(nil), cfg.Sinks...), sinks...)
-	tc, err := cfg.timerConfig()
-	if err != nil {
-		closeSinks()
-		return nil, err
-	}
 	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks, timerCfg: tc}
 	if a.host == "" {
 		a.host, _ = os.Hostname()
