@@ -14,14 +14,14 @@
 # interval (rounds are independent pairs; the load drifts between rounds,
 # and each round's A, B, C share it). Usage:
 #   bench/agent/slowdown.sh [ROUNDS]   (default 60)
-# Env: RATE (49), WORK (work rounds per run, 5000: about 1 s of CPU),
+# Env: RATE (49), WORK (work rounds per run, 4000: about 0.8 s of CPU),
 # CONF (0.95), RAW (a file to keep the per-round CPU times in).
 # Prints a Markdown section on stdout; about 8 s per round.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-60}
 RATE=${RATE:-49}
-WORK=${WORK:-5000}
+WORK=${WORK:-4000}
 CONF=${CONF:-0.95}
 export PATH="/usr/local/go/bin:$PATH"
 tmp=$(mktemp -d)
