@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/sampler"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // DefaultFrequency is the default sampling rate (Hz per CPU). See the
@@ -45,20 +45,30 @@ type Config struct {
 	// Window is the length of a window (0: DefaultWindow).
 	Window time.Duration
 	// Users and Syscalls are functions ([BINARY:]SYMBOL, as `tickprof time
-	// -u`) and system calls (as -s) timed continuously; each window's
-	// counts go out as a time profile (Name TimeProfileName). System calls
-	// need exactly one PID; user functions without one PID need BINARY to
-	// be a path (every process running it is timed).
+	// -u`) and system calls (as -s) timed continuously in each watched
+	// process (its own timing session, filtered to it; processes that join
+	// the watch set are timed from then on); each window's counts go out
+	// as one time profile per process (Name TimeProfileName). Under All,
+	// one session times every process (user functions then need BINARY to
+	// be a path).
 	Users, Syscalls []string
 	// Confidence is the level report uses for the time windows' intervals
 	// (0: 95%).
 	Confidence float64
+	// Overhead is a budget on each timed process's slowdown, a fraction
+	// (0.01 for 1%; 0: none): the probes of Users are then attached only
+	// in random windows at the duty cycle that holds it (timing.Config's
+	// Overhead). The windows' calls and wall are then those of the probed
+	// calls only; their means and intervals are per call. Corrector gives
+	// the probe cost (nil: this machine's calibration, which must exist).
+	Overhead  float64
+	Corrector timing.Corrector
 	// Service names the application (label "service"); empty: each
 	// process's executable name.
 	Service string
 	// Labels are added to every window.
 	Labels map[string]string
-	// Sinks are the destinations; each gets its own push.Pusher built from
+	// Sinks are destinations built by the caller; each gets its own push.Pusher built from
 	// Push (Push.Sink is set per sink; a SpoolDir gets a subdirectory per
 	// sink, named after it).
 	Sinks []push.Sink
@@ -68,6 +78,10 @@ type Config struct {
 	FlushTimeout time.Duration
 	// Logf receives one line per notable event (nil: silent).
 	Logf func(format string, args ...any)
+	// Destinations are opened by New and added to Sinks.
+	Destinations Destinations
+	// Listen, when set, is the address Serve serves Handler on.
+	Listen string
 	// Host overrides the host label (tests); empty: os.Hostname.
 	Host string
 }
@@ -81,6 +95,9 @@ type Agent struct {
 	host    string
 	kernel  string
 	metrics *metrics
+	// closeSinks closes the sinks New opened from Destinations.
+	closeSinks func()
+	timerCfg   timerConfig
 
 	created time.Time
 
@@ -88,62 +105,35 @@ type Agent struct {
 	lastDone time.Time
 	watched  int
 	probes   int
+	timers   *timers // of the current session; nil when nothing is timed
 
 	windows, samples, ringDrops, processes atomic.Uint64
 	// Counters of sessions that ended (a session restarts after an error).
 	ringBase, sampleBase uint64
 }
 
-// New checks the configuration and opens the pushers (and their spools).
+// New checks the configuration and opens the destinations and their
+// pushers (and spools). An invalid configuration is a *ConfigError.
 func New(cfg Config) (*Agent, error) {
-	n := 0
-	if len(cfg.PIDs) > 0 {
-		n++
-	}
-	if len(cfg.Exes) > 0 {
-		n++
-	}
-	if cfg.All {
-		n++
-	}
-	if n != 1 {
-		return nil, errors.New("watch exactly one kind of target: PIDs, executables, or all processes")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	for _, pid := range cfg.PIDs {
-		if pid <= 0 {
-			return nil, fmt.Errorf("PID %d is not positive", pid)
-		}
 		if err := mayObserve(pid); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.Frequency == 0 {
-		cfg.Frequency = DefaultFrequency
+	tc, err := cfg.timerConfig()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Frequency < 1 || cfg.Frequency > sampler.MaxFrequency {
-		return nil, fmt.Errorf("sampling rate %d Hz is out of range 1..%d", cfg.Frequency, sampler.MaxFrequency)
+	sinks, closeSinks, err := cfg.Destinations.sinks()
+	if err != nil {
+		closeSinks()
+		return nil, err
 	}
-	if cfg.Window == 0 {
-		cfg.Window = DefaultWindow
-	}
-	if cfg.Window < time.Second {
-		return nil, fmt.Errorf("window %v is shorter than a second", cfg.Window)
-	}
-	for k, v := range cfg.Labels {
-		if err := push.CheckLabel(k, v); err != nil {
-			return nil, err
-		}
-	}
-	if len(cfg.Syscalls) > 0 && len(cfg.PIDs) != 1 {
-		return nil, errors.New("timing system calls needs exactly one PID (they would be counted in every process)")
-	}
-	if len(cfg.Sinks) == 0 {
-		return nil, errors.New("no destination for the windows")
-	}
-	if cfg.FlushTimeout <= 0 {
-		cfg.FlushTimeout = 10 * time.Second
-	}
-	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now()}
+	cfg.Sinks = append(append([]push.Sink(nil), cfg.Sinks...), sinks...)
+	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks, timerCfg: tc}
 	if a.host == "" {
 		a.host, _ = os.Hostname()
 	}
@@ -151,28 +141,35 @@ func New(cfg Config) (*Agent, error) {
 	if err := unix.Uname(&u); err == nil {
 		a.kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	for _, s := range cfg.Sinks {
-		pc := cfg.Push
+	if err := a.openPushers(); err != nil {
+		a.closePushers()
+		return nil, err
+	}
+	a.metrics = newMetrics(a)
+	return a, nil
+}
+
+// openPushers opens one pusher per sink.
+func (a *Agent) openPushers() error {
+	for _, s := range a.cfg.Sinks {
+		pc := a.cfg.Push
 		pc.Sink = s
 		if pc.SpoolDir != "" {
 			if err := os.MkdirAll(pc.SpoolDir, 0o700); err != nil {
-				a.closePushers()
-				return nil, fmt.Errorf("spool directory: %w", err)
+				return fmt.Errorf("spool directory: %w", err)
 			}
 			pc.SpoolDir = filepath.Join(pc.SpoolDir, s.Name())
 		}
 		if pc.Logf == nil {
-			pc.Logf = cfg.Logf
+			pc.Logf = a.cfg.Logf
 		}
 		p, err := push.New(pc)
 		if err != nil {
-			a.closePushers()
-			return nil, err
+			return err
 		}
 		a.pushers = append(a.pushers, p)
 	}
-	a.metrics = newMetrics(a)
-	return a, nil
+	return nil
 }
 
 func (a *Agent) closePushers() {
@@ -181,6 +178,7 @@ func (a *Agent) closePushers() {
 	for _, p := range a.pushers {
 		p.Close(ctx)
 	}
+	a.closeSinks()
 }
 
 func (a *Agent) logf(format string, args ...any) {
@@ -204,6 +202,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				a.logf("%v", err)
 			}
 		}
+		a.closeSinks()
 	}()
 	failures := 0
 	for ctx.Err() == nil {
@@ -260,22 +259,9 @@ func (a *Agent) scan() (map[int]procInfo, error) {
 // session waits for a process to watch, then samples it (and the others as
 // they come and go) in windows until ctx is done.
 func (a *Agent) session(ctx context.Context) error {
-	var set map[int]procInfo
-	if !a.cfg.All {
-		for {
-			var err error
-			if set, err = a.scan(); err != nil {
-				return err
-			}
-			if len(set) > 0 {
-				break
-			}
-			a.markDone()
-			sleep(ctx, a.rescanEvery())
-			if ctx.Err() != nil {
-				return nil
-			}
-		}
+	set, err := a.waitForTargets(ctx)
+	if err != nil || ctx.Err() != nil {
+		return err
 	}
 	scfg := sampler.Config{Frequency: a.cfg.Frequency, All: a.cfg.All}
 	for pid := range set {
@@ -286,54 +272,28 @@ func (a *Agent) session(ctx context.Context) error {
 		return err
 	}
 	defer sess.Close()
-	a.mu.Lock()
-	a.probes = onlineCPUs() + 2 // a cpu-clock perf event per CPU; fork and exec tracepoints
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.probes = 0
-		a.mu.Unlock()
-	}()
-	var tm *timer
-	if len(a.cfg.Users)+len(a.cfg.Syscalls) > 0 {
-		pid := 0
-		if len(a.cfg.PIDs) == 1 {
-			pid = a.cfg.PIDs[0]
-		}
-		if tm, err = startTimer(a.cfg.Users, a.cfg.Syscalls, pid, a.cfg.Confidence, func(m string) { a.logf("timing: %s", m) }); err != nil {
-			return fmt.Errorf("timing: %w", err)
-		}
+	a.setProbes(onlineCPUs() + 2) // a cpu-clock perf event per CPU; fork and exec tracepoints
+	defer a.setProbes(0)
+	tm, err := a.startTimers(set)
+	if err != nil {
+		return err
+	}
+	if tm != nil {
+		a.setTimers(tm)
+		defer a.setTimers(nil)
 		defer tm.close()
-		// The timing counters start now; the first window covers the rest.
-		if _, err := tm.window(time.Now(), time.Now()); err != nil {
-			return fmt.Errorf("timing: %w", err)
-		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rescanDone := make(chan struct{})
-	if !a.cfg.All {
-		go func() {
-			defer close(rescanDone)
-			a.follow(wctx, sess, set)
-		}()
-	} else {
-		close(rescanDone)
-	}
+	go func() {
+		defer close(rescanDone)
+		if !a.cfg.All {
+			a.follow(wctx, sess, tm, set)
+		}
+	}()
 	err = sess.RunWindows(wctx, nil, a.cfg.Window, func(d *sampler.Profile) error {
-		st := sess.Stats()
-		a.ringDrops.Store(a.ringBase + st.Dropped)
-		a.samples.Store(a.sampleBase + st.Kept)
-		if err := a.emit(d); err != nil {
-			a.logf("window: %v", err)
-		}
-		if tm != nil {
-			if err := a.emitTime(tm, d.Start, d.Start.Add(d.Duration)); err != nil {
-				a.logf("time window: %v", err)
-			}
-		}
-		a.windows.Add(1)
-		a.markDone()
+		a.window(sess, tm, d)
 		return nil
 	})
 	cancel()
@@ -344,8 +304,83 @@ func (a *Agent) session(ctx context.Context) error {
 	return err
 }
 
-// follow rescans the watch set and updates the session's targets.
-func (a *Agent) follow(ctx context.Context, sess *sampler.Session, cur map[int]procInfo) {
+// waitForTargets returns the watch set once it is not empty (nil under
+// All), or nil when ctx is done first.
+func (a *Agent) waitForTargets(ctx context.Context) (map[int]procInfo, error) {
+	if a.cfg.All {
+		return nil, nil
+	}
+	for {
+		set, err := a.scan()
+		if err != nil || len(set) > 0 {
+			return set, err
+		}
+		a.markDone()
+		sleep(ctx, a.rescanEvery())
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+	}
+}
+
+func (a *Agent) setTimers(tm *timers) {
+	a.mu.Lock()
+	a.timers = tm
+	a.mu.Unlock()
+}
+
+func (a *Agent) setProbes(n int) {
+	a.mu.Lock()
+	a.probes = n
+	a.mu.Unlock()
+}
+
+// startTimers starts timing the watched processes (every process under
+// All); nil when nothing is to be timed. A process that cannot be timed is
+// logged and left untimed; none at all is an error.
+func (a *Agent) startTimers(set map[int]procInfo) (*timers, error) {
+	if len(a.cfg.Users)+len(a.cfg.Syscalls) == 0 {
+		return nil, nil
+	}
+	tm := newTimers(a.timerCfg, a.logf)
+	if a.cfg.All {
+		if err := tm.add(0, 0); err != nil {
+			return nil, err
+		}
+		return tm, nil
+	}
+	var last error
+	for pid, p := range set {
+		if err := tm.add(pid, p.start); err != nil {
+			a.logf("%v", err)
+			last = err
+		}
+	}
+	if tm.len() == 0 {
+		return nil, last
+	}
+	return tm, nil
+}
+
+// window handles the end of a sampled window: counters, the CPU windows,
+// the time windows.
+func (a *Agent) window(sess *sampler.Session, tm *timers, d *sampler.Profile) {
+	st := sess.Stats()
+	a.ringDrops.Store(a.ringBase + st.Dropped)
+	a.samples.Store(a.sampleBase + st.Kept)
+	if err := a.emit(d); err != nil {
+		a.logf("window: %v", err)
+	}
+	if tm != nil {
+		a.emitTimes(tm, d.Start, d.Start.Add(d.Duration))
+	}
+	a.windows.Add(1)
+	a.markDone()
+}
+
+// follow rescans the watch set and updates the session's targets and the
+// timed processes.
+func (a *Agent) follow(ctx context.Context, sess *sampler.Session, tm *timers, cur map[int]procInfo) {
 	t := time.NewTicker(a.rescanEvery())
 	defer t.Stop()
 	for {
@@ -368,10 +403,18 @@ func (a *Agent) follow(ctx context.Context, sess *sampler.Session, cur map[int]p
 				continue
 			}
 			a.logf("watching process %d (%s)", pid, p.exe)
+			if tm != nil {
+				if err := tm.add(pid, p.start); err != nil {
+					a.logf("%v", err)
+				}
+			}
 		}
 		for pid := range cur {
 			if _, ok := set[pid]; !ok {
 				sess.Unwatch(pid)
+				if tm != nil {
+					tm.end(pid)
+				}
 			}
 		}
 		cur = set
@@ -409,62 +452,60 @@ func (a *Agent) emit(d *sampler.Profile) error {
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
 	start, end := d.Start, d.Start.Add(d.Duration)
 	for _, pid := range pids {
-		var info procInfo
-		ok := false
-		if pid > 0 {
-			// Watched, a child of a watched process, or any process under
-			// All (read from /proc while it lives).
-			a.mu.Lock()
-			info, ok = a.watch.recall(int(pid))
-			a.mu.Unlock()
-		}
-		q := rebuild(p, byPID[pid])
-		labels := a.labels(pid, info, ok)
-		for _, k := range sortedKeys(labels) {
-			q.Comments = append(q.Comments, "tickprof-label "+k+"="+labels[k])
-		}
-		w := &push.Window{Start: start, End: end, Labels: labels, Profile: q, SampleRate: a.cfg.Frequency}
-		for _, pu := range a.pushers {
-			pu.Enqueue(w)
-		}
+		a.enqueue(&push.Window{Start: start, End: end, Labels: a.processLabels(pid),
+			Profile: rebuild(p, byPID[pid]), SampleRate: a.cfg.Frequency})
 		a.processes.Add(1)
 	}
 	return nil
 }
 
-// emitTime reads the timing counters and enqueues the window's time
-// profile, labelled like a process window (without pid unless one process
-// is watched).
-func (a *Agent) emitTime(tm *timer, start, end time.Time) error {
-	tw, err := tm.window(start, end)
-	if err != nil {
-		return err
+// emitTimes reads the timers and enqueues one time profile per timed
+// process that made calls in the window, labelled like its CPU window
+// (without pid under All).
+func (a *Agent) emitTimes(tm *timers, start, end time.Time) {
+	pids, ws, errs := tm.windows(start, end)
+	for _, err := range errs {
+		a.logf("time window: %v", err)
 	}
+	for i, tw := range ws {
+		if tw == nil || !anyCalls(tw) {
+			continue
+		}
+		if err := a.enqueueTime(int64(pids[i]), tw); err != nil {
+			a.logf("time window: %v", err)
+		}
+	}
+}
+
+func anyCalls(tw *export.TimeWindow) bool {
+	for _, t := range tw.Targets {
+		if t.Calls > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// enqueueTime encodes a time window of process pid and enqueues it.
+func (a *Agent) enqueueTime(pid int64, tw *export.TimeWindow) error {
 	p, err := export.EncodeTimeWindow(tw)
 	if err != nil {
 		return err
 	}
-	var info procInfo
-	ok := false
-	var pid int64
-	if len(a.cfg.PIDs) == 1 {
-		pid = int64(a.cfg.PIDs[0])
-		a.mu.Lock()
-		info, ok = a.watch.recall(a.cfg.PIDs[0])
-		a.mu.Unlock()
+	a.enqueue(&push.Window{Start: tw.Start, End: tw.Start.Add(tw.Duration), Labels: a.processLabels(pid),
+		Profile: p, Name: TimeProfileName})
+	return nil
+}
+
+// enqueue writes the window's labels into its profile's comments (so that
+// a file keeps them) and hands it to every pusher.
+func (a *Agent) enqueue(w *push.Window) {
+	for _, k := range sortedKeys(w.Labels) {
+		w.Profile.Comments = append(w.Profile.Comments, "tickprof-label "+k+"="+w.Labels[k])
 	}
-	labels := a.labels(pid, info, ok)
-	if labels[push.ServiceLabel] == "unknown" && len(a.cfg.Exes) > 0 {
-		labels[push.ServiceLabel] = filepath.Base(a.cfg.Exes[0])
-	}
-	for _, k := range sortedKeys(labels) {
-		p.Comments = append(p.Comments, "tickprof-label "+k+"="+labels[k])
-	}
-	w := &push.Window{Start: start, End: end, Labels: labels, Profile: p, Name: TimeProfileName}
 	for _, pu := range a.pushers {
 		pu.Enqueue(w)
 	}
-	return nil
 }
 
 // rebuild returns a compact profile holding only the given samples of p.
@@ -475,6 +516,20 @@ func rebuild(p *profile.Profile, samples []*profile.Sample) *profile.Profile {
 		PeriodType: p.PeriodType, Period: p.Period, TimeNanos: p.TimeNanos, DurationNanos: p.DurationNanos,
 	}
 	return r.Compact()
+}
+
+// processLabels returns the labels of process pid's windows (0: of no one
+// process). The process is watched, a child of a watched process, or any
+// process under All (read from /proc while it lives).
+func (a *Agent) processLabels(pid int64) map[string]string {
+	var info procInfo
+	ok := false
+	if pid > 0 {
+		a.mu.Lock()
+		info, ok = a.watch.recall(int(pid))
+		a.mu.Unlock()
+	}
+	return a.labels(pid, info, ok)
 }
 
 // labels returns a process window's labels.
@@ -529,8 +584,9 @@ type Stats struct {
 	// enqueued; Samples the stack samples kept; RingDrops samples lost to a
 	// full ring buffer.
 	Windows, Processes, Samples, RingDrops uint64
-	// Watched is the number of processes in the watch set now.
-	Watched int
+	// Watched is the number of processes in the watch set now; Timed the
+	// number whose functions or system calls are being timed.
+	Watched, Timed int
 	// Push holds each destination's counters, by sink name.
 	Push map[string]push.Stats
 }
@@ -541,7 +597,11 @@ func (a *Agent) Stats() Stats {
 		RingDrops: a.ringDrops.Load(), Push: map[string]push.Stats{}}
 	a.mu.Lock()
 	st.Watched = a.watched
+	tm := a.timers
 	a.mu.Unlock()
+	if tm != nil {
+		st.Timed = tm.len()
+	}
 	for i, p := range a.pushers {
 		st.Push[a.cfg.Sinks[i].Name()] = p.Stats()
 	}

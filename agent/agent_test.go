@@ -151,6 +151,12 @@ func TestAgentPushesWindows(t *testing.T) {
 		if in.Rate != "199" {
 			t.Errorf("sampleRate %q", in.Rate)
 		}
+		// No function's calls are counted: no calls/count column of zeros.
+		for _, st := range in.Profile.SampleType {
+			if st.Type == export.CallsType {
+				t.Errorf("CPU window has a %s/%s sample type", st.Type, st.Unit)
+			}
+		}
 		profs = append(profs, in.Profile)
 	}
 	reqs, _ := con.Received()
@@ -316,21 +322,29 @@ func TestAgentExeChurn(t *testing.T) {
 	t.Logf("stats %+v", a.Stats())
 }
 
-// TestAgentTimesFunction times burn_a continuously (-u, ns clock) beside a
-// single loader session over a span that holds the agent's: the windows
-// merged give at most its calls, and a mean whose difference from the
-// single session's holds 0 at 99% (the calls overlap, so the
-// independent-samples interval is conservative).
-func TestAgentTimesFunction(t *testing.T) {
-	bpftest.Require(t)
-	exe := buildBurn(t, "tptime")
-	target := startBurn(t, exe, 60)
+// timedRun is an agent timing burn_a in a burn target beside a full-time
+// loader session (ns clock, histograms) over a span that holds the
+// agent's.
+type timedRun struct {
+	row  export.TimeRow // burn_a in the merged time windows
+	conf float64        // their confidence
+	ref  *loader.Session
+	c    loader.Counters // the full-time session's totals
+	want estimate.Result // and its estimate at 99%
+}
+
+// timeBurnA runs the agent (cfg with the target's PID, burn_a, 2 s windows
+// to an /ingest receiver) until n windows are done, and merges its time
+// windows.
+func timeBurnA(t *testing.T, name string, cfg Config, n uint64) timedRun {
+	t.Helper()
+	target := startBurn(t, buildBurn(t, name), 60)
 	ing := &pushtest.Ingest{}
 	ln := pushtest.Listen(t, "127.0.0.1:0")
 	pushtest.Serve(t, ln, ing)
 	sink, _ := push.NewIngest("http://"+ln.Addr().String(), push.HTTPOptions{})
-	a, err := New(Config{PIDs: []int{target.Process.Pid}, Frequency: 49, Window: 2 * time.Second,
-		Users: []string{"burn_a"}, Confidence: 0.99, Sinks: []push.Sink{sink}, Logf: t.Logf})
+	cfg.PIDs, cfg.Window, cfg.Users, cfg.Confidence, cfg.Sinks, cfg.Logf = []int{target.Process.Pid}, 2*time.Second, []string{"burn_a"}, 0.99, []push.Sink{sink}, t.Logf
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,15 +352,16 @@ func TestAgentTimesFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: target.Process.Pid, NoRecords: true}, specs)
+	var r timedRun
+	r.ref, err = loader.Open(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}, PID: target.Process.Pid, NoRecords: true, Quantiles: true}, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ref.Close()
+	t.Cleanup(func() { r.ref.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	go func() {
-		for ctx.Err() == nil && a.Stats().Windows < 4 {
+		for ctx.Err() == nil && a.Stats().Windows < n {
 			time.Sleep(100 * time.Millisecond)
 		}
 		cancel()
@@ -354,18 +369,33 @@ func TestAgentTimesFunction(t *testing.T) {
 	if err := a.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ref.Stop()
-	rp, err := ref.Poll()
+	r.ref.Stop()
+	rp, err := r.ref.Poll()
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.c = rp.Totals[0]
+	if r.want, err = estimate.Time(estimate.Counts{Resolution: 1, Calls: r.c.Calls, Ticks: r.c.Ticks, TicksSq: r.c.TicksSq.Lo, HasTicksSq: true},
+		estimate.Options{Confidence: 0.99}); err != nil {
+		t.Fatal(err)
+	}
+	r.row, r.conf = mergedTimeRow(t, ing)
+	t.Logf("merged windows: %d calls, mean %.0f ns [%.0f, %.0f] (%s); full-time session: %d calls, %.0f ns [%.0f, %.0f]",
+		r.row.Calls, r.row.Mean, r.row.Low, r.row.High, r.row.Method, r.c.Calls, r.want.Mean, r.want.Low, r.want.High)
+	return r
+}
+
+// mergedTimeRow merges the time windows ing received and returns the one
+// target's row and the confidence.
+func mergedTimeRow(t *testing.T, ing *pushtest.Ingest) (export.TimeRow, float64) {
+	t.Helper()
 	var profs []*profile.Profile
 	for _, in := range ing.Received() {
 		if export.IsTimeProfile(in.Profile) {
 			profs = append(profs, in.Profile)
 		}
 	}
-	if len(profs) < 3 {
+	if len(profs) < 2 {
 		t.Fatalf("%d time windows", len(profs))
 	}
 	merged, err := profile.Merge(profs)
@@ -373,33 +403,61 @@ func TestAgentTimesFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	tab, err := export.TimeReport(merged)
+	if err != nil || len(tab.Rows) != 1 || !tab.Rows[0].HasEstimate {
+		t.Fatalf("time report of the merged windows: %v %+v", err, tab)
+	}
+	return tab.Rows[0], tab.Confidence
+}
+
+// sameMean fails the test when the merged windows' mean and the full-time
+// session's differ at 99% (the calls overlap, so the independent-samples
+// interval is conservative).
+func (r timedRun) sameMean(t *testing.T) {
+	t.Helper()
+	got := estimate.Result{Mean: r.row.Mean, Low: r.row.Low, High: r.row.High, Confidence: r.conf,
+		StdErr: (r.row.High - r.row.Low) / (2 * 2.575829), Calls: r.row.Calls}
+	if d, err := estimate.DiffResults(r.want, got); err != nil || d.Significant {
+		t.Errorf("merged windows and the full-time session disagree on burn_a's mean: %+v %v", d, err)
+	}
+}
+
+// TestAgentTimesFunction times burn_a continuously (-u, ns clock) beside a
+// full-time session: the windows merged give at most its calls (it spans
+// the agent's run), a mean whose difference from its mean holds 0 at 99%,
+// and a median whose interval overlaps its.
+func TestAgentTimesFunction(t *testing.T) {
+	bpftest.Require(t)
+	r := timeBurnA(t, "tptime", Config{Frequency: 49}, 4)
+	if r.row.Calls == 0 || r.row.Calls > r.c.Calls {
+		t.Errorf("merged windows count %d calls, the full-time session over a longer span %d", r.row.Calls, r.c.Calls)
+	}
+	r.sameMean(t)
+	checkMergedMedian(t, r.ref, r.row)
+}
+
+// checkMergedMedian: the merged windows' histograms give burn_a's median
+// with an interval that overlaps the single session's (both at 99%, over
+// overlapping calls of one distribution).
+func checkMergedMedian(t *testing.T, ref *loader.Session, row export.TimeRow) {
+	t.Helper()
+	h, err := ref.Histogram(0)
+	if err != nil || h == nil {
+		t.Fatalf("reference histogram: %v", err)
+	}
+	want, err := h.Quantile(0.5, estimate.Options{Confidence: 0.99})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tab.Rows) != 1 || !tab.Rows[0].HasEstimate {
-		t.Fatalf("time report of the merged windows: %+v", tab.Rows)
+	var levels []float64
+	for _, q := range row.Quantiles {
+		levels = append(levels, q.Quantile)
 	}
-	row := tab.Rows[0]
-	c := rp.Totals[0]
-	want, err := estimate.Time(estimate.Counts{Resolution: 1, Calls: c.Calls, Ticks: c.Ticks, TicksSq: c.TicksSq.Lo, HasTicksSq: true},
-		estimate.Options{Confidence: 0.99})
-	if err != nil {
-		t.Fatal(err)
+	if len(row.Quantiles) != len(export.DefaultWindowQuantiles) || row.Quantiles[0].Quantile != 0.5 || row.Quantiles[0].HighNs == nil {
+		t.Fatalf("merged windows' quantiles at %v (%+v), want %v with a p50 interval", levels, row.Quantiles, export.DefaultWindowQuantiles)
 	}
-	t.Logf("%d windows merged: %d calls, mean %.0f ns [%.0f, %.0f] (%s); one session: %d calls, %.0f ns [%.0f, %.0f]",
-		len(profs), row.Calls, row.Mean, row.Low, row.High, row.Method, c.Calls, want.Mean, want.Low, want.High)
-	// The single session runs from before the agent's start to after its
-	// end: it holds every call the windows hold.
-	if row.Calls == 0 || row.Calls > c.Calls {
-		t.Errorf("merged windows count %d calls, the single session over a longer span %d", row.Calls, c.Calls)
-	}
-	got := estimate.Result{Mean: row.Mean, Low: row.Low, High: row.High, Confidence: tab.Confidence,
-		StdErr: (row.High - row.Low) / (2 * 2.575829), Calls: row.Calls}
-	d, err := estimate.DiffResults(want, got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Significant {
-		t.Errorf("merged windows and one session disagree on burn_a's mean: difference %.0f [%.0f, %.0f]", d.Diff, d.Low, d.High)
+	q := row.Quantiles[0].ToQuantile()
+	t.Logf("burn_a median: merged windows %.0f [%.0f, %.0f] over %d calls, one session %.0f [%.0f, %.0f] over %d", q.Value, q.Low, q.High, q.Calls, want.Value, want.Low, want.High, h.Total())
+	if q.High < want.Low || want.High < q.Low {
+		t.Errorf("burn_a's median: merged windows [%.0f, %.0f], one session [%.0f, %.0f]: disjoint", q.Low, q.High, want.Low, want.High)
 	}
 }

@@ -3,12 +3,19 @@
 // with the sampler package in consecutive windows, encodes each window of
 // each process as a merge-friendly pprof profile (export.EncodeCPUWindow)
 // labelled with its service, host, PID, executable, build ID and kernel
-// release, and hands it to one push.Pusher per destination. It serves
-// Prometheus metrics about itself and a health check (metrics.go).
+// release, and hands it to one push.Pusher per destination. With timing
+// targets it also times each watched process with its own timing session
+// (timing.go) and pushes one merge-friendly time profile per process and
+// window (export.EncodeTimeWindow). It serves Prometheus metrics about
+// itself and a health check (metrics.go).
 //
-// The caller fills a Config and calls Run, which returns after ctx is
-// cancelled and the last window is flushed.
+// The caller fills a Config (destinations included) and calls Serve, which
+// owns the whole run: it checks the configuration (a *ConfigError when it
+// is invalid), opens the destinations, serves the metrics, runs until ctx
+// is cancelled and flushes the last window. New then Run is the same run
+// without the privilege check, the listener and the summary (tests).
 //
-// agent imports sampler, timing, loader, export, push, symtab and the
-// Prometheus client; nothing imports it but cmd/tickprof.
+// agent imports sampler, timing, calibrate, loader, histogram, export,
+// push, symtab and the Prometheus client; nothing imports it but
+// cmd/tickprof.
 package agent

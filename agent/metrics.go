@@ -16,7 +16,7 @@ type metrics struct {
 	a   *Agent
 	reg *prometheus.Registry
 
-	windows, pushDesc, ringDrops, watched, probes, samples *prometheus.Desc
+	windows, pushDesc, ringDrops, watched, timed, probes, samples *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -28,6 +28,7 @@ func newMetrics(a *Agent) *metrics {
 	m.ringDrops = prometheus.NewDesc("tickprof_agent_ring_buffer_drops_total", "Stack samples lost because the BPF ring buffer was full.", nil, nil)
 	m.samples = prometheus.NewDesc("tickprof_agent_samples_total", "Stack samples of watched processes.", nil, nil)
 	m.watched = prometheus.NewDesc("tickprof_agent_watched_processes", "Processes in the watch set.", nil, nil)
+	m.timed = prometheus.NewDesc("tickprof_agent_timed_processes", "Processes whose functions or system calls are timed (each its own timing session; 1 for all processes).", nil, nil)
 	m.probes = prometheus.NewDesc("tickprof_agent_attached_probes", "Attached BPF probes: a cpu-clock perf event per CPU and the fork and exec tracepoints (0 between windows).", nil, nil)
 	m.reg.MustRegister(m)
 	// Own CPU (process_cpu_seconds_total) and RSS (process_resident_memory_bytes).
@@ -38,7 +39,7 @@ func newMetrics(a *Agent) *metrics {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.windows, m.pushDesc, m.ringDrops, m.samples, m.watched, m.probes} {
+	for _, d := range []*prometheus.Desc{m.windows, m.pushDesc, m.ringDrops, m.samples, m.watched, m.timed, m.probes} {
 		ch <- d
 	}
 }
@@ -50,6 +51,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.ringDrops, prometheus.CounterValue, float64(st.RingDrops))
 	ch <- prometheus.MustNewConstMetric(m.samples, prometheus.CounterValue, float64(st.Samples))
 	ch <- prometheus.MustNewConstMetric(m.watched, prometheus.GaugeValue, float64(st.Watched))
+	ch <- prometheus.MustNewConstMetric(m.timed, prometheus.GaugeValue, float64(st.Timed))
 	m.a.mu.Lock()
 	probes := m.a.probes
 	m.a.mu.Unlock()

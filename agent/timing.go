@@ -1,12 +1,16 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -15,40 +19,86 @@ import (
 // timing session (targets resolved and attached as `tickprof time` does),
 // and turns the counters' increments over each window into an
 // export.TimeWindow (n, sum c, sum c^2 per target: the counts report
-// recomputes the intervals from; see export/merge.go). It does not run the
-// session's poll loop: each window's read is one batch.
+// recomputes the intervals from; see export/merge.go) with the window's
+// histogram increments. It does not run the session's poll loop (each
+// window's read is one batch) except under an overhead budget, whose run
+// places the probing windows while the agent only reads the counters.
 type timer struct {
-	ts    *timing.Session
-	s     *loader.Session
-	last  []loader.Counters
-	clock loader.Clock
-	conf  float64
+	ts       *timing.Session
+	s        *loader.Session
+	last     []loader.Counters
+	lastHist []*histogram.Hist // exact clock only
+	clock    loader.Clock
+	conf     float64
+	// Under an overhead budget the timing session's own run places the
+	// probing windows; stop ends it and done closes when it has.
+	stop func()
+	done chan struct{}
 }
 
+// timerConfig is what every timer of an agent shares.
+type timerConfig struct {
+	users, syscalls []string
+	conf            float64
+	// overhead is the slowdown budget (0: none); corrector gives the probe
+	// cost it needs.
+	overhead  float64
+	corrector timing.Corrector
+}
+
+// budgetWindow is the probing window under an overhead budget: longer than
+// the budget package's default, so that an agent running for days keeps
+// fewer windows in memory (the runner keeps every window's counts).
+const budgetWindow = 500 * time.Millisecond
+
 // startTimer resolves and attaches the targets for process pid (0: every
-// process running the binaries; user targets then need a path).
-func startTimer(users, syscalls []string, pid int, conf float64, warn func(string)) (*timer, error) {
-	if len(users)+len(syscalls) == 0 {
+// process; user targets then need a path). Under an overhead budget it
+// starts the timing session's run, which attaches the probes only in
+// random windows.
+func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
+	if len(c.users)+len(c.syscalls) == 0 {
 		return nil, errors.New("no timing targets")
 	}
-	ts, err := timing.Open(timing.Config{
-		PID:       pid,
-		Targets:   timing.Targets{Users: users, Syscalls: syscalls, MaxProbes: 64},
-		Clock:     timing.DefaultClock(len(users) > 0, false),
-		NoRecords: true,
-		Warn:      warn,
-	})
+	clock := timing.DefaultClock(len(c.users) > 0, false)
+	var qs []float64
+	if clock.Kind == loader.ClockNS {
+		// The exact clock keeps a histogram of durations per target: the
+		// windows carry its counts (export.HistType).
+		qs = export.DefaultWindowQuantiles
+	}
+	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: 64},
+		Clock: clock, NoRecords: true, Quantiles: qs, Warn: warn}
+	if c.overhead > 0 {
+		tc.Overhead, tc.Window, tc.Corrector, tc.Correction = c.overhead, budgetWindow, c.corrector, timing.CorrectionOn
+	}
+	ts, err := timing.Open(tc)
 	if err != nil {
 		return nil, err
 	}
 	s := ts.Loader()
-	return &timer{ts: ts, s: s, last: make([]loader.Counters, len(s.Targets())), clock: s.Clock(), conf: conf}, nil
+	n := len(s.Targets())
+	t := &timer{ts: ts, s: s, last: make([]loader.Counters, n), lastHist: make([]*histogram.Hist, n), clock: s.Clock(), conf: c.conf}
+	if c.overhead > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.stop, t.done = cancel, make(chan struct{})
+		go func() {
+			defer close(t.done)
+			if _, err := ts.Run(ctx, nil); err != nil {
+				warn(fmt.Sprintf("probing windows: %v", err))
+			}
+		}()
+	}
+	return t, nil
 }
 
 // window reads the counters and returns their increments since the last
 // call as a time window over [start, end].
 func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
-	p, err := t.s.Poll()
+	read := t.s.Poll
+	if t.stop != nil {
+		read = t.s.Read // the budget's run polls
+	}
+	p, err := read()
 	if err != nil {
 		return nil, err
 	}
@@ -60,10 +110,146 @@ func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
 		if inc.TicksSq.Hi != 0 || inc.TicksSq.Lo > math.MaxInt64 {
 			return nil, fmt.Errorf("sum of squared ticks of %s overflows in one window: use a shorter window", tg.Name)
 		}
+		h, err := t.histogram(i)
+		if err != nil {
+			return nil, err
+		}
 		w.Targets = append(w.Targets, export.TimeWindowTarget{Name: tg.Name, Binary: tg.Spec.File,
-			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq.Lo})
+			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq.Lo, Hist: h})
 	}
 	return w, nil
 }
 
-func (t *timer) close() { t.ts.Close() }
+// histogram returns target i's histogram counts since the last call (nil
+// without the exact clock). The histogram is read just after the counters,
+// so a window's histogram may hold a few calls more or fewer than its
+// counters; the next window's makes up for it.
+func (t *timer) histogram(i int) (*histogram.Hist, error) {
+	h, err := t.s.Histogram(i)
+	if err != nil || h == nil {
+		return nil, err
+	}
+	inc := &histogram.Hist{}
+	for b, c := range h.Counts {
+		inc.Counts[b] = c
+		if last := t.lastHist[i]; last != nil {
+			inc.Counts[b] -= last.Counts[b]
+		}
+	}
+	t.lastHist[i] = h
+	return inc, nil
+}
+
+func (t *timer) close() {
+	if t.stop != nil {
+		t.stop()
+		<-t.done
+	}
+	t.ts.Close()
+}
+
+// timers holds one timer per watched process (each its own timing session
+// filtered to that process), or one for every process (key 0) when the
+// agent samples all of them. New processes get a timer as the watch set
+// picks them up; a process that leaves the set keeps its timer until its
+// last window is read.
+type timers struct {
+	cfg  timerConfig
+	logf func(format string, args ...any)
+
+	mu     sync.Mutex
+	byPID  map[int]*timer
+	start  map[int]uint64 // the process's start time, to tell a reused PID apart
+	ended  map[int]bool   // left the watch set: read once more, then closed
+	failed map[int]uint64 // could not be timed (start time): not retried
+}
+
+func newTimers(cfg timerConfig, logf func(string, ...any)) *timers {
+	return &timers{cfg: cfg, logf: logf,
+		byPID: map[int]*timer{}, start: map[int]uint64{}, ended: map[int]bool{}, failed: map[int]uint64{}}
+}
+
+// add starts timing process pid (0: every process) unless it is timed
+// already or could not be timed before (same start time).
+func (ts *timers) add(pid int, start uint64) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if old, ok := ts.byPID[pid]; ok {
+		if ts.start[pid] == start && !ts.ended[pid] {
+			return nil
+		}
+		old.close() // a reused PID: the old process's partial window is lost
+		delete(ts.byPID, pid)
+	}
+	if s, ok := ts.failed[pid]; ok && s == start {
+		return nil
+	}
+	t, err := startTimer(ts.cfg, pid, func(m string) { ts.logf("timing %d: %s", pid, m) })
+	if err == nil {
+		// The counters start now; the first window covers the rest.
+		_, err = t.window(time.Now(), time.Now())
+	}
+	if err != nil {
+		if t != nil {
+			t.close()
+		}
+		ts.failed[pid] = start
+		return fmt.Errorf("timing process %d: %w", pid, err)
+	}
+	ts.byPID[pid], ts.start[pid] = t, start
+	delete(ts.ended, pid)
+	return nil
+}
+
+// end marks pid as gone: its timer is read at the next window, then closed.
+func (ts *timers) end(pid int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if _, ok := ts.byPID[pid]; ok {
+		ts.ended[pid] = true
+	}
+	delete(ts.failed, pid)
+}
+
+// windows reads every timer's window over [start, end], in PID order, and
+// closes the timers of processes that ended.
+func (ts *timers) windows(start, end time.Time) (pids []int, ws []*export.TimeWindow, errs []error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for pid := range ts.byPID {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	ws = make([]*export.TimeWindow, len(pids))
+	for i, pid := range pids {
+		t := ts.byPID[pid]
+		w, err := t.window(start, end)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("timing process %d: %w", pid, err))
+		}
+		ws[i] = w
+		if ts.ended[pid] {
+			t.close()
+			delete(ts.byPID, pid)
+			delete(ts.ended, pid)
+		}
+	}
+	return pids, ws, errs
+}
+
+// len is the number of timed processes.
+func (ts *timers) len() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.byPID)
+}
+
+// close closes every timer.
+func (ts *timers) close() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for pid, t := range ts.byPID {
+		t.close()
+		delete(ts.byPID, pid)
+	}
+}

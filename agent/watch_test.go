@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -90,10 +91,16 @@ func TestNewChecksConfig(t *testing.T) {
 		{Config{All: true, Window: time.Millisecond, Sinks: sinks}, "shorter than a second"},
 		{Config{All: true, Labels: map[string]string{"a-b": "x"}, Sinks: sinks}, "label name"},
 		{Config{All: true}, "no destination"},
+		{Config{All: true, Service: "a b,c"}, "cannot hold"},
+		{Config{All: true, Confidence: 1.5, Sinks: sinks}, "confidence"},
+		{Config{All: true, Destinations: Destinations{Pyroscope: "http://h", PyroscopeAPI: "grpc"}}, "ingest or connect"},
+		{Config{All: true, Destinations: Destinations{OTLP: "nohost"}}, "HOST:PORT"},
+		{Config{All: true, Destinations: Destinations{Dir: "d", Auth: push.Auth{BasicUser: "u"}}}, "password file"},
 	} {
 		_, err := New(c.cfg)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("New(%+v) = %v, want an error about %q", c.cfg, err, c.want)
+		var ce *ConfigError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ce) {
+			t.Errorf("New(%+v) = %v, want a ConfigError about %q", c.cfg, err, c.want)
 		}
 	}
 	a, err := New(Config{All: true, Sinks: sinks, Service: "svc", Labels: map[string]string{"env": "prod"}, Host: "h"})

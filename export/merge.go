@@ -7,11 +7,13 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/sampler"
 )
 
@@ -26,17 +28,32 @@ import (
 // it:
 //
 //   - CPU windows (EncodeCPUWindow): samples/count and cpu/nanoseconds as
-//     EncodeCPU writes them, plus calls/count: the exact call counts of the
-//     counted functions, each on a sample whose stack is the function alone
-//     (no samples of its own). Shares, times and times per call of a merged
-//     profile are exactly those of the union of its windows.
+//     EncodeCPU writes them, plus, when functions' calls were counted,
+//     calls/count: the exact call counts of the counted functions, each on
+//     a sample whose stack is the function alone (no samples of its own).
+//     Shares, times and times per call of a merged profile are exactly
+//     those of the union of its windows.
 //   - Time windows (EncodeTimeWindow): calls/count (n), ticks/count (sum c),
 //     wall/nanoseconds (d sum c) and ticks_sq/count (sum c^2), one sample per
-//     target. The mean d sum c / n, the "two-point" interval (n, sum c) and
-//     the "observed" interval (sum c^2) of a merge equal those of the union.
-//     The batch-means interval, which needs the counts of each polling
-//     batch, does not survive a merge: a merged time profile reports the
-//     wider of two-point and observed, and its rows say so (Method).
+//     target; the window batch sums (batches, batch_ticks_sq,
+//     batch_ticks_calls, batch_calls_sq: mergebatch.go); with the exact
+//     clock, hist_calls/count, one sample per histogram bucket.
+//
+// What merges exactly, and what report does with a merged time profile:
+//
+//   - exactly: calls, ticks, the mean d sum c / n, the "two-point" interval
+//     (n, sum c), the "observed" interval (sum c^2), and the histogram's
+//     bucket counts, hence the quantiles' estimates and rank intervals;
+//   - exactly up to 2^-20 of each window's sums (their units): the window
+//     batch-means interval, windows as batches (mergebatch.go);
+//   - not at all: the batch-means interval over polling batches (inside a
+//     window), its skewness shift, and the exact minimum and maximum (the
+//     end buckets' bounds stand in for them, widening the extreme
+//     quantiles' intervals at most to whole buckets).
+//
+// report gives the widest of the two-point, observed and (two windows or
+// more) window batch-means intervals, and says which (Method). Means are raw:
+// the windows carry no probe-overhead correction.
 //
 // Windows merge only with windows of the same period (sampling rate, clock
 // resolution): profile.Merge keeps the largest period.
@@ -48,11 +65,22 @@ const (
 	CallsType = "calls"
 	// TicksSqType is sum c_i^2 of a timed target.
 	TicksSqType = "ticks_sq"
+	// HistType counts a target's calls by exact duration: one sample per
+	// histogram bucket, with the bucket's lower bound as numeric label
+	// HistLabel (package histogram's layout).
+	HistType  = "hist_calls"
+	HistLabel = "duration_ge_ns"
 )
+
+// DefaultWindowQuantiles are the quantile levels report gives for a merged
+// time profile whose comments name none.
+var DefaultWindowQuantiles = []float64{0.5, 0.9, 0.99, 0.999}
 
 // EncodeCPUWindow encodes d as EncodeCPU does, with the call counts as
 // sample values (type calls/count) instead of comments, so that windows
-// merge by addition.
+// merge by addition. A profile that counted no function's calls (d.Calls
+// empty: an agent without counted functions) gets no calls/count type: a
+// column of zeros would read as "never called" in a backend's UI.
 func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
 	calls := d.Calls
 	dd := *d
@@ -61,6 +89,18 @@ func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(calls) > 0 {
+		addCallSamples(p, calls)
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("encode CPU window: %w", err)
+	}
+	return p, nil
+}
+
+// addCallSamples adds the calls/count sample type to p and one sample per
+// counted function, whose stack is the function alone.
+func addCallSamples(p *profile.Profile, calls []sampler.CallCount) {
 	p.SampleType = append(p.SampleType, &profile.ValueType{Type: CallsType, Unit: "count"})
 	for _, s := range p.Sample {
 		s.Value = append(s.Value, 0)
@@ -74,10 +114,6 @@ func EncodeCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
 			Value:    []int64{0, 0, c.Calls},
 		})
 	}
-	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("encode CPU window: %w", err)
-	}
-	return p, nil
 }
 
 // functionLocation returns a location whose innermost function is name,
@@ -144,6 +180,9 @@ type TimeWindowTarget struct {
 	Name, Binary string
 	// Calls is n, Ticks sum c_i, TicksSq sum c_i^2.
 	Calls, Ticks, TicksSq uint64
+	// Hist, with the exact clock, counts the window's calls by duration
+	// (its Min and Max are not used: they do not add across windows).
+	Hist *histogram.Hist
 }
 
 // TimeWindow is the timing data of one window.
@@ -159,12 +198,17 @@ type TimeWindow struct {
 	Duration time.Duration
 	// Targets are the timed targets.
 	Targets []TimeWindowTarget
+	// Quantiles are the levels report gives from the histograms (nil:
+	// DefaultWindowQuantiles).
+	Quantiles []float64
 }
 
 // EncodeTimeWindow builds a merge-friendly time profile: sample types
 // calls/count, ticks/count, wall/nanoseconds (so that it reads as a time
 // profile) and ticks_sq/count, one sample per target with the target as the
-// leaf frame. It carries no interval: report computes it from the sums.
+// leaf frame; when a target has a histogram, also hist_calls/count, with
+// one more sample per non-empty bucket. It carries no interval: report
+// computes it from the sums.
 func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	if !(w.Resolution > 0) {
 		return nil, fmt.Errorf("encode time window: resolution %v ns is not positive", w.Resolution)
@@ -176,24 +220,32 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	p := newTimeProfile(w.Clock, w.Resolution, w.Start, w.Duration,
 		fmt.Sprintf("confidence %.4g%% for every interval (computed by report from calls, ticks and ticks_sq)", 100*conf))
 	p.SampleType = append(p.SampleType, &profile.ValueType{Type: TicksSqType, Unit: "count"})
+	for _, t := range batchTypes {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: t, Unit: "count"})
+	}
+	hist := false
+	for _, t := range w.Targets {
+		hist = hist || t.Hist != nil
+	}
+	if hist {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: HistType, Unit: "count"})
+		p.Comments = append(p.Comments, quantilesComment(w.Quantiles))
+	}
 	for _, t := range w.Targets {
 		if t.TicksSq > math.MaxInt64 || t.Ticks > math.MaxInt64 || t.Calls > math.MaxInt64 {
 			return nil, fmt.Errorf("encode time window: counts of %s overflow a sample value", t.Name)
 		}
-		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: t.Name, SystemName: t.Name, Filename: t.Binary}
-		p.Function = append(p.Function, f)
-		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f}}}
-		if t.Binary != "" {
-			m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: t.Binary, HasFunctions: true}
-			p.Mapping = append(p.Mapping, m)
-			l.Mapping = m
+		l := targetLocation(p, t)
+		bv, units := batchValues(t.Calls, t.Ticks)
+		v := append([]int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)}, bv...)
+		if hist {
+			v = append(v, 0)
 		}
-		p.Location = append(p.Location, l)
-		p.Sample = append(p.Sample, &profile.Sample{
-			Location: []*profile.Location{l},
-			Value:    []int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)},
-			Label:    map[string][]string{"target": {t.Name}, "clock": {w.Clock}},
-		})
+		labels := map[string][]string{"target": {t.Name}, "clock": {w.Clock}}
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{l}, Value: v, Label: labels, NumLabel: units})
+		if t.Hist != nil {
+			p.Sample = append(p.Sample, histSamples(t.Hist, len(v), l, labels)...)
+		}
 	}
 	if err := p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("encode time window: %w", err)
@@ -201,22 +253,189 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 	return p, nil
 }
 
+// targetLocation adds t's function, location and (for a user function)
+// mapping to p.
+func targetLocation(p *profile.Profile, t TimeWindowTarget) *profile.Location {
+	f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: t.Name, SystemName: t.Name, Filename: t.Binary}
+	p.Function = append(p.Function, f)
+	l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f}}}
+	if t.Binary != "" {
+		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: t.Binary, HasFunctions: true}
+		p.Mapping = append(p.Mapping, m)
+		l.Mapping = m
+	}
+	p.Location = append(p.Location, l)
+	return l
+}
+
+// histSamples are h's non-empty buckets as samples on l: nvalues values,
+// 0 but the last (hist_calls), the bucket's lower bound as label
+// HistLabel. Samples of the same target and bucket in other windows merge
+// with them.
+func histSamples(h *histogram.Hist, nvalues int, l *profile.Location, labels map[string][]string) []*profile.Sample {
+	var out []*profile.Sample
+	for i, c := range h.Counts {
+		if c == 0 || c > math.MaxInt64 {
+			continue
+		}
+		lo, _ := histogram.Bounds(i)
+		v := make([]int64, nvalues)
+		v[nvalues-1] = int64(c)
+		out = append(out, &profile.Sample{Location: []*profile.Location{l}, Value: v,
+			Label: labels, NumLabel: map[string][]int64{HistLabel: {int64(lo)}}, NumUnit: map[string][]string{HistLabel: {"nanoseconds"}}})
+	}
+	return out
+}
+
+const quantilesPrefix = "tickprof-quantiles "
+
+func quantilesComment(qs []float64) string {
+	if len(qs) == 0 {
+		qs = DefaultWindowQuantiles
+	}
+	var parts []string
+	for _, q := range qs {
+		parts = append(parts, strconv.FormatFloat(q, 'g', -1, 64))
+	}
+	return quantilesPrefix + strings.Join(parts, " ")
+}
+
+// commentQuantiles reads the levels quantilesComment wrote (the first such
+// comment; DefaultWindowQuantiles when none).
+func commentQuantiles(p *profile.Profile) []float64 {
+	for _, c := range p.Comments {
+		rest, ok := strings.CutPrefix(c, quantilesPrefix)
+		if !ok {
+			continue
+		}
+		var qs []float64
+		for _, f := range strings.Fields(rest) {
+			if v, err := strconv.ParseFloat(f, 64); err == nil && v > 0 && v < 1 {
+				qs = append(qs, v)
+			}
+		}
+		return qs
+	}
+	return DefaultWindowQuantiles
+}
+
 var resolutionComment = regexp.MustCompile(`^tickprof time: clock \S+, resolution ([0-9.eE+]+) ns`)
 
 // recomputeTimeRows fills the intervals of a merge-friendly time profile
-// (one with a ticks_sq sample type) from the summed counts: estimate.Time
-// with n, sum c and sum c^2 and no batches. Rows of other time profiles are
-// left as read from their labels. It sums ticks_sq per target itself.
+// (one with a ticks_sq sample type) from the summed counts: the widest of
+// estimate.Time's (n, sum c and sum c^2, no polling batches) and, with two
+// windows or more, the window batch-means interval (mergebatch.go); and,
+// when it has hist_calls, the quantiles of the summed histograms. Rows of
+// other time profiles are left as read from their labels.
 func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
-	qi := -1
-	for i, st := range p.SampleType {
-		if st.Type == TicksSqType {
-			qi = i
-		}
-	}
-	if qi < 0 {
+	if sampleTypeIndex(p, TicksSqType) < 0 {
 		return nil
 	}
+	res, err := mergedResolution(p)
+	if err != nil {
+		return err
+	}
+	if t.Confidence == 0 {
+		t.Confidence = estimate.DefaultConfidence
+	}
+	sums := mergedTargetSums(p)
+	o := estimate.Options{Confidence: t.Confidence}
+	for i := range t.Rows {
+		r := &t.Rows[i]
+		r.Wall = res * float64(r.Ticks)
+		r.HasEstimate = false
+		if r.Calls == 0 {
+			continue
+		}
+		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
+			TicksSq: sums.ticksSq[r.Target], HasTicksSq: true}, o)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", r.Target, err)
+		}
+		r.HasEstimate = true
+		r.Mean, r.Low, r.High, r.Method = e.Mean, e.Low, e.High, e.Method
+		if c, ok := sums.batches[r.Target].candidate(r.Calls, r.Ticks, res, t.Confidence); ok && c.High-c.Low > r.High-r.Low {
+			r.Low, r.High, r.Method = c.Low, c.High, c.Method
+		}
+		if h := sums.hists[r.Target]; h != nil {
+			if r.qs, err = MergedQuantiles(h, commentQuantiles(p), o); err != nil {
+				return fmt.Errorf("target %s: %w", r.Target, err)
+			}
+			r.Quantiles = r.Quantiles[:0]
+			for _, q := range r.qs {
+				r.Quantiles = append(r.Quantiles, NewQuantileJSON(q))
+			}
+		}
+	}
+	return nil
+}
+
+// targetSums are the per-target sums of a merged time profile beyond
+// calls and ticks.
+type targetSums struct {
+	ticksSq map[string]uint64
+	hists   map[string]*histogram.Hist
+	batches map[string]*windowBatches
+}
+
+func mergedTargetSums(p *profile.Profile) targetSums {
+	qi, hi := sampleTypeIndex(p, TicksSqType), sampleTypeIndex(p, HistType)
+	var bi [4]int
+	for i, typ := range batchTypes {
+		bi[i] = sampleTypeIndex(p, typ)
+	}
+	t := targetSums{ticksSq: map[string]uint64{}, hists: map[string]*histogram.Hist{}, batches: map[string]*windowBatches{}}
+	for _, s := range p.Sample {
+		name := sampleTarget(s)
+		if qi < len(s.Value) {
+			t.ticksSq[name] += nonNeg(s.Value[qi])
+		}
+		if lo := s.NumLabel[HistLabel]; hi >= 0 && hi < len(s.Value) && len(lo) == 1 && lo[0] >= 0 {
+			if t.hists[name] == nil {
+				t.hists[name] = &histogram.Hist{}
+			}
+			t.hists[name].Counts[histogram.Index(uint64(lo[0]))] += nonNeg(s.Value[hi])
+			continue
+		}
+		if t.batches[name] == nil {
+			t.batches[name] = &windowBatches{}
+		}
+		t.batches[name].add(s, bi)
+	}
+	return t
+}
+
+// isTimeWindowTypes: the sample types EncodeTimeWindow writes after calls,
+// ticks and wall: ticks_sq, then those of the window batches and
+// hist_calls, when present.
+func isTimeWindowTypes(st []*profile.ValueType) bool {
+	if len(st) < 4 || st[3].Type != TicksSqType {
+		return false
+	}
+	rest := st[4:]
+	if len(rest) >= len(batchTypes) {
+		for i, typ := range batchTypes {
+			if rest[i].Type != typ {
+				return false
+			}
+		}
+		rest = rest[len(batchTypes):]
+	}
+	return len(rest) == 0 || len(rest) == 1 && rest[0].Type == HistType
+}
+
+func sampleTypeIndex(p *profile.Profile, typ string) int {
+	for i, st := range p.SampleType {
+		if st.Type == typ {
+			return i
+		}
+	}
+	return -1
+}
+
+// mergedResolution is the clock resolution (ns) a merged time profile
+// states in its comments, else its period.
+func mergedResolution(p *profile.Profile) (float64, error) {
 	res := 0.0
 	for _, c := range p.Comments {
 		if m := resolutionComment.FindStringSubmatch(c); m != nil {
@@ -227,38 +446,48 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 		res = float64(p.Period)
 	}
 	if !(res > 0) {
-		return errors.New("merged time profile states no clock resolution")
+		return 0, errors.New("merged time profile states no clock resolution")
 	}
-	if t.Confidence == 0 {
-		t.Confidence = estimate.DefaultConfidence
-	}
-	sq := map[string]uint64{}
-	for _, s := range p.Sample {
-		name := sampleTarget(s)
-		if qi < len(s.Value) {
-			sq[name] += nonNeg(s.Value[qi])
+	return res, nil
+}
+
+// MergedQuantiles estimates the quantiles at levels from a histogram summed
+// over windows. The exact minimum and maximum do not add across windows:
+// the bounds of the first and last non-empty buckets stand for them, so
+// the intervals are those of the union's histogram widened to whole
+// buckets at the ends (no narrower than the union's). Nil for an empty
+// histogram.
+func MergedQuantiles(h *histogram.Hist, levels []float64, o estimate.Options) ([]estimate.Quantile, error) {
+	first, last := -1, -1
+	for i, c := range h.Counts {
+		if c > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
 		}
 	}
-	for i := range t.Rows {
-		r := &t.Rows[i]
-		r.Wall = res * float64(r.Ticks)
-		r.HasEstimate = false
-		if r.Calls == 0 {
-			continue
-		}
-		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
-			TicksSq: sq[r.Target], HasTicksSq: true}, estimate.Options{Confidence: t.Confidence})
+	if first < 0 {
+		return nil, nil
+	}
+	min, _ := h.Bounds(first)
+	_, max := h.Bounds(last)
+	n := h.Total()
+	var qs []estimate.Quantile
+	for _, p := range levels {
+		q, err := estimate.QuantileOfHistogram(h, min, max, p, o)
 		if err != nil {
-			return fmt.Errorf("target %s: %w", r.Target, err)
+			return nil, err
 		}
-		r.HasEstimate = true
-		r.Mean, r.Low, r.High, r.Method = e.Mean, e.Low, e.High, e.Method
+		q.Calls = n
+		qs = append(qs, q)
 	}
-	return nil
+	return qs, nil
 }
 
 // IsMergeable reports whether p has one of the merge-friendly layouts
-// above: a time profile with ticks_sq, or a CPU profile with calls/count.
+// above: a time profile with ticks_sq, or a CPU profile whose call counts
+// (if any) are sample values, not comments.
 func IsMergeable(p *profile.Profile) bool {
 	var samples, calls bool
 	for _, st := range p.SampleType {
@@ -271,5 +500,13 @@ func IsMergeable(p *profile.Profile) bool {
 			samples = true
 		}
 	}
-	return samples && calls
+	if calls || !samples {
+		return samples && calls
+	}
+	for _, c := range p.Comments {
+		if strings.HasPrefix(c, callsComment) {
+			return false
+		}
+	}
+	return !IsTimeProfile(p)
 }

@@ -52,7 +52,7 @@ type TimeRow struct {
 // IsTimeProfile reports whether p was written by `tickprof time`: sample
 // types calls/count, ticks/count, wall/nanoseconds.
 func IsTimeProfile(p *profile.Profile) bool {
-	if len(p.SampleType) != 3 && (len(p.SampleType) != 4 || p.SampleType[3].Type != TicksSqType) {
+	if len(p.SampleType) != 3 && !isTimeWindowTypes(p.SampleType) {
 		return false
 	}
 	st := p.SampleType
@@ -172,7 +172,7 @@ func (t *TimeTable) WriteText(w io.Writer, top int) error {
 		fmt.Fprintf(w, "%s: %s\n", r.Target, strings.Join(cells, "; "))
 	}
 	if len(t.Rows) > 0 && t.Rows[0].Method != "" {
-		fmt.Fprintln(w, "intervals computed from the summed calls, ticks and ticks_sq (mergeable windows): no batch-means interval")
+		fmt.Fprintln(w, "intervals computed from the summed counts of mergeable windows (the windows as batches when there are two or more)")
 	}
 	return nil
 }

@@ -623,6 +623,11 @@ func (s *Session) Poll() (Poll, error) {
 	return p, nil
 }
 
+// Read reads every target's cumulative counters and the run statistics
+// without recording a batch (Poll's bookkeeping is left alone), so it may
+// be called while another goroutine polls. Orphans are not adjusted.
+func (s *Session) Read() (Poll, error) { return s.read() }
+
 // read reads every target's counters and the run statistics.
 func (s *Session) read() (Poll, error) {
 	p := Poll{At: time.Now(), Totals: make([]Counters, len(s.targets))}

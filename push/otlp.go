@@ -137,9 +137,28 @@ func ToOTLP(w *Window, raw []byte) (pprofile.Profiles, error) {
 	}
 	d := newDict(out.Dictionary())
 	rp := out.ResourceProfiles().AppendEmpty()
-	attrs := rp.Resource().Attributes()
-	keys := make([]string, 0, len(w.Labels))
-	for k := range w.Labels {
+	resourceAttrs(rp.Resource().Attributes(), w.Labels)
+	sp := rp.ScopeProfiles().AppendEmpty()
+	sp.Scope().SetName("tickprof")
+	stacks, sampleAttrs := d.samples(p, d.locations(p))
+	for ti := range p.SampleType {
+		if err := d.addProfile(sp.Profiles().AppendEmpty(), w, ti, stacks, sampleAttrs); err != nil {
+			return out, err
+		}
+		if ti == 0 && raw != nil {
+			op := sp.Profiles().At(0)
+			op.SetOriginalPayloadFormat("pprof")
+			op.OriginalPayload().FromRaw(raw)
+		}
+	}
+	return out, nil
+}
+
+// resourceAttrs puts the window's labels as resource attributes (named
+// after the OpenTelemetry conventions where there is one; pid an int).
+func resourceAttrs(attrs pcommon.Map, labels map[string]string) {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -149,16 +168,18 @@ func ToOTLP(w *Window, raw []byte) (pprofile.Profiles, error) {
 			name = k
 		}
 		if k == "pid" {
-			if n, err := strconv.ParseInt(w.Labels[k], 10, 64); err == nil {
+			if n, err := strconv.ParseInt(labels[k], 10, 64); err == nil {
 				attrs.PutInt(name, n)
 				continue
 			}
 		}
-		attrs.PutStr(name, w.Labels[k])
+		attrs.PutStr(name, labels[k])
 	}
-	sp := rp.ScopeProfiles().AppendEmpty()
-	sp.Scope().SetName("tickprof")
+}
 
+// locations fills the mapping, function and location tables from p and
+// returns each location's index.
+func (d *dict) locations(p *profile.Profile) map[*profile.Location]int32 {
 	mappings := map[*profile.Mapping]int32{}
 	for _, m := range p.Mapping {
 		om := d.dict.MappingTable().AppendEmpty()
@@ -197,6 +218,12 @@ func ToOTLP(w *Window, raw []byte) (pprofile.Profiles, error) {
 		}
 		locations[l] = int32(d.dict.LocationTable().Len() - 1)
 	}
+	return locations
+}
+
+// samples fills the stack table and returns each sample's stack index and
+// attribute indices (its string and numeric labels).
+func (d *dict) samples(p *profile.Profile, locations map[*profile.Location]int32) ([]int32, [][]int32) {
 	stacks := make([]int32, len(p.Sample))
 	sampleAttrs := make([][]int32, len(p.Sample))
 	for i, s := range p.Sample {
@@ -220,35 +247,34 @@ func ToOTLP(w *Window, raw []byte) (pprofile.Profiles, error) {
 			}
 		}
 	}
-	for ti, vt := range p.SampleType {
-		op := sp.Profiles().AppendEmpty()
-		op.SampleType().SetTypeStrindex(d.str(vt.Type))
-		op.SampleType().SetUnitStrindex(d.str(vt.Unit))
-		if p.PeriodType != nil {
-			op.PeriodType().SetTypeStrindex(d.str(p.PeriodType.Type))
-			op.PeriodType().SetUnitStrindex(d.str(p.PeriodType.Unit))
-		}
-		op.SetPeriod(p.Period)
-		op.SetTime(pcommon.Timestamp(w.Start.UnixNano()))
-		op.SetDurationNano(uint64(w.End.Sub(w.Start)))
-		var id pprofile.ProfileID
-		copy(id[:], newUUIDBytes())
-		op.SetProfileID(id)
-		if ti == 0 && raw != nil {
-			op.SetOriginalPayloadFormat("pprof")
-			op.OriginalPayload().FromRaw(raw)
-		}
-		for i, s := range p.Sample {
-			if ti >= len(s.Value) {
-				return out, fmt.Errorf("sample %d has %d values for %d sample types", i, len(s.Value), len(p.SampleType))
-			}
-			os := op.Samples().AppendEmpty()
-			os.SetStackIndex(stacks[i])
-			os.Values().Append(s.Value[ti])
-			os.AttributeIndices().Append(sampleAttrs[i]...)
-		}
+	return stacks, sampleAttrs
+}
+
+// addProfile fills op with the window's profile of sample type ti.
+func (d *dict) addProfile(op pprofile.Profile, w *Window, ti int, stacks []int32, sampleAttrs [][]int32) error {
+	p, vt := w.Profile, w.Profile.SampleType[ti]
+	op.SampleType().SetTypeStrindex(d.str(vt.Type))
+	op.SampleType().SetUnitStrindex(d.str(vt.Unit))
+	if p.PeriodType != nil {
+		op.PeriodType().SetTypeStrindex(d.str(p.PeriodType.Type))
+		op.PeriodType().SetUnitStrindex(d.str(p.PeriodType.Unit))
 	}
-	return out, nil
+	op.SetPeriod(p.Period)
+	op.SetTime(pcommon.Timestamp(w.Start.UnixNano()))
+	op.SetDurationNano(uint64(w.End.Sub(w.Start)))
+	var id pprofile.ProfileID
+	copy(id[:], newUUIDBytes())
+	op.SetProfileID(id)
+	for i, s := range p.Sample {
+		if ti >= len(s.Value) {
+			return fmt.Errorf("sample %d has %d values for %d sample types", i, len(s.Value), len(p.SampleType))
+		}
+		os := op.Samples().AppendEmpty()
+		os.SetStackIndex(stacks[i])
+		os.Values().Append(s.Value[ti])
+		os.AttributeIndices().Append(sampleAttrs[i]...)
+	}
+	return nil
 }
 
 // dict fills a ProfilesDictionary, whose tables start with a zero entry.

@@ -3,16 +3,14 @@
 #   1. Own CPU and RSS with 20 watched CPU-bound processes (--exe), pushing
 #      every 10 s window to a directory: the agent's utime+stime per second of
 #      wall time after its first window, and its RSS (VmRSS, VmHWM).
-#   2. Target slowdown: the CPU time of a fixed amount of work (bench/sample/
-#      target.c) unprofiled, under the agent (-p), and under `perf record -g`
-#      at the same rate, interleaved A B C A B C; the minimum of REPS runs.
+#   2. Target slowdown against `perf record -g` at the default rate:
+#      bench/agent/slowdown.sh (SLOW_ROUNDS paired rounds, default 60).
 # Usage: bench/agent/run.sh [REPS] (default 2); AGENT_SECS (default 40) is
-# the length of each own-CPU run. Prints a Markdown section on stdout.
+# the length of each own-CPU run. Prints Markdown sections on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${1:-2}
 SECS=${AGENT_SECS:-40}
-ROUNDS=${ROUNDS:-15000}
 RATES=${RATES:-"19 49 99"}
 export PATH="/usr/local/go/bin:$PATH"
 tmp=$(mktemp -d)
@@ -22,7 +20,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-command -v perf >/dev/null || { echo "bench/agent: perf not installed (apt-get install linux-perf)" >&2; exit 1; }
 
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
 go build -o "$tmp/tickprof" ./cmd/tickprof
@@ -80,55 +77,8 @@ for hz in $RATES; do
 done
 echo
 
-# 2. Target slowdown against perf record at the same rate.
-held() { # start the target stopped, print its PID
-	sh -c 'kill -STOP $$; exec "$0" "$1"' "$tmp/tpbench" "$ROUNDS" >"$tmp/work" &
-	echo $!
-}
-work_cpu() { awk '/^wall_ns/ { print $4 }' "$tmp/work"; }
-run_base() {
-	"$tmp/tpbench" "$ROUNDS" >"$tmp/work"
-	work_cpu
-}
-run_agent() {
-	local t a
-	t=$(held); sleep 0.2
-	"$tmp/tickprof" agent -p "$t" -F "$1" --window 10s --dir "$tmp/slow" 2>"$tmp/alog" &
-	a=$!
-	until grep -q "sampling at" "$tmp/alog" 2>/dev/null; do sleep 0.1; done
-	sleep 1
-	kill -CONT "$t"
-	while kill -0 "$t" 2>/dev/null; do sleep 0.1; done
-	kill -TERM "$a"; wait "$a" || true
-	work_cpu
-}
-run_perf() {
-	local t p
-	t=$(held); sleep 0.2
-	perf record -q -F "$1" -e cpu-clock -g -p "$t" -o "$tmp/perf.data" 2>/dev/null &
-	p=$!
-	sleep 1
-	kill -CONT "$t"
-	while kill -0 "$t" 2>/dev/null; do sleep 0.1; done
-	kill -INT "$p"; wait "$p" 2>/dev/null || true
-	work_cpu
-}
-min() { tr ' ' '\n' | grep -v '^$' | sort -g | head -1; }
-declare -A base agent perfr
-for r in $(seq "$REPS"); do
-	for hz in $RATES; do
-		base[$hz]+="$(run_base) "
-		agent[$hz]+="$(run_agent "$hz") "
-		perfr[$hz]+="$(run_perf "$hz") "
-	done
-done
-echo "Target slowdown: CPU time of fixed work ($ROUNDS rounds of bench/sample/target.c; interrupt time is charged to the target) under the agent and under \`perf record -g\` at the same rate, against unprofiled runs interleaved with them; minimum of $REPS runs. Budget: the agent within 1 point of perf at the default rate."
-echo
-echo "| rate | unprofiled (s) | agent slowdown | perf record slowdown | agent - perf (points) |"
-echo "|---|---|---|---|---|"
-for hz in $RATES; do
-	b=$(echo "${base[$hz]}" | min); a=$(echo "${agent[$hz]}" | min); p=$(echo "${perfr[$hz]}" | min)
-	echo "| $hz Hz | $(calc %.3f "$b / 1e9") | $(calc %+.2f%% "($a / $b - 1) * 100") | $(calc %+.2f%% "($p / $b - 1) * 100") | $(calc %+.2f "($a - $p) / $b * 100") |"
-done
-echo
 echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
+
+# 2. Target slowdown against perf record at the default rate: paired rounds.
+bench/agent/slowdown.sh "${SLOW_ROUNDS:-60}"

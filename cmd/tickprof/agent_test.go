@@ -18,19 +18,6 @@ import (
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"512MiB": 512 << 20, "2GB": 2e9, "1.5 KiB": 1536, "100": 100, "3M": 3e6} {
-		if got, err := parseBytes(in); err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "-1MiB", "lots", "0"} {
-		if _, err := parseBytes(in); err == nil {
-			t.Errorf("parseBytes(%q) accepted", in)
-		}
-	}
-}
-
 func TestAgentUsage(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -38,14 +25,16 @@ func TestAgentUsage(t *testing.T) {
 	}{
 		{[]string{"agent", "--dir", "x"}, "one kind of target"},
 		{[]string{"agent", "--all", "-p", "3", "--dir", "x"}, "one kind of target"},
-		{[]string{"agent", "--all"}, "needs a destination"},
+		{[]string{"agent", "--all"}, "no destination"},
 		{[]string{"agent", "--all", "--dir", "x", "--label", "novalue"}, "KEY=VALUE"},
-		{[]string{"agent", "--all", "--dir", "x", "--window", "100ms"}, "at least 1s"},
+		{[]string{"agent", "--all", "--dir", "x", "--window", "100ms"}, "shorter than a second"},
 		{[]string{"agent", "--all", "--pyroscope", "http://h", "--pyroscope-api", "grpc"}, "ingest or connect"},
 		{[]string{"agent", "--all", "--otlp", "nohost"}, "HOST:PORT"},
-		{[]string{"agent", "--all", "--dir", "x", "--basic-auth-user", "u"}, "password-file"},
+		{[]string{"agent", "--all", "--dir", "x", "--basic-auth-user", "u"}, "password file"},
 		{[]string{"agent", "--all", "--dir", "x", "--spool-size", "big"}, "not a size"},
-		{[]string{"agent", "--exe", "x", "-s", "read", "--dir", "x"}, "exactly one -p"},
+		{[]string{"agent", "--dir", "x", "-p=-3"}, "not positive"},
+		{[]string{"agent", "-p", "1", "--dir", "x", "-s", "read", "--overhead", "1%"}, "user functions only"},
+		{[]string{"agent", "-p", "1", "--dir", "x", "-u", "f", "--overhead", "150%"}, "between 0 and 1"},
 		{[]string{"agent", "-p", "1", "--dir", "x", "--confidence", "150%"}, "--confidence"},
 	} {
 		_, errs, code := runTickprof(t, c.args...)

@@ -1,0 +1,212 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/push"
+	"github.com/tickprof/tickprof/sampler"
+)
+
+// ConfigError is an invalid Config: what is wrong and what is expected.
+// A command line reports it as a usage error.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{fmt.Errorf(format, args...)}
+}
+
+// Destinations name where windows go; New builds one push.Sink for each
+// one set, after the Config's own Sinks.
+type Destinations struct {
+	// Pyroscope is a Pyroscope server's base URL; PyroscopeAPI its API:
+	// "ingest" (POST /ingest, the default) or "connect" (push.v1).
+	Pyroscope, PyroscopeAPI string
+	// OTLP is an OTLP/gRPC endpoint, HOST:PORT; OTLPInsecure talks to it
+	// in plain text.
+	OTLP         string
+	OTLPInsecure bool
+	// Dir is a directory of pprof files, rotated beyond DirMaxBytes (0:
+	// the push package's default) and DirMaxAge (0: by size only).
+	Dir         string
+	DirMaxBytes int64
+	DirMaxAge   time.Duration
+	// Auth is sent to the HTTP and gRPC destinations; BasicPasswordFile,
+	// when set, is read into Auth.BasicPassword (it needs
+	// Auth.BasicUser).
+	Auth              push.Auth
+	BasicPasswordFile string
+}
+
+func (d Destinations) any() bool { return d.Pyroscope != "" || d.OTLP != "" || d.Dir != "" }
+
+// check validates the configuration and fills its defaults.
+func (cfg *Config) check() error {
+	n := 0
+	for _, set := range []bool{len(cfg.PIDs) > 0, len(cfg.Exes) > 0, cfg.All} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return configErrorf("watch exactly one kind of target: PIDs, executables, or all processes")
+	}
+	for _, pid := range cfg.PIDs {
+		if pid <= 0 {
+			return configErrorf("PID %d is not positive", pid)
+		}
+	}
+	if cfg.Frequency == 0 {
+		cfg.Frequency = DefaultFrequency
+	}
+	if cfg.Frequency < 1 || cfg.Frequency > sampler.MaxFrequency {
+		return configErrorf("sampling rate %d Hz is out of range 1..%d", cfg.Frequency, sampler.MaxFrequency)
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.Window < time.Second {
+		return configErrorf("window %v is shorter than a second (Pyroscope's default is 10s)", cfg.Window)
+	}
+	for k, v := range cfg.Labels {
+		if err := push.CheckLabel(k, v); err != nil {
+			return &ConfigError{err}
+		}
+	}
+	if cfg.Service != "" {
+		if err := push.CheckLabel(push.ServiceLabel, cfg.Service); err != nil {
+			return &ConfigError{err}
+		}
+	}
+	if !(cfg.Confidence >= 0 && cfg.Confidence < 1) {
+		return configErrorf("confidence %v is not in [0, 1)", cfg.Confidence)
+	}
+	if !(cfg.Overhead >= 0 && cfg.Overhead < 1) {
+		return configErrorf("overhead budget %v: want a fraction between 0 and 1, such as 0.01 for 1%%", cfg.Overhead)
+	}
+	if cfg.Overhead > 0 && (len(cfg.Users) == 0 || len(cfg.Syscalls) > 0) {
+		return configErrorf("an overhead budget applies to timed user functions only (no system calls)")
+	}
+	if len(cfg.Sinks) == 0 && !cfg.Destinations.any() {
+		return configErrorf("no destination for the windows: give a Pyroscope URL, an OTLP endpoint or a directory")
+	}
+	if cfg.FlushTimeout <= 0 {
+		cfg.FlushTimeout = 10 * time.Second
+	}
+	return cfg.Destinations.check()
+}
+
+// timerConfig is what the timers need; under an overhead budget without a
+// Corrector it loads this machine's calibration.
+func (cfg *Config) timerConfig() (timerConfig, error) {
+	tc := timerConfig{users: cfg.Users, syscalls: cfg.Syscalls, conf: cfg.Confidence, overhead: cfg.Overhead, corrector: cfg.Corrector}
+	if cfg.Overhead > 0 && tc.corrector == nil {
+		c, err := calibrate.LoadCorrector("")
+		if err != nil {
+			return tc, fmt.Errorf("an overhead budget needs the probe cost measured on this machine: %w", err)
+		}
+		tc.corrector = c
+	}
+	return tc, nil
+}
+
+// check validates the destinations and reads the password file.
+func (d *Destinations) check() error {
+	switch d.PyroscopeAPI {
+	case "", "ingest", "connect":
+	default:
+		return configErrorf("Pyroscope API %q: use ingest or connect", d.PyroscopeAPI)
+	}
+	if d.OTLP != "" {
+		if _, _, err := net.SplitHostPort(d.OTLP); err != nil {
+			return configErrorf("OTLP endpoint %q: give HOST:PORT (such as localhost:4317)", d.OTLP)
+		}
+	}
+	if d.DirMaxBytes < 0 || d.DirMaxAge < 0 {
+		return configErrorf("directory limits %d bytes, %v: give positive limits (0: default)", d.DirMaxBytes, d.DirMaxAge)
+	}
+	if d.Auth.BasicUser != "" && d.BasicPasswordFile == "" && d.Auth.BasicPassword == "" {
+		return configErrorf("basic auth user %q needs a password file", d.Auth.BasicUser)
+	}
+	if d.BasicPasswordFile != "" {
+		pw, err := push.ReadTokenFile(d.BasicPasswordFile)
+		if err != nil {
+			return fmt.Errorf("basic-auth password: %w", err)
+		}
+		d.Auth.BasicPassword = pw
+	}
+	if err := d.Auth.Check(); err != nil {
+		return &ConfigError{err}
+	}
+	return nil
+}
+
+// sinks opens the destinations; close closes those it opened.
+func (d Destinations) sinks() (sinks []push.Sink, close func(), err error) {
+	var closers []func() error
+	close = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	hopts := push.HTTPOptions{Auth: d.Auth, UserAgent: "tickprof-agent"}
+	if d.Pyroscope != "" {
+		var s push.Sink
+		if d.PyroscopeAPI == "connect" {
+			s, err = push.NewConnect(d.Pyroscope, hopts)
+		} else {
+			s, err = push.NewIngest(d.Pyroscope, hopts)
+		}
+		if err != nil {
+			return nil, close, &ConfigError{fmt.Errorf("pyroscope: %w", err)}
+		}
+		sinks = append(sinks, s)
+	}
+	if d.OTLP != "" {
+		s, err := push.NewOTLP(d.OTLP, push.OTLPOptions{Insecure: d.OTLPInsecure, Auth: d.Auth, OriginalPayload: true})
+		if err != nil {
+			return nil, close, err
+		}
+		closers = append(closers, s.Close)
+		sinks = append(sinks, s)
+	}
+	if d.Dir != "" {
+		s, err := push.NewDir(d.Dir, push.DirOptions{MaxBytes: d.DirMaxBytes, MaxAge: d.DirMaxAge})
+		if err != nil {
+			return nil, close, err
+		}
+		closers = append(closers, s.Close)
+		sinks = append(sinks, s)
+	}
+	return sinks, close, nil
+}
+
+// ParseLabels reads labels written KEY=VALUE.
+func ParseLabels(kvs []string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, configErrorf("label %q: give KEY=VALUE", kv)
+		}
+		if err := push.CheckLabel(k, v); err != nil {
+			return nil, &ConfigError{err}
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}
+
+// Logger returns a Logf that writes one time-stamped line per event to w.
+func Logger(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(w, "%s tickprof agent: %s\n", time.Now().Format(time.TimeOnly), fmt.Sprintf(format, args...))
+	}
+}

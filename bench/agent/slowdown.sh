@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Target slowdown under `tickprof agent` against `perf record -g` at the same
+# rate (root), as a paired comparison over many short interleaved runs.
+#
+# Each round runs the same fixed work (bench/agent/work.c: bench/sample/
+# target.c stopped after exec until the profiler is attached) three times,
+# in a random order: unprofiled (A), under the agent with -p (B), under
+# `perf record -F RATE -e cpu-clock -g -p` (C). The work's own CPU time
+# (CLOCK_PROCESS_CPUTIME_ID: the sampling interrupts and BPF programs run in
+# its context and are charged to it) is the measure. Per round r:
+#   agent slowdown a_r = B/A - 1, perf slowdown p_r = C/A - 1,
+#   paired difference d_r = (B - C)/A,
+# and the result is the mean of each over the rounds with a Student t
+# interval (rounds are independent pairs; the load drifts between rounds,
+# and each round's A, B, C share it). Usage:
+#   bench/agent/slowdown.sh [ROUNDS]   (default 60)
+# Env: RATE (49), WORK (work rounds per run, 4000: about 0.8 s of CPU),
+# CONF (0.95), RAW (a file to keep the per-round CPU times in).
+# Prints a Markdown section on stdout; about 8 s per round.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N=${1:-60}
+RATE=${RATE:-49}
+WORK=${WORK:-4000}
+CONF=${CONF:-0.95}
+export PATH="/usr/local/go/bin:$PATH"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+command -v perf >/dev/null || { echo "bench/agent: perf not installed (apt-get install linux-perf)" >&2; exit 1; }
+gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpwork" bench/agent/work.c
+go build -o "$tmp/tickprof" ./cmd/tickprof
+
+# held: start the work stopped after exec (a child of this shell, so that
+# finish can wait for it); its PID is in $t once it is stopped.
+held() {
+	"$tmp/tpwork" "$WORK" >"$tmp/out" &
+	t=$!
+	until grep -q '^State:.*T' "/proc/$t/status" 2>/dev/null; do sleep 0.01; done
+}
+# finish PID: let the work run, wait for it, print its CPU time (ns).
+finish() {
+	kill -CONT "$1"
+	wait "$1"
+	awk '/^wall_ns/ { print $4 }' "$tmp/out"
+}
+# perf_fds PID: the perf events PID holds open.
+perf_fds() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'perf_event' || true; }
+run_A() {
+	held
+	finish "$t"
+}
+run_B() {
+	local a
+	held
+	"$tmp/tickprof" agent -p "$t" -F "$RATE" --window 10s --dir "$tmp/windows" 2>"$tmp/alog" &
+	a=$!; pids+=("$a")
+	# Sampling has started when the agent holds its cpu-clock events.
+	until [ "$(perf_fds "$a")" -ge "$(nproc)" ]; do sleep 0.05; done
+	finish "$t"
+	kill -TERM "$a" 2>/dev/null || true
+	wait "$a" || true
+}
+run_C() {
+	local p
+	held
+	perf record -q -F "$RATE" -e cpu-clock -g -p "$t" -o "$tmp/perf.data" 2>/dev/null &
+	p=$!; pids+=("$p")
+	until [ "$(perf_fds "$p")" -ge 1 ]; do sleep 0.05; done
+	finish "$t"
+	kill -INT "$p" 2>/dev/null || true # perf ends by itself when the work exits
+	wait "$p" 2>/dev/null || true
+}
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+start=$(date -u +%FT%TZ)
+raw=${RAW:-$tmp/raw}
+: >"$raw"
+for r in $(seq "$N"); do
+	declare -A cpu=()
+	for k in $(printf '%s\n' A B C | shuf); do
+		cpu[$k]=$("run_$k")
+	done
+	echo "$r ${cpu[A]} ${cpu[B]} ${cpu[C]}" >>"$raw"
+	echo "round $r/$N: A ${cpu[A]} B ${cpu[B]} C ${cpu[C]} ns" >&2
+done
+
+# t quantile (two-sided CONF, df degrees of freedom) by the Cornish-Fisher
+# expansion of Student's t around the normal quantile (Abramowitz and
+# Stegun 26.7.5; within 0.1% of the exact quantile from df = 10 on).
+summary() {
+	awk -v conf="$CONF" '
+	function z(p,   t) { # normal quantile, Abramowitz and Stegun 26.2.23 (|error| < 4.5e-4)
+		t = sqrt(-2 * log(1 - p))
+		return t - (2.515517 + 0.802853 * t + 0.010328 * t * t) / (1 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t)
+	}
+	function tq(p, df,   x) {
+		x = z(p)
+		return x + (x^3 + x) / (4 * df) + (5 * x^5 + 16 * x^3 + 3 * x) / (96 * df^2) + (3 * x^7 + 19 * x^5 + 17 * x^3 - 15 * x) / (384 * df^3)
+	}
+	function row(name, s, ss, n,   m, sd, h) {
+		m = s / n; sd = sqrt((ss - n * m * m) / (n - 1)); h = tq(1 - (1 - conf) / 2, n - 1) * sd / sqrt(n)
+		printf "| %s | %+.2f | [%+.2f, %+.2f] | ±%.2f | %.2f |\n", name, m, m - h, m + h, h, sd
+	}
+	{ a = ($3 / $2 - 1) * 100; p = ($4 / $2 - 1) * 100; d = ($3 - $4) / $2 * 100
+	  sa += a; saa += a * a; sp += p; spp += p * p; sd += d; sdd += d * d; n++; base += $2 }
+	END {
+		printf "| quantity (points) | mean | %g%% interval | half-width | sd over rounds |\n", conf * 100
+		print "|---|---|---|---|---|"
+		row("agent slowdown (B/A - 1)", sa, saa, n)
+		row("`perf record -g` slowdown (C/A - 1)", sp, spp, n)
+		row("agent - perf ((B - C)/A)", sd, sdd, n)
+		printf "\nUnprofiled work: %.3f s of CPU on average over %d rounds.\n", base / n / 1e9, n
+	}' "$raw"
+}
+
+echo "## Agent: target slowdown against \`perf record\` (paired rounds)"
+echo
+echo "bench/agent/slowdown.sh $N, $start, $(nproc) CPUs, kernel $(uname -r), $RATE Hz, $WORK work rounds per run; load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end. Each round runs the fixed work unprofiled (A), under \`tickprof agent -p\` (B) and under \`perf record -F $RATE -e cpu-clock -g -p\` (C) in a random order; the work's own CPU time is compared within the round, and the interval is Student's t over rounds."
+echo
+summary
