@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/agent"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/units"
 )
@@ -25,30 +27,7 @@ type agentFlags struct {
 
 func newAgentCmd() *cobra.Command {
 	f := &agentFlags{}
-	cmd := &cobra.Command{
-		Use:   "agent (-p PID... | --exe NAME|PATH... | --all) [--pyroscope URL] [--otlp HOST:PORT] [--dir DIR]",
-		Short: "Sample continuously and push each window to Pyroscope, OTLP or a directory",
-		Long: `agent samples the stacks of the watched processes until it is stopped
-(SIGINT or SIGTERM: the current window is pushed, then it exits). Every
---window it pushes one pprof profile per process, labelled with service,
-host, pid, executable, build_id, kernel_release and each --label, to every
-destination given. Sample values are raw counts, so profiles merged across
-windows and hosts by the backend are valid input to tickprof report and diff.
-
-When a destination is down, windows wait in memory (--queue-size) and then in
---spool DIR (capped by --spool-size); only beyond that are they dropped, and
-each drop is counted in /metrics (--listen).`,
-		Example: `  tickprof agent --exe nginx --pyroscope http://pyroscope:4040 --listen :9464
-  tickprof agent -p 1234 -p 5678 --otlp localhost:4317 --otlp-insecure
-  tickprof agent --all --dir /var/lib/tickprof/profiles --dir-max-size 2GiB`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("agent takes no arguments (got %q): name processes with -p, --exe or --all", args[0])
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error { return runAgent(cmd, f) },
-	}
+	cmd := command("agent", "agent (-p PID... | --exe NAME|PATH... | --all) [--pyroscope URL] [--otlp HOST:PORT] [--dir DIR]", "Sample continuously and push each window to Pyroscope, OTLP or a directory", func(cmd *cobra.Command, args []string) error { return runAgent(cmd, f) })
 	f.register(cmd)
 	return cmd
 }
@@ -93,27 +72,27 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		to        *int64
 	}{{"--dir-max-size", f.dirMax, &c.Destinations.DirMaxBytes}, {"--spool-size", f.spoolMax, &c.Push.SpoolBytes}, {"--queue-size", f.queue, &c.Push.QueueBytes}} {
 		if *s.to, err = push.ParseSize(s.val); err != nil {
-			return usagef("%s: %v", s.flag, err)
+			return cli.Usagef("%s: %v", s.flag, err)
 		}
 	}
 	if c.Confidence, err = units.ParseConfidence(f.confide); err != nil {
-		return usagef("--confidence: %v", err)
+		return cli.Usagef("--confidence: %v", err)
 	}
 	if f.overhead != "" {
 		if c.Overhead, err = units.ParsePercent(f.overhead); err != nil {
-			return usagef("--overhead: %v", err)
+			return cli.Usagef("--overhead: %v", err)
 		}
 	}
 	if c.Labels, err = agent.ParseLabels(f.labels); err != nil {
-		return usagef("--label: %v", err)
+		return cli.Usagef("--label: %v", err)
 	}
 	c.Logf = agent.Logger(cmd.ErrOrStderr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = agent.Serve(ctx, *c)
 	var ce *agent.ConfigError
-	if errorsAs(err, &ce) {
-		return usagef("agent: %v", err)
+	if errors.As(err, &ce) {
+		return cli.Usagef("agent: %v", err)
 	}
 	return err
 }

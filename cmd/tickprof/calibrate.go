@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -53,10 +54,10 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 		return nil
 	}
 	conf, confErr := parseConfidence(f.confidence)
-	if err := firstErr(
-		usageIf(f.duration < 100*time.Millisecond, "--duration %s: want at least 100ms", f.duration),
-		usageIf(f.runs < 2 || f.runs > maxCalibrateRuns, "--runs %d: want 2 to %d, at least 2 so that the interval holds the between-run variation", f.runs, maxCalibrateRuns),
-		usageIf(f.duration > time.Hour, "--duration %s: want at most 1h per probe kind", f.duration),
+	if err := cli.FirstErr(
+		cli.UsageIf(f.duration < 100*time.Millisecond, "--duration %s: want at least 100ms", f.duration),
+		cli.UsageIf(f.runs < 2 || f.runs > maxCalibrateRuns, "--runs %d: want 2 to %d, at least 2 so that the interval holds the between-run variation", f.runs, maxCalibrateRuns),
+		cli.UsageIf(f.duration > time.Hour, "--duration %s: want at most 1h per probe kind", f.duration),
 		calibrateDir(f.dir), confErr, loader.CheckPrivileges(),
 	); err != nil {
 		return err
@@ -98,7 +99,7 @@ func calibrateDir(dir string) error {
 	if st, err := os.Stat(dir); err != nil {
 		return nil
 	} else if !st.IsDir() {
-		return usagef("--dir %s is not a directory: give the directory to save the calibration in", dir)
+		return cli.Usagef("--dir %s is not a directory: give the directory to save the calibration in", dir)
 	}
 	return checkOutput("--dir", filepath.Join(dir, "calibration.json"))
 }

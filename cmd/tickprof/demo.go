@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/demo"
 	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/units"
@@ -56,16 +57,16 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 func checkDemoFlags(f demoFlags) error {
 	p, err := units.ParsePercent(f.precision)
 	if err != nil {
-		return usagef("--precision: %v", err)
+		return cli.Usagef("--precision: %v", err)
 	}
 	if !(p > 0 && p < 1) {
-		return usagef("--precision %s: want a relative half-width above 0%% and below 100%%, e.g. 5%%", f.precision)
+		return cli.Usagef("--precision %s: want a relative half-width above 0%% and below 100%%, e.g. 5%%", f.precision)
 	}
 	if f.limit < time.Second || f.sampleFor < time.Second || f.limit > time.Hour || f.sampleFor > time.Hour {
-		return usagef("--limit %s, --sample %s: want each from 1s to 1h", f.limit, f.sampleFor)
+		return cli.Usagef("--limit %s, --sample %s: want each from 1s to 1h", f.limit, f.sampleFor)
 	}
 	if f.freq < 1 || f.freq > sampler.MaxFrequency {
-		return usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
+		return cli.Usagef("-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency)
 	}
 	for _, name := range []string{"demo-time.pb.gz", "demo-cpu.pb.gz"} {
 		if err := checkOutput("--dir", filepath.Join(f.dir, name)); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 )
 
 func newDiffCmd() *cobra.Command {
@@ -33,7 +34,7 @@ func newDiffCmd() *cobra.Command {
 		}
 		return export.Write(cmd.OutOrStdout(), o.json, t, func(w io.Writer, t *export.DiffTable) error { return t.WriteText(w) })
 	})
-	cmd.Args = exactArgs(2, "two profiles, BASE and NEW")
+	cmd.Args = cli.ExactArgs(2, "two profiles, BASE and NEW")
 	cmd.Flags().BoolVar(&all, "all", false, "show every change, significant or not")
 	o.add(cmd, "confidence level of the share differences (time profiles keep their own)", "print JSON")
 	return cmd

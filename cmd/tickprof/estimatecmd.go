@@ -7,6 +7,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/units"
 )
 
@@ -29,7 +30,7 @@ func newEstimateCmd() *cobra.Command {
 	cmd := command("estimate", "estimate --resolution DUR (--calls N --ticks M [--ticks-sq S] | --batches FILE) | --samples N --hits H [--period DUR | --elapsed DUR]", "Mean time with its confidence interval from tick counts, or a share from samples", func(cmd *cobra.Command, _ []string) error {
 		return runEstimate(cmd, f)
 	})
-	cmd.Args = noArgs
+	cmd.Args = cli.NoArgs
 	fl := cmd.Flags()
 	fl.StringVar(&f.resolution, "resolution", "", "clock resolution `DUR` (tick length), e.g. 16.666ms, 40us, 4ms")
 	fl.StringVar(&f.calls, "calls", "", "number `N` of executions timed, e.g. 2000")
@@ -43,20 +44,20 @@ func newEstimateCmd() *cobra.Command {
 	fl.StringVar(&f.elapsed, "elapsed", "", "sampled time `DUR`: time = share x elapsed, e.g. 8s")
 	f.add(cmd, "confidence `LEVEL` of the interval, e.g. 95% or 0.95", "print one JSON object (keys mean_ns, low_ns, high_ns, confidence, method, calls, ticks, stderr_ns, rel_half_width; or share, share_low, share_high, time_ns, time_low_ns, time_high_ns)")
 	fl.StringVar(&f.interval, "interval", "", "proportion interval `KIND`: wald, wilson or exact, e.g. wald to reproduce the seeds (default: exact below 30 events, else wilson)")
-	cmd.SetFlagErrorFunc(flagError)
+	cmd.SetFlagErrorFunc(cli.FlagError)
 	return cmd
 }
 
 // runEstimate dispatches on the mode the flags select.
 func runEstimate(cmd *cobra.Command, f estimateFlags) error {
-	timeSet, shareSet := changedFlags(cmd, estimateTimeFlags), changedFlags(cmd, estimateShareFlags)
+	timeSet, shareSet := cli.ChangedFlags(cmd, estimateTimeFlags), cli.ChangedFlags(cmd, estimateShareFlags)
 	conf, confErr := parseConfidence(f.confidence)
 	iv, ivErr := estimate.ParseInterval(f.interval)
-	if err := firstErr(
-		usageIf(len(timeSet) > 0 && len(shareSet) > 0, "%s (clock counts) cannot be combined with %s (sample counts): give one kind", strings.Join(timeSet, ", "), strings.Join(shareSet, ", ")),
-		usageIf(len(timeSet) == 0 && len(shareSet) == 0, "nothing to estimate: give --resolution with --calls and --ticks (or --batches), or --samples with --hits"),
+	if err := cli.FirstErr(
+		cli.UsageIf(len(timeSet) > 0 && len(shareSet) > 0, "%s (clock counts) cannot be combined with %s (sample counts): give one kind", strings.Join(timeSet, ", "), strings.Join(shareSet, ", ")),
+		cli.UsageIf(len(timeSet) == 0 && len(shareSet) == 0, "nothing to estimate: give --resolution with --calls and --ticks (or --batches), or --samples with --hits"),
 		confErr,
-		usageIf(ivErr != nil, "--interval: %v", ivErr),
+		cli.UsageIf(ivErr != nil, "--interval: %v", ivErr),
 	); err != nil {
 		return err
 	}
@@ -80,13 +81,13 @@ func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (expo
 	fl := cmd.Flags()
 	calls, ticks, batches := fl.Changed("calls"), fl.Changed("ticks"), fl.Changed("batches")
 	res, resErr := positiveDuration("--resolution", f.resolution)
-	if err := firstErr(
-		usageIf(!fl.Changed("resolution"), "clock counts need --resolution: the clock's tick length, e.g. --resolution 4ms"),
+	if err := cli.FirstErr(
+		cli.UsageIf(!fl.Changed("resolution"), "clock counts need --resolution: the clock's tick length, e.g. --resolution 4ms"),
 		resErr,
-		usageIf(batches && (calls || ticks), "give --batches or --calls/--ticks, not both: the batches hold the totals"),
-		usageIf(!batches && calls && !ticks, "--calls needs --ticks: the total ticks crossed inside those calls, e.g. --ticks 400"),
-		usageIf(!batches && ticks && !calls, "--ticks needs --calls: the number of executions timed, e.g. --calls 2000"),
-		usageIf(!batches && !calls && !ticks, "clock counts need --calls and --ticks, or --batches FILE"),
+		cli.UsageIf(batches && (calls || ticks), "give --batches or --calls/--ticks, not both: the batches hold the totals"),
+		cli.UsageIf(!batches && calls && !ticks, "--calls needs --ticks: the total ticks crossed inside those calls, e.g. --ticks 400"),
+		cli.UsageIf(!batches && ticks && !calls, "--ticks needs --calls: the number of executions timed, e.g. --calls 2000"),
+		cli.UsageIf(!batches && !calls && !ticks, "clock counts need --calls and --ticks, or --batches FILE"),
 	); err != nil {
 		return export.TimeEstimate{}, err
 	}
@@ -107,7 +108,7 @@ func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (expo
 func timeCounts(cmd *cobra.Command, f estimateFlags) (c estimate.Counts, err error) {
 	if cmd.Flags().Changed("batches") {
 		if c.Batches, err = units.ReadBatchesFile(f.batches); err != nil {
-			return c, usagef("--batches: %v (expected one \"calls ticks\" pair per line)", err)
+			return c, cli.Usagef("--batches: %v (expected one \"calls ticks\" pair per line)", err)
 		}
 	} else if c.Calls, err = countFlag("calls", f.calls); err != nil {
 		return c, err
@@ -126,9 +127,9 @@ func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (exp
 	fl := cmd.Flags()
 	n, nErr := countFlag("samples", f.samples)
 	h, hErr := countFlag("hits", f.hits)
-	if err := firstErr(
-		usageIf(!fl.Changed("samples") || !fl.Changed("hits"), "sample counts need both --samples (all samples, e.g. 800) and --hits (those in the function, e.g. 12)"),
-		usageIf(fl.Changed("period") && fl.Changed("elapsed"), "give --period or --elapsed, not both: the sampled time follows from one of them"),
+	if err := cli.FirstErr(
+		cli.UsageIf(!fl.Changed("samples") || !fl.Changed("hits"), "sample counts need both --samples (all samples, e.g. 800) and --hits (those in the function, e.g. 12)"),
+		cli.UsageIf(fl.Changed("period") && fl.Changed("elapsed"), "give --period or --elapsed, not both: the sampled time follows from one of them"),
 		nErr, hErr,
 	); err != nil {
 		return out, err

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tickprof/tickprof/internal/cli"
 )
 
 // helpFiles holds the commands' long help and examples, one text file
@@ -25,5 +26,5 @@ func help(name string) string {
 // help/NAME.txt and help/NAME.example.txt, taking no positional arguments
 // (set Args to take some).
 func command(name, use, short string, run func(*cobra.Command, []string) error) *cobra.Command {
-	return &cobra.Command{Use: use, Short: short, Long: help(name), Example: help(name + ".example"), Args: noArgs, RunE: run}
+	return &cobra.Command{Use: use, Short: short, Long: help(name), Example: help(name + ".example"), Args: cli.NoArgs, RunE: run}
 }

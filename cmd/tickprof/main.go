@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -35,7 +36,7 @@ func newRootCmd() *cobra.Command {
 		newPlanCmd(), newEstimateCmd(),
 		newAgentCmd(),
 	)
-	hardenCommands(root)
+	cli.Harden(root)
 	return root
 }
 
@@ -45,18 +46,8 @@ func main() {
 	}
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tickprof:", err)
-		os.Exit(exitCode(err))
+		os.Exit(cli.ExitCode(err))
 	}
-}
-
-// exitCode maps an error to the process exit status: 2 for usage errors
-// (bad flags or values), 1 for everything else.
-func exitCode(err error) int {
-	var u usageError
-	if errorsAs(err, &u) {
-		return 2
-	}
-	return 1
 }
 
 // runDetachHelper is the process loader.Session.HandOff starts.

@@ -6,6 +6,7 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/pilot"
 	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/units"
@@ -30,7 +31,7 @@ func newPlanCmd() *cobra.Command {
 		}
 		return export.Write(cmd.OutOrStdout(), f.json, out, export.WritePlan)
 	})
-	cmd.Args = noArgs
+	cmd.Args = cli.NoArgs
 	fl := cmd.Flags()
 	fl.StringVar(&f.resolution, "resolution", "", "clock resolution `DUR` (tick length), e.g. 16.666ms, 4ms, 1us (required)")
 	fl.StringVar(&f.expect, "expect", "", "expected duration `DUR` of one execution, e.g. 3.3332ms, 50us (required)")
@@ -42,7 +43,7 @@ func newPlanCmd() *cobra.Command {
 	fl.StringVar(&f.loop, "loop", "", "loop period `DUR` (one execution per cycle) for the run time, e.g. 10ms")
 	fl.StringVar(&f.overhead, "overhead", "", "with --rate: the run time under a budget `PCT` on the target's slowdown (time --overhead)")
 	fl.StringVar(&f.cost, "cost", "", "probe pair cost per call `DUR` for --overhead (default: twice the calibrated T_ovhd, as time --overhead charges)")
-	cmd.SetFlagErrorFunc(flagError)
+	cmd.SetFlagErrorFunc(cli.FlagError)
 	addPlanFrom(cmd)
 	addPlanQuantile(cmd)
 	return cmd
@@ -57,11 +58,11 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 	e.Expect, expErr = positiveDuration("--expect", f.expect)
 	conf, confErr := parseConfidence(f.confidence)
 	e.Goal, goalErr = planGoal(cmd, f)
-	if err := firstErr(
-		usageIf(f.resolution == "", "plan needs --resolution: the clock's tick length, e.g. --resolution 4ms"),
-		usageIf(f.expect == "", "plan needs --expect: the expected duration of one execution, e.g. --expect 50us"),
+	if err := cli.FirstErr(
+		cli.UsageIf(f.resolution == "", "plan needs --resolution: the clock's tick length, e.g. --resolution 4ms"),
+		cli.UsageIf(f.expect == "", "plan needs --expect: the expected duration of one execution, e.g. --expect 50us"),
 		resErr, expErr, confErr, goalErr,
-		usageIf(fl.Changed("rate") && fl.Changed("loop"), "give --rate or --loop, not both: the run time follows from one of them"),
+		cli.UsageIf(fl.Changed("rate") && fl.Changed("loop"), "give --rate or --loop, not both: the run time follows from one of them"),
 	); err != nil {
 		return export.Plan{}, err
 	}
@@ -81,7 +82,7 @@ func planRun(cmd *cobra.Command, f planFlags, e *pilot.Expected) error {
 	switch {
 	case fl.Changed("rate"):
 		if e.Rate, err = units.ParseRate(f.rate); err != nil {
-			return usagef("--rate: %v", err)
+			return cli.Usagef("--rate: %v", err)
 		}
 		if fl.Changed("overhead") {
 			return planBudget(f, e)
@@ -91,10 +92,10 @@ func planRun(cmd *cobra.Command, f planFlags, e *pilot.Expected) error {
 			return err
 		}
 		if e.Loop < e.Expect {
-			return usagef("--loop %s is shorter than --expect %s: one execution per loop cycle needs a cycle at least as long as the execution", f.loop, f.expect)
+			return cli.Usagef("--loop %s is shorter than --expect %s: one execution per loop cycle needs a cycle at least as long as the execution", f.loop, f.expect)
 		}
 	}
-	return usageIf(fl.Changed("overhead") && !fl.Changed("rate"), "--overhead needs --rate: the duty cycle follows from the call rate")
+	return cli.UsageIf(fl.Changed("overhead") && !fl.Changed("rate"), "--overhead needs --rate: the duty cycle follows from the call rate")
 }
 
 // planGoal reads the one precision goal given: --precision, --abs-error
@@ -106,16 +107,16 @@ func planGoal(cmd *cobra.Command, f planFlags) (estimate.Goal, error) {
 	if fl.Changed("precision") {
 		p, perr := units.ParsePercent(f.precision)
 		goal.RelHalfWidth = p
-		err = firstErr(usageIf(perr != nil, "--precision: %v", perr), usageIf(!(p > 0), "--precision %q must be above zero, e.g. 5%%", f.precision))
+		err = cli.FirstErr(cli.UsageIf(perr != nil, "--precision: %v", perr), cli.UsageIf(!(p > 0), "--precision %q must be above zero, e.g. 5%%", f.precision))
 	}
 	if fl.Changed("abs-error") && err == nil {
 		goal.AbsHalfWidth, err = positiveDuration("--abs-error", f.absError)
 	}
 	if fl.Changed("digits") && err == nil {
 		goal.Digits = f.digits
-		err = usageIf(f.digits < 1 || f.digits > 15, "--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
+		err = cli.UsageIf(f.digits < 1 || f.digits > 15, "--digits %d: give a number of significant digits from 1 to 15, e.g. --digits 3", f.digits)
 	}
-	return goal, firstErr(err, usageIf(len(changedFlags(cmd, []string{"precision", "abs-error", "digits"})) != 1,
+	return goal, cli.FirstErr(err, cli.UsageIf(len(cli.ChangedFlags(cmd, []string{"precision", "abs-error", "digits"})) != 1,
 		"give exactly one of --precision (e.g. 5%%), --abs-error (e.g. 1us) or --digits (e.g. 3)"))
 }
 
@@ -134,9 +135,9 @@ func planBudget(f planFlags, e *pilot.Expected) error {
 	}
 	c, err := calibrate.LoadCorrector("")
 	if err != nil {
-		return usagef("--overhead needs the probe cost: give --cost DUR or run `tickprof calibrate` (%v)", err)
+		return cli.Usagef("--overhead needs the probe cost: give --cost DUR or run `tickprof calibrate` (%v)", err)
 	}
 	o, ok := c.Overhead("user", 0.95)
 	e.Cost = timing.PairCost("user", o).High
-	return usageIf(!ok, "--overhead needs the probe cost: give --cost DUR (the calibration has no user probe cost)")
+	return cli.UsageIf(!ok, "--overhead needs the probe cost: give --cost DUR (the calibration has no user probe cost)")
 }

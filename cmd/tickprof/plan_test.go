@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/tickprof/tickprof/internal/cli"
 )
 
 // runCommandInProcess executes a freshly built command with args and
@@ -33,7 +34,7 @@ func checkUsageError(t *testing.T, args []string, err error, want string) {
 		t.Errorf("%q: no error, want one mentioning %q", args, want)
 		return
 	}
-	if code := exitCode(err); code != 2 {
+	if code := cli.ExitCode(err); code != 2 {
 		t.Errorf("%q: exit status %d for %q, want 2", args, code, err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "\n") {

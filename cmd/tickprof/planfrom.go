@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/pilot"
 	"github.com/tickprof/tickprof/units"
 )
@@ -50,18 +51,18 @@ func runPlanFrom(cmd *cobra.Command, path string) error {
 	if fl.Changed("rate") {
 		rate, rateErr = units.ParseRate(rateS)
 	}
-	if err := firstErr(
-		usageIf(len(changedFlags(cmd, planNotFrom)) > 0, "%s does not go with --from: the pilot gives the durations; give --precision or --abs-error", firstArg(changedFlags(cmd, planNotFrom))),
+	if err := cli.FirstErr(
+		cli.UsageIf(len(cli.ChangedFlags(cmd, planNotFrom)) > 0, "%s does not go with --from: the pilot gives the durations; give --precision or --abs-error", cli.FirstArg(cli.ChangedFlags(cmd, planNotFrom))),
 		confErr,
-		usageIf(fl.Changed("precision") && fl.Changed("abs-error"), "give --precision or --abs-error, not both"),
+		cli.UsageIf(fl.Changed("precision") && fl.Changed("abs-error"), "give --precision or --abs-error, not both"),
 		goalErr,
-		usageIf(rateErr != nil, "--rate: %v", rateErr),
+		cli.UsageIf(rateErr != nil, "--rate: %v", rateErr),
 	); err != nil {
 		return err
 	}
 	plan, err := pilot.FromFile(path, out, rate)
 	if errors.Is(err, pilot.ErrSharesNeedRelative) {
-		return usagef("--abs-error: a CPU profile gives shares; give --precision")
+		return cli.Usagef("--abs-error: a CPU profile gives shares; give --precision")
 	}
 	if err != nil {
 		return err

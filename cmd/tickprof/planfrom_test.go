@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -69,7 +70,7 @@ func TestPlanFromTimeJSON(t *testing.T) {
 		t.Errorf("±20%% from a ±10%% pilot: more = %d, want 0", p.Targets[0].More)
 	}
 	// Flags that do not go with --from are usage errors.
-	if _, err := runPlanFromArgs(t, "--from", path, "--expect", "1us"); err == nil || exitCode(err) != 2 {
+	if _, err := runPlanFromArgs(t, "--from", path, "--expect", "1us"); err == nil || cli.ExitCode(err) != 2 {
 		t.Errorf("--from with --expect: err %v, want a usage error", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/pilot"
 	"github.com/tickprof/tickprof/units"
 )
@@ -36,7 +37,7 @@ measured histogram and call rate.`
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if !c.Flags().Changed("quantile") {
 			if c.Flags().Changed("shape") {
-				return usagef("--shape goes with --quantile")
+				return cli.Usagef("--shape goes with --quantile")
 			}
 			return run(c, args)
 		}
@@ -57,35 +58,35 @@ func runPlanQuantile(cmd *cobra.Command, quantile string, shape float64) (export
 	fl := cmd.Flags()
 	for _, name := range []string{"resolution", "expect", "digits", "loop", "abs-error"} {
 		if fl.Changed(name) {
-			return export.QuantilePlan{}, usagef("--%s does not go with --quantile: give --precision (and --rate or --from)", name)
+			return export.QuantilePlan{}, cli.Usagef("--%s does not go with --quantile: give --precision (and --rate or --from)", name)
 		}
 	}
 	var g pilot.QuantileGoal
 	var err error
 	if g.P, err = parseQuantile(quantile); err != nil {
-		return export.QuantilePlan{}, usagef("--quantile: %v", err)
+		return export.QuantilePlan{}, cli.Usagef("--quantile: %v", err)
 	}
 	precS, _ := fl.GetString("precision")
 	if precS == "" {
-		return export.QuantilePlan{}, usagef("--quantile needs --precision, e.g. --precision 5%%")
+		return export.QuantilePlan{}, cli.Usagef("--quantile needs --precision, e.g. --precision 5%%")
 	}
 	if g.Rel, err = units.ParsePercent(precS); err != nil || !(g.Rel > 0 && g.Rel < 1) {
-		return export.QuantilePlan{}, usagef("--precision %q: want a relative half-width such as 5%%", precS)
+		return export.QuantilePlan{}, cli.Usagef("--precision %q: want a relative half-width such as 5%%", precS)
 	}
 	confS, _ := fl.GetString("confidence")
 	if g.Confidence, err = units.ParseConfidence(confS); err != nil {
-		return export.QuantilePlan{}, usagef("--confidence: %v", err)
+		return export.QuantilePlan{}, cli.Usagef("--confidence: %v", err)
 	}
 	if fl.Changed("rate") {
 		r, _ := fl.GetString("rate")
 		if g.Rate, err = units.ParseRate(r); err != nil {
-			return export.QuantilePlan{}, usagef("--rate: %v", err)
+			return export.QuantilePlan{}, cli.Usagef("--rate: %v", err)
 		}
 	}
 	if !fl.Changed("from") {
 		p, err := pilot.QuantileAssumed(g, shape)
 		if err != nil {
-			return p, usagef("--shape: %v", err)
+			return p, cli.Usagef("--shape: %v", err)
 		}
 		return p, nil
 	}

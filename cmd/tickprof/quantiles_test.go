@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -40,7 +41,7 @@ func TestQuantileFlags(t *testing.T) {
 		cfg := timing.Config{Clock: c.clock, Precision: c.precision}
 		err := quantileConfig(&cfg, c.q, c.changed, c.precisionOf)
 		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) || exitCode(err) != 2 {
+			if err == nil || !strings.Contains(err.Error(), c.err) || cli.ExitCode(err) != 2 {
 				t.Errorf("%+v: error %v, want a usage error with %q", c, err, c.err)
 			}
 			continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 )
 
 func newReportCmd() *cobra.Command {
@@ -18,7 +19,7 @@ func newReportCmd() *cobra.Command {
 	)
 	cmd := command("report", "report FILE", "The table with intervals for a pprof CPU profile or a tickprof time profile", func(cmd *cobra.Command, args []string) error {
 		conf, confErr := parseConfidence(o.confidence)
-		if err := firstErr(confErr, usageIf(top < 0, "--top %d: give a count, or 0 for all", top)); err != nil {
+		if err := cli.FirstErr(confErr, cli.UsageIf(top < 0, "--top %d: give a count, or 0 for all", top)); err != nil {
 			return err
 		}
 		p, err := export.ReadProfileFile(args[0])
@@ -42,7 +43,7 @@ func newReportCmd() *cobra.Command {
 		}
 		return export.WriteCPUTable(w, t, top, o.json)
 	})
-	cmd.Args = exactArgs(1, "one profile FILE")
+	cmd.Args = cli.ExactArgs(1, "one profile FILE")
 	fl := cmd.Flags()
 	fl.IntVar(&top, "top", 20, "show the top `N` functions (0 for all)")
 	o.add(cmd, "confidence level of the share intervals (a time profile keeps its own)", "print JSON")

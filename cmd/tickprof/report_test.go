@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -28,7 +29,7 @@ func runTickprof(t *testing.T, args ...string) (string, string, int) {
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		errb.WriteString("tickprof: " + err.Error() + "\n")
-		return out.String(), errb.String(), exitCode(err)
+		return out.String(), errb.String(), cli.ExitCode(err)
 	}
 	return out.String(), errb.String(), 0
 }

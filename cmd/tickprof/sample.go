@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
@@ -60,17 +61,17 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	}
 	conf, confErr := parseConfidence(f.confidence)
 	dur, durErr := sampleDuration(f.duration)
-	if err := firstErr(
-		usageIf(targets != 1, "sample needs exactly one target: -p PID, --all, or -- CMD ARGS"),
-		usageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "put the command after --: tickprof sample [flags] -- %s", firstArg(args)),
-		usageIf(f.pid < 0, "-p %d: a PID is positive", f.pid),
-		usageIf(f.top < 0, "--top %d: give a count, or 0 for all", f.top),
+	if err := cli.FirstErr(
+		cli.UsageIf(targets != 1, "sample needs exactly one target: -p PID, --all, or -- CMD ARGS"),
+		cli.UsageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "put the command after --: tickprof sample [flags] -- %s", cli.FirstArg(args)),
+		cli.UsageIf(f.pid < 0, "-p %d: a PID is positive", f.pid),
+		cli.UsageIf(f.top < 0, "--top %d: give a count, or 0 for all", f.top),
 		checkOutput("-o", f.out),
-		usageIf(f.freq < 1 || f.freq > sampler.MaxFrequency, "-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency),
+		cli.UsageIf(f.freq < 1 || f.freq > sampler.MaxFrequency, "-F %d: the rate must be between 1 and %d samples per second", f.freq, sampler.MaxFrequency),
 		confErr, durErr, countNeedsFile(f.all, f.count),
 		// Before a command is started: say what is missing, not what failed.
 		loader.CheckPrivileges(),
-		usageIf(f.userStack < 0 || f.userStack > sampler.MaxStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes),
+		cli.UsageIf(f.userStack < 0 || f.userStack > sampler.MaxStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes),
 	); err != nil {
 		return err
 	}
@@ -91,9 +92,9 @@ func sampleDuration(v string) (time.Duration, error) {
 	}
 	ns, err := units.ParseDuration(v)
 	if err != nil {
-		return 0, usagef("--duration: %v", err)
+		return 0, cli.Usagef("--duration: %v", err)
 	}
-	return time.Duration(ns), usageIf(ns <= 0, "--duration %s: give a positive length such as 10s", v)
+	return time.Duration(ns), cli.UsageIf(ns <= 0, "--duration %s: give a positive length such as 10s", v)
 }
 
 // countNeedsFile requires, with --all, a path in every --count target:
@@ -101,7 +102,7 @@ func sampleDuration(v string) (time.Duration, error) {
 func countNeedsFile(all bool, count []string) error {
 	for _, c := range count {
 		if bin, sym := proc.SplitTarget(c); all && !strings.Contains(bin, "/") {
-			return usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, sym)
+			return cli.Usagef("--count %s: with --all name the file too: --count /path/to/binary:%s", c, sym)
 		}
 	}
 	return nil

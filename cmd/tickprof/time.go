@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/loader"
@@ -51,7 +52,7 @@ func newTimeCmd() *cobra.Command {
 		return runTime(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 	})
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
-		return usageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "unexpected argument %q: put the command to run after --", firstArg(args))
+		return cli.UsageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "unexpected argument %q: put the command to run after --", cli.FirstArg(args))
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.users, "user", "u", nil, "user function: SYMBOL, LIB:SYMBOL, PATH:SYMBOL or a glob (repeatable)")
@@ -93,7 +94,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 		return export.WriteTimeOutputs(out, run, cfg.Precision, f.jsonOut, f.pprofOut)
 	})
 	if errors.Is(err, proc.ErrNeedProcess) {
-		return usagef("%v: add -p PID or -- CMD", err)
+		return cli.Usagef("%v: add -p PID or -- CMD", err)
 	}
 	return err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 )
@@ -270,7 +271,7 @@ func TestTimeCommandMissingSymbol(t *testing.T) {
 	if !strings.Contains(msg, "tp_spin20us") || !strings.Contains(msg, "timed") || len(se.Closest) == 0 || len(se.Closest) > 5 {
 		t.Errorf("error should name the binary and up to 5 close names: %s", msg)
 	}
-	if exitCode(err) == 0 {
+	if cli.ExitCode(err) == 0 {
 		t.Error("exit status 0 for a missing symbol")
 	}
 }
@@ -358,7 +359,7 @@ func TestParseTimeFlags(t *testing.T) {
 		f := base
 		tc.mod(&f)
 		_, err := parseTimeFlags(f, tc.argv)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != 2 {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || cli.ExitCode(err) != 2 {
 			t.Errorf("%s: got %v, want a usage error with %q", tc.name, err, tc.want)
 		}
 	}

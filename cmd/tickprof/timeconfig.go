@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/loader"
 	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/units"
@@ -17,16 +18,16 @@ func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
 	cfg := timing.Config{PID: f.pid, Command: argv, Exact: f.validate, Interval: f.interval, Duration: f.duration, Window: f.window,
 		Targets: timing.Targets{Users: f.users, Syscalls: f.syscalls, Kernel: f.kfuncs, MaxProbes: f.maxProbes}}
 	conf, confErr := parseConfidence(f.confidence)
-	if err := firstErr(
-		usageIf(len(f.users)+len(f.syscalls)+len(f.kfuncs) == 0, "no target: give at least one -u SYMBOL, -s SYSCALL or -k FUNC"),
-		usageIf(f.pid != 0 && len(argv) > 0, "give either -p PID or -- CMD, not both"),
-		usageIf(f.pid < 0, "-p %d: a process ID is positive", f.pid),
-		usageIf(f.maxProbes < 1, "--max-probes %d: want at least 1", f.maxProbes),
-		usageIf(f.interval < 10*time.Millisecond || f.interval > time.Hour, "--interval %s: want 10ms to 1h", f.interval),
+	if err := cli.FirstErr(
+		cli.UsageIf(len(f.users)+len(f.syscalls)+len(f.kfuncs) == 0, "no target: give at least one -u SYMBOL, -s SYSCALL or -k FUNC"),
+		cli.UsageIf(f.pid != 0 && len(argv) > 0, "give either -p PID or -- CMD, not both"),
+		cli.UsageIf(f.pid < 0, "-p %d: a process ID is positive", f.pid),
+		cli.UsageIf(f.maxProbes < 1, "--max-probes %d: want at least 1", f.maxProbes),
+		cli.UsageIf(f.interval < 10*time.Millisecond || f.interval > time.Hour, "--interval %s: want 10ms to 1h", f.interval),
 		attachMode(f.attach, &cfg.Targets),
 		checkOutput("--json", f.jsonOut),
 		checkOutput("-o", f.pprofOut),
-		usageIf(f.duration < 0, "--duration %s: want a positive duration", f.duration),
+		cli.UsageIf(f.duration < 0, "--duration %s: want a positive duration", f.duration),
 		confErr,
 	); err != nil {
 		return cfg, err
@@ -39,10 +40,10 @@ func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
 	if cfg.Overhead, err = fractionFlag("--overhead", f.overhead, "a slowdown budget such as 1%"); err != nil {
 		return cfg, err
 	}
-	if err := firstErr(
-		usageIf(f.overhead != "" && len(f.kfuncs) > 0, "--overhead applies to -u functions and -s system calls only"),
-		usageIf(f.overhead != "" && f.noCorrect, "--overhead needs the calibrated probe cost: drop --no-correct"),
-		usageIf(f.window < 0, "--window %s: want a positive duration", f.window),
+	if err := cli.FirstErr(
+		cli.UsageIf(f.overhead != "" && len(f.kfuncs) > 0, "--overhead applies to -u functions and -s system calls only"),
+		cli.UsageIf(f.overhead != "" && f.noCorrect, "--overhead needs the calibrated probe cost: drop --no-correct"),
+		cli.UsageIf(f.window < 0, "--window %s: want a positive duration", f.window),
 		timeClock(f, &cfg),
 	); err != nil {
 		return cfg, err
@@ -59,7 +60,7 @@ func attachMode(mode string, t *timing.Targets) error {
 	if len(t.Kernel) > 0 {
 		t.KernelAttach = m
 	}
-	return usageIf(err != nil, "--attach: %v", err)
+	return cli.UsageIf(err != nil, "--attach: %v", err)
 }
 
 // timeClock reads --clock (default: timing.DefaultClock) and checks that
@@ -69,10 +70,10 @@ func timeClock(f timeFlags, cfg *timing.Config) error {
 	if f.clock != "" {
 		var err error
 		if cfg.Clock, err = loader.ParseClock(f.clock); err != nil {
-			return usagef("--clock: %v", err)
+			return cli.Usagef("--clock: %v", err)
 		}
 	}
-	return usageIf(f.validate && cfg.Clock.Kind == loader.ClockNS, "--validate checks a tick clock against ns: give --clock jiffies or tick:DUR")
+	return cli.UsageIf(f.validate && cfg.Clock.Kind == loader.ClockNS, "--validate checks a tick clock against ns: give --clock jiffies or tick:DUR")
 }
 
 // parseQuantile parses one quantile in percent ("99.9", "p99") into a
@@ -80,7 +81,7 @@ func timeClock(f timeFlags, cfg *timing.Config) error {
 func parseQuantile(s string) (float64, error) {
 	p, err := units.ParseQuantile(s)
 	if err != nil {
-		return 0, usageError{err}
+		return 0, cli.UsageError{Err: err}
 	}
 	return p, nil
 }
@@ -95,10 +96,10 @@ func quantileConfig(cfg *timing.Config, quantiles string, changed bool, precisio
 	if changed {
 		var err error
 		if levels, err = units.ParseQuantiles(quantiles); err != nil {
-			return usagef("--quantiles: %v", err)
+			return cli.Usagef("--quantiles: %v", err)
 		}
 		if len(levels) > 0 && !exact {
-			return usagef("--quantiles needs the exact clock: add --clock ns (or --validate)")
+			return cli.Usagef("--quantiles needs the exact clock: add --clock ns (or --validate)")
 		}
 	}
 	if exact {
@@ -109,10 +110,10 @@ func quantileConfig(cfg *timing.Config, quantiles string, changed bool, precisio
 		return nil
 	}
 	p, err := units.ParseQuantile(po)
-	if err := firstErr(
-		usageIf(cfg.Precision == 0, "--precision-of %s needs --precision, e.g. --precision 5%%", po),
-		usageIf(!exact, "--precision-of %s needs the exact clock: add --clock ns", po),
-		usageIf(err != nil, "--precision-of: %v", err),
+	if err := cli.FirstErr(
+		cli.UsageIf(cfg.Precision == 0, "--precision-of %s needs --precision, e.g. --precision 5%%", po),
+		cli.UsageIf(!exact, "--precision-of %s needs the exact clock: add --clock ns", po),
+		cli.UsageIf(err != nil, "--precision-of: %v", err),
 	); err != nil {
 		return err
 	}
