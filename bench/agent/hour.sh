@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The agent over a long run (root): its own CPU and RSS, read every minute,
+# with 20 watched processes that each run a burst of calls every 100 ms
+# (bench/agent/duty.c, about 2% of a CPU each), at the default rate, with
+# -u timing their work function, and 10 s windows written to --dir.
+# Usage: bench/agent/hour.sh [MINUTES] (default 65). Not part of `make
+# bench` (it takes an hour); prints one line per minute and a summary.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+MIN=${1:-65}
+export PATH="/usr/local/go/bin:$PATH"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+gcc -O1 -fno-omit-frame-pointer -o "$tmp/dutyproc" bench/agent/duty.c
+go build -o "$tmp/tickprof" ./cmd/tickprof
+for _ in $(seq 20); do
+	"$tmp/dutyproc" &
+	pids+=("$!")
+done
+"$tmp/tickprof" agent --exe dutyproc -u "$tmp/dutyproc:work" --window 10s \
+	--dir "$tmp/out" --dir-max-size 50MiB 2>"$tmp/agent.log" &
+a=$!
+pids+=("$a")
+ticks=$(getconf CLK_TCK)
+kb() { awk -v k="$2" '$1 == k":" { print $2 }' "/proc/$1/status"; }
+cpu_s() { awk -v t="$ticks" '{ sub(/.*\) /, ""); split($0, f, " "); print (f[12] + f[13]) / t }' "/proc/$1/stat"; }
+echo "minute cpu_s rss_kb hwm_kb load"
+for m in $(seq 0 "$MIN"); do
+	echo "$m $(cpu_s "$a") $(kb "$a" VmRSS) $(kb "$a" VmHWM) $(cut -d' ' -f1 /proc/loadavg)"
+	[ "$m" -lt "$MIN" ] && sleep 60
+done
+kill -TERM "$a"
+wait "$a" || { echo "agent exited with status $?" >&2; exit 1; }
+tail -2 "$tmp/agent.log"
