@@ -77,8 +77,15 @@ func TestQuantilesOwnDurations(t *testing.T) {
 		if float64(h.Min) < omin || float64(h.Max) < omax {
 			t.Errorf("run %d: BPF min/max %d/%d below the target's own %g/%g", run, h.Min, h.Max, omin, omax)
 		}
-		delta := float64(c.Totals[0].NsSum)/float64(n) - omean
-		t.Logf("run %d: probes add %.0f ns per call on average", run, delta)
+		// The probes' cost per call, as the shift between the target's own
+		// durations and the probed ones: the difference of the minima, not of
+		// the means. A single call preempted between the entry probe and the
+		// target's own clock read (a 51 ms call under load, against 3 ms at
+		// most in the target's own record) moves the mean difference by
+		// 13 µs over 4,000 calls, and the p50 check with it, while the
+		// quantiles themselves do not move.
+		delta := max(float64(h.Min)-omin, 0)
+		t.Logf("run %d: probes add %.0f ns per call (minima), %.0f ns on average", run, delta, float64(c.Totals[0].NsSum)/float64(n)-omean)
 		for i, lv := range levels {
 			q, err := h.Quantile(lv, estimate.Options{})
 			if err != nil {

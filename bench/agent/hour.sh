@@ -8,14 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MIN=${1:-65}
-export PATH="/usr/local/go/bin:$PATH"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. bench/agent/lib.sh
 gcc -O1 -fno-omit-frame-pointer -o "$tmp/dutyproc" bench/agent/duty.c
 go build -o "$tmp/tickprof" ./cmd/tickprof
 for _ in $(seq 20); do
@@ -26,9 +19,6 @@ done
 	--dir "$tmp/out" --dir-max-size 50MiB 2>"$tmp/agent.log" &
 a=$!
 pids+=("$a")
-ticks=$(getconf CLK_TCK)
-kb() { awk -v k="$2" '$1 == k":" { print $2 }' "/proc/$1/status"; }
-cpu_s() { awk -v t="$ticks" '{ sub(/.*\) /, ""); split($0, f, " "); print (f[12] + f[13]) / t }' "/proc/$1/stat"; }
 echo "minute cpu_s rss_kb hwm_kb load"
 for m in $(seq 0 "$MIN"); do
 	echo "$m $(cpu_s "$a") $(kb "$a" VmRSS) $(kb "$a" VmHWM) $(cut -d' ' -f1 /proc/loadavg)"

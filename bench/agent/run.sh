@@ -12,23 +12,12 @@ cd "$(dirname "$0")/../.."
 REPS=${1:-2}
 SECS=${AGENT_SECS:-40}
 RATES=${RATES:-"19 49 99"}
-export PATH="/usr/local/go/bin:$PATH"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. bench/agent/lib.sh
 
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
 go build -o "$tmp/tickprof" ./cmd/tickprof
 
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-ticks=$(getconf CLK_TCK)
-# cpu_s PID: utime+stime of PID in seconds.
-cpu_s() { awk -v t="$ticks" '{ sub(/.*\) /, ""); split($0, f, " "); print (f[12] + f[13]) / t }' "/proc/$1/stat"; }
-kb() { awk -v k="$2" '$1 == k":" { print $2 }' "/proc/$1/status"; }
 
 echo "## Agent: own CPU, RSS and target slowdown"
 echo
