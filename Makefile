@@ -46,7 +46,7 @@ bench:
 	bench/agent/run.sh >> bench/RESULTS.md
 
 # The agent's own CPU, RSS and target slowdown at 19, 49 and 99 Hz (root;
-# about 12 min), printed as a Markdown section.
+# about 20-30 min: the paired slowdown rounds take 8-17 min), printed as a Markdown section.
 bench-agent:
 	bench/agent/run.sh
 
