@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,11 +45,23 @@ type syscallRun struct {
 
 func startSyscallAgent(t *testing.T, cfg Config) *syscallRun {
 	t.Helper()
+	cfg.Syscalls = []string{"getppid"}
+	return startAgent(t, cfg)
+}
+
+// startAgent runs an agent with cfg's targets, 1 s windows at 19 Hz,
+// pushing to an in-process /ingest receiver and logging to the test (unless
+// cfg.Logf is set).
+func startAgent(t *testing.T, cfg Config) *syscallRun {
+	t.Helper()
 	r := &syscallRun{ing: &pushtest.Ingest{}, done: make(chan error, 1)}
 	ln := pushtest.Listen(t, "127.0.0.1:0")
 	pushtest.Serve(t, ln, r.ing)
 	sink, _ := push.NewIngest("http://"+ln.Addr().String(), push.HTTPOptions{})
-	cfg.Sinks, cfg.Syscalls, cfg.Frequency, cfg.Window, cfg.Logf = []push.Sink{sink}, []string{"getppid"}, 19, time.Second, t.Logf
+	cfg.Sinks, cfg.Frequency, cfg.Window = []push.Sink{sink}, 19, time.Second
+	if cfg.Logf == nil {
+		cfg.Logf = t.Logf
+	}
 	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,4 +184,42 @@ func TestAgentTimesSyscallsExe(t *testing.T) {
 	finish(t, p2)
 	r.until(t, "the exited processes' timers closed", func() bool { return !r.a.timing(p1.Pid()) && !r.a.timing(p2.Pid()) })
 	checkCalls(t, r.stop(t), map[int]uint64{p1.Pid(): 3000, p2.Pid(): 5000})
+}
+
+// TestAgentDropsOverflowingTarget times libc's syscall(2) wrapper with the
+// ns clock while the target makes one 3.1 s nanosleep through it: that
+// call's square (9.6e18 ns²) passes a profile's int64 values, so its
+// window of that target is dropped with a message saying why, and the
+// agent keeps running and pushing windows.
+func TestAgentDropsOverflowingTarget(t *testing.T) {
+	bpftest.Require(t)
+	bin := testtarget.C(t, "kernels/targets/sysloop.c", "tpsyslong")
+	p := testtarget.Start(t, exec.Command(bin, "nanosleep", "1", "3100000"), testtarget.ReadyPrefix, nil)
+	var logged []string
+	var mu sync.Mutex
+	r := startAgent(t, Config{PIDs: []int{p.Pid()}, Users: []string{"libc:syscall"},
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+			mu.Unlock()
+		}})
+	a := r.a
+	r.until(t, "the process timed", func() bool { return a.timing(p.Pid()) })
+	p.Release(t)
+	finish(t, p)
+	n := a.Stats().Windows + 2
+	r.until(t, "two more windows", func() bool { return a.Stats().Windows >= n })
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range logged {
+		if strings.Contains(l, ":syscall: ") && strings.Contains(l, "calls of this window are dropped") {
+			t.Logf("logged: %s", l)
+			return
+		}
+	}
+	t.Errorf("no message dropping the 3.1 s call's window; logged:\n%s", strings.Join(logged, "\n"))
 }
