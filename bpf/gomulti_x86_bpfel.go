@@ -88,6 +88,25 @@ type GomultiTpTstack struct {
 	Frame  [16]uint64
 }
 
+type GomultiTpUrecord struct {
+	_ structs.HostLayout
+	R struct {
+		_       structs.HostLayout
+		Target  uint32
+		Pid     uint32
+		Tid     uint32
+		StackId int32
+		Ticks   uint64
+		Ns      uint64
+	}
+	Ip       uint64
+	Sp       uint64
+	Bp       uint64
+	StackLen uint32
+	Pad      uint32
+	Data     [28672]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -104,6 +123,7 @@ const (
 	GomultiMapTpRunstats    = "tp_runstats"
 	GomultiMapTpStacks      = "tp_stacks"
 	GomultiMapTpTasks       = "tp_tasks"
+	GomultiMapTpUstack      = "tp_ustack"
 	GomultiMapTpWindow      = "tp_window"
 	GomultiMapTpZero        = "tp_zero"
 	GomultiProgGoEntry      = "go_entry"
@@ -121,6 +141,7 @@ const (
 	GomultiVarTpQuantiles   = "tp_quantiles"
 	GomultiVarTpRecordNs    = "tp_record_ns"
 	GomultiVarTpRecordShift = "tp_record_shift"
+	GomultiVarTpStackBytes  = "tp_stack_bytes"
 	GomultiVarTpTickNs      = "tp_tick_ns"
 	GomultiVarTpWantRecords = "tp_want_records"
 	GomultiVarTpWindowed    = "tp_windowed"
@@ -190,6 +211,7 @@ type GomultiMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
@@ -209,6 +231,7 @@ type GomultiVariableSpecs struct {
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
@@ -246,6 +269,7 @@ type GomultiMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
@@ -264,6 +288,7 @@ func (m *GomultiMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpUstack,
 		m.TpWindow,
 		m.TpZero,
 	)
@@ -284,6 +309,7 @@ type GomultiVariables struct {
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`

@@ -88,6 +88,25 @@ type GoTimingTpTstack struct {
 	Frame  [16]uint64
 }
 
+type GoTimingTpUrecord struct {
+	_ structs.HostLayout
+	R struct {
+		_       structs.HostLayout
+		Target  uint32
+		Pid     uint32
+		Tid     uint32
+		StackId int32
+		Ticks   uint64
+		Ns      uint64
+	}
+	Ip       uint64
+	Sp       uint64
+	Bp       uint64
+	StackLen uint32
+	Pad      uint32
+	Data     [28672]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -104,6 +123,7 @@ const (
 	GoTimingMapTpRunstats    = "tp_runstats"
 	GoTimingMapTpStacks      = "tp_stacks"
 	GoTimingMapTpTasks       = "tp_tasks"
+	GoTimingMapTpUstack      = "tp_ustack"
 	GoTimingMapTpWindow      = "tp_window"
 	GoTimingMapTpZero        = "tp_zero"
 	GoTimingProgGoEntry      = "go_entry"
@@ -119,6 +139,7 @@ const (
 	GoTimingVarTpQuantiles   = "tp_quantiles"
 	GoTimingVarTpRecordNs    = "tp_record_ns"
 	GoTimingVarTpRecordShift = "tp_record_shift"
+	GoTimingVarTpStackBytes  = "tp_stack_bytes"
 	GoTimingVarTpTickNs      = "tp_tick_ns"
 	GoTimingVarTpWantRecords = "tp_want_records"
 	GoTimingVarTpWindowed    = "tp_windowed"
@@ -186,6 +207,7 @@ type GoTimingMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
@@ -205,6 +227,7 @@ type GoTimingVariableSpecs struct {
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
@@ -242,6 +265,7 @@ type GoTimingMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
@@ -260,6 +284,7 @@ func (m *GoTimingMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpUstack,
 		m.TpWindow,
 		m.TpZero,
 	)
@@ -280,6 +305,7 @@ type GoTimingVariables struct {
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`

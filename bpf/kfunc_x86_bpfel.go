@@ -81,6 +81,25 @@ type KfuncTpTstack struct {
 	Frame  [16]uint64
 }
 
+type KfuncTpUrecord struct {
+	_ structs.HostLayout
+	R struct {
+		_       structs.HostLayout
+		Target  uint32
+		Pid     uint32
+		Tid     uint32
+		StackId int32
+		Ticks   uint64
+		Ns      uint64
+	}
+	Ip       uint64
+	Sp       uint64
+	Bp       uint64
+	StackLen uint32
+	Pad      uint32
+	Data     [28672]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -96,6 +115,7 @@ const (
 	KfuncMapTpRunstats     = "tp_runstats"
 	KfuncMapTpStacks       = "tp_stacks"
 	KfuncMapTpTasks        = "tp_tasks"
+	KfuncMapTpUstack       = "tp_ustack"
 	KfuncMapTpWindow       = "tp_window"
 	KfuncMapTpZero         = "tp_zero"
 	KfuncProgKfFentry      = "kf_fentry"
@@ -111,6 +131,7 @@ const (
 	KfuncVarTpQuantiles    = "tp_quantiles"
 	KfuncVarTpRecordNs     = "tp_record_ns"
 	KfuncVarTpRecordShift  = "tp_record_shift"
+	KfuncVarTpStackBytes   = "tp_stack_bytes"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
 	KfuncVarTpWindowed     = "tp_windowed"
@@ -179,6 +200,7 @@ type KfuncMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
@@ -196,6 +218,7 @@ type KfuncVariableSpecs struct {
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
@@ -232,6 +255,7 @@ type KfuncMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
@@ -249,6 +273,7 @@ func (m *KfuncMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpUstack,
 		m.TpWindow,
 		m.TpZero,
 	)
@@ -267,6 +292,7 @@ type KfuncVariables struct {
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`

@@ -20,6 +20,7 @@
 #include "sample_types.h"
 #include <bpf/bpf_helpers.h>
 #include "sample_go.h"
+#include "ustack.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -39,10 +40,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Bytes of user stack copied per sample, from the stack pointer up, at most
  * MAX_STACK; 0 turns the copy off (frame-pointer stacks only). Set before
- * load. The copy is read in pieces that end on page boundaries, so that it
- * stops exactly where the stack's mapping ends. */
+ * load. */
 #define MAX_STACK 28672 /* a per-CPU map value is at most 32 KiB */
-#define PAGE 4096
 volatile const __u32 stack_bytes = 0;
 
 /* Set before load: sample every task except the idle task. */
@@ -150,37 +149,11 @@ static __always_inline int is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != 0;
 }
 
-/* copy_user copies want bytes of user memory from addr into b->data at pos:
- * to the end of addr's page, then whole pages, until want or an unmapped
- * page. It returns the bytes copied. */
+/* copy_user copies up to want bytes of user memory from addr into b->data
+ * at pos (ustack_copy). */
 static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want)
 {
-	__u32 got = 0, at, piece;
-	__u64 sz;
-	int i;
-
-	if (want > MAX_STACK)
-		want = MAX_STACK;
-	piece = PAGE - (addr & (PAGE - 1));
-	for (i = 0; i < MAX_STACK / PAGE + 1; i++) {
-		if (got >= want)
-			break;
-		if (piece > want - got)
-			piece = want - got;
-		/* The empty asm keeps clang from passing another copy of the
-		 * size than the one checked, so the verifier sees its bounds. */
-		sz = piece;
-		asm volatile("" : "+r"(sz));
-		at = pos + got;
-		if (sz == 0 || sz > PAGE || at > IPS_BYTES + MAX_STACK - PAGE)
-			break;
-		asm volatile("" : "+r"(sz));
-		if (bpf_probe_read_user(&b->data[at], sz, (void *)(addr + got)) != 0)
-			break;
-		got += piece;
-		piece = PAGE;
-	}
-	return got;
+	return ustack_copy(b->data, IPS_BYTES + MAX_STACK, MAX_STACK, pos, addr, want);
 }
 
 /* copy_stacks copies up to stack_bytes of the user stack from sp into

@@ -89,6 +89,25 @@ type SyscallTpTstack struct {
 	Frame  [16]uint64
 }
 
+type SyscallTpUrecord struct {
+	_ structs.HostLayout
+	R struct {
+		_       structs.HostLayout
+		Target  uint32
+		Pid     uint32
+		Tid     uint32
+		StackId int32
+		Ticks   uint64
+		Ns      uint64
+	}
+	Ip       uint64
+	Sp       uint64
+	Bp       uint64
+	StackLen uint32
+	Pad      uint32
+	Data     [28672]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -106,6 +125,7 @@ const (
 	SyscallMapTpRunstats    = "tp_runstats"
 	SyscallMapTpStacks      = "tp_stacks"
 	SyscallMapTpTasks       = "tp_tasks"
+	SyscallMapTpUstack      = "tp_ustack"
 	SyscallMapTpWindow      = "tp_window"
 	SyscallMapTpZero        = "tp_zero"
 	SyscallProgScEmptyEnter = "sc_empty_enter"
@@ -123,6 +143,7 @@ const (
 	SyscallVarTpQuantiles   = "tp_quantiles"
 	SyscallVarTpRecordNs    = "tp_record_ns"
 	SyscallVarTpRecordShift = "tp_record_shift"
+	SyscallVarTpStackBytes  = "tp_stack_bytes"
 	SyscallVarTpTickNs      = "tp_tick_ns"
 	SyscallVarTpWantRecords = "tp_want_records"
 	SyscallVarTpWindowed    = "tp_windowed"
@@ -195,6 +216,7 @@ type SyscallMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
@@ -212,6 +234,7 @@ type SyscallVariableSpecs struct {
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
@@ -250,6 +273,7 @@ type SyscallMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
@@ -269,6 +293,7 @@ func (m *SyscallMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpUstack,
 		m.TpWindow,
 		m.TpZero,
 	)
@@ -287,6 +312,7 @@ type SyscallVariables struct {
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
 	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
 	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`

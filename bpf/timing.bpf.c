@@ -34,7 +34,7 @@ int tp_uentry(struct pt_regs *ctx)
 SEC("uretprobe")
 int tp_uexit(struct pt_regs *ctx)
 {
-	return tp_frame_uexit(ctx, BPF_F_USER_STACK, 1);
+	return tp_frame_uexit(ctx, BPF_F_USER_STACK | TP_STACK_COPY, 1);
 }
 
 /* Empty programs: the probe-pair floor for the benchmark and

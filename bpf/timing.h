@@ -44,6 +44,7 @@
 #include "common.h"
 #include "timing_math.h"
 #include "qhist.h"
+#include "ustack.h"
 
 #define TP_CLOCK_JIFFIES 0
 #define TP_CLOCK_TICK 1
@@ -238,7 +239,10 @@ static __always_inline int tp_window_open(void)
 }
 
 /* Caller stacks of crossing records: TP_STACK_DEPTH frames are plenty to
- * attribute time to callers, and keep the preallocated map at 2 MiB. */
+ * attribute time to callers, and keep the preallocated map at 2 MiB. These
+ * are the kernel's frame-pointer walks: the fallback where the user stack
+ * is not copied (tp_stack_bytes = 0, or programs other than the user
+ * functions'). */
 #define TP_STACK_DEPTH 32
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -246,6 +250,40 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, TP_STACK_DEPTH * sizeof(__u64));
 } tp_stacks SEC(".maps");
+
+/*
+ * Crossing records of user functions carry the caller's user registers and
+ * a copy of its stack instead of a frame-pointer walk, so that user space
+ * unwinds them with call frame information (package unwind): code built
+ * without frame pointers keeps its callers. A uretprobe passes
+ * TP_STACK_COPY in stack_flags (its ctx is then the user pt_regs: ip is the
+ * return address in the caller, sp just above it, bp the caller's); the
+ * copy is up to tp_stack_bytes from sp (0: off), built in a per-CPU scratch
+ * value and written with bpf_ringbuf_output at its own length. Only
+ * crossing records pay for it.
+ */
+#define TP_STACK_COPY (1ULL << 32)
+#define TP_MAX_STACK 28672 /* a per-CPU map value holds at most 32 KiB */
+volatile const __u32 tp_stack_bytes = 0;
+
+/* A crossing record with registers and a stack copy: stack_len bytes of
+ * data follow the header. */
+struct tp_urecord {
+	struct tp_record r; /* stack_id -1 */
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 stack_len;
+	__u32 pad;
+	__u8 data[TP_MAX_STACK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_urecord);
+} tp_ustack SEC(".maps");
 
 
 static __always_inline struct tp_stats *tp_stats_get(void)
@@ -488,11 +526,48 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 	return 0;
 }
 
+/* tp_urecord_out writes the crossing record of a uretprobe (ctx) with its
+ * user registers and stack copy; it returns nonzero when there is no copy
+ * (the caller then writes a record with a frame-pointer stack). */
+static __always_inline int tp_urecord_out(struct pt_regs *ctx, __u32 target, __u64 rt,
+					  __u64 dns)
+{
+	__u32 zero = 0;
+	struct tp_urecord *u = bpf_map_lookup_elem(&tp_ustack, &zero);
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), size;
+
+	if (!u)
+		return -1;
+	u->ip = ctx->ip;
+	u->sp = ctx->sp;
+	u->bp = ctx->bp;
+	u->stack_len = ustack_copy(u->data, TP_MAX_STACK, TP_MAX_STACK, 0, u->sp, tp_stack_bytes);
+	if (u->stack_len == 0 || u->stack_len > TP_MAX_STACK)
+		return -1;
+	u->r.target = target;
+	u->r.pid = pid_tgid >> 32;
+	u->r.tid = (__u32)pid_tgid;
+	u->r.stack_id = -1;
+	u->r.ticks = rt;
+	u->r.ns = dns;
+	u->pad = 0;
+	size = sizeof(*u) - TP_MAX_STACK + u->stack_len;
+	if (size > sizeof(*u))
+		size = sizeof(*u);
+	if (bpf_ringbuf_output(&tp_records, u, size, BPF_RB_NO_WAKEUP) < 0) {
+		struct tp_stats *s = tp_stats_get();
+		if (s)
+			s->ring_drops++;
+	}
+	return 0;
+}
+
 /* tp_account adds one call to tp_counters[target]: d ticks, dns exact ns
  * (exact mode), and, when rt > 0 (rt = d except on the ns clock, see
  * tp_record_ns), writes a tp_record of rt with the stack from
  * bpf_get_stackid(ctx, stack_flags) (BPF_F_USER_STACK for the caller's
- * user stack). Every timing program ends a call through it. */
+ * user stack), or, with TP_STACK_COPY, a tp_urecord (tp_urecord_out).
+ * Every timing program ends a call through it. */
 static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 target,
 				       __u64 d, __u64 dns, __u64 rt, __u64 stack_flags)
 {
@@ -518,6 +593,9 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 	if (rt == 0 || !tp_want_records)
 		return;
 	c->crossings++;
+	if ((stack_flags & TP_STACK_COPY) && tp_stack_bytes != 0 &&
+	    tp_urecord_out(ctx, target, rt, dns) == 0)
+		return;
 
 	struct tp_record *r = bpf_ringbuf_reserve(&tp_records, sizeof(*r), 0);
 	if (!r) {
@@ -532,7 +610,7 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 	r->tid = (__u32)pid_tgid;
 	r->ticks = rt;
 	r->ns = dns;
-	r->stack_id = bpf_get_stackid(ctx, &tp_stacks, stack_flags);
+	r->stack_id = bpf_get_stackid(ctx, &tp_stacks, stack_flags & ~TP_STACK_COPY);
 	if (r->stack_id < 0) {
 		struct tp_stats *s = tp_stats_get();
 		if (s)

@@ -91,6 +91,17 @@ type TimingTpTstack struct {
 	Frame  [16]uint64
 }
 
+type TimingTpUrecord struct {
+	_        structs.HostLayout
+	R        TimingTpRecord
+	Ip       uint64
+	Sp       uint64
+	Bp       uint64
+	StackLen uint32
+	Pad      uint32
+	Data     [28672]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -106,6 +117,7 @@ const (
 	TimingMapTpRunstats     = "tp_runstats"
 	TimingMapTpStacks       = "tp_stacks"
 	TimingMapTpTasks        = "tp_tasks"
+	TimingMapTpUstack       = "tp_ustack"
 	TimingMapTpWindow       = "tp_window"
 	TimingMapTpZero         = "tp_zero"
 	TimingProgTpEmptyEntry  = "tp_empty_entry"
@@ -120,6 +132,7 @@ const (
 	TimingVarTpQuantiles    = "tp_quantiles"
 	TimingVarTpRecordNs     = "tp_record_ns"
 	TimingVarTpRecordShift  = "tp_record_shift"
+	TimingVarTpStackBytes   = "tp_stack_bytes"
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
 	TimingVarTpWantRecords  = "tp_want_records"
@@ -189,6 +202,7 @@ type TimingMapSpecs struct {
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
@@ -205,6 +219,7 @@ type TimingVariableSpecs struct {
 	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
@@ -242,6 +257,7 @@ type TimingMaps struct {
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
 	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
 	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
 	TpWindow   *ebpf.Map `ebpf:"tp_window"`
 	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
@@ -259,6 +275,7 @@ func (m *TimingMaps) Close() error {
 		m.TpRunstats,
 		m.TpStacks,
 		m.TpTasks,
+		m.TpUstack,
 		m.TpWindow,
 		m.TpZero,
 	)
@@ -276,6 +293,7 @@ type TimingVariables struct {
 	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`
 	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`

@@ -28,7 +28,7 @@ int tp_uentry_multi(struct pt_regs *ctx)
 SEC("uretprobe.multi")
 int tp_uexit_multi(struct pt_regs *ctx)
 {
-	return tp_frame_uexit(ctx, BPF_F_USER_STACK, 0);
+	return tp_frame_uexit(ctx, BPF_F_USER_STACK | TP_STACK_COPY, 0);
 }
 
 /* An empty program: the loader attaches it, limited to its own process, at

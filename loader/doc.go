@@ -34,10 +34,12 @@
 // kernel functions), tp_tasks (one entry stack per thread in task storage:
 // tp_task_enter/tp_task_exit), tp_frames (user functions of one process:
 // entries kept by the call's stack frame, tp_frame_enter/tp_frame_uexit,
-// falling back to tp_tasks), tp_records, tp_stacks, tp_runstats, tp_zero,
-// and the load-time constants tp_clock, tp_exact, tp_tick_ns,
-// tp_filter_tgid, tp_want_records, tp_record_ns, tp_record_shift,
-// tp_one_target. A program with its own entry state ends a call with
+// falling back to tp_tasks), tp_records, tp_stacks, tp_ustack (the scratch
+// value of a user function's crossing record with its stack copy, unwound
+// here with package unwind: ustack.go), tp_runstats, tp_zero, and the
+// load-time constants tp_clock, tp_exact, tp_tick_ns, tp_filter_tgid,
+// tp_want_records, tp_record_ns, tp_record_shift, tp_one_target,
+// tp_stack_bytes. A program with its own entry state ends a call with
 // tp_account (counters, histogram, crossing record). Each kind has its own
 // file (user.go, syscall.go, kfunc.go, gotiming.go) with an attach method
 // that attacher names:
@@ -71,6 +73,6 @@
 // resolve to KindGoUser (ResolveUser checks symtab IsGo) and are probed at
 // their RET instructions: a uretprobe must never touch a Go program.
 //
-// loader may import bpf, estimate, histogram, symtab, debuginfo, internal/proc
-// and internal/tick; it must not import timing, sampler, export or cmd.
+// loader may import bpf, estimate, histogram, symtab, debuginfo, unwind,
+// internal/proc and internal/tick; it must not import timing, sampler, export or cmd.
 package loader

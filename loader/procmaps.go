@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tickprof/tickprof/debuginfo"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/unwind"
 )
 
 // readMaps returns the file-backed executable mappings of process pid.
@@ -33,6 +35,13 @@ type procMaps struct {
 	maps   []proc.Mapping
 	tables map[string]*symtab.Table // nil entry: unreadable
 	debug  map[string]*symtab.Table // separate debug files' symbols; nil entry: none
+	// debugPath are the separate debug files found (debugTable).
+	debugPath map[string]string
+	// cfi are the files' call frame information (nil entry: none), mods
+	// the maps with them (ustack.go); readAt when the maps were read.
+	cfi    map[string]*unwind.Table
+	mods   []unwind.Module
+	readAt time.Time
 }
 
 func newProcMaps(pid int) *procMaps {
@@ -46,12 +55,19 @@ func (p *procMaps) refresh() {
 		return
 	}
 	p.mu.Lock()
+	p.readAt = time.Now()
+	p.setMaps(m)
+	p.mu.Unlock()
+}
+
+// setMaps replaces the maps, with p.mu held.
+func (p *procMaps) setMaps(m []proc.Mapping) {
 	p.maps = m
+	p.mods = nil
 	// Open the files now: once the process exits, /proc/PID/root is gone.
 	for _, mm := range m {
 		p.table(mm.Path)
 	}
-	p.mu.Unlock()
 }
 
 func (p *procMaps) table(path string) *symtab.Table {
@@ -131,6 +147,10 @@ func (p *procMaps) debugTable(path string, t *symtab.Table) *symtab.Table {
 	}
 	if d, err := symtab.Open(dp); err == nil {
 		p.debug[path] = d
+		if p.debugPath == nil {
+			p.debugPath = map[string]string{}
+		}
+		p.debugPath[path] = dp
 	}
 	return p.debug[path]
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/tick"
+	"github.com/tickprof/tickprof/unwind"
 )
 
 // attachFunc attaches the timing programs for every target of one Kind.
@@ -93,6 +94,12 @@ type Options struct {
 	// Unused with the other clocks: tick:DUR is asynchronous with the
 	// program by construction, ns is exact.
 	CheckEvery int
+	// StackBytes is how much of the user stack a crossing record of a
+	// user function copies, for its caller stack unwound with call frame
+	// information (0: DefaultStackBytes, also the most); negative: none,
+	// caller stacks are then the kernel's frame-pointer walks. Only with
+	// PID set.
+	StackBytes int
 }
 
 // DefaultCheckEvery is the jiffies clock's default check rate: about 1 in
@@ -186,6 +193,10 @@ type Session struct {
 type callerKey struct {
 	target  uint32
 	stackID int32
+	// pcs and stop are a stack unwound from a copy (stackID -1): its
+	// addresses (packPCs) and where it ended early.
+	pcs  string
+	stop unwind.Where
 }
 
 type callerAgg struct {
@@ -346,6 +357,7 @@ func (s *Session) constants() map[string]any {
 		"tp_check_every":  uint32(s.opts.CheckEvery),
 		"tp_one_target":   s.oneUserTarget(),
 		"tp_record_shift": recordShift(s.opts.RecordGrid),
+		"tp_stack_bytes":  s.opts.stackBytes(),
 	}
 }
 
@@ -399,6 +411,8 @@ func (s *Session) load() error {
 	spec.Maps["tp_check"].MaxEntries = uint32(len(s.targets))
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
+	} else if s.opts.stackBytes() > 0 {
+		spec.Maps["tp_records"].MaxEntries = stackRingBytes
 	}
 	bpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
@@ -521,6 +535,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_window":   s.objs.TpWindow,
 		"tp_check":    s.objs.TpCheck,
 		"tp_frames":   s.objs.TpFrames,
+		"tp_ustack":   s.objs.TpUstack,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {
@@ -812,6 +827,12 @@ func (s *Session) addRecord(b []byte) {
 		target:  binary.LittleEndian.Uint32(b[0:]),
 		stackID: int32(binary.LittleEndian.Uint32(b[12:])),
 	}
+	if k.stackID < 0 && len(b) > urecordHdr && s.procs != nil {
+		if regs, stack, ok := parseURecord(b); ok {
+			pcs, stop := s.procs.unwindCaller(regs, stack)
+			k.pcs, k.stop = packPCs(pcs), stop
+		}
+	}
 	ticks := binary.LittleEndian.Uint64(b[16:])
 	if s.opts.RecordGrid > 0 {
 		// ns clock: the record counts grid lines; in units of d (1 ns)
@@ -851,9 +872,15 @@ type Caller struct {
 	// Stack is the caller's stack, innermost first (the return address in
 	// the caller comes first); empty when it could not be captured.
 	Stack []Frame
-	// Cut says the stack was cut at an address outside every executable
-	// mapping (a frame-pointer walk through code without frame pointers).
-	Cut bool
+	// Cut says the stack ended before its outermost frame: a walk by
+	// call frame information that stopped early, or a frame-pointer walk
+	// cut at an address outside every executable mapping (code without
+	// frame pointers). Stop says why and in which file.
+	Cut  bool
+	Stop unwind.Where
+	// Unwound says the stack was unwound from a copy of the user stack
+	// with call frame information, not walked by frame pointers.
+	Unwound bool
 	// Records is the number of calls from this stack that crossed at least
 	// one tick; Ticks their crossings; Ns their exact ns (exact mode).
 	Records, Ticks, Ns uint64
@@ -876,20 +903,18 @@ func (s *Session) Callers() []Caller {
 		a := *s.callers[k]
 		s.mu.Unlock()
 		c := Caller{Target: int(k.target), Records: a.records, Ticks: a.ticks, Ns: a.ns}
-		if k.stackID >= 0 {
+		switch {
+		case k.stackID >= 0:
 			if err := s.objs.TpStacks.Lookup(uint32(k.stackID), &pcs); err == nil {
-				for _, pc := range pcs {
-					if pc == 0 {
-						break
-					}
-					f, ok := s.lookup(pc)
-					if !ok {
-						c.Cut = true
-						break
-					}
-					c.Stack = append(c.Stack, f)
-				}
+				s.symbolizeStack(&c, pcs)
 			}
+		case k.pcs != "" || k.stop.Reason != "":
+			c.Unwound = true
+			s.symbolizeStack(&c, unpackPCs(k.pcs))
+			if c.Stop == (unwind.Where{}) {
+				c.Stop = k.stop
+			}
+			c.Cut = c.Stop.Reason != ""
 		}
 		out = append(out, c)
 	}
@@ -900,6 +925,26 @@ func (s *Session) Callers() []Caller {
 		return out[i].Records > out[j].Records
 	})
 	return out
+}
+
+// symbolizeStack sets c's stack from pcs (leaf first, ending at the first
+// 0), cut at the first address outside every executable mapping.
+func (s *Session) symbolizeStack(c *Caller, pcs []uint64) {
+	for i, pc := range pcs {
+		if pc == 0 {
+			break
+		}
+		f, ok := s.lookup(pc)
+		if !ok {
+			c.Cut = true
+			c.Stop = unwind.Where{Reason: unwind.StopOutsideMapping.String()}
+			if i > 0 {
+				c.Stop.File = c.Stack[i-1].File
+			}
+			return
+		}
+		c.Stack = append(c.Stack, f)
+	}
 }
 
 func (s *Session) lookup(pc uint64) (Frame, bool) {

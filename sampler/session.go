@@ -401,9 +401,9 @@ func (s *Session) handle(b []byte) {
 	for _, a := range user {
 		key = le.AppendUint64(key, a)
 	}
-	key = append(key, stop.reason...)
+	key = append(key, stop.Reason...)
 	key = append(key, 0)
-	key = append(key, stop.file...)
+	key = append(key, stop.File...)
 	if st, ok := s.stacks[string(key)]; ok {
 		st.count++
 		return

@@ -101,15 +101,15 @@ func (s *Session) Result() (*Profile, error) {
 				outerFile = sy.d.Mappings[m].File
 			}
 		}
-		if st.stop.reason != "" {
+		if st.stop.Reason != "" {
 			stops[st.stop] += st.count
 		}
 		switch {
-		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0 && !(st.unwound && st.stop.reason == "" && st.flags&(flagKernFull|flagKernErr) == 0):
+		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0 && !(st.unwound && st.stop.Reason == "" && st.flags&(flagKernFull|flagKernErr) == 0):
 			sample.Truncated = true
 		case st.unwound:
 			// Call frame information says where a stack ends.
-			sample.Truncated = st.stop.reason != ""
+			sample.Truncated = st.stop.Reason != ""
 		case len(st.user) == 0:
 			// A user process interrupted without a user stack lost it;
 			// kernel threads (no executable mappings) have none.

@@ -3,7 +3,6 @@ package sampler
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -52,10 +51,7 @@ func ringBytes(hz, cpus, stackBytes int) uint32 {
 
 // walkStop is why a user stack ended where it did, for the profile's
 // comments: the reason and the file.
-type walkStop struct {
-	reason string
-	file   string
-}
+type walkStop = unwind.Where
 
 // cfiTable returns the file's call frame information, read once.
 func (b *binFile) cfiTable() *unwind.Table {
@@ -66,18 +62,7 @@ func (b *binFile) cfiTable() *unwind.Table {
 	if b.f == nil {
 		return nil
 	}
-	var dbg *os.File
-	if b.debugPath != "" {
-		dbg, _ = os.Open(b.debugPath)
-	}
-	var t *unwind.Table
-	var err error
-	if dbg != nil {
-		t, err = unwind.NewTable(b.f, dbg)
-		dbg.Close()
-	} else {
-		t, err = unwind.NewTable(b.f, nil)
-	}
+	t, err := unwind.NewTableDebug(b.f, b.debugPath)
 	if t == nil {
 		b.cfiErr = err
 		return nil
@@ -105,41 +90,11 @@ func (img *procImage) modules() []unwind.Module {
 }
 
 // unwindUser walks the user stack of one sample from its registers and
-// stack copy, moving to the goroutine's stack at sw (a cgo call) if set. fp is the frame-pointer walk the BPF program made; when the
-// copy ends before the walk does, the frame-pointer frames from the last
-// unwound frame on are appended as long as they stay in executable
-// mappings.
+// stack copy, moving to the goroutine's stack at sw (a cgo call) if set. fp
+// is the frame-pointer walk the BPF program made, which continues the walk
+// where the copy ended too early (unwind.Walk).
 func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64, sw *unwind.Switch) ([]uint64, walkStop) {
-	res := unwind.UnwindSwitch(img.modules(), regs, unwind.Stack{Addr: regs.SP, Data: stack}, sw)
-	out := make([]uint64, 0, len(res.Frames)+8)
-	for _, f := range res.Frames {
-		out = append(out, f.PC)
-	}
-	if res.Complete() {
-		return out, walkStop{}
-	}
-	stop := walkStop{reason: res.Stop.String(), file: res.File}
-	if res.Stop == unwind.StopStackCopy && len(out) > 0 {
-		last := out[len(out)-1]
-		for j := 1; j < len(fp); j++ {
-			if fp[j] != last {
-				continue
-			}
-			n := 0
-			for _, a := range fp[j+1:] {
-				if _, ok := proc.FindMapping(img.maps, a); !ok {
-					break
-				}
-				out = append(out, a)
-				n++
-			}
-			if n > 0 {
-				stop.reason = "continued by frame pointers after the stack copy; " + stop.reason
-			}
-			break
-		}
-	}
-	return out, stop
+	return unwind.Walk(img.modules(), regs, stack, fp, sw)
 }
 
 // checkFramePointers cuts a frame-pointer stack at its first address
@@ -148,10 +103,10 @@ func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64, sw
 func (img *procImage) checkFramePointers(user []uint64) ([]uint64, walkStop) {
 	for i, a := range user {
 		if _, ok := proc.FindMapping(img.maps, a); !ok {
-			stop := walkStop{reason: unwind.StopOutsideMapping.String()}
+			stop := walkStop{Reason: unwind.StopOutsideMapping.String()}
 			if i > 0 {
 				if mi, ok := proc.FindMapping(img.maps, user[i-1]); ok {
-					stop.file = img.maps[mi].Path
+					stop.File = img.maps[mi].Path
 				}
 			}
 			return user[:i], stop
@@ -194,18 +149,18 @@ func stopComments(stops map[walkStop]int64, total int64) []string {
 		if all[i].n != all[j].n {
 			return all[i].n > all[j].n
 		}
-		return all[i].k.reason+all[i].k.file < all[j].k.reason+all[j].k.file
+		return all[i].k.Reason+all[i].k.File < all[j].k.Reason+all[j].k.File
 	})
 	out := []string{fmt.Sprintf("user stacks that ended before their outermost frame: %d of %d samples", stopped, total)}
 	var noInfo []string
 	for _, e := range all {
 		where := ""
-		if e.k.file != "" {
-			where = " in " + e.k.file
+		if e.k.File != "" {
+			where = " in " + e.k.File
 		}
-		out = append(out, fmt.Sprintf("  %d samples: %s%s", e.n, e.k.reason, where))
-		if strings.HasSuffix(e.k.reason, unwind.StopNoUnwindInfo.String()) && e.k.file != "" {
-			noInfo = append(noInfo, e.k.file)
+		out = append(out, fmt.Sprintf("  %d samples: %s%s", e.n, e.k.Reason, where))
+		if e.k.NoInfo() && e.k.File != "" {
+			noInfo = append(noInfo, e.k.File)
 		}
 	}
 	if len(noInfo) > 0 {

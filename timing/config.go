@@ -38,6 +38,10 @@ type Config struct {
 	Exact bool
 	// NoRecords turns off the crossing records (no caller stacks).
 	NoRecords bool
+	// StackBytes is the user stack a crossing record of a user function
+	// copies for its caller stack, unwound with call frame information
+	// (0: loader.DefaultStackBytes); negative: frame-pointer stacks only.
+	StackBytes int
 	// Estimate are the estimator options (the confidence level).
 	Estimate estimate.Options
 	// Interval is the polling period: one batch each (default 200ms).

@@ -133,9 +133,15 @@ type Caller struct {
 	// Calls counts the calls that crossed at least one tick from this
 	// stack (all calls in ns mode); Ticks their crossings.
 	Calls, Ticks uint64
-	// Cut says the stack ended early: its walk reached an address outside
-	// every executable mapping.
-	Cut bool
+	// Cut says the stack ended before its outermost frame; Stop says why
+	// ("no unwind information in /usr/lib/libfoo.so"; "return address
+	// outside every executable mapping" for a frame-pointer walk through
+	// code without frame pointers).
+	Cut  bool
+	Stop string
+	// Unwound says the stack was unwound with call frame information from
+	// a copy of the user stack, not walked by frame pointers.
+	Unwound bool
 }
 
 // Frame is one symbolized frame.

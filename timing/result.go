@@ -67,7 +67,7 @@ func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]Caller,
 			continue
 		}
 		recs += cl.Records
-		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks, Cut: cl.Cut}
+		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks, Cut: cl.Cut, Unwound: cl.Unwound, Stop: cl.Stop.String()}
 		for _, fr := range cl.Stack {
 			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC, Off: fr.Offset})
 		}

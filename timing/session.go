@@ -88,7 +88,7 @@ func (s *Session) open(ctx context.Context) error {
 		}
 	}
 	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
-		Quantiles: len(s.cfg.Quantiles) > 0}, specs)
+		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes}, specs)
 	if err != nil {
 		return err
 	}

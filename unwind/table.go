@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"sync"
 
@@ -189,4 +190,16 @@ func (t *Table) compute(va uint64) (r *row) {
 		}
 	}
 	return r
+}
+
+// NewTableDebug is NewTable with the separate debug file at debugPath
+// (none when it is empty or cannot be opened).
+func NewTableDebug(r io.ReaderAt, debugPath string) (*Table, error) {
+	if debugPath != "" {
+		if dbg, err := os.Open(debugPath); err == nil {
+			defer dbg.Close()
+			return NewTable(r, dbg)
+		}
+	}
+	return NewTable(r, nil)
 }

@@ -475,3 +475,69 @@ func find(mods []Module, addr uint64) *Module {
 	}
 	return nil
 }
+
+// Where says why a walk ended before its outermost frame, and in which
+// file; the zero Where is a complete walk. It is comparable, so callers
+// count stacks by it.
+type Where struct {
+	Reason string
+	File   string
+}
+
+// continuedPrefix starts the reason of a walk continued by frame pointers.
+const continuedPrefix = "continued by frame pointers after the stack copy; "
+
+// Walk unwinds the stack (UnwindSwitch) and returns its frames' addresses,
+// leaf first, and where it stopped. fp is a frame-pointer walk of the same
+// stack (the kernel's, leaf first; nil if none): when the copy ended before
+// the walk did, fp's frames from the last unwound frame on are appended as
+// long as they lie in the modules, so that no address outside an
+// executable mapping is ever returned.
+func Walk(mods []Module, regs Regs, stack []byte, fp []uint64, sw *Switch) ([]uint64, Where) {
+	res := UnwindSwitch(mods, regs, Stack{Addr: regs.SP, Data: stack}, sw)
+	out := make([]uint64, 0, len(res.Frames)+8)
+	for _, f := range res.Frames {
+		out = append(out, f.PC)
+	}
+	if res.Complete() {
+		return out, Where{}
+	}
+	stop := Where{Reason: res.Stop.String(), File: res.File}
+	if res.Stop != StopStackCopy || len(out) == 0 {
+		return out, stop
+	}
+	last := out[len(out)-1]
+	for j := 1; j < len(fp); j++ {
+		if fp[j] != last {
+			continue
+		}
+		n := 0
+		for _, a := range fp[j+1:] {
+			if find(mods, a) == nil {
+				break
+			}
+			out = append(out, a)
+			n++
+		}
+		if n > 0 {
+			stop.Reason = continuedPrefix + stop.Reason
+		}
+		break
+	}
+	return out, stop
+}
+
+// NoInfo reports whether the walk stopped in a file without call frame
+// information (its file is then w.File).
+func (w Where) NoInfo() bool {
+	return strings.HasSuffix(w.Reason, StopNoUnwindInfo.String())
+}
+
+// String is the reason and the file: "no unwind information in
+// /usr/lib/libfoo.so"; "" for a complete walk.
+func (w Where) String() string {
+	if w.File == "" {
+		return w.Reason
+	}
+	return w.Reason + " in " + w.File
+}
