@@ -157,22 +157,53 @@ const (
 // Start loads the BPF programs, marks the targets, attaches the call counters
 // and starts sampling.
 func Start(cfg Config) (*Session, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise memlock rlimit: %w", err)
+	}
+	spec, err := cfg.spec()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %v", ve)
+		}
+		return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %w", err)
+	}
+	if err := s.attach(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// check validates the configuration and that the caller may observe the
+// processes.
+func (cfg Config) check() error {
 	if cfg.Frequency <= 0 || cfg.Frequency > MaxFrequency {
-		return nil, fmt.Errorf("sampling rate %d Hz is out of range 1..%d", cfg.Frequency, MaxFrequency)
+		return fmt.Errorf("sampling rate %d Hz is out of range 1..%d", cfg.Frequency, MaxFrequency)
 	}
 	if !cfg.All && len(cfg.PIDs) == 0 {
-		return nil, errors.New("no process to sample: give a PID, a command, or sample all")
+		return errors.New("no process to sample: give a PID, a command, or sample all")
 	}
 	// The access check perf applies to a process it samples: CAP_PERFMON
 	// alone does not let a user sample another user's process.
 	for _, pid := range cfg.PIDs {
 		if err := proc.CheckAccess(pid); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raise memlock rlimit: %w", err)
-	}
+	return nil
+}
+
+// spec reads the sampling programs' spec with the configuration's
+// load-time constants and ring size.
+func (cfg Config) spec() (*ebpf.CollectionSpec, error) {
 	spec, err := tpbpf.LoadSample()
 	if err != nil {
 		return nil, fmt.Errorf("load sampling BPF spec: %w", err)
@@ -188,54 +219,42 @@ func Start(cfg Config) (*Session, error) {
 		}
 		spec.Maps["samples"].MaxEntries = ringBytes(cfg.Frequency, runtime.NumCPU(), n)
 	}
-	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
 	tpbpf.SetKernelVersion(spec)
-	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %v", ve)
-		}
-		return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			s.Close()
-		}
-	}()
-	for _, pid := range cfg.PIDs {
+	return spec, nil
+}
+
+// attach marks the targets, attaches the tracepoints and call counters,
+// opens the ring buffer and starts the clocks.
+func (s *Session) attach() error {
+	for _, pid := range s.cfg.PIDs {
 		if err := s.objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
-			return nil, fmt.Errorf("mark process %d as target: %w", pid, err)
+			return fmt.Errorf("mark process %d as target: %w", pid, err)
 		}
 	}
-	if !cfg.All {
+	if !s.cfg.All {
 		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
 		if err != nil {
-			return nil, fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
+			return fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
 		}
 		s.links = append(s.links, l)
 	}
 	l, err := link.Tracepoint("sched", "sched_process_exec", s.objs.NoteExec, nil)
 	if err != nil {
-		return nil, fmt.Errorf("attach to sched_process_exec: %w", err)
+		return fmt.Errorf("attach to sched_process_exec: %w", err)
 	}
 	s.links = append(s.links, l)
-	for i, c := range cfg.Count {
+	for i, c := range s.cfg.Count {
 		cc, err := s.attachCounter(i, c)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.counted = append(s.counted, cc)
 	}
 	if s.reader, err = ringbuf.NewReader(s.objs.Samples); err != nil {
-		return nil, fmt.Errorf("open sample ring buffer: %w", err)
+		return fmt.Errorf("open sample ring buffer: %w", err)
 	}
 	s.start = time.Now()
-	if err := s.startClocks(); err != nil {
-		return nil, err
-	}
-	ok = true
-	return s, nil
+	return s.startClocks()
 }
 
 // attachCounter resolves "[BINARY:]SYMBOL" and attaches the entry-only

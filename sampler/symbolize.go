@@ -85,39 +85,10 @@ func (s *Session) Result() (*Profile, error) {
 	var total int64
 	for _, k := range keys {
 		st := s.stacks[k]
-		sample := Sample{Count: st.count}
-		if s.cfg.All || len(pids) > 1 {
-			sample.Pid = int64(st.proc.pid)
-		}
-		for i, a := range st.kern {
-			sample.Locations = append(sample.Locations, sy.kernel(a, i == 0))
-		}
-		outer, outerFile := "", ""
-		for i, a := range st.user {
-			li, fn := sy.user(st.proc, a, i == 0 && len(st.kern) == 0)
-			sample.Locations = append(sample.Locations, li)
-			outer, outerFile = fn, ""
-			if m := sy.d.Locations[li].Mapping; m >= 0 {
-				outerFile = sy.d.Mappings[m].File
-			}
-		}
+		d.Samples = append(d.Samples, sy.sample(st, s.cfg.All || len(pids) > 1))
 		if st.stop.Reason != "" {
 			stops[st.stop] += st.count
 		}
-		switch {
-		case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0 && !(st.unwound && st.stop.Reason == "" && st.flags&(flagKernFull|flagKernErr) == 0):
-			sample.Truncated = true
-		case st.unwound:
-			// Call frame information says where a stack ends.
-			sample.Truncated = st.stop.Reason != ""
-		case len(st.user) == 0:
-			// A user process interrupted without a user stack lost it;
-			// kernel threads (no executable mappings) have none.
-			sample.Truncated = len(st.proc.maps) > 0
-		case !isRootFunc(outer) && !(outer == "" && isStartFile(outerFile)):
-			sample.Truncated = true
-		}
-		d.Samples = append(d.Samples, sample)
 		total += st.count
 	}
 	d.Comments = append(d.Comments, stopComments(stops, total)...)
@@ -129,13 +100,59 @@ func (s *Session) Result() (*Profile, error) {
 		d.Calls = append(d.Calls, CallCount{Function: c.Function, Calls: c.Calls})
 	}
 	sy.mainFirst(s.mainExe())
+	d.Comments = append(d.Comments, s.runComments(len(pids))...)
+	return d, nil
+}
+
+// sample symbolizes one distinct stack (with its process ID when withPid).
+func (sy *symbolizer) sample(st *rawStack, withPid bool) Sample {
+	sample := Sample{Count: st.count}
+	if withPid {
+		sample.Pid = int64(st.proc.pid)
+	}
+	for i, a := range st.kern {
+		sample.Locations = append(sample.Locations, sy.kernel(a, i == 0))
+	}
+	outer, outerFile := "", ""
+	for i, a := range st.user {
+		li, fn := sy.user(st.proc, a, i == 0 && len(st.kern) == 0)
+		sample.Locations = append(sample.Locations, li)
+		outer, outerFile = fn, ""
+		if m := sy.d.Locations[li].Mapping; m >= 0 {
+			outerFile = sy.d.Mappings[m].File
+		}
+	}
+	sample.Truncated = st.truncated(outer, outerFile)
+	return sample
+}
+
+// truncated says whether a stack whose outermost user frame is the
+// function outer in outerFile ended before its root.
+func (st *rawStack) truncated(outer, outerFile string) bool {
+	switch {
+	case st.flags&(flagKernFull|flagUserFull|flagKernErr|flagUserErr) != 0 && !(st.unwound && st.stop.Reason == "" && st.flags&(flagKernFull|flagKernErr) == 0):
+		return true
+	case st.unwound:
+		// Call frame information says where a stack ends.
+		return st.stop.Reason != ""
+	case len(st.user) == 0:
+		// A user process interrupted without a user stack lost it;
+		// kernel threads (no executable mappings) have none.
+		return len(st.proc.maps) > 0
+	}
+	return !isRootFunc(outer) && !(outer == "" && isStartFile(outerFile))
+}
+
+// runComments are the profile's comments on the run: counts, and the
+// stack copies' size.
+func (s *Session) runComments(procs int) []string {
 	st := s.Stats()
-	d.Comments = append(d.Comments, fmt.Sprintf("tickprof sample -F %d: %d samples kept, %d lost to a full ring buffer, %d processes", s.cfg.Frequency, st.Kept, st.Dropped, len(pids)))
+	out := []string{fmt.Sprintf("tickprof sample -F %d: %d samples kept, %d lost to a full ring buffer, %d processes", s.cfg.Frequency, st.Kept, st.Dropped, procs)}
 	if s.copies > 0 {
-		d.Comments = append(d.Comments, fmt.Sprintf("user stacks unwound by call frame information from a copy of up to %d bytes: %d bytes copied per sample on average (%d samples)",
+		out = append(out, fmt.Sprintf("user stacks unwound by call frame information from a copy of up to %d bytes: %d bytes copied per sample on average (%d samples)",
 			s.cfg.stackBytes(), s.copied/s.copies, s.copies))
 	}
-	return d, nil
+	return out
 }
 
 // mainExe is the executable of the first target, if known.
@@ -197,26 +214,8 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 		}
 		return sy.add(k, Location{Address: addr, Mapping: -1}), ""
 	}
-	m := img.maps[mi]
-	bin := img.bins[mi]
-	mk := fmt.Sprintf("%x-%x-%x-%s", m.Start, m.Limit, m.Offset, m.FileKey()+m.Path)
-	pm, ok := sy.maps[mk]
-	if !ok {
-		em := ProfileMapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.Path}
-		if bin != nil {
-			em.File = bin.path
-			if bin.table != nil {
-				em.BuildID = bin.table.BuildID
-				if em.BuildID == "" {
-					em.BuildID = bin.table.GoBuildID
-				}
-				em.Symbolized = true
-			}
-		}
-		pm = len(sy.d.Mappings)
-		sy.d.Mappings = append(sy.d.Mappings, em)
-		sy.maps[mk] = pm
-	}
+	m, bin := img.maps[mi], img.bins[mi]
+	pm := sy.mapping(m, bin)
 	k := locKey{mapping: pm, addr: addr, leaf: leaf}
 	if i, ok := sy.locs[k]; ok {
 		return i, sy.d.Locations[i].Function
@@ -228,33 +227,7 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 			look--
 		}
 		if va, ok := bin.table.VAddr(look - m.Start + m.Offset); ok {
-			tab := bin.table
-			if dt := bin.debugSymbols(img.t.debug); dt != nil {
-				if _, _, ok := dt.Func(va); ok {
-					tab = dt
-				}
-			}
-			if name, start, ok := tab.Func(va); ok {
-				if tab != bin.table {
-					// Debug files' .symtab spells versioned aliases
-					// "__libc_start_main@@GLIBC_2.34".
-					if i := strings.Index(name, "@"); i > 0 {
-						name = name[:i]
-					}
-				}
-				if n, ok := bin.vdsoNames[start]; ok {
-					name = n
-				}
-				loc.Function = name
-				if file, line, ok := tab.Line(va); ok {
-					loc.File, loc.Line = file, int64(line)
-					sy.d.Mappings[pm].Lines = true
-				}
-				if in := bin.inliner(); in != nil {
-					sy.d.Mappings[pm].Inlines = true
-					expandInlines(&loc, in.frames(va), bin.table.IsGo)
-				}
-			}
+			sy.name(&loc, img, bin, va)
 		}
 	}
 	if loc.Function == "" && m.Path == VDSOPath {
@@ -263,6 +236,66 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 	}
 	i := sy.add(k, loc)
 	return i, loc.Function
+}
+
+// mapping returns the profile mapping of an executable mapping, adding it
+// on first use.
+func (sy *symbolizer) mapping(m proc.Mapping, bin *binFile) int {
+	mk := fmt.Sprintf("%x-%x-%x-%s", m.Start, m.Limit, m.Offset, m.FileKey()+m.Path)
+	if pm, ok := sy.maps[mk]; ok {
+		return pm
+	}
+	em := ProfileMapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.Path}
+	if bin != nil {
+		em.File = bin.path
+		if bin.table != nil {
+			em.BuildID = bin.table.BuildID
+			if em.BuildID == "" {
+				em.BuildID = bin.table.GoBuildID
+			}
+			em.Symbolized = true
+		}
+	}
+	pm := len(sy.d.Mappings)
+	sy.d.Mappings = append(sy.d.Mappings, em)
+	sy.maps[mk] = pm
+	return pm
+}
+
+// name fills loc's function, line and inlined frames for the file's
+// virtual address va, from the file's symbols or its separate debug
+// file's.
+func (sy *symbolizer) name(loc *Location, img *procImage, bin *binFile, va uint64) {
+	tab := bin.table
+	if dt := bin.debugSymbols(img.t.debug); dt != nil {
+		if _, _, ok := dt.Func(va); ok {
+			tab = dt
+		}
+	}
+	name, start, ok := tab.Func(va)
+	if !ok {
+		return
+	}
+	if tab != bin.table {
+		// Debug files' .symtab spells versioned aliases
+		// "__libc_start_main@@GLIBC_2.34".
+		if i := strings.Index(name, "@"); i > 0 {
+			name = name[:i]
+		}
+	}
+	if n, ok := bin.vdsoNames[start]; ok {
+		name = n
+	}
+	loc.Function = name
+	pm := loc.Mapping
+	if file, line, ok := tab.Line(va); ok {
+		loc.File, loc.Line = file, int64(line)
+		sy.d.Mappings[pm].Lines = true
+	}
+	if in := bin.inliner(); in != nil {
+		sy.d.Mappings[pm].Inlines = true
+		expandInlines(loc, in.frames(va), bin.table.IsGo)
+	}
 }
 
 // expandInlines turns a location whose address lies in inlined bodies

@@ -144,6 +144,14 @@ var configs = []config{
 	{"tn tickprof ns", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true})},
 	{"tq tickprof ns+quantiles", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
 	{"tr tickprof ns, no records", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, NoRecords: true})},
+	// Caller stacks: tc's crossing records copy the user stack (the
+	// default); tp is tc with the kernel's frame-pointer walk instead (as
+	// before the copy). rc/rp write a record on every call (ns clock, a
+	// 1 ns record grid), so that their difference is what a record's copy
+	// costs over a frame-pointer walk.
+	{"tp tickprof jiffies, frame-pointer stacks", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, StackBytes: -1})},
+	{"rc tickprof ns, a record every call, stack copy", "rp", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, RecordGrid: 1})},
+	{"rp tickprof ns, a record every call, frame pointers", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, RecordGrid: 1, StackBytes: -1})},
 }
 
 var (

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -15,7 +16,7 @@ import (
 // parseTimeFlags validates the flags of `tickprof time` into a timing
 // configuration.
 func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
-	cfg := timing.Config{PID: f.pid, Command: argv, Exact: f.validate, Interval: f.interval, Duration: f.duration, Window: f.window,
+	cfg := timing.Config{PID: f.pid, Command: argv, Exact: f.validate, Interval: f.interval, Duration: f.duration, Window: f.window, StackBytes: cmp.Or(f.userStack, -1),
 		Targets: timing.Targets{Users: f.users, Syscalls: f.syscalls, Kernel: f.kfuncs, MaxProbes: f.maxProbes}}
 	conf, confErr := parseConfidence(f.confidence)
 	if err := cli.FirstErr(
@@ -23,6 +24,7 @@ func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
 		cli.UsageIf(f.pid != 0 && len(argv) > 0, "give either -p PID or -- CMD, not both"),
 		cli.UsageIf(f.pid < 0, "-p %d: a process ID is positive", f.pid),
 		cli.UsageIf(f.maxProbes < 1, "--max-probes %d: want at least 1", f.maxProbes),
+		cli.UsageIf(f.userStack < 0 || f.userStack > loader.DefaultStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, loader.DefaultStackBytes),
 		cli.UsageIf(f.interval < 10*time.Millisecond || f.interval > time.Hour, "--interval %s: want 10ms to 1h", f.interval),
 		attachMode(f.attach, &cfg.Targets),
 		checkOutput("--json", f.jsonOut),
