@@ -84,6 +84,7 @@ func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 		for _, n := range r.Targets[i].Notes {
 			p.Comments = append(p.Comments, "note: "+r.Targets[i].Name+": "+n)
 		}
+		p.Comments = append(p.Comments, r.Targets[i].StackComments()...)
 	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {

@@ -907,6 +907,7 @@ func (s *Session) Callers() []Caller {
 		case k.stackID >= 0:
 			if err := s.objs.TpStacks.Lookup(uint32(k.stackID), &pcs); err == nil {
 				s.symbolizeStack(&c, pcs)
+				checkFPEnd(&c)
 			}
 		case k.pcs != "" || k.stop.Reason != "":
 			c.Unwound = true
@@ -944,6 +945,20 @@ func (s *Session) symbolizeStack(c *Caller, pcs []uint64) {
 			return
 		}
 		c.Stack = append(c.Stack, f)
+	}
+}
+
+// checkFPEnd marks a frame-pointer stack whose outermost frame is no
+// process or thread start as cut: the walk met a frame without a frame
+// pointer, or the depth limit (TP_STACK_DEPTH).
+func checkFPEnd(c *Caller) {
+	if c.Cut || len(c.Stack) == 0 {
+		return
+	}
+	last := c.Stack[len(c.Stack)-1]
+	if !unwind.EndsStack(last.Func, last.File) {
+		c.Cut = true
+		c.Stop = unwind.Where{Reason: "frame-pointer walk ended before the outermost frame", File: last.File}
 	}
 }
 

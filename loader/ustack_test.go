@@ -87,8 +87,11 @@ func TestCallerStacksFrameless(t *testing.T) {
 	}
 
 	fp, _ := callerStacks(t, -1)
-	fmain, _, frecords := reachMain(t, fp)
+	fmain, fcut, frecords := reachMain(t, fp)
 	if frecords == 0 || fmain != 0 {
 		t.Errorf("frame-pointer stacks: %d of %d records reach main; the target was built to stop them", fmain, frecords)
+	}
+	if fcut != frecords {
+		t.Errorf("frame-pointer stacks: %d of %d records marked cut; every one ended early", fcut, frecords)
 	}
 }

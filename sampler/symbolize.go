@@ -2,43 +2,13 @@ package sampler
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/unwind"
 )
-
-// rootFuncs are the functions a complete user stack ends in; a stack whose
-// outermost frame is another function ended early (a frame without a frame
-// pointer, or a depth limit) and is marked truncated.
-var rootFuncs = []string{
-	"_start", "__libc_start_main", "__libc_start_call_main", "main", "start_thread",
-	"clone", "clone3", "__clone", "__clone3", "thread_start",
-	"runtime.goexit", "runtime.mstart", "runtime.mstart0", "runtime.rt0_go",
-	"runtime.mcall", "runtime.morestack", "runtime.systemstack", "runtime.sigtramp",
-	"runtime.asmcgocall", "runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0",
-}
-
-func isRootFunc(name string) bool {
-	for _, r := range rootFuncs {
-		if name == r {
-			return true
-		}
-	}
-	return false
-}
-
-// isStartFile reports whether a file holds process and thread start code
-// whose symbols are stripped in distributions (glibc's
-// __libc_start_call_main and start_thread are local symbols): a stack
-// ending there without a name is complete.
-func isStartFile(file string) bool {
-	base := path.Base(file)
-	return strings.HasPrefix(base, "libc.so") || strings.HasPrefix(base, "libc-") ||
-		strings.HasPrefix(base, "ld-linux") || strings.HasPrefix(base, "libpthread")
-}
 
 // symbolizer turns raw stacks into profile locations and mappings.
 type symbolizer struct {
@@ -140,7 +110,7 @@ func (st *rawStack) truncated(outer, outerFile string) bool {
 		// kernel threads (no executable mappings) have none.
 		return len(st.proc.maps) > 0
 	}
-	return !isRootFunc(outer) && !(outer == "" && isStartFile(outerFile))
+	return !unwind.EndsStack(outer, outerFile)
 }
 
 // runComments are the profile's comments on the run: counts, and the

@@ -1,6 +1,9 @@
 package timing
 
 import (
+	"fmt"
+	"sort"
+
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/loader"
 )
@@ -120,4 +123,41 @@ func subFloor(a, b uint64) uint64 {
 		return 0
 	}
 	return a - b
+}
+
+// StackComments say, for a profile's comments, how many of the target's
+// crossing records have a caller stack that ended early, and where and why,
+// most records first; nil when every stack is complete.
+func (t *TargetResult) StackComments() []string {
+	by := map[string]uint64{}
+	var cut, all uint64
+	for _, c := range t.Callers {
+		all += c.Calls
+		if c.Cut {
+			cut += c.Calls
+			by[c.Stop] += c.Calls
+		}
+	}
+	if cut == 0 {
+		return nil
+	}
+	reasons := make([]string, 0, len(by))
+	for r := range by {
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if by[reasons[i]] != by[reasons[j]] {
+			return by[reasons[i]] > by[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	out := []string{fmt.Sprintf("%s: caller stacks that ended before their outermost frame: %d of %d crossing records", t.Name, cut, all)}
+	for _, r := range reasons {
+		why := r
+		if why == "" {
+			why = "unknown"
+		}
+		out = append(out, fmt.Sprintf("  %d records: %s", by[r], why))
+	}
+	return out
 }

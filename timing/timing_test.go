@@ -116,3 +116,22 @@ func TestDedupeSpecs(t *testing.T) {
 		t.Errorf("deduped to %v", names)
 	}
 }
+
+func TestStackComments(t *testing.T) {
+	tr := &TargetResult{Name: "f", Callers: []Caller{
+		{Calls: 5},
+		{Calls: 2, Cut: true, Stop: "no unwind information in /lib/a.so"},
+		{Calls: 3, Cut: true, Stop: "stack copy too short in /bin/x"},
+		{Calls: 1, Cut: true, Stop: "no unwind information in /lib/a.so"},
+	}}
+	got := strings.Join(tr.StackComments(), "\n")
+	want := "f: caller stacks that ended before their outermost frame: 6 of 11 crossing records\n" +
+		"  3 records: no unwind information in /lib/a.so\n" +
+		"  3 records: stack copy too short in /bin/x"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if c := (&TargetResult{Callers: []Caller{{Calls: 4}}}).StackComments(); c != nil {
+		t.Errorf("complete stacks: %q, want none", c)
+	}
+}
