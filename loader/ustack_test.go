@@ -9,18 +9,18 @@ import (
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
-// framelessBinary returns testdata/c/frameless.c built -O2
+// callersBinary returns testdata/c/callers.c built -O2
 // -fomit-frame-pointer: its callers keep data in rbp.
-func framelessBinary(t testing.TB) string {
+func callersBinary(t testing.TB) string {
 	t.Helper()
-	return testtarget.C(t, "c/frameless.c", "frameless", "-O2", "-fomit-frame-pointer")
+	return testtarget.C(t, "c/callers.c", "callers", "-O2", "-fomit-frame-pointer")
 }
 
-// callerStacks times tp_frameless_work in the frameless target (calls of
+// callerStacks times tp_frameless_work in the callers target (calls of
 // 200 µs on a 50 µs tick: every call crosses) and returns its callers.
 func callerStacks(t *testing.T, stackBytes int) ([]Caller, Poll) {
 	t.Helper()
-	g := testtarget.StartGated(t, framelessBinary(t), "100", "200000")
+	g := testtarget.StartGated(t, callersBinary(t), "100", "200000")
 	specs, err := ResolveUser(g.Pid(), "tp_frameless_work", 1)
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${TICKPROF_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickprof/kernels}
 kernels=${TICKPROF_KERNELS:-"linux-image-amd64 linux-image-6.12-amd64"}
-pkgs=${TICKPROF_KERNEL_PKGS:-"./loader ./cmd/tickprof:Doctor|Kernel|Syscall"}
+pkgs=${TICKPROF_KERNEL_PKGS:-"./loader ./sampler:TestKernelFrames|TestUnwindFrameless ./cmd/tickprof:Doctor|Kernel|Syscall"}
 guest_timeout=${TICKPROF_KERNEL_TIMEOUT:-300}
 smp=${TICKPROF_KERNEL_SMP:-1}
 GO=${GO:-go}
@@ -129,7 +129,11 @@ mkdir -p "$img/lib64" "$img/lib/x86_64-linux-gnu"
 # its tests, which run on the host only.
 find "$root" -path "$root/.git" -prune -o -path "$root/unwind/testdata" -prune -o -path '*/testdata/*' -name '*.c' -print | while read -r src; do
 	out=$img/testbin/$(basename "$src" .c)
-	gcc -O1 -g -fno-omit-frame-pointer -pthread -o "$out" "$src" -lm || die "gcc $src failed"
+	# A source may name flags its tests build it with (frameless code) on a
+	# line " * matrix-cflags: FLAGS"; they come last, so they win.
+	extra=$(sed -n 's/^ \* matrix-cflags: //p' "$src" | head -1)
+	# shellcheck disable=SC2086 # FLAGS are words
+	gcc -O1 -g -fno-omit-frame-pointer -pthread -o "$out" "$src" -lm $extra || die "gcc $src failed"
 	ldd "$out" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | while read -r lib; do
 		mkdir -p "$img$(dirname "$lib")"
 		cp -L "$lib" "$img$lib"

@@ -5,7 +5,9 @@
  * functions; qsort (libc) calling back into a comparator; a signal handler
  * doing work on a SIGPROF timer (its frames lie above the kernel's sigreturn
  * trampoline); clock_gettime through the vDSO; and strlen/memchr through the
- * PLT. A second thread burns in a frameless loop, so thread roots are seen. */
+ * PLT. A second thread burns in a frameless loop, so thread roots are seen.
+ * matrix-cflags: -O2 -fomit-frame-pointer -fasynchronous-unwind-tables
+ */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>

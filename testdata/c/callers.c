@@ -1,13 +1,14 @@
 /*
- * frameless.c - a timed function reached through callers that keep no
+ * callers.c - a timed function reached through callers that keep no
  * frame pointer. Built -O2 -fomit-frame-pointer: each caller keeps six
  * values live across its call, so the compiler gives one of them rbp, and a
  * frame-pointer walk at the timed function's return reads that value as a
  * frame; only call frame information leads from tp_frameless_work to main.
  *
- * frameless -g N NS: print "ready pid=N", wait for SIGUSR1 (target.h), then
+ * callers -g N NS: print "ready pid=N", wait for SIGUSR1 (target.h), then
  * call tp_frameless_work N times (each spins NS ns) through level3 ->
  * level2 -> level1, and print "calls=N".
+ * matrix-cflags: -O2 -fomit-frame-pointer
  */
 #include <stdlib.h>
 
