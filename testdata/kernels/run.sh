@@ -30,7 +30,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${TICKPROF_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickprof/kernels}
 kernels=${TICKPROF_KERNELS:-"linux-image-amd64 linux-image-6.12-amd64"}
-pkgs=${TICKPROF_KERNEL_PKGS:-"./loader ./sampler:TestKernelFrames|TestUnwindFrameless ./cmd/tickprof:Doctor|Kernel|Syscall"}
+pkgs=${TICKPROF_KERNEL_PKGS:-"./loader ./sampler:TestKernelFrames ./cmd/tickprof:Doctor|Kernel|Syscall"}
 guest_timeout=${TICKPROF_KERNEL_TIMEOUT:-300}
 smp=${TICKPROF_KERNEL_SMP:-1}
 GO=${GO:-go}
