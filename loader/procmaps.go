@@ -38,10 +38,11 @@ type procMaps struct {
 	// debugPath are the separate debug files found (debugTable).
 	debugPath map[string]string
 	// cfi are the files' call frame information (nil entry: none), mods
-	// the maps with them (ustack.go); readAt when the maps were read.
-	cfi    map[string]*unwind.Table
-	mods   []unwind.Module
-	readAt time.Time
+	// the maps with them (ustack.go); rereadAt when an address outside
+	// them last had them reread.
+	cfi      map[string]*unwind.Table
+	mods     []unwind.Module
+	rereadAt time.Time
 }
 
 func newProcMaps(pid int) *procMaps {
@@ -55,7 +56,6 @@ func (p *procMaps) refresh() {
 		return
 	}
 	p.mu.Lock()
-	p.readAt = time.Now()
 	p.setMaps(m)
 	p.mu.Unlock()
 }

@@ -84,13 +84,14 @@ func (p *procMaps) unwindCaller(regs unwind.Regs, stack []byte) ([]uint64, unwin
 	return pcs, stop
 }
 
-// reread rereads the maps of a live process at most every 20 ms, with p.mu
-// held; it reports whether they were read.
+// reread rereads the maps at most every 20 ms, with p.mu held; it reports
+// whether they were read. (The first time at once: a command held at its
+// exec had not mapped its libraries when the maps were first read.)
 func (p *procMaps) reread() bool {
-	if time.Since(p.readAt) < 20*time.Millisecond {
+	if time.Since(p.rereadAt) < 20*time.Millisecond {
 		return false
 	}
-	p.readAt = time.Now()
+	p.rereadAt = time.Now()
 	m, err := readMaps(p.pid)
 	if err != nil || len(m) == 0 {
 		return false
