@@ -188,6 +188,9 @@ type Session struct {
 	procs      *procMaps
 	// checkEvery is the clock check's rate per target (tp_check).
 	checkEvery []uint32
+	// stackRefused is why the kernel refused the programs with the stack
+	// copy (they were loaded without it), or nil.
+	stackRefused error
 }
 
 type callerKey struct {
@@ -395,6 +398,35 @@ func (s *Session) quantilesOn() uint32 {
 }
 
 func (s *Session) load() error {
+	err := s.loadTiming()
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) && s.opts.stackBytes() > 0 {
+		// Without the stack copy the verifier prunes its code: caller
+		// stacks fall back to the kernel's frame-pointer walk.
+		s.stackRefused = err
+		s.opts.StackBytes = -1
+		err = s.loadTiming()
+	}
+	if errors.As(err, &ve) {
+		return loadError(err)
+	}
+	if err != nil {
+		return err
+	}
+	// The first calls are checked 1 in 8 (at most), so that a few checked
+	// calls soon tell how long the calls are; adaptCheck then sets the rate.
+	s.checkEvery = make([]uint32, len(s.targets))
+	for i := range s.targets {
+		if err := s.setCheckEvery(i, uint32(min(s.opts.CheckEvery, 8))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadTiming loads timing.bpf.c's programs and maps with the session's
+// constants and sizes; a load error is returned as the kernel gave it.
+func (s *Session) loadTiming() error {
 	spec, err := bpf.LoadTiming()
 	if err != nil {
 		return fmt.Errorf("read the timing BPF object: %w", err)
@@ -416,15 +448,11 @@ func (s *Session) load() error {
 	}
 	bpf.SetKernelVersion(spec)
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
-		return loadError(err)
-	}
-	// The first calls are checked 1 in 8 (at most), so that a few checked
-	// calls soon tell how long the calls are; adaptCheck then sets the rate.
-	s.checkEvery = make([]uint32, len(s.targets))
-	for i := range s.targets {
-		if err := s.setCheckEvery(i, uint32(min(s.opts.CheckEvery, 8))); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
 			return err
 		}
+		return loadError(err)
 	}
 	return nil
 }

@@ -38,6 +38,14 @@ func (o Options) stackBytes() uint32 {
 	return uint32(o.StackBytes)
 }
 
+// StackCopy reports whether crossing records of user functions copy the
+// caller's stack (Options.StackBytes), and, when the kernel's verifier
+// refused the programs with the copy so that caller stacks fell back to
+// frame-pointer walks, why.
+func (s *Session) StackCopy() (bool, error) {
+	return s.opts.stackBytes() > 0, s.stackRefused
+}
+
 // parseURecord reads the registers and stack copy of a tp_urecord.
 func parseURecord(b []byte) (unwind.Regs, []byte, bool) {
 	if len(b) < urecordHdr {

@@ -93,6 +93,9 @@ func (s *Session) open(ctx context.Context) error {
 		return err
 	}
 	s.ls = ls
+	if _, err := ls.StackCopy(); err != nil {
+		s.cfg.warn("caller stacks by frame pointers: the kernel refused the programs that copy the user stack (%v)", err)
+	}
 	if sk := ls.Skipped(); len(sk) > 0 {
 		s.cfg.warn("%d function(s) skipped, not timed: %s", len(sk), loader.FormatSkipped(sk, 8))
 	}
