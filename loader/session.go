@@ -282,6 +282,9 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		return nil, fmt.Errorf("none of the %d functions can be probed: %s", len(skipped), FormatSkipped(skipped, 5))
 	}
 	specs = kept
+	if err := checkSingleLinkCap(opts, specs); err != nil {
+		return nil, err
+	}
 	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}, ctx: ctx, skipped: skipped}
 	for i, sp := range specs {
 		name := sp.Name

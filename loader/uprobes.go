@@ -200,11 +200,34 @@ func (s *Session) reserveSingleLinks(n int) error {
 		return nil // attached and detached window by window, in parallel
 	}
 	s.singleLinks += n
-	if s.singleLinks <= MaxSingleLinks {
+	return singleLinkCap(s.opts, s.singleLinks)
+}
+
+// checkSingleLinkCap refuses, before any program is loaded, a probe set
+// whose native user functions would need more than MaxSingleLinks single
+// uprobe links: single links were asked for, or the kernel has no
+// multi-uprobe links. reserveSingleLinks checks again at attach time, for
+// a kernel whose multi-uprobe programs fail to load.
+func checkSingleLinkCap(opts Options, specs []Spec) error {
+	if opts.Windowed || (!opts.SingleLinks && HaveUprobeMulti() == nil) {
+		return nil
+	}
+	n := 0
+	for _, sp := range specs {
+		if sp.Kind == KindUser {
+			n += 2
+		}
+	}
+	return singleLinkCap(opts, n)
+}
+
+// singleLinkCap is the error for n single uprobe links past MaxSingleLinks.
+func singleLinkCap(opts Options, n int) error {
+	if n <= MaxSingleLinks {
 		return nil
 	}
 	why := "this kernel has no multi-uprobe links (Linux 6.6+)"
-	if s.opts.SingleLinks {
+	if opts.SingleLinks {
 		why = "single links were asked for"
 	}
 	return fmt.Errorf("%w: %s, and detaching more than %d single uprobes takes 85-220 ms each; time fewer functions (a narrower glob) or use a kernel from 6.6 on", ErrTooManyProbes, why, MaxSingleLinks)
