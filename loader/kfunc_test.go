@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,5 +94,126 @@ func TestResolveKernelFuncsErrors(t *testing.T) {
 	}
 	if !strings.Contains(ke.Problems[0], "no_such_function_xyz") || !strings.Contains(ke.Problems[1], "closest: vfs_read") {
 		t.Errorf("problems %q: want the names and closest vfs_read", ke.Problems)
+	}
+}
+
+// TestWindowedKernelFunc runs windows over vfs_read, called by this test
+// process itself at known moments, with kprobes and with fentry/fexit
+// linked again window by window: each window must count exactly the reads
+// that entered while it was open, none of those made while the probes were
+// attached but the window closed, nor those made while detached; a read
+// that blocks across the window's close (a pipe) is counted with its whole
+// duration, and no exit is left an orphan.
+func TestWindowedKernelFunc(t *testing.T) {
+	for _, m := range []AttachMode{AttachKprobe, AttachFentry} {
+		t.Run(string(m), func(t *testing.T) {
+			requireKernelMethod(t, m)
+			specs, err := ResolveKernelFuncs([]string{"vfs_read"}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := openFor(t, Options{Clock: Clock{Kind: ClockNS}, Windowed: true}, os.Getpid(), specs)
+			s.DetachProbes()
+			fd := openReadable(t)
+			prev, err := s.Poll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			const windows, inside, outside = 5, 20, 7
+			for w := range windows {
+				preads(t, fd, outside) // detached
+				if err := s.AttachProbes(); err != nil {
+					t.Fatal(err)
+				}
+				preads(t, fd, outside) // attached, window closed
+				want, hold := uint64(inside), time.Duration(0)
+				if err := s.SetWindowOpen(true); err != nil {
+					t.Fatal(err)
+				}
+				preads(t, fd, inside)
+				var blocked func()
+				if w == windows-1 {
+					// A read entering now and returning after the close.
+					hold, want = 30*time.Millisecond, want+1
+					blocked = blockedRead(t)
+				}
+				if err := s.SetWindowOpen(false); err != nil {
+					t.Fatal(err)
+				}
+				preads(t, fd, outside) // attached, window closed
+				if blocked != nil {
+					time.Sleep(hold)
+					blocked()
+				}
+				waitDrained(t, s, w)
+				p, err := s.Poll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.DetachProbes()
+				d := p.Totals[0].Sub(prev.Totals[0])
+				prev = p
+				if d.Calls != want || d.Orphans != 0 {
+					t.Errorf("window %d: %d calls counted, %d orphans; want the %d that entered inside it and none", w, d.Calls, d.Orphans, want)
+				}
+				if hold > 0 && d.NsSum < uint64(hold) {
+					t.Errorf("window %d: counted calls sum to %v, below the %v read held across the close: the straddling call was cut", w, time.Duration(d.NsSum), hold)
+				}
+			}
+		})
+	}
+}
+
+// openReadable opens a small file for reading, closed when the test ends.
+func openReadable(t *testing.T) int {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(file, []byte("tickprof"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(file, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	return fd
+}
+
+// preads reads fd n times (n calls of vfs_read).
+func preads(t *testing.T, fd, n int) {
+	t.Helper()
+	var b [8]byte
+	for range n {
+		if _, err := syscall.Pread(fd, b[:], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// blockedRead starts a read of an empty pipe (a blocking vfs_read) and
+// waits until it has blocked; the returned func writes to the pipe and
+// waits for the read to return.
+func blockedRead(t *testing.T) func() {
+	t.Helper()
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		_, err := syscall.Read(p[0], b[:])
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the read enters and blocks
+	return func() {
+		defer syscall.Close(p[0])
+		defer syscall.Close(p[1])
+		if _, err := syscall.Write(p[1], []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

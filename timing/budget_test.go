@@ -2,7 +2,11 @@ package timing
 
 import (
 	"context"
+	"errors"
+	"math"
+	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -104,5 +108,64 @@ func TestBudgetedSyscall(t *testing.T) {
 	}
 	if tr.Orphans != 0 {
 		t.Errorf("%d orphans: calls entering between windows must pair without counting", tr.Orphans)
+	}
+}
+
+// TestBudgetedKernelFunc times a kernel function under a budget: the
+// nanosleep handler, called by sysloop once every 2 ms (a rate the sleep
+// sets, not the probes), with a made-up probe cost of 150 µs a call so
+// that a 2% budget binds. The kprobes (or fentry/fexit) are linked window
+// by window; the result reports the duty cycle, and the calls counted are
+// those that entered the windows: about N x (windows' time / run time) for
+// a caller this regular, within 4 sqrt of that (Poisson; a regular caller
+// varies less), plus 1 per window (its phase), plus 10% for the probes'
+// own cost, which lengthens the calls made inside windows (under emulation
+// a kprobe pair costs tens of µs). Only kernels with kprobes or fentry
+// run it (the kernel matrix).
+func TestBudgetedKernelFunc(t *testing.T) {
+	bpftest.Require(t)
+	specs, err := loader.ResolveKernelFuncs([]string{"__x64_sys_nanosleep"}, loader.AttachAuto)
+	if err != nil {
+		var ke *loader.KernelFuncError
+		if os.Getenv("TICKPROF_IN_MATRIX") == "1" || errors.As(err, &ke) {
+			t.Fatal(err)
+		}
+		t.Skipf("skipping: this kernel cannot probe kernel functions (the kernel matrix runs this): %v", err)
+	}
+	const n = 2000
+	bin := testtarget.C(t, "kernels/targets/sysloop.c", "sysloop")
+	p := testtarget.Start(t, exec.Command(bin, "nanosleep", strconv.Itoa(n), "2000"), testtarget.ReadyPrefix, nil)
+	cost := estimate.Result{Mean: 75000, Low: 70000, High: 80000, Confidence: 0.95} // doubled: see budgetCost
+	s, err := Open(Config{PID: p.Pid(), Specs: specs, Clock: loader.Clock{Kind: loader.ClockNS}, Overhead: 0.02,
+		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	p.Release(t)
+	run, err := s.Run(context.Background(), nil) // until the target exits
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b, tr := run.Budget, run.Targets[0]
+	if b == nil {
+		t.Fatal("no budget figures in the result")
+	}
+	w := b.Windowed[0]
+	lambda := float64(n) * w.Probed / float64(elapsed)
+	t.Logf("%d windows, duty %.3f (next %.3f), slowdown %.2f%% [%.2f, %.2f]; %d calls counted in %.0f ms of windows over %v, expected %.0f; mean %.0f ns [%.0f, %.0f]; stop %s",
+		b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
+		tr.Calls, w.Probed/1e6, elapsed, lambda, tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, run.StopReason)
+	if b.Windows < 2 || !b.Binding || !(b.Duty > 0 && b.Duty < 1) || b.Cost.Mean != uprobePairFactor*cost.Mean {
+		t.Errorf("budget figures %+v: want at least 2 windows, binding, a duty cycle in (0, 1), the kernel pair doubled", b)
+	}
+	tol := 4*math.Sqrt(lambda) + float64(b.Windows) + 0.1*lambda
+	if math.Abs(float64(tr.Calls)-lambda) > tol {
+		t.Errorf("%d calls counted, want %.0f ± %.0f: the calls entering the windows", tr.Calls, lambda, tol)
+	}
+	if tr.Err != "" || tr.Orphans != 0 || !(tr.Estimate.Mean >= 2e6) {
+		t.Errorf("estimate %+v, %d orphans, err %q: want a windowed mean of at least the 2 ms sleep, no orphans", tr.Estimate, tr.Orphans, tr.Err)
 	}
 }

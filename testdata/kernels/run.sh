@@ -31,6 +31,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${TICKPROF_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickprof/kernels}
 kernels=${TICKPROF_KERNELS:-"linux-image-amd64 linux-image-6.12-amd64"}
 pkgs=${TICKPROF_KERNEL_PKGS:-"./loader ./cmd/tickprof:Doctor|Kernel|Syscall"}
+# Windows under an overhead budget on kernel functions (a timing run).
+[ -n "${TICKPROF_KERNEL_PKGS:-}" ] || pkgs="$pkgs ./timing:BudgetedKernelFunc"
 guest_timeout=${TICKPROF_KERNEL_TIMEOUT:-300}
 smp=${TICKPROF_KERNEL_SMP:-1}
 GO=${GO:-go}
