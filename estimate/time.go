@@ -22,7 +22,9 @@ type Counts struct {
 	// Ticks is sum c_i, the clock ticks that fell inside the executions.
 	Ticks uint64
 	// TicksSq is sum c_i^2; it is used only when HasTicksSq is set.
-	TicksSq uint64
+	// TicksSqHi holds its bits above the 64 of TicksSq (one call of more
+	// than 2^32 ticks makes it pass them: 4.3 s with the ns clock).
+	TicksSq, TicksSqHi uint64
 	// HasTicksSq says TicksSq is known.
 	HasTicksSq bool
 	// Batches are optional periodic increments of Calls and Ticks, for the
@@ -151,15 +153,17 @@ func Time(c Counts, o Options) (Result, error) {
 	}
 	var varC float64 // sample variance of the c_i, ticks^2
 	if c.HasTicksSq {
-		if c.TicksSq < s {
-			return Result{}, inputf("sum of squared ticks %d is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", c.TicksSq, s, s)
+		q := new(big.Int).Lsh(new(big.Int).SetUint64(c.TicksSqHi), 64)
+		q.Or(q, new(big.Int).SetUint64(c.TicksSq))
+		if q.Cmp(new(big.Int).SetUint64(s)) < 0 {
+			return Result{}, inputf("sum of squared ticks %s is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", q, s, s)
 		}
-		if hi, lo := bits.Mul64(s, s); hi == 0 && c.TicksSq > lo {
-			return Result{}, inputf("sum of squared ticks %d is above the tick sum squared %d^2 = %d (all ticks in one call): the counters are inconsistent: it must be at most %d", c.TicksSq, s, lo, lo)
+		if s2 := new(big.Int).Mul(new(big.Int).SetUint64(s), new(big.Int).SetUint64(s)); q.Cmp(s2) > 0 {
+			return Result{}, inputf("sum of squared ticks %s is above the tick sum squared %d^2 = %s (all ticks in one call): the counters are inconsistent: it must be at most %s", q, s, s2, s2)
 		}
-		v, ok := sampleVar(n, s, c.TicksSq)
+		v, ok := sampleVar(n, s, q)
 		if !ok {
-			return Result{}, inputf("sum of squared ticks %d is below (sum c)^2/n = %d^2/%d: the counters are inconsistent; it must be at least that", c.TicksSq, s, n)
+			return Result{}, inputf("sum of squared ticks %s is below (sum c)^2/n = %d^2/%d: the counters are inconsistent; it must be at least that", q, s, n)
 		}
 		varC = v
 	}
@@ -371,8 +375,8 @@ func residualSS(bs []Batch, m float64) float64 {
 // sampleVar returns the sample variance (n q - s^2) / (n (n-1)) of n integers
 // with sum s and sum of squares q, computed exactly before the division; ok
 // is false when n q < s^2, which no real data can give.
-func sampleVar(n, s, q uint64) (float64, bool) {
-	nq := new(big.Int).Mul(new(big.Int).SetUint64(n), new(big.Int).SetUint64(q))
+func sampleVar(n, s uint64, q *big.Int) (float64, bool) {
+	nq := new(big.Int).Mul(new(big.Int).SetUint64(n), q)
 	s2 := new(big.Int).Mul(new(big.Int).SetUint64(s), new(big.Int).SetUint64(s))
 	num := nq.Sub(nq, s2)
 	if num.Sign() < 0 {
