@@ -93,6 +93,7 @@ type Runner struct {
 	attach   time.Duration // mean time attaching and draining, around a window
 	nAround  int
 	attached bool          // probing continuously (the budget does not bind)
+	carry    time.Duration // what is left of the pilot's slot, added to the next
 	cpu0     time.Duration // the target's CPU time at the start (-1: unknown)
 }
 
@@ -194,15 +195,27 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 // it, then the rest of the slot detached. done is called with the window
 // (it updates the duty). It returns the poll after the window and whether
 // ctx still lets the run go on.
+//
+// The first two windows are short (pilotWindow) and the pilot's slot is
+// paid back in the second one's (carry): the pilot runs at once and
+// measures the call rate, and the first estimate, which needs two windows,
+// comes after about (pilot + second window, each with its attach and
+// drain) / 2 duty on average, not pilot / duty + half a full slot. At a 1%
+// budget on a loaded machine the latter was 10-50 s.
 func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimate.Window)) (loader.Poll, bool, error) {
 	around := r.attach
 	if around == 0 {
 		around = 20 * time.Millisecond // a first guess: attach and drain
 	}
-	busy := r.cfg.Window + around
-	slot := time.Duration(float64(busy) / r.duty)
-	offset := time.Duration(r.rng.Float64() * float64(slot-busy))
 	pilot := r.windows() == 0
+	length := r.cfg.Window
+	if r.windows() < 2 {
+		length = pilotWindow(r.cfg.Window)
+	}
+	busy := length + around
+	slot := time.Duration(float64(busy)/r.duty) + r.carry
+	r.carry = 0
+	offset := time.Duration(r.rng.Float64() * float64(slot-busy))
 	if pilot {
 		// The first window is the pilot that measures the call
 		// rate: at once, so that a short run learns its duty. Its
@@ -217,10 +230,6 @@ func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimat
 	if !sleep(ctx, offset) {
 		return prev, false, nil
 	}
-	length := r.cfg.Window
-	if pilot {
-		length = pilotWindow(r.cfg.Window)
-	}
 	p, w, err := r.window(ctx, prev, length)
 	if err != nil {
 		return prev, false, err
@@ -228,18 +237,24 @@ func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimat
 	r.nAround++
 	r.attach += time.Duration((w[0].Drain - float64(r.attach)) / float64(r.nAround))
 	done(w)
-	if pilot && r.duty > 0 {
-		// The pilot's slot was sized for the worst load: it ends
-		// where the measured load's duty puts it, sized like every
-		// other slot from the window and the time attached around it
-		// (at once when the budget does not bind).
-		slotEnd = slotStart.Add(time.Duration((w[0].Length + w[0].Drain) / math.Min(r.duty, 1)))
+	if pilot && r.duty > 0 && r.duty < 1 {
+		// The pilot's slot was sized for the worst load: at the
+		// measured load's duty it is as long as the pilot and the
+		// time attached around it over the duty; what is left of it
+		// is added to the next slot, whose window may then come
+		// sooner (at once when the budget does not bind).
+		r.carry = max(0, time.Duration((w[0].Length+w[0].Drain)/r.duty)-time.Since(slotStart))
+		return p, ctx.Err() == nil, nil
+	}
+	if pilot {
+		return p, ctx.Err() == nil, nil
 	}
 	return p, sleep(ctx, time.Until(slotEnd)), nil
 }
 
 // pilotWindow is the length of the first window, which measures the call
-// rate before anything is known of it: a fifth of a window, at most 10 ms.
+// rate before anything is known of it, and of the second: a fifth of a
+// window, at most 10 ms.
 // It is probed whatever the load, so it is kept short: at 200,000 calls a
 // second 10 ms hold 2,000 calls, plenty for the rate's upper bound, and a
 // run of a few seconds under a 1% budget has only tens of milliseconds of
