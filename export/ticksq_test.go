@@ -51,15 +51,11 @@ func TestWideTicksSq(t *testing.T) {
 		}
 		ps = append(ps, p)
 	}
+	row := mergedRow(t, ps, "f")
 	merged, err := profile.Merge(ps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := TimeReport(merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := tab.Rows[0]
 	want, err := estimate.Time(estimate.Counts{Resolution: 1, Calls: n, Ticks: s, TicksSq: exact[1], TicksSqHi: exact[0], HasTicksSq: true}, estimate.Options{Confidence: 0.95})
 	if err != nil {
 		t.Fatal(err)

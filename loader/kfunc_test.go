@@ -30,48 +30,56 @@ func requireKernelMethod(t *testing.T, m AttachMode) {
 	}
 }
 
-func TestKernelFuncVfsRead(t *testing.T) {
+// eachKernelMethod runs body as a subtest per attach method (kprobes,
+// fentry) that this kernel has, with fn resolved for it.
+func eachKernelMethod(t *testing.T, fn string, body func(t *testing.T, m AttachMode, specs []Spec)) {
 	for _, m := range []AttachMode{AttachKprobe, AttachFentry} {
 		t.Run(string(m), func(t *testing.T) {
 			requireKernelMethod(t, m)
-			specs, err := ResolveKernelFuncs([]string{"vfs_read"}, m)
+			specs, err := ResolveKernelFuncs([]string{fn}, m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			file := filepath.Join(t.TempDir(), "data")
-			if err := os.WriteFile(file, []byte(strings.Repeat("tickprof ", 100)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			const n = 3000
-			// Two clocks on the same calls as the ns clock: jiffies (exact
-			// counts; its interval is logged) and tick:2us (ET/d about 1-3
-			// here), whose interval must cover the ns mean. These tests run
-			// for real only in the emulated matrix guests, where the jiffies
-			// interval is not asserted: a host stall of the vCPU advances the
-			// monotonic clock at once but jiffies only at the next delivered
-			// timer interrupt, often after the call returned. A coarser
-			// tick:20us also failed to cover there now and then (by 20-30%,
-			// mostly above), which points at entry phases that are not
-			// uniform within 20 us under the emulator; at 2 us the phase
-			// cannot matter much and the check holds.
-			for _, clk := range []Clock{{Kind: ClockJiffies}, {Kind: ClockTick, Tick: 2 * time.Microsecond}} {
-				s, p := timeSysloop(t, Options{Clock: clk, Exact: true}, specs, "readfile", "3000", file)
-				c := p.Totals[0]
-				if c.Calls != n || c.Orphans != 0 {
-					t.Fatalf("%s %s: vfs_read calls %d orphans %d, want %d and 0", m, clk, c.Calls, c.Orphans, n)
-				}
-				var r estimate.Result
-				var ns float64
-				if clk.Kind == ClockJiffies {
-					r, ns = tickInterval(t, s, p, 0)
-				} else {
-					r, ns = coverCheck(t, s, p, 0)
-				}
-				t.Logf("%s %s: vfs_read ns mean %.0f ns; tick estimate %.0f ns [%.0f, %.0f] (99.9%%, %s), %d ticks",
-					m, s.Clock(), ns, r.Mean, r.Low, r.High, r.Method, c.Ticks)
-			}
+			body(t, m, specs)
 		})
 	}
+}
+
+func TestKernelFuncVfsRead(t *testing.T) {
+	eachKernelMethod(t, "vfs_read", func(t *testing.T, m AttachMode, specs []Spec) {
+		file := filepath.Join(t.TempDir(), "data")
+		if err := os.WriteFile(file, []byte(strings.Repeat("tickprof ", 100)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		const n = 3000
+		// Two clocks on the same calls as the ns clock: jiffies (exact
+		// counts; its interval is logged) and tick:2us (ET/d about 1-3
+		// here), whose interval must cover the ns mean. These tests run
+		// for real only in the emulated matrix guests, where the jiffies
+		// interval is not asserted: a host stall of the vCPU advances the
+		// monotonic clock at once but jiffies only at the next delivered
+		// timer interrupt, often after the call returned. A coarser
+		// tick:20us also failed to cover there now and then (by 20-30%,
+		// mostly above), which points at entry phases that are not
+		// uniform within 20 us under the emulator; at 2 us the phase
+		// cannot matter much and the check holds.
+		for _, clk := range []Clock{{Kind: ClockJiffies}, {Kind: ClockTick, Tick: 2 * time.Microsecond}} {
+			s, p := timeSysloop(t, Options{Clock: clk, Exact: true}, specs, "readfile", "3000", file)
+			c := p.Totals[0]
+			if c.Calls != n || c.Orphans != 0 {
+				t.Fatalf("%s %s: vfs_read calls %d orphans %d, want %d and 0", m, clk, c.Calls, c.Orphans, n)
+			}
+			var r estimate.Result
+			var ns float64
+			if clk.Kind == ClockJiffies {
+				r, ns = tickInterval(t, s, p, 0)
+			} else {
+				r, ns = coverCheck(t, s, p, 0)
+			}
+			t.Logf("%s %s: vfs_read ns mean %.0f ns; tick estimate %.0f ns [%.0f, %.0f] (99.9%%, %s), %d ticks",
+				m, s.Clock(), ns, r.Mean, r.Low, r.High, r.Method, c.Ticks)
+		}
+	})
 }
 
 func TestResolveKernelFuncsErrors(t *testing.T) {
@@ -107,66 +115,59 @@ func TestResolveKernelFuncsErrors(t *testing.T) {
 // that blocks across the window's close (a pipe) is counted with its whole
 // duration, and no exit is left an orphan.
 func TestWindowedKernelFunc(t *testing.T) {
-	for _, m := range []AttachMode{AttachKprobe, AttachFentry} {
-		t.Run(string(m), func(t *testing.T) {
-			requireKernelMethod(t, m)
-			specs, err := ResolveKernelFuncs([]string{"vfs_read"}, m)
+	eachKernelMethod(t, "vfs_read", func(t *testing.T, _ AttachMode, specs []Spec) {
+		s := openFor(t, Options{Clock: Clock{Kind: ClockNS}, Windowed: true}, os.Getpid(), specs)
+		s.DetachProbes()
+		fd := openReadable(t)
+		prev, err := s.Poll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		const windows, inside, outside = 5, 20, 7
+		for w := range windows {
+			want, hold := uint64(inside), time.Duration(0)
+			var held *pipeRead
+			if w == windows-1 {
+				// A read entering in the window and returning after
+				// its close (its goroutine started well before).
+				hold, want, held = 30*time.Millisecond, want+1, newPipeRead(t)
+			}
+			preads(t, fd, outside) // detached
+			if err := s.AttachProbes(); err != nil {
+				t.Fatal(err)
+			}
+			preads(t, fd, outside) // attached, window closed
+			if err := s.SetWindowOpen(true); err != nil {
+				t.Fatal(err)
+			}
+			preads(t, fd, inside)
+			if held != nil {
+				held.enter()
+			}
+			if err := s.SetWindowOpen(false); err != nil {
+				t.Fatal(err)
+			}
+			preads(t, fd, outside) // attached, window closed
+			if held != nil {
+				time.Sleep(hold)
+				held.release(t)
+			}
+			waitDrained(t, s, w)
+			p, err := s.Poll()
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := openFor(t, Options{Clock: Clock{Kind: ClockNS}, Windowed: true}, os.Getpid(), specs)
 			s.DetachProbes()
-			fd := openReadable(t)
-			prev, err := s.Poll()
-			if err != nil {
-				t.Fatal(err)
+			d := p.Totals[0].Sub(prev.Totals[0])
+			prev = p
+			if d.Calls != want || d.Orphans != 0 {
+				t.Errorf("window %d: %d calls counted, %d orphans; want the %d that entered inside it and none", w, d.Calls, d.Orphans, want)
 			}
-			const windows, inside, outside = 5, 20, 7
-			for w := range windows {
-				want, hold := uint64(inside), time.Duration(0)
-				var held *pipeRead
-				if w == windows-1 {
-					// A read entering in the window and returning after
-					// its close (its goroutine started well before).
-					hold, want, held = 30*time.Millisecond, want+1, newPipeRead(t)
-				}
-				preads(t, fd, outside) // detached
-				if err := s.AttachProbes(); err != nil {
-					t.Fatal(err)
-				}
-				preads(t, fd, outside) // attached, window closed
-				if err := s.SetWindowOpen(true); err != nil {
-					t.Fatal(err)
-				}
-				preads(t, fd, inside)
-				if held != nil {
-					held.enter()
-				}
-				if err := s.SetWindowOpen(false); err != nil {
-					t.Fatal(err)
-				}
-				preads(t, fd, outside) // attached, window closed
-				if held != nil {
-					time.Sleep(hold)
-					held.release(t)
-				}
-				waitDrained(t, s, w)
-				p, err := s.Poll()
-				if err != nil {
-					t.Fatal(err)
-				}
-				s.DetachProbes()
-				d := p.Totals[0].Sub(prev.Totals[0])
-				prev = p
-				if d.Calls != want || d.Orphans != 0 {
-					t.Errorf("window %d: %d calls counted, %d orphans; want the %d that entered inside it and none", w, d.Calls, d.Orphans, want)
-				}
-				if hold > 0 && d.NsSum < uint64(hold) {
-					t.Errorf("window %d: counted calls sum to %v, below the %v read held across the close: the straddling call was cut", w, time.Duration(d.NsSum), hold)
-				}
+			if hold > 0 && d.NsSum < uint64(hold) {
+				t.Errorf("window %d: counted calls sum to %v, below the %v read held across the close: the straddling call was cut", w, time.Duration(d.NsSum), hold)
 			}
-		})
-	}
+		}
+	})
 }
 
 // openReadable opens a small file for reading, closed when the test ends.
