@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"sync"
 	"time"
@@ -92,8 +91,9 @@ func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
 }
 
 // window reads the counters and returns their increments since the last
-// call as a time window over [start, end]; a target whose increments do
-// not fit a profile's values is left out of it, and named in the error.
+// call as a time window over [start, end]. Every target is carried, however
+// long its calls: sums of squared durations past 63 bits are written in
+// power-of-two units (export.TimeWindowTarget.TicksSqHi).
 func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
 	read := t.s.Poll
 	if t.stop != nil {
@@ -105,27 +105,17 @@ func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
 	}
 	w := &export.TimeWindow{Clock: t.clock.String(), Resolution: t.clock.Resolution(), Confidence: t.conf,
 		Start: start, Duration: end.Sub(start)}
-	var dropped []error
 	for i, tg := range t.s.Targets() {
 		inc := p.Totals[i].Sub(t.last[i])
 		t.last[i] = p.Totals[i]
-		if inc.TicksSq.Hi != 0 || inc.TicksSq.Lo > math.MaxInt64 {
-			// One call of over sqrt(2^63) ticks (3 s with the ns clock)
-			// does it; a profile's sample values are int64, so this
-			// target's counts of the window cannot be carried. The other
-			// targets' still are.
-			dropped = append(dropped, fmt.Errorf("%s: its %d calls of this window are dropped: the sum of their squared durations passes the 63 bits of a profile value (one call of %v or more does it)",
-				tg.Name, inc.Calls, time.Duration(math.Sqrt(math.MaxInt64)*t.clock.Resolution()).Round(time.Millisecond)))
-			continue
-		}
 		h, err := t.histogram(i)
 		if err != nil {
 			return nil, err
 		}
 		w.Targets = append(w.Targets, export.TimeWindowTarget{Name: tg.Name, Binary: tg.Spec.File,
-			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq.Lo, Hist: h})
+			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq.Lo, TicksSqHi: inc.TicksSq.Hi, Hist: h})
 	}
-	return w, errors.Join(dropped...)
+	return w, nil
 }
 
 // histogram returns target i's histogram counts since the last call (nil

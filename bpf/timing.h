@@ -835,7 +835,10 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 	if (!st || st->depth == 0) {
 		if (tp_other_process())
 			return 0; /* a forked child's return: not the target's */
-		c->orphans++; /* exit without entry */
+		/* Exit without entry; windowed runs attach mid-call every
+		 * window (the exit first), so there it is no orphan. */
+		if (!tp_windowed)
+			c->orphans++;
 		tp_stat_no_entry();
 		return 0;
 	}
@@ -858,7 +861,8 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 		if (i > TP_MAX_DEPTH || depth < i || depth - i < st->floor) {
 			if (tp_other_process())
 				return 0;
-			c->orphans++; /* exit without entry */
+			if (!tp_windowed)
+				c->orphans++; /* exit without entry */
 			tp_stat_no_entry();
 			return 0;
 		}

@@ -85,12 +85,15 @@ type Runner struct {
 	cfg      Config
 	rng      *rand.Rand
 	start    time.Time
-	windows  [][]estimate.Window // per target
-	res      float64             // clock resolution (ns) for quantized clocks, 0 for ns
+	stats    []estimate.WindowStats // per target: every window so far, in constant memory
+	pilot    []estimate.Window      // per target: the first window
+	err      error                  // a window the statistics refused
+	res      float64                // clock resolution (ns) for quantized clocks, 0 for ns
 	duty     float64
 	attach   time.Duration // mean time attaching and draining, around a window
 	nAround  int
 	attached bool          // probing continuously (the budget does not bind)
+	carry    time.Duration // what is left of the pilot's slot, added to the next
 	cpu0     time.Duration // the target's CPU time at the start (-1: unknown)
 }
 
@@ -114,7 +117,7 @@ func New(ls *loader.Session, cfg Config) (*Runner, error) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	r := &Runner{ls: ls, cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		windows: make([][]estimate.Window, len(ls.Targets())),
+		stats: make([]estimate.WindowStats, len(ls.Targets())),
 		// Until a rate is measured, plan for the worst: every moment of a
 		// probed thread spent in the probes (load u = 1).
 		duty: math.Min(1, cfg.Budget/(1+cfg.Budget))}
@@ -166,15 +169,20 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 			}
 		}
 		p, more, err := step(ctx, prev, func(w []estimate.Window) {
-			r.add(w)
+			if r.err = r.add(w); r.err != nil {
+				return
+			}
 			st = r.status()
 			if onWindow != nil {
 				onWindow(st)
 			}
 			r.duty = st.NextDuty
 		})
+		if err == nil {
+			err = r.err
+		}
 		if err != nil || !more {
-			if len(r.windows[0]) > 0 {
+			if r.windows() > 0 {
 				st = r.status() // over the whole run
 			}
 			return st, err
@@ -187,15 +195,27 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 // it, then the rest of the slot detached. done is called with the window
 // (it updates the duty). It returns the poll after the window and whether
 // ctx still lets the run go on.
+//
+// The first two windows are short (pilotWindow) and the pilot's slot is
+// paid back in the second one's (carry): the pilot runs at once and
+// measures the call rate, and the first estimate, which needs two windows,
+// comes after about (pilot + second window, each with its attach and
+// drain) / 2 duty on average, not pilot / duty + half a full slot. At a 1%
+// budget on a loaded machine the latter was 10-50 s.
 func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimate.Window)) (loader.Poll, bool, error) {
 	around := r.attach
 	if around == 0 {
 		around = 20 * time.Millisecond // a first guess: attach and drain
 	}
-	busy := r.cfg.Window + around
-	slot := time.Duration(float64(busy) / r.duty)
+	pilot := r.windows() == 0
+	length := r.cfg.Window
+	if r.windows() < 2 {
+		length = pilotWindow(r.cfg.Window)
+	}
+	busy := length + around
+	slot := time.Duration(float64(busy)/r.duty) + r.carry
+	r.carry = 0
 	offset := time.Duration(r.rng.Float64() * float64(slot-busy))
-	pilot := len(r.windows[0]) == 0
 	if pilot {
 		// The first window is the pilot that measures the call
 		// rate: at once, so that a short run learns its duty. Its
@@ -210,10 +230,6 @@ func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimat
 	if !sleep(ctx, offset) {
 		return prev, false, nil
 	}
-	length := r.cfg.Window
-	if pilot {
-		length = pilotWindow(r.cfg.Window)
-	}
 	p, w, err := r.window(ctx, prev, length)
 	if err != nil {
 		return prev, false, err
@@ -221,18 +237,24 @@ func (r *Runner) slot(ctx context.Context, prev loader.Poll, done func([]estimat
 	r.nAround++
 	r.attach += time.Duration((w[0].Drain - float64(r.attach)) / float64(r.nAround))
 	done(w)
-	if pilot && r.duty > 0 {
-		// The pilot's slot was sized for the worst load: it ends
-		// where the measured load's duty puts it, sized like every
-		// other slot from the window and the time attached around it
-		// (at once when the budget does not bind).
-		slotEnd = slotStart.Add(time.Duration((w[0].Length + w[0].Drain) / math.Min(r.duty, 1)))
+	if pilot && r.duty > 0 && r.duty < 1 {
+		// The pilot's slot was sized for the worst load: at the
+		// measured load's duty it is as long as the pilot and the
+		// time attached around it over the duty; what is left of it
+		// is added to the next slot, whose window may then come
+		// sooner (at once when the budget does not bind).
+		r.carry = max(0, time.Duration((w[0].Length+w[0].Drain)/r.duty)-time.Since(slotStart))
+		return p, ctx.Err() == nil, nil
+	}
+	if pilot {
+		return p, ctx.Err() == nil, nil
 	}
 	return p, sleep(ctx, time.Until(slotEnd)), nil
 }
 
 // pilotWindow is the length of the first window, which measures the call
-// rate before anything is known of it: a fifth of a window, at most 10 ms.
+// rate before anything is known of it, and of the second: a fifth of a
+// window, at most 10 ms.
 // It is probed whatever the load, so it is kept short: at 200,000 calls a
 // second 10 ms hold 2,000 calls, plenty for the rate's upper bound, and a
 // run of a few seconds under a 1% budget has only tens of milliseconds of
@@ -331,25 +353,35 @@ func (r *Runner) continuous(ctx context.Context, prev loader.Poll, done func([]e
 	return p, ctx.Err() == nil, nil
 }
 
-func (r *Runner) add(w []estimate.Window) {
-	for i := range w {
-		r.windows[i] = append(r.windows[i], w[i])
+// add adds a window of every target to the statistics; the first is also
+// kept as the pilot.
+func (r *Runner) add(w []estimate.Window) error {
+	if r.windows() == 0 {
+		r.pilot = append([]estimate.Window(nil), w...)
 	}
+	for i := range w {
+		if err := r.stats[i].Add(w[i]); err != nil {
+			return fmt.Errorf("%s: %w", r.ls.Targets()[i].Name, err)
+		}
+	}
+	return nil
 }
+
+// windows is the number of windows run so far.
+func (r *Runner) windows() int { return r.stats[0].Windows() }
 
 // status estimates every target and the slowdown, and the duty cycle for
 // the next window.
 func (r *Runner) status() Status {
 	el := time.Since(r.start)
-	st := Status{Windows: len(r.windows[0]), Elapsed: el, NextDuty: r.duty, CPUShare: r.cpuShare()}
+	st := Status{Windows: r.windows(), Elapsed: el, NextDuty: r.duty, CPUShare: r.cpuShare()}
 	var u, lo, hi float64
 	conf := r.cfg.Estimate.Confidence
 	loadKnown := true
 	for i, t := range r.ls.Targets() {
-		ws := r.windows[i]
 		// With no call counted yet the error says so, and the rate
 		// (bounded from zero calls) and duty are still filled in.
-		w, err := estimate.WindowedTime(estimate.WindowedCounts{Windows: ws, Elapsed: float64(el), Resolution: r.res}, r.cfg.Estimate)
+		w, err := r.stats[i].Windowed(float64(el), r.res, r.cfg.Estimate)
 		st.Targets = append(st.Targets, Target{Name: t.Name, Windowed: w, Err: err})
 		if w.Windows == 0 {
 			loadKnown = false
@@ -363,14 +395,13 @@ func (r *Runner) status() Status {
 		u, lo, hi, conf = u+tu, lo+tlo, hi+thi, c
 		st.Duty = w.Duty
 	}
-	if !loadKnown && len(r.windows[0]) == 1 {
+	if !loadKnown && r.windows() == 1 {
 		// The pilot window alone: no spread between windows yet, so
 		// the load's upper bound comes from each count's Poisson bound
 		// (n + 3 sqrt(n) + 3, above the 99.8% Garwood bound for every
 		// n), enough to place the next windows.
 		u, lo, hi, loadKnown = 0, 0, 0, true
-		for i := range r.windows {
-			w := r.windows[i][0]
+		for _, w := range r.pilot {
 			n := float64(w.Calls)
 			rate := estimate.Result{Mean: n / (w.Length / 1e9), Low: 0, High: (n + 3*math.Sqrt(n) + 3) / (w.Length / 1e9), Confidence: 0.998}
 			tu, tlo, thi, c, err := estimate.ProbeLoad(perCPU(rate, st.CPUShare), r.cfg.Cost, r.cfg.Threads)
@@ -380,7 +411,7 @@ func (r *Runner) status() Status {
 			}
 			u, lo, hi, conf = u+tu, lo+tlo, hi+thi, c
 		}
-		st.Duty = math.Min(1, (r.windows[0][0].Length+r.windows[0][0].Drain)/float64(el))
+		st.Duty = math.Min(1, (r.pilot[0].Length+r.pilot[0].Drain)/float64(el))
 	}
 	if !loadKnown {
 		return st

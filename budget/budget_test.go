@@ -2,6 +2,8 @@ package budget
 
 import (
 	"context"
+	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -72,7 +74,65 @@ func TestBudgetedRun(t *testing.T) {
 	if at.High > budget*(1+1e-9) {
 		t.Errorf("at the next duty %.4f the slowdown's upper bound is %.2f%%, over the %.0f%% budget", st.NextDuty, 100*at.High, 100*budget)
 	}
-	for i, x := range r.windows[0] {
-		t.Logf("window %d: open %.1f ms, attached around it %.1f ms, %d calls", i, x.Length/1e6, x.Drain/1e6, x.Calls)
+	tot := r.stats[0].Total()
+	t.Logf("pilot window: open %.1f ms, attached around it %.1f ms, %d calls; all %d windows: open %.1f ms, attached around them %.1f ms, %d calls",
+		r.pilot[0].Length/1e6, r.pilot[0].Drain/1e6, r.pilot[0].Calls, r.windows(), tot.Length/1e6, tot.Drain/1e6, tot.Calls)
+}
+
+// TestRunnerMemoryBounded feeds a runner on a real windowed session 300,000
+// made-up windows (a fast source: about 4 hours of 50 ms windows), taking a
+// status every thousand as Run does after each window: the heap the runner
+// holds must not grow with them (a slice of windows would take 14 MB), and
+// the status must still estimate the mean the windows were made with.
+func TestRunnerMemoryBounded(t *testing.T) {
+	bpftest.Require(t)
+	g := testtarget.StartGated(t, testtarget.Timed(t), "spin1us", "0") // held: no calls
+	specs, err := loader.ResolveUser(g.Pid(), "tp_spin1us", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := loader.Open(loader.Options{PID: g.Pid(), Clock: loader.Clock{Kind: loader.ClockNS}, Windowed: true}, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	ls.DetachProbes()
+	r, err := New(ls, Config{Budget: 0.01, Cost: estimate.Result{Mean: 1500, Low: 1000, High: 2000, Confidence: 0.95}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.start = time.Now().Add(-1000 * time.Hour)
+	rng := rand.New(rand.NewPCG(3, 4))
+	feed := func(k int) Status {
+		var st Status
+		for i := range k {
+			n := uint64(rng.IntN(200))
+			w := estimate.Window{Length: 5e7, Drain: 2e7, Calls: n, Sum: float64(n) * (1500 + 300*rng.NormFloat64())}
+			if err := r.add([]estimate.Window{w}); err != nil {
+				t.Fatal(err)
+			}
+			if i%1000 == 0 {
+				st = r.status()
+			}
+		}
+		return st
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	feed(10000)
+	before := heap()
+	st := feed(300000)
+	after := heap()
+	m := st.Targets[0].Windowed.Mean
+	t.Logf("heap %d -> %d bytes over 300,000 windows; %d levels; mean %.1f ns [%.1f, %.1f]", before, after, r.stats[0].Levels(), m.Mean, m.Low, m.High)
+	if after > before+256<<10 {
+		t.Errorf("heap grew from %d to %d bytes over 300,000 windows", before, after)
+	}
+	if !(m.Low < 1500 && 1500 < m.High) {
+		t.Errorf("mean %.1f ns [%.1f, %.1f]: want the 1500 ns the windows were made with", m.Mean, m.Low, m.High)
 	}
 }

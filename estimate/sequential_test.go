@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,7 @@ func cannotReach(c Counts, rel float64) bool {
 	z := zQuantile(0.95)
 	var lb float64
 	if c.HasTicksSq {
-		v, _ := sampleVar(c.Calls, c.Ticks, c.TicksSq)
+		v, _ := sampleVar(c.Calls, c.Ticks, new(big.Int).SetUint64(c.TicksSq))
 		lb = z * math.Sqrt(v/n)
 	}
 	if b := float64(len(c.Batches)); b >= 2 {

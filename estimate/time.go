@@ -22,7 +22,9 @@ type Counts struct {
 	// Ticks is sum c_i, the clock ticks that fell inside the executions.
 	Ticks uint64
 	// TicksSq is sum c_i^2; it is used only when HasTicksSq is set.
-	TicksSq uint64
+	// TicksSqHi holds its bits above the 64 of TicksSq (one call of more
+	// than 2^32 ticks makes it pass them: 4.3 s with the ns clock).
+	TicksSq, TicksSqHi uint64
 	// HasTicksSq says TicksSq is known.
 	HasTicksSq bool
 	// Batches are optional periodic increments of Calls and Ticks, for the
@@ -151,15 +153,17 @@ func Time(c Counts, o Options) (Result, error) {
 	}
 	var varC float64 // sample variance of the c_i, ticks^2
 	if c.HasTicksSq {
-		if c.TicksSq < s {
-			return Result{}, inputf("sum of squared ticks %d is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", c.TicksSq, s, s)
+		q := new(big.Int).Lsh(new(big.Int).SetUint64(c.TicksSqHi), 64)
+		q.Or(q, new(big.Int).SetUint64(c.TicksSq))
+		if q.Cmp(new(big.Int).SetUint64(s)) < 0 {
+			return Result{}, inputf("sum of squared ticks %s is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", q, s, s)
 		}
-		if hi, lo := bits.Mul64(s, s); hi == 0 && c.TicksSq > lo {
-			return Result{}, inputf("sum of squared ticks %d is above the tick sum squared %d^2 = %d (all ticks in one call): the counters are inconsistent: it must be at most %d", c.TicksSq, s, lo, lo)
+		if s2 := new(big.Int).Mul(new(big.Int).SetUint64(s), new(big.Int).SetUint64(s)); q.Cmp(s2) > 0 {
+			return Result{}, inputf("sum of squared ticks %s is above the tick sum squared %d^2 = %s (all ticks in one call): the counters are inconsistent: it must be at most %s", q, s, s2, s2)
 		}
-		v, ok := sampleVar(n, s, c.TicksSq)
+		v, ok := sampleVar(n, s, q)
 		if !ok {
-			return Result{}, inputf("sum of squared ticks %d is below (sum c)^2/n = %d^2/%d: the counters are inconsistent; it must be at least that", c.TicksSq, s, n)
+			return Result{}, inputf("sum of squared ticks %s is below (sum c)^2/n = %d^2/%d: the counters are inconsistent; it must be at least that", q, s, n)
 		}
 		varC = v
 	}
@@ -170,21 +174,7 @@ func Time(c Counts, o Options) (Result, error) {
 		r.Batches = len(batches)
 	}
 
-	clip := func(cd Candidate) Candidate {
-		cd.Low = math.Max(0, math.Min(cd.Low, r.Mean))
-		cd.High = math.Max(cd.High, r.Mean)
-		return cd
-	}
-	twoPoint := func() Candidate {
-		k := s / n
-		x := s - k*n
-		lo, hi, used := propInterval(x, n, conf, iv)
-		f := float64(x) / nf
-		kf := float64(k)
-		return Candidate{Method: "two-point", Dist: string(used),
-			Low: d * (kf + lo), High: d * (kf + hi),
-			StdErr: d * math.Sqrt(f*(1-f)/nf)} // Beilner 10a
-	}
+	twoPoint := func() Candidate { return twoPointCandidate(n, s, d, conf, iv) }
 	var cands []Candidate
 	if !c.Contiguous {
 		cands = append(cands, twoPoint())
@@ -230,9 +220,28 @@ func Time(c Counts, o Options) (Result, error) {
 			cands = append(cands, twoPoint())
 		}
 	}
+	return widest(r, cands), nil
+}
+
+// twoPointCandidate is the two-point model's candidate (Beilner 10a) for n
+// calls crossing s ticks of d ns.
+func twoPointCandidate(n, s uint64, d, conf float64, iv Interval) Candidate {
+	k := s / n
+	x := s - k*n
+	lo, hi, used := propInterval(x, n, conf, iv)
+	nf, f, kf := float64(n), float64(x)/float64(n), float64(k)
+	return Candidate{Method: "two-point", Dist: string(used),
+		Low: d * (kf + lo), High: d * (kf + hi),
+		StdErr: d * math.Sqrt(f*(1-f)/nf)} // Beilner 10a
+}
+
+// widest clips every candidate to [0, ...] around r.Mean and gives r the
+// widest of them, the safe choice among the models that may apply.
+func widest(r Result, cands []Candidate) Result {
 	best := -1
 	for i := range cands {
-		cands[i] = clip(cands[i])
+		cands[i].Low = math.Max(0, math.Min(cands[i].Low, r.Mean))
+		cands[i].High = math.Max(cands[i].High, r.Mean)
 		if best < 0 || cands[i].High-cands[i].Low > cands[best].High-cands[best].Low {
 			best = i
 		}
@@ -241,7 +250,7 @@ func Time(c Counts, o Options) (Result, error) {
 	r.Low, r.High, r.StdErr, r.Method, r.Dist = w.Low, w.High, w.StdErr, w.Method, w.Dist
 	r.Candidates = cands
 	r.RelHalfWidth = relHalfWidth(r.Mean, r.Low, r.High)
-	return r, nil
+	return r
 }
 
 // meanQuantile returns the quantile for a mean of n measurements: Student t
@@ -303,10 +312,22 @@ func batchTotals(c Counts) ([]Batch, uint64, uint64, error) {
 // Like the observed candidate, it is shifted toward the skewed side by
 // skewShift.
 func batchMeans(bs []Batch, m, d, n, mean, conf float64) Candidate {
-	b := float64(len(bs))
-	se := d * math.Sqrt(b/(b-1)*residualSS(bs, m)) / n
-	q := tQuantile(conf, b-1)
-	shift := skewShift(bs, m, q) * se
+	var s2, s3 float64
+	for _, bt := range bs {
+		r := float64(bt.Ticks) - m*float64(bt.Calls)
+		s2 += r * r
+		s3 += r * r * r
+	}
+	return batchMeansFrom(len(bs), s2, s3, d, n, mean, conf)
+}
+
+// batchMeansFrom is batchMeans from the b batches' residual sums s2 =
+// sum_j r_j^2 and s3 = sum_j r_j^3 (ticks, r_j = C_j - m n_j).
+func batchMeansFrom(b int, s2, s3, d, n, mean, conf float64) Candidate {
+	bf := float64(b)
+	se := d * math.Sqrt(bf/(bf-1)*s2) / n
+	q := tQuantile(conf, bf-1)
+	shift := skewShiftFrom(b, s2, s3, q) * se
 	return Candidate{Method: "batch-means", Dist: "t", Low: mean - q*se + shift, High: mean + q*se + shift, StdErr: se}
 }
 
@@ -320,21 +341,24 @@ func batchMeans(bs []Batch, m, d, n, mean, conf float64) Candidate {
 // there is no skewness estimate and the shift is 0; it is capped at q/2 so
 // the interval always holds the mean.
 func skewShift(bs []Batch, m, q float64) float64 {
-	if len(bs) < 3 {
-		return 0
-	}
 	var s2, s3 float64
 	for _, bt := range bs {
 		r := float64(bt.Ticks) - m*float64(bt.Calls)
 		s2 += r * r
 		s3 += r * r * r
 	}
-	b := float64(len(bs))
-	if s2 == 0 {
+	return skewShiftFrom(len(bs), s2, s3, q)
+}
+
+// skewShiftFrom is skewShift from b residuals' sums s2 = sum r^2 and s3 =
+// sum r^3.
+func skewShiftFrom(b int, s2, s3, q float64) float64 {
+	if b < 3 || s2 == 0 {
 		return 0
 	}
-	g := (s3 / b) / math.Pow(s2/b, 1.5)
-	shift := g * (2*q*q + 1) / (6 * math.Sqrt(b))
+	bf := float64(b)
+	g := (s3 / bf) / math.Pow(s2/bf, 1.5)
+	shift := g * (2*q*q + 1) / (6 * math.Sqrt(bf))
 	return math.Max(-q/2, math.Min(q/2, shift))
 }
 
@@ -351,8 +375,8 @@ func residualSS(bs []Batch, m float64) float64 {
 // sampleVar returns the sample variance (n q - s^2) / (n (n-1)) of n integers
 // with sum s and sum of squares q, computed exactly before the division; ok
 // is false when n q < s^2, which no real data can give.
-func sampleVar(n, s, q uint64) (float64, bool) {
-	nq := new(big.Int).Mul(new(big.Int).SetUint64(n), new(big.Int).SetUint64(q))
+func sampleVar(n, s uint64, q *big.Int) (float64, bool) {
+	nq := new(big.Int).Mul(new(big.Int).SetUint64(n), q)
 	s2 := new(big.Int).Mul(new(big.Int).SetUint64(s), new(big.Int).SetUint64(s))
 	num := nq.Sub(nq, s2)
 	if num.Sign() < 0 {

@@ -3,6 +3,8 @@ package estimate
 import (
 	"errors"
 	"math"
+	"math/big"
+	"math/bits"
 	"strings"
 	"testing"
 )
@@ -200,11 +202,11 @@ func TestSampleVarExact(t *testing.T) {
 	// Huge counters where float64 arithmetic would cancel: n = 1e12 calls
 	// of 0 or 1 ticks, half crossing; sum c^2 = sum c.
 	n, s := uint64(1e12), uint64(5e11)
-	v, ok := sampleVar(n, s, s)
+	v, ok := sampleVar(n, s, new(big.Int).SetUint64(s))
 	if !ok || math.Abs(v-0.25*float64(n)/float64(n-1)) > 1e-15 {
 		t.Errorf("sampleVar = %v, %v", v, ok)
 	}
-	if _, ok := sampleVar(3, 3, 2); ok {
+	if _, ok := sampleVar(3, 3, big.NewInt(2)); ok {
 		t.Error("sampleVar accepted n q < s^2")
 	}
 }
@@ -221,5 +223,32 @@ func TestTimeConfidenceLevels(t *testing.T) {
 			t.Errorf("confidence %v: width %v not above %v", conf, r.High-r.Low, prev)
 		}
 		prev = r.High - r.Low
+	}
+}
+
+// TestTimeWideTicksSq: a sum of squared ticks past 64 bits (two calls of
+// 2^33 and 2^33+2 ticks) gives the sample variance 2 ticks^2 exactly.
+func TestTimeWideTicksSq(t *testing.T) {
+	a := uint64(1) << 33
+	hi1, lo1 := bits.Mul64(a, a)
+	hi2, lo2 := bits.Mul64(a+2, a+2)
+	lo, carry := bits.Add64(lo1, lo2, 0)
+	c := Counts{Resolution: 1, Calls: 2, Ticks: 2*a + 2, TicksSq: lo, TicksSqHi: hi1 + hi2 + carry, HasTicksSq: true}
+	r, err := Time(c, Options{Confidence: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obs *Candidate
+	for i := range r.Candidates {
+		if r.Candidates[i].Method == "observed" {
+			obs = &r.Candidates[i]
+		}
+	}
+	if r.Mean != float64(a+1) || obs == nil || math.Abs(obs.StdErr-1) > 1e-12 {
+		t.Errorf("mean %v, candidates %+v: want mean 2^33+1 and the observed se sqrt(2/2) = 1", r.Mean, r.Candidates)
+	}
+	c.TicksSqHi += 1 << 10 // 2^74 more: above (sum c)^2 = 2^68 + ..., inconsistent
+	if _, err := Time(c, Options{}); err == nil {
+		t.Error("no error for a sum of squares above the tick sum squared")
 	}
 }

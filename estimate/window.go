@@ -142,14 +142,8 @@ func WindowedTime(c WindowedCounts, o Options) (Windowed, error) {
 	w.Windows = m
 	var n uint64
 	for i, win := range c.Windows {
-		if !(win.Length > 0) || !finite(win.Length) {
-			return Windowed{}, inputf("window %d has length %v ns: want a positive duration", i+1, win.Length)
-		}
-		if !(win.Drain >= 0) || !finite(win.Drain) {
-			return Windowed{}, inputf("window %d has drain %v ns: want a duration of zero or more", i+1, win.Drain)
-		}
-		if !(win.Sum >= 0) || !finite(win.Sum) {
-			return Windowed{}, inputf("window %d has a duration total of %v ns: want zero or more", i+1, win.Sum)
+		if err := checkWindow(i+1, win); err != nil {
+			return Windowed{}, err
 		}
 		w.Probed += win.Length
 		w.Attached += win.Length + win.Drain
@@ -192,27 +186,51 @@ const groupedBatches = 30
 // and a call longer than a window makes neighbours depend on each other (a
 // long call leaves a thread with fewer entries in the next window as well);
 // batch means need batches longer than that dependence (Beilner eq. 11), so
-// consecutive windows are then merged into groupedBatches batches. Measured
-// (TestWindowedCoverage): with calls of 2-4 windows at a 100% duty, the call
-// rate's interval covered 88% with one window per batch.
+// consecutive windows are then merged into at most groupedBatches batches
+// (groupSize). Measured (TestWindowedCoverage): with calls of 2-4 windows at
+// a 100% duty, the call rate's interval covered 88% with one window per
+// batch.
 func clusters(ws []Window, duty float64) []Window {
-	if duty <= 0.5 || len(ws) < 2*groupedBatches {
+	g := groupSize(len(ws), duty)
+	if g == 1 {
 		return ws
 	}
-	g := (len(ws) + groupedBatches - 1) / groupedBatches
 	var out []Window
 	for i := 0; i < len(ws); i += g {
 		var b Window
 		for _, w := range ws[i:min(i+g, len(ws))] {
-			b.Length += w.Length
-			b.Drain += w.Drain
-			b.Calls += w.Calls
-			b.Ticks += w.Ticks
-			b.Sum += w.Sum
+			b.add(w)
 		}
 		out = append(out, b)
 	}
 	return out
+}
+
+// groupSize is the number of consecutive windows merged into a batch for m
+// windows at duty cycle duty (see clusters): 1 at duties up to a half or
+// below 2 groupedBatches windows, else the smallest power of two that
+// leaves at most groupedBatches batches (so between groupedBatches/2 and
+// groupedBatches). A power of two lets a run keep its batches' statistics
+// as it goes (WindowStats) without keeping its windows.
+func groupSize(m int, duty float64) int {
+	g := 1
+	if duty <= 0.5 || m < 2*groupedBatches {
+		return g
+	}
+	for (m+g-1)/g > groupedBatches {
+		g *= 2
+	}
+	return g
+}
+
+// add adds w's lengths, counts and sums to b.
+func (b *Window) add(w Window) {
+	b.Length += w.Length
+	b.Drain += w.Drain
+	b.Censored += w.Censored
+	b.Calls += w.Calls
+	b.Ticks += w.Ticks
+	b.Sum += w.Sum
 }
 
 // clusterMean is the ratio estimator over windows for the exact clock: the
@@ -221,19 +239,26 @@ func clusters(ws []Window, duty float64) []Window {
 // Time leaves out empty batches).
 func clusterMean(ws []Window, n uint64, conf float64) Result {
 	var sum float64
-	var res []float64
 	for _, win := range ws {
 		sum += win.Sum
 	}
-	nf := float64(n)
-	mean := sum / nf
+	mean := sum / float64(n)
+	var b int
+	var s2, s3 float64
 	for _, win := range ws {
 		if win.Calls > 0 {
-			res = append(res, win.Sum-mean*float64(win.Calls))
+			e := win.Sum - mean*float64(win.Calls)
+			b, s2, s3 = b+1, s2+e*e, s3+e*e*e
 		}
 	}
+	return clusterResult(mean, n, b, s2, s3, conf)
+}
+
+// clusterResult is clusterMean from the b windows with calls and their
+// residuals' sums s2 = sum_j e_j^2 and s3 = sum_j e_j^3 (e_j = S_j - mean
+// n_j, ns).
+func clusterResult(mean float64, n uint64, b int, s2, s3, conf float64) Result {
 	r := Result{Mean: mean, Confidence: conf, Calls: n, Events: n, Method: "batch-means", Dist: "t"}
-	b := float64(len(res))
 	if b < 2 {
 		// One window with calls: no spread to build an interval from.
 		r.Low, r.High, r.StdErr = 0, math.Inf(1), math.Inf(1)
@@ -241,39 +266,14 @@ func clusterMean(ws []Window, n uint64, conf float64) Result {
 		r.Candidates = []Candidate{{Method: r.Method, Dist: r.Dist, Low: r.Low, High: r.High, StdErr: r.StdErr}}
 		return r
 	}
-	r.Batches = len(res)
-	var ss float64
-	for _, e := range res {
-		ss += e * e
-	}
-	se := math.Sqrt(b/(b-1)*ss) / nf
-	q := tQuantile(conf, b-1)
-	shift := skewShiftOf(res, q) * se
-	lo := math.Max(0, math.Min(mean-q*se+shift, mean))
-	hi := math.Max(mean+q*se+shift, mean)
-	r.Low, r.High, r.StdErr = lo, hi, se
+	r.Batches = b
+	c := batchMeansFrom(b, s2, s3, 1, float64(n), mean, conf)
+	lo := math.Max(0, math.Min(c.Low, mean))
+	hi := math.Max(c.High, mean)
+	r.Low, r.High, r.StdErr = lo, hi, c.StdErr
 	r.RelHalfWidth = relHalfWidth(mean, lo, hi)
-	r.Candidates = []Candidate{{Method: r.Method, Dist: r.Dist, Low: lo, High: hi, StdErr: se}}
+	r.Candidates = []Candidate{{Method: r.Method, Dist: r.Dist, Low: lo, High: hi, StdErr: c.StdErr}}
 	return r
-}
-
-// skewShiftOf is skewShift for residuals given directly.
-func skewShiftOf(res []float64, q float64) float64 {
-	if len(res) < 3 {
-		return 0
-	}
-	var s2, s3 float64
-	for _, r := range res {
-		s2 += r * r
-		s3 += r * r * r
-	}
-	if s2 == 0 {
-		return 0
-	}
-	b := float64(len(res))
-	g := (s3 / b) / math.Pow(s2/b, 1.5)
-	shift := g * (2*q*q + 1) / (6 * math.Sqrt(b))
-	return math.Max(-q/2, math.Min(q/2, shift))
 }
 
 // windowRate is the call rate while probed: calls counted over the windows'
@@ -284,6 +284,18 @@ func skewShiftOf(res []float64, q float64) float64 {
 // it is the exact Poisson (Garwood) interval on the count, which also bounds
 // a rate from zero calls.
 func windowRate(ws []Window, probed float64, n uint64, conf float64) (Result, error) {
+	rate := float64(n) / (probed / 1e9)
+	var ss float64
+	for _, win := range ws {
+		e := float64(win.Calls) - rate*win.Length/1e9
+		ss += e * e
+	}
+	return rateResult(probed, n, len(ws), ss, conf), nil
+}
+
+// rateResult is windowRate from the m windows' residual sum of squares ss
+// (calls^2).
+func rateResult(probed float64, n uint64, m int, ss, conf float64) Result {
 	sec := probed / 1e9
 	rate := float64(n) / sec
 	r := Result{Mean: rate, Confidence: conf, Calls: n, Events: n}
@@ -293,21 +305,16 @@ func windowRate(ws []Window, probed float64, n uint64, conf float64) (Result, er
 		r.StdErr = math.Sqrt(float64(n)) / sec
 		r.Method, r.Dist = "poisson", "exact"
 	} else {
-		var ss float64
-		for _, win := range ws {
-			e := float64(win.Calls) - rate*win.Length/1e9
-			ss += e * e
-		}
-		m := float64(len(ws))
-		se := math.Sqrt(m/(m-1)*ss) / sec
-		q := tQuantile(conf, m-1)
+		mf := float64(m)
+		se := math.Sqrt(mf/(mf-1)*ss) / sec
+		q := tQuantile(conf, mf-1)
 		r.Low, r.High, r.StdErr = math.Max(0, rate-q*se), rate+q*se, se
 		r.Method, r.Dist = "batch-means", "t"
-		r.Batches = len(ws)
+		r.Batches = m
 	}
 	r.RelHalfWidth = relHalfWidth(rate, r.Low, r.High)
 	r.Candidates = []Candidate{{Method: r.Method, Dist: r.Dist, Low: r.Low, High: r.High, StdErr: r.StdErr}}
-	return r, nil
+	return r
 }
 
 // Slowdown is a projected slowdown of the target, as a fraction (0.01 is 1%),

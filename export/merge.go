@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
@@ -178,8 +179,9 @@ type TimeWindowTarget struct {
 	// Name is the target's display name; Binary the file holding it ("" for
 	// a syscall).
 	Name, Binary string
-	// Calls is n, Ticks sum c_i, TicksSq sum c_i^2.
-	Calls, Ticks, TicksSq uint64
+	// Calls is n, Ticks sum c_i, TicksSq sum c_i^2 and TicksSqHi its bits
+	// above 64 (see ticksq.go).
+	Calls, Ticks, TicksSq, TicksSqHi uint64
 	// Hist, with the exact clock, counts the window's calls by duration
 	// (its Min and Max are not used: they do not add across windows).
 	Hist *histogram.Hist
@@ -232,12 +234,19 @@ func EncodeTimeWindow(w *TimeWindow) (*profile.Profile, error) {
 		p.Comments = append(p.Comments, quantilesComment(w.Quantiles))
 	}
 	for _, t := range w.Targets {
-		if t.TicksSq > math.MaxInt64 || t.Ticks > math.MaxInt64 || t.Calls > math.MaxInt64 {
+		if t.Ticks > math.MaxInt64 || t.Calls > math.MaxInt64 {
 			return nil, fmt.Errorf("encode time window: counts of %s overflow a sample value", t.Name)
 		}
 		l := targetLocation(p, t)
 		bv, units := batchValues(t.Calls, t.Ticks)
-		v := append([]int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), int64(t.TicksSq)}, bv...)
+		sq, shift := ticksSqValue(t.TicksSqHi, t.TicksSq)
+		if shift > 0 {
+			if units == nil {
+				units = map[string][]int64{}
+			}
+			units[ticksSqShift] = []int64{shift}
+		}
+		v := append([]int64{int64(t.Calls), int64(t.Ticks), int64(math.Round(w.Resolution * float64(t.Ticks))), sq}, bv...)
 		if hist {
 			v = append(v, 0)
 		}
@@ -347,8 +356,9 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 		if r.Calls == 0 {
 			continue
 		}
+		lo, hi := ticksSqCounts(sums.ticksSq[r.Target], r.Calls, r.Ticks)
 		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
-			TicksSq: sums.ticksSq[r.Target], HasTicksSq: true}, o)
+			TicksSq: lo, TicksSqHi: hi, HasTicksSq: true}, o)
 		if err != nil {
 			return fmt.Errorf("target %s: %w", r.Target, err)
 		}
@@ -373,7 +383,7 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 // targetSums are the per-target sums of a merged time profile beyond
 // calls and ticks.
 type targetSums struct {
-	ticksSq map[string]uint64
+	ticksSq map[string]*big.Int
 	hists   map[string]*histogram.Hist
 	batches map[string]*windowBatches
 }
@@ -384,11 +394,14 @@ func mergedTargetSums(p *profile.Profile) targetSums {
 	for i, typ := range batchTypes {
 		bi[i] = sampleTypeIndex(p, typ)
 	}
-	t := targetSums{ticksSq: map[string]uint64{}, hists: map[string]*histogram.Hist{}, batches: map[string]*windowBatches{}}
+	t := targetSums{ticksSq: map[string]*big.Int{}, hists: map[string]*histogram.Hist{}, batches: map[string]*windowBatches{}}
 	for _, s := range p.Sample {
 		name := sampleTarget(s)
 		if qi < len(s.Value) {
-			t.ticksSq[name] += nonNeg(s.Value[qi])
+			if t.ticksSq[name] == nil {
+				t.ticksSq[name] = new(big.Int)
+			}
+			addTicksSq(t.ticksSq[name], s, qi)
 		}
 		if lo := s.NumLabel[HistLabel]; hi >= 0 && hi < len(s.Value) && len(lo) == 1 && lo[0] >= 0 {
 			if t.hists[name] == nil {

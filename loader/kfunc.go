@@ -227,19 +227,8 @@ func attachKernelFuncs(s *Session, ts []*Target) error {
 			return err
 		}
 		s.AddCloser(&objs)
-		for _, t := range kp {
-			opts := &link.KprobeOptions{Cookie: uint64(t.Index)}
-			// The exit first: an exit without its entry is only an orphan.
-			rl, err := link.Kretprobe(t.Spec.Symbol, objs.Exit, opts)
-			if err != nil {
-				return fmt.Errorf("attach kretprobe to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
-			}
-			s.AddLink(rl)
-			l, err := link.Kprobe(t.Spec.Symbol, objs.Entry, opts)
-			if err != nil {
-				return fmt.Errorf("attach kprobe to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
-			}
-			s.AddLink(l)
+		if err := s.linkProbes(func() error { return linkKprobes(s, &objs, kp) }); err != nil {
+			return err
 		}
 	}
 	for _, t := range fe {
@@ -257,13 +246,44 @@ func attachKernelFuncs(s *Session, ts []*Target) error {
 			return fmt.Errorf("load fentry/fexit for %s: %w", t.Spec.Symbol, err)
 		}
 		s.AddCloser(&objs)
-		for _, p := range []*ebpf.Program{objs.Exit, objs.Entry} {
-			l, err := link.AttachTracing(link.TracingOptions{Program: p})
-			if err != nil {
-				return fmt.Errorf("attach BPF trampoline to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
-			}
-			s.AddLink(l)
+		sym := t.Spec.Symbol
+		if err := s.linkProbes(func() error { return linkTracing(s, sym, objs.Exit, objs.Entry) }); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// linkKprobes links the kprobe-method programs to every target in kp, the
+// exit first: an exit without its entry is only an orphan. In windowed
+// sessions it runs again for every window (AttachProbes).
+func linkKprobes(s *Session, objs *kfKprobeObjects, kp []*Target) error {
+	for _, t := range kp {
+		opts := &link.KprobeOptions{Cookie: uint64(t.Index)}
+		rl, err := link.Kretprobe(t.Spec.Symbol, objs.Exit, opts)
+		if err != nil {
+			return fmt.Errorf("attach kretprobe to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
+		}
+		s.AddLink(rl)
+		l, err := link.Kprobe(t.Spec.Symbol, objs.Entry, opts)
+		if err != nil {
+			return fmt.Errorf("attach kprobe to %s: %w (check `tickprof doctor`)", t.Spec.Symbol, err)
+		}
+		s.AddLink(l)
+	}
+	return nil
+}
+
+// linkTracing links one function's fentry/fexit programs (progs, the exit
+// first). A tracing program loaded for a function can be linked again
+// after its link is closed, so windowed sessions call this per window.
+func linkTracing(s *Session, sym string, progs ...*ebpf.Program) error {
+	for _, p := range progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return fmt.Errorf("attach BPF trampoline to %s: %w (check `tickprof doctor`)", sym, err)
+		}
+		s.AddLink(l)
 	}
 	return nil
 }

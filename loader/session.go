@@ -78,9 +78,9 @@ type Options struct {
 	SingleLinks bool
 	// Windowed counts only the calls entering while the window is open
 	// (SetWindowOpen; closed at Open) and keeps the in-flight count
-	// (WindowInFlight): timing under an overhead budget. User functions
-	// (native and Go) and system calls; AttachProbes and DetachProbes link
-	// and unlink them window by window.
+	// (WindowInFlight): timing under an overhead budget. Every kind of
+	// target; AttachProbes and DetachProbes link and unlink them window
+	// by window.
 	Windowed bool
 	// CheckEvery is, for the jiffies clock without Exact, how many calls
 	// one checked call stands for at most: a random share of the calls is
@@ -237,9 +237,6 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		if attacher(sp.Kind) == nil {
 			return nil, fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
 		}
-	}
-	if err := checkWindowed(opts, specs); err != nil {
-		return nil, err
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise the memlock limit: %w", err)

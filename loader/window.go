@@ -3,8 +3,9 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"github.com/cilium/ebpf/link"
 	"sync"
+
+	"github.com/cilium/ebpf/link"
 )
 
 // Timing in windows (an overhead budget): the probes are attached only in
@@ -12,10 +13,12 @@ import (
 // counts a call only while the window is open; a call entering otherwise is
 // still pushed, flagged, so that its exit pairs, and is not counted. The
 // window flag is a map (tp_window) shared with every object the session
-// loads (LoadShared), so the multi-uprobe, Go and syscall programs see the
-// same window; windows attach multi-uprobe links where the kernel has them
-// (Linux 6.6+: one link per binary and side, one grace period to detach)
-// and single links elsewhere. A window is run as:
+// loads (LoadShared), so the multi-uprobe, Go, syscall and kernel-function
+// programs see the same window; windows attach multi-uprobe links where the
+// kernel has them (Linux 6.6+: one link per binary and side, one grace
+// period to detach) and single links elsewhere; kernel functions attach
+// their kprobes or fentry/fexit programs again (a tracing program can be
+// linked again once its link is closed). A window is run as:
 //
 //	AttachProbes; SetWindowOpen(true); ... ; SetWindowOpen(false);
 //	wait until WindowInFlight is all zero (the counted calls returned); Poll;
@@ -30,22 +33,6 @@ func boolU32(b bool) uint32 {
 		return 1
 	}
 	return 0
-}
-
-// checkWindowed refuses windowed sessions with kernel-function targets:
-// their programs gate their entries like the others (tp_task_enter), but
-// attaching them again window by window has not been tried on a kernel
-// with kprobes.
-func checkWindowed(opts Options, specs []Spec) error {
-	if !opts.Windowed {
-		return nil
-	}
-	for _, sp := range specs {
-		if sp.Kind == KindKernelFunc {
-			return fmt.Errorf("%s (%s): timing in windows is implemented for user functions (native and Go) and system calls", sp.Name, sp.Kind)
-		}
-	}
-	return nil
 }
 
 // linkProbes runs attach, which links one kind's programs (already loaded)

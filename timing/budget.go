@@ -48,12 +48,28 @@ const uprobePairFactor = 2
 
 // PairCost is what a probe pair of the calibrated kind costs the target
 // per call, from the kind's calibrated overhead o: twice T_ovhd for uprobe
-// kinds, the syscall pair as calibrated (see budgetCost).
+// and kernel-function kinds, the syscall pair as calibrated (see
+// budgetCost).
 func PairCost(kind string, o estimate.Result) estimate.Result {
 	if kind != "syscall" {
 		o.Mean, o.Low, o.High, o.StdErr = uprobePairFactor*o.Mean, uprobePairFactor*o.Low, uprobePairFactor*o.High, uprobePairFactor*o.StdErr
 	}
 	return o
+}
+
+// budgetKind is the calibrated pair that stands for the probes of a
+// target kind the calibration does not correct: the syscall pair
+// (getppid's tracepoints) for system calls, the kernel pair (kprobe or
+// fentry on getppid's handler) for kernel functions. Both include
+// getppid's own kernel work, so they bound the probes' cost from above.
+func budgetKind(k loader.Kind) string {
+	switch k {
+	case loader.KindSyscall:
+		return "syscall"
+	case loader.KindKernelFunc:
+		return "kernel"
+	}
+	return ""
 }
 
 // budgetCost is the probe cost per call of a budgeted run, from the
@@ -65,8 +81,11 @@ func PairCost(kind string, o estimate.Result) estimate.Result {
 // the machine of bench/RESULTS.md 1.81 µs added per call against T_ovhd
 // 0.93-0.98 µs). System calls, which the calibration does not correct, use
 // its syscall pair as it is: that includes getppid's own kernel path and
-// tracepoints take no trap, so it bounds the probes' cost from above. Both
-// err on the side of the budget.
+// tracepoints take no trap, so it bounds the probes' cost from above.
+// Kernel functions use the kernel pair doubled like a uprobe pair's: the
+// kprobe (or trampoline) before the entry's clock read and the exit's tail
+// after its own are the mirror image of what T_ovhd holds. All err on the
+// side of the budget.
 func (s *Session) budgetCost() (estimate.Result, error) {
 	if s.cfg.Corrector == nil {
 		return estimate.Result{}, errors.New("an overhead budget needs the probe cost of this machine: run `tickprof calibrate` first")
@@ -81,8 +100,8 @@ func (s *Session) budgetCost() (estimate.Result, error) {
 		if i < len(s.kinds) {
 			kind = s.kinds[i]
 		}
-		if kind == "" && sp.Kind == loader.KindSyscall {
-			kind = "syscall"
+		if kind == "" {
+			kind = budgetKind(sp.Kind)
 		}
 		o, ok := s.cfg.Corrector.Overhead(kind, conf)
 		if !ok {

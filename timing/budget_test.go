@@ -2,7 +2,10 @@ package timing
 
 import (
 	"context"
+	"errors"
+	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -104,5 +107,65 @@ func TestBudgetedSyscall(t *testing.T) {
 	}
 	if tr.Orphans != 0 {
 		t.Errorf("%d orphans: calls entering between windows must pair without counting", tr.Orphans)
+	}
+}
+
+// TestBudgetedKernelFunc times a kernel function under a budget: the
+// nanosleep handler, called by sysloop back to back with sleeps of 2 ms (a
+// rate the sleep bounds, not the probes), with a made-up probe cost of
+// 150 µs a call so that a 2% budget binds. The kprobes (or fentry/fexit)
+// are linked window by window; the result must report a duty cycle below 1
+// and a windowed mean of at least the sleep, and no window may count more
+// calls than can enter it (one per 2 ms, plus one). The windowed rate is
+// only logged beside the target's own (N calls over its run): in the
+// matrix's one-CPU guests the windows' own attaching takes CPU from the
+// target (calls in windows ran 2x longer on 6.12), so the two differ by
+// more than any interval. TestWindowedKernelFunc (loader) checks the
+// counts exactly. Only kernels with kprobes or fentry run it (the kernel
+// matrix).
+func TestBudgetedKernelFunc(t *testing.T) {
+	bpftest.Require(t)
+	specs, err := loader.ResolveKernelFuncs([]string{"__x64_sys_nanosleep"}, loader.AttachAuto)
+	if err != nil {
+		var ke *loader.KernelFuncError
+		if os.Getenv("TICKPROF_IN_MATRIX") == "1" || errors.As(err, &ke) {
+			t.Fatal(err)
+		}
+		t.Skipf("skipping: this kernel cannot probe kernel functions (the kernel matrix runs this): %v", err)
+	}
+	const n = 2000
+	bin := testtarget.C(t, "kernels/targets/sysloop.c", "sysloop")
+	p := testtarget.Start(t, exec.Command(bin, "nanosleep", strconv.Itoa(n), "2000"), testtarget.ReadyPrefix, nil)
+	cost := estimate.Result{Mean: 75000, Low: 70000, High: 80000, Confidence: 0.95} // doubled: see budgetCost
+	s, err := Open(Config{PID: p.Pid(), Specs: specs, Clock: loader.Clock{Kind: loader.ClockNS}, Overhead: 0.02,
+		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	p.Release(t)
+	run, err := s.Run(context.Background(), nil) // until the target exits
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b, tr := run.Budget, run.Targets[0]
+	if b == nil {
+		t.Fatal("no budget figures in the result")
+	}
+	w := b.Windowed[0]
+	own := float64(n) / elapsed.Seconds()
+	t.Logf("%d windows, duty %.3f (next %.3f), slowdown %.2f%% [%.2f, %.2f]; %d calls counted in %.0f ms of windows, rate %.0f/s [%.0f, %.0f] (95%%), the target's own %.0f/s over %v; mean %.0f ns [%.0f, %.0f]; stop %s",
+		b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
+		tr.Calls, w.Probed/1e6, w.Rate.Mean, w.Rate.Low, w.Rate.High, own, elapsed, tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, run.StopReason)
+	if b.Windows < 2 || !b.Binding || !(b.Duty > 0 && b.Duty < 1) || b.Cost.Mean != uprobePairFactor*cost.Mean {
+		t.Errorf("budget figures %+v: want at least 2 windows, binding, a duty cycle in (0, 1), the kernel pair doubled", b)
+	}
+	if most := w.Probed/2e6 + float64(b.Windows); float64(tr.Calls) > most {
+		t.Errorf("%d calls counted in %.1f ms of %d windows: at most %.0f can enter them", tr.Calls, w.Probed/1e6, b.Windows, most)
+	}
+	if tr.Err != "" || tr.Orphans != 0 || !(tr.Estimate.Mean >= 2e6) {
+		t.Errorf("estimate %+v, %d orphans, err %q: want a windowed mean of at least the 2 ms sleep, no orphans", tr.Estimate, tr.Orphans, tr.Err)
 	}
 }

@@ -74,7 +74,7 @@ func newTimeCmd() *cobra.Command {
 	fl.StringVar(&f.quantiles, "quantiles", "50,90,99,99.9", "quantiles (percent) with their intervals, exact clock only; none to turn off")
 	fl.StringVar(&f.precisionOf, "precision-of", "mean", "what --precision applies to: mean, or a quantile such as p99")
 	cmd.PreRun = func(cmd *cobra.Command, _ []string) { f.quantilesSet = cmd.Flags().Changed("quantiles") }
-	fl.StringVar(&f.overhead, "overhead", "", "budget `PCT` on the target's slowdown (e.g. 1%): probe in random windows at the duty cycle that holds it (-u functions, native and Go, and -s; needs a calibration of this machine)")
+	fl.StringVar(&f.overhead, "overhead", "", "budget `PCT` on the target's slowdown (e.g. 1%): probe in random windows at the duty cycle that holds it (-u, -s and -k; needs a calibration of this machine)")
 	fl.DurationVar(&f.window, "window", 0, "window length under --overhead (default 50ms)")
 	return cmd
 }

@@ -43,7 +43,6 @@ func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
 		return cfg, err
 	}
 	if err := cli.FirstErr(
-		cli.UsageIf(f.overhead != "" && len(f.kfuncs) > 0, "--overhead applies to -u functions and -s system calls only"),
 		cli.UsageIf(f.overhead != "" && f.noCorrect, "--overhead needs the calibrated probe cost: drop --no-correct"),
 		cli.UsageIf(f.window < 0, "--window %s: want a positive duration", f.window),
 		timeClock(f, &cfg),

@@ -21,7 +21,7 @@
 #   TICKPROF_KERNEL_PKGS    Go packages to test, each "PKG" or "PKG:REGEX"
 #                           (-test.run filter)
 #   TICKPROF_KERNEL_SKIP    -test.skip regex for every package (default: none)
-#   TICKPROF_KERNEL_TIMEOUT seconds per guest before it counts as hung (default 300)
+#   TICKPROF_KERNEL_TIMEOUT seconds per guest before it counts as hung (default 480)
 #   TICKPROF_KERNEL_SMP     guest CPUs (default 1, see below)
 #   TICKPROF_KERNEL_KEEP=1  keep the work directory (initramfs, logs)
 #   TICKPROF_KERNEL_APPEND  extra kernel command line (e.g. loglevel=7)
@@ -31,7 +31,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${TICKPROF_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickprof/kernels}
 kernels=${TICKPROF_KERNELS:-"linux-image-amd64 linux-image-6.12-amd64"}
 pkgs=${TICKPROF_KERNEL_PKGS:-"./loader ./sampler:TestKernelFrames ./cmd/tickprof:Doctor|Kernel|Syscall"}
-guest_timeout=${TICKPROF_KERNEL_TIMEOUT:-300}
+# Windows under an overhead budget on kernel functions (a timing run).
+[ -n "${TICKPROF_KERNEL_PKGS:-}" ] || pkgs="$pkgs ./timing:BudgetedKernelFunc"
+guest_timeout=${TICKPROF_KERNEL_TIMEOUT:-480}
 smp=${TICKPROF_KERNEL_SMP:-1}
 GO=${GO:-go}
 command -v "$GO" >/dev/null || GO=/usr/local/go/bin/go
