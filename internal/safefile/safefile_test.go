@@ -20,6 +20,19 @@ func write(t *testing.T, path, s string) error {
 	return WriteFile(path, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, s); return err })
 }
 
+// writeRefused fails unless writing to path is refused as unsafe, with an
+// error that mentions why, and kept still holds what it held.
+func writeRefused(t *testing.T, path, why, kept, held string) {
+	t.Helper()
+	err := write(t, path, "overwritten")
+	if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), why) {
+		t.Fatalf("err = %v, want a refusal mentioning %q", err, why)
+	}
+	if b, _ := os.ReadFile(kept); string(b) != held {
+		t.Fatalf("%s now holds %q, want %q", kept, b, held)
+	}
+}
+
 func TestCreateNewAndReplace(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out.pb.gz")
@@ -68,13 +81,7 @@ func TestCreateRefusesLink(t *testing.T) {
 	if err := os.Symlink(victim, link); err != nil {
 		t.Fatal(err)
 	}
-	err := write(t, link, "overwritten")
-	if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "symbolic link") {
-		t.Fatalf("err = %v, want a refusal naming the link", err)
-	}
-	if b, _ := os.ReadFile(victim); string(b) != "secret" {
-		t.Fatalf("victim now holds %q", b)
-	}
+	writeRefused(t, link, "symbolic link", victim, "secret")
 	// A dangling link (to a file that would be created) is refused too.
 	dangling := filepath.Join(dir, "time.json")
 	if err := os.Symlink(filepath.Join(dir, "new"), dangling); err != nil {
@@ -118,13 +125,7 @@ func TestCreateStickyOtherOwner(t *testing.T) {
 	if err := os.Chown(p, other, other); err != nil {
 		t.Fatal(err)
 	}
-	err := write(t, p, "mine")
-	if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "sticky") {
-		t.Fatalf("err = %v, want a refusal in a sticky directory", err)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "theirs" {
-		t.Fatalf("file now %q", b)
-	}
+	writeRefused(t, p, "sticky", p, "theirs")
 	own := filepath.Join(d, "own.json")
 	if err := write(t, own, "a"); err != nil {
 		t.Fatal(err)
