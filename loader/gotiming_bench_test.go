@@ -104,28 +104,7 @@ func BenchmarkGoProbeCost(b *testing.B) {
 		return ns, nil
 	}
 	at := func(sites map[uint64]*ebpf.Program) func(pid int) (func(), error) {
-		return func(pid int) (func(), error) {
-			ex, err := link.OpenExecutable(bin)
-			if err != nil {
-				return nil, err
-			}
-			var ls []link.Link
-			done := func() {
-				for _, l := range ls {
-					l.Close()
-				}
-			}
-			for addr, prog := range sites {
-				off, _ := tab.FileOffset(addr)
-				l, err := ex.Uprobe("main.target", prog, &link.UprobeOptions{Address: off, PID: pid})
-				if err != nil {
-					done()
-					return nil, err
-				}
-				ls = append(ls, l)
-			}
-			return done, nil
-		}
+		return func(pid int) (func(), error) { return AttachAt(bin, tab, "main.target", pid, sites) }
 	}
 	none := func(int) (func(), error) { return func() {}, nil }
 	// naive is what generic tools do: a uprobe on the first instruction
