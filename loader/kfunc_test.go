@@ -27,7 +27,10 @@ func requireKernelMethod(t *testing.T, m AttachMode) {
 	}
 }
 
-func TestKernelFuncVfsRead(t *testing.T) {
+// eachVfsRead runs f, as a subtest per kernel attach method the kernel
+// has (requireKernelMethod), with vfs_read resolved for that method and a
+// file holding content for the target to read.
+func eachVfsRead(t *testing.T, content string, f func(t *testing.T, m AttachMode, specs []Spec, file string)) {
 	for _, m := range []AttachMode{AttachKprobe, AttachFentry} {
 		t.Run(string(m), func(t *testing.T) {
 			requireKernelMethod(t, m)
@@ -36,39 +39,45 @@ func TestKernelFuncVfsRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			file := filepath.Join(t.TempDir(), "data")
-			if err := os.WriteFile(file, []byte(strings.Repeat("tickprof ", 100)), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			const n = 3000
-			// Two clocks on the same calls as the ns clock: jiffies (exact
-			// counts; its interval is logged) and tick:2us (ET/d about 1-3
-			// here), whose interval must cover the ns mean. These tests run
-			// for real only in the emulated matrix guests, where the jiffies
-			// interval is not asserted: a host stall of the vCPU advances the
-			// monotonic clock at once but jiffies only at the next delivered
-			// timer interrupt, often after the call returned. A coarser
-			// tick:20us also failed to cover there now and then (by 20-30%,
-			// mostly above), which points at entry phases that are not
-			// uniform within 20 us under the emulator; at 2 us the phase
-			// cannot matter much and the check holds.
-			for _, clk := range []Clock{{Kind: ClockJiffies}, {Kind: ClockTick, Tick: 2 * time.Microsecond}} {
-				s, p := timeSysloop(t, Options{Clock: clk, Exact: true}, specs, "readfile", "3000", file)
-				c := p.Totals[0]
-				if c.Calls != n || c.Orphans != 0 {
-					t.Fatalf("%s %s: vfs_read calls %d orphans %d, want %d and 0", m, clk, c.Calls, c.Orphans, n)
-				}
-				var r estimate.Result
-				var ns float64
-				if clk.Kind == ClockJiffies {
-					r, ns = tickInterval(t, s, p, 0)
-				} else {
-					r, ns = coverCheck(t, s, p, 0)
-				}
-				t.Logf("%s %s: vfs_read ns mean %.0f ns; tick estimate %.0f ns [%.0f, %.0f] (99.9%%, %s), %d ticks",
-					m, s.Clock(), ns, r.Mean, r.Low, r.High, r.Method, c.Ticks)
-			}
+			f(t, m, specs, file)
 		})
 	}
+}
+
+func TestKernelFuncVfsRead(t *testing.T) {
+	eachVfsRead(t, strings.Repeat("tickprof ", 100), func(t *testing.T, m AttachMode, specs []Spec, file string) {
+		const n = 3000
+		// Two clocks on the same calls as the ns clock: jiffies (exact
+		// counts; its interval is logged) and tick:2us (ET/d about 1-3
+		// here), whose interval must cover the ns mean. These tests run
+		// for real only in the emulated matrix guests, where the jiffies
+		// interval is not asserted: a host stall of the vCPU advances the
+		// monotonic clock at once but jiffies only at the next delivered
+		// timer interrupt, often after the call returned. A coarser
+		// tick:20us also failed to cover there now and then (by 20-30%,
+		// mostly above), which points at entry phases that are not
+		// uniform within 20 us under the emulator; at 2 us the phase
+		// cannot matter much and the check holds.
+		for _, clk := range []Clock{{Kind: ClockJiffies}, {Kind: ClockTick, Tick: 2 * time.Microsecond}} {
+			s, p := timeSysloop(t, Options{Clock: clk, Exact: true}, specs, "readfile", "3000", file)
+			c := p.Totals[0]
+			if c.Calls != n || c.Orphans != 0 {
+				t.Fatalf("%s %s: vfs_read calls %d orphans %d, want %d and 0", m, clk, c.Calls, c.Orphans, n)
+			}
+			var r estimate.Result
+			var ns float64
+			if clk.Kind == ClockJiffies {
+				r, ns = tickInterval(t, s, p, 0)
+			} else {
+				r, ns = coverCheck(t, s, p, 0)
+			}
+			t.Logf("%s %s: vfs_read ns mean %.0f ns; tick estimate %.0f ns [%.0f, %.0f] (99.9%%, %s), %d ticks",
+				m, s.Clock(), ns, r.Mean, r.Low, r.High, r.Method, c.Ticks)
+		}
+	})
 }
 
 func TestResolveKernelFuncsErrors(t *testing.T) {
