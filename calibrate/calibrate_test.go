@@ -358,27 +358,6 @@ func TestCombineRuns(t *testing.T) {
 	}
 }
 
-func TestEmulated(t *testing.T) {
-	for _, c := range []struct {
-		code []byte
-		want bool
-	}{
-		{[]byte{0x55}, true},                   // push %rbp
-		{[]byte{0x41, 0x57}, true},             // push %r15
-		{[]byte{0xe9, 0, 0, 0, 0}, true},       // jmp
-		{[]byte{0x0f, 0x84, 0, 0, 0, 0}, true}, // je rel32
-		{[]byte{0x31, 0xc0}, false},            // xor %eax,%eax
-		{[]byte{0x48, 0x89, 0xf8}, false},      // mov %rdi,%rax
-		{[]byte{0x41, 0x89, 0xf8}, false},      // mov %edi,%r8d
-		{[]byte{0xc3}, false},                  // ret
-		{nil, false},
-	} {
-		if got := Emulated(c.code); got != c.want {
-			t.Errorf("Emulated(% x) = %v, want %v", c.code, got, c.want)
-		}
-	}
-}
-
 func TestUserProbeKindOnTarget(t *testing.T) {
 	dir := t.TempDir()
 	exe, err := BuildTarget(dir)
