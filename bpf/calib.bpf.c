@@ -137,26 +137,7 @@ LOOP_PROG(cal_reads_jiffies, CAL_READS, read_jiffies, cal_sink)
 LOOP_PROG(cal_reads_ktime, CAL_READS, read_ktime, cal_sink)
 
 /* The floor: empty entry/exit programs. */
-SEC("uprobe")
-int cal_empty_uentry(void *ctx)
-{
-	return 0;
-}
-
-SEC("uretprobe")
-int cal_empty_uexit(void *ctx)
-{
-	return 0;
-}
-
-SEC("raw_tracepoint/sys_enter")
-int cal_empty_sys_enter(void *ctx)
-{
-	return 0;
-}
-
-SEC("raw_tracepoint/sys_exit")
-int cal_empty_sys_exit(void *ctx)
-{
-	return 0;
-}
+EMPTY_PROG("uprobe", cal_empty_uentry)
+EMPTY_PROG("uretprobe", cal_empty_uexit)
+EMPTY_PROG("raw_tracepoint/sys_enter", cal_empty_sys_enter)
+EMPTY_PROG("raw_tracepoint/sys_exit", cal_empty_sys_exit)
