@@ -9,7 +9,6 @@ package units
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -241,15 +240,7 @@ const maxBatchesFile = 64 << 20
 
 // ReadBatchesFile reads a --batches file (see ParseBatches).
 func ReadBatchesFile(path string) ([]estimate.Batch, error) {
-	data, err := safefile.ReadFile(path, "batches file", maxBatchesFile)
-	if err != nil {
-		return nil, err
-	}
-	bs, err := ParseBatches(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("batches file %s: %w", path, err)
-	}
-	return bs, nil
+	return safefile.ReadParsed(path, "batches file", maxBatchesFile, ParseBatches)
 }
 
 // ParseBatches reads a --batches file: one "calls ticks" pair per line (the
