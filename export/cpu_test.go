@@ -52,15 +52,7 @@ func encodeDecode(t *testing.T, d *sampler.Profile) *profile.Profile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := ReadProfile(buf.Bytes(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
+	return roundTrip(t, p)
 }
 
 func TestEncodeCPULayout(t *testing.T) {
@@ -335,11 +327,8 @@ func FuzzReadProfile(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte("not a profile"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ReadProfile(data, "fuzz")
-		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("multi-line error: %q", err)
-			}
+		p, ok := readFuzzed(t, data)
+		if !ok {
 			return
 		}
 		if IsTimeProfile(p) {
