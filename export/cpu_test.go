@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
-	"github.com/tickprof/tickprof/sampler"
-
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -149,15 +148,7 @@ func TestCPUReport(t *testing.T) {
 // TestReportRuntimePprof reads a profile written by Go's runtime/pprof.
 func TestReportRuntimePprof(t *testing.T) {
 	var buf bytes.Buffer
-	if err := pprof.StartCPUProfile(&buf); err != nil {
-		t.Skipf("CPU profiling unavailable: %v", err)
-	}
-	end := time.Now().Add(400 * time.Millisecond)
-	x := 1.0
-	for time.Now().Before(end) {
-		x = math.Sqrt(x + 1)
-	}
-	pprof.StopCPUProfile()
+	testtarget.CPUProfile(t, &buf, 400*time.Millisecond)
 	p, err := ReadProfile(buf.Bytes(), "runtime")
 	if errors.Is(err, ErrNoSamples) {
 		t.Skip("runtime/pprof took no samples (machine too busy)")
