@@ -1,0 +1,36 @@
+package unwind
+
+import "testing"
+
+// TestEvalExprConsts checks the fixed-size constant operations: each
+// operand read little-endian, the signed ones sign-extended, and a
+// truncated operand refused.
+func TestEvalExprConsts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		e    []byte
+		want uint64
+	}{
+		{"const1u", []byte{opConst1u, 0xff}, 0xff},
+		{"const1s", []byte{opConst1s, 0xff}, ^uint64(0)},
+		{"const1s positive", []byte{opConst1s, 0x7f}, 0x7f},
+		{"const2u", []byte{opConst2u, 0x34, 0x82}, 0x8234},
+		{"const2s", []byte{opConst2s, 0xfe, 0xff}, ^uint64(1)},
+		{"const4u", []byte{opConst4u, 0x78, 0x56, 0x34, 0x92}, 0x92345678},
+		{"const4s", []byte{opConst4s, 0x00, 0x00, 0x00, 0x80}, 0xffffffff80000000},
+		{"const8u", []byte{opConst8u, 1, 2, 3, 4, 5, 6, 7, 0x88}, 0x8807060504030201},
+		{"const8s", []byte{opConst8s, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ^uint64(0)},
+		{"addr", []byte{opAddr, 0x10, 0x20, 0, 0, 0, 0, 0, 0}, 0x2010},
+		{"const2s then const1u", []byte{opConst2s, 0x01, 0x00, opConst1u, 7}, 7},
+	} {
+		got, err := evalExpr(c.e, nil, memory{}, nil)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %#x, %v; want %#x", c.name, got, err, c.want)
+		}
+	}
+	for _, op := range []byte{opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s, opAddr} {
+		if _, err := evalExpr([]byte{op}, nil, memory{}, nil); err == nil {
+			t.Errorf("op %#x without its operand: no error", op)
+		}
+	}
+}
