@@ -20,6 +20,15 @@ func write(t *testing.T, path, s string) error {
 	return WriteFile(path, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, s); return err })
 }
 
+// onlyEntry fails unless dir holds one entry: nothing was left behind (no
+// temporary file, nothing created by a check).
+func onlyEntry(t *testing.T, dir string) {
+	t.Helper()
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("%d entries in %s, want 1 (nothing left behind)", len(ents), dir)
+	}
+}
+
 // writeRefused fails unless writing to path is refused as unsafe, with an
 // error that mentions why, and kept still holds what it held.
 func writeRefused(t *testing.T, path, why, kept, held string) {
@@ -46,10 +55,7 @@ func TestCreateNewAndReplace(t *testing.T) {
 	if string(b) != "two" {
 		t.Fatalf("content %q, want two", b)
 	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Fatalf("%d entries left in the directory, want 1 (no temporary files)", len(ents))
-	}
+	onlyEntry(t, dir)
 }
 
 func TestCreateRelative(t *testing.T) {
@@ -221,9 +227,7 @@ func TestWriteFileAbortKeepsOld(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != "old" {
 		t.Fatalf("after a failed write the file holds %q", b)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("%d entries, want 1", len(ents))
-	}
+	onlyEntry(t, dir)
 }
 
 func TestReadFile(t *testing.T) {
@@ -300,9 +304,7 @@ func TestCheckCreate(t *testing.T) {
 	if err := CheckCreate(filepath.Join(dir, "l")); !errors.Is(err, ErrUnsafe) {
 		t.Fatalf("link: %v", err)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("CheckCreate created files: %d entries", len(ents))
-	}
+	onlyEntry(t, dir)
 }
 
 func TestMkdirPrivate(t *testing.T) {
