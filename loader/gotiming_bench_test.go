@@ -12,7 +12,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
@@ -36,10 +35,7 @@ import (
 // that lands while the return goes through the kernel's trampoline kills
 // the program (SIGILL, "unknown pc"); such a run is reported as failed.
 func BenchmarkGoProbeCost(b *testing.B) {
-	bpftest.Require(b)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		b.Fatal(err)
-	}
+	bpftest.Require(b) // it also raises the memlock limit
 	bin := testtarget.Go(b, "probecost", "CGO_ENABLED=0")
 	tab, err := symtab.Open(bin)
 	if err != nil {
