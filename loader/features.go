@@ -540,23 +540,21 @@ func fileReadable(p string, prior error) error {
 // addresses of kernel functions (kptr_restrict hides them from the
 // unprivileged as zeros).
 func kallsymsReadable() error {
-	fh, err := os.Open("/proc/kallsyms")
+	verdict := errors.New("/proc/kallsyms lists no kernel function")
+	err := eachKallsym(func(f []string) bool {
+		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
+			return true
+		}
+		verdict = nil
+		if strings.Trim(f[0], "0") == "" {
+			verdict = errors.New("/proc/kallsyms shows zero addresses (kptr_restrict): run as root")
+		}
+		return false
+	})
 	if err != nil {
 		return err
 	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
-			continue
-		}
-		if strings.Trim(f[0], "0") == "" {
-			return errors.New("/proc/kallsyms shows zero addresses (kptr_restrict): run as root")
-		}
-		return nil
-	}
-	return errors.New("/proc/kallsyms lists no kernel function")
+	return verdict
 }
 
 func oneLine(s string) string {

@@ -126,21 +126,15 @@ func keys(m map[string]bool) []string {
 // kernelTextSymbols returns the names of the kernel's functions (text
 // symbols of vmlinux; module symbols are left out).
 func kernelTextSymbols() (map[string]bool, error) {
-	fh, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		return nil, fmt.Errorf("read kernel symbols: %w", err)
-	}
-	defer fh.Close()
 	out := map[string]bool{}
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	err := eachKallsym(func(f []string) bool {
 		if len(f) == 3 && (f[1] == "T" || f[1] == "t") {
 			out[f[2]] = true
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read /proc/kallsyms: %w", err)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read kernel symbols: %w", err)
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -116,21 +115,18 @@ func kernelSyscallEntries() (map[string]bool, error) {
 			return have, nil
 		}
 	}
-	fh, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		return nil, fmt.Errorf("list the kernel's system calls: no syscall tracepoints and %w", err)
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	err := eachKallsym(func(f []string) bool {
 		if len(f) >= 3 {
 			if n, ok := strings.CutPrefix(f[2], "__x64_sys_"); ok {
 				have[n] = true
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the kernel's system calls: no syscall tracepoints and %w", err)
 	}
-	return have, sc.Err()
+	return have, nil
 }
 
 // SyscallError is an unknown or unimplemented system call name.

@@ -1,0 +1,25 @@
+package loader
+
+import (
+	"bufio"
+	"os"
+	"strings"
+)
+
+// eachKallsym calls fn with the fields of each line of /proc/kallsyms
+// (address, type, name and, for a module's symbol, the module) until fn
+// returns false.
+func eachKallsym(fn func(f []string) bool) error {
+	fh, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if !fn(strings.Fields(sc.Text())) {
+			break
+		}
+	}
+	return sc.Err()
+}
