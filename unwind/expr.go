@@ -253,37 +253,34 @@ func evalExpr(e []byte, regs *regFile, mem memory, initial *uint64) (uint64, err
 	return pop()
 }
 
-func uleb(b []byte) (uint64, int) {
-	var v uint64
-	var s uint
+// leb128 reads the LEB128 number at the start of b: its bits, how many
+// bits it has, its last byte, and the bytes it takes (0 when b ends first
+// or it runs past 64 bits).
+func leb128(b []byte) (v uint64, bits uint, last byte, n int) {
 	for i, c := range b {
-		v |= uint64(c&0x7f) << s
-		s += 7
+		v |= uint64(c&0x7f) << bits
+		bits += 7
 		if c&0x80 == 0 {
-			return v, i + 1
+			return v, bits, c, i + 1
 		}
-		if s >= 64 {
+		if bits >= 64 {
 			break
 		}
 	}
-	return 0, 0
+	return 0, 0, 0, 0
 }
 
+func uleb(b []byte) (uint64, int) {
+	v, _, _, n := leb128(b)
+	return v, n
+}
+
+// sleb reads a signed LEB128 number: leb128 sign-extended from its last
+// byte's bit 6.
 func sleb(b []byte) (int64, int) {
-	var v int64
-	var s uint
-	for i, c := range b {
-		v |= int64(c&0x7f) << s
-		s += 7
-		if c&0x80 == 0 {
-			if s < 64 && c&0x40 != 0 {
-				v |= -1 << s
-			}
-			return v, i + 1
-		}
-		if s >= 64 {
-			break
-		}
+	v, bits, last, n := leb128(b)
+	if n > 0 && bits < 64 && last&0x40 != 0 {
+		v |= ^uint64(0) << bits
 	}
-	return 0, 0
+	return int64(v), n
 }

@@ -34,3 +34,31 @@ func TestEvalExprConsts(t *testing.T) {
 		}
 	}
 }
+
+// TestLEB128 checks the LEB128 readers on the DWARF standard's examples
+// (section 7.6) and on truncated and over-long input.
+func TestLEB128(t *testing.T) {
+	for _, c := range []struct {
+		b []byte
+		u uint64
+		s int64
+		n int
+	}{
+		{[]byte{2}, 2, 2, 1},
+		{[]byte{0x7e}, 126, -2, 1},
+		{[]byte{0xff, 0}, 127, 127, 2},
+		{[]byte{0x81, 0x7f}, 16257, -127, 2},
+		{[]byte{0x80, 1}, 128, 128, 2},
+		{[]byte{0x80, 0x7f}, 16256, -128, 2},
+		{[]byte{0xe5, 0x8e, 0x26, 0xaa}, 624485, 624485, 3},
+		{[]byte{0x80}, 0, 0, 0},
+		{[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 0, 0, 0},
+	} {
+		if u, n := uleb(c.b); u != c.u || n != c.n {
+			t.Errorf("uleb(% x) = %d, %d; want %d, %d", c.b, u, n, c.u, c.n)
+		}
+		if s, n := sleb(c.b); s != c.s || n != c.n {
+			t.Errorf("sleb(% x) = %d, %d; want %d, %d", c.b, s, n, c.s, c.n)
+		}
+	}
+}
