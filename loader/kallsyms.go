@@ -10,7 +10,13 @@ import (
 // (address, type, name and, for a module's symbol, the module) until fn
 // returns false.
 func eachKallsym(fn func(f []string) bool) error {
-	fh, err := os.Open("/proc/kallsyms")
+	return eachFields("/proc/kallsyms", fn)
+}
+
+// eachFields calls fn with the fields of each line of the file at path
+// until fn returns false.
+func eachFields(path string, fn func(f []string) bool) error {
+	fh, err := os.Open(path)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,8 @@
 package loader
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -143,17 +141,12 @@ func kernelTextSymbols() (map[string]bool, error) {
 // list is not readable: the attach itself then reports the refusal).
 func kprobeBlacklist() map[string]bool {
 	out := map[string]bool{}
-	fh, err := os.Open("/sys/kernel/debug/kprobes/blacklist")
-	if err != nil {
-		return out
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 {
+	eachFields("/sys/kernel/debug/kprobes/blacklist", func(f []string) bool {
+		if len(f) == 2 {
 			out[f[1]] = true
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -165,19 +158,17 @@ func ftraceFunctions() (map[string]bool, error) {
 		return nil, err
 	}
 	p := filepath.Join(tfs, "available_filter_functions")
-	fh, err := os.Open(p)
+	out := map[string]bool{}
+	err = eachFields(p, func(f []string) bool {
+		if len(f) >= 1 {
+			out[f[0]] = true
+		}
+		return true
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	defer fh.Close()
-	out := map[string]bool{}
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) >= 1 {
-			out[f[0]] = true
-		}
-	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // kfKprobeObjects are the kprobe-method programs.
