@@ -34,7 +34,7 @@ func TestMain(m *testing.M) { testtarget.Main(m) }
 // tell the tests' targets apart.
 func buildBurn(t *testing.T, name string) string {
 	t.Helper()
-	return testtarget.C(t, "sample/burn.c", name, "-fno-omit-frame-pointer", "-fno-inline")
+	return testtarget.Sampled(t, "burn", name)
 }
 
 // startBurn runs the burn target for secs seconds.

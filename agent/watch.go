@@ -3,7 +3,6 @@ package agent
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -164,12 +163,10 @@ func (w *watcher) buildID(pid int, exe string) string {
 
 // readBuildID returns an ELF file's GNU build ID (hex), or its Go build ID.
 func readBuildID(path string) (string, error) {
-	f, err := elf.Open(path)
+	gnu, gobuild, err := symtab.FileBuildIDs(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	gnu, gobuild := symtab.BuildIDs(f)
 	if gnu != "" {
 		return gnu, nil
 	}

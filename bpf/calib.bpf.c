@@ -66,12 +66,17 @@ static long edge_jiffies(__u64 i, void *c)
 	return note_edge(c, v, bpf_ktime_get_ns());
 }
 
+/* tick_div is the tick of the tick clock, 1 ns when unset. */
+static __always_inline __u64 tick_div(void)
+{
+	return cal_tick_ns ? cal_tick_ns : 1;
+}
+
 static long edge_tick(__u64 i, void *c)
 {
 	__u64 t = bpf_ktime_get_ns();
-	__u64 d = cal_tick_ns ? cal_tick_ns : 1;
 
-	return note_edge(c, t / d, t);
+	return note_edge(c, t / tick_div(), t);
 }
 
 static long edge_ns(__u64 i, void *c)
@@ -81,36 +86,22 @@ static long edge_ns(__u64 i, void *c)
 	return note_edge(c, t, t);
 }
 
-SEC("syscall")
-int cal_edges_jiffies(void *ctx)
-{
-	struct edge_ctx e = { .last = bpf_jiffies64() };
+/* EDGES_PROG defines the syscall program NAME, which records the changes
+ * of a clock (cal_v, cal_t, cal_n) seen by FN in bpf_loop, from the value
+ * START. */
+#define EDGES_PROG(NAME, FN, START)                      \
+	SEC("syscall")                                   \
+	int NAME(void *ctx)                              \
+	{                                                \
+		struct edge_ctx e = { .last = (START) }; \
+		bpf_loop(CAL_SPIN, FN, &e, 0);           \
+		cal_n = e.n;                             \
+		return 0;                                \
+	}
 
-	bpf_loop(CAL_SPIN, edge_jiffies, &e, 0);
-	cal_n = e.n;
-	return 0;
-}
-
-SEC("syscall")
-int cal_edges_tick(void *ctx)
-{
-	__u64 d = cal_tick_ns ? cal_tick_ns : 1;
-	struct edge_ctx e = { .last = bpf_ktime_get_ns() / d };
-
-	bpf_loop(CAL_SPIN, edge_tick, &e, 0);
-	cal_n = e.n;
-	return 0;
-}
-
-SEC("syscall")
-int cal_edges_ns(void *ctx)
-{
-	struct edge_ctx e = { .last = bpf_ktime_get_ns() };
-
-	bpf_loop(CAL_SPIN, edge_ns, &e, 0);
-	cal_n = e.n;
-	return 0;
-}
+EDGES_PROG(cal_edges_jiffies, edge_jiffies, bpf_jiffies64())
+EDGES_PROG(cal_edges_tick, edge_tick, bpf_ktime_get_ns() / tick_div())
+EDGES_PROG(cal_edges_ns, edge_ns, bpf_ktime_get_ns())
 
 static long read_none(__u64 i, void *c)
 {
@@ -137,26 +128,7 @@ LOOP_PROG(cal_reads_jiffies, CAL_READS, read_jiffies, cal_sink)
 LOOP_PROG(cal_reads_ktime, CAL_READS, read_ktime, cal_sink)
 
 /* The floor: empty entry/exit programs. */
-SEC("uprobe")
-int cal_empty_uentry(void *ctx)
-{
-	return 0;
-}
-
-SEC("uretprobe")
-int cal_empty_uexit(void *ctx)
-{
-	return 0;
-}
-
-SEC("raw_tracepoint/sys_enter")
-int cal_empty_sys_enter(void *ctx)
-{
-	return 0;
-}
-
-SEC("raw_tracepoint/sys_exit")
-int cal_empty_sys_exit(void *ctx)
-{
-	return 0;
-}
+EMPTY_PROG("uprobe", cal_empty_uentry)
+EMPTY_PROG("uretprobe", cal_empty_uexit)
+EMPTY_PROG("raw_tracepoint/sys_enter", cal_empty_sys_enter)
+EMPTY_PROG("raw_tracepoint/sys_exit", cal_empty_sys_exit)

@@ -106,4 +106,16 @@ struct pt_regs {
 		return 0;                 \
 	}
 
+/*
+ * EMPTY_PROG defines the program NAME, in section SEC_NAME, that returns
+ * at once: the floors that the benchmarks and the calibration compare
+ * probes with (the cost of the attach point and of running a program).
+ */
+#define EMPTY_PROG(SEC_NAME, NAME) \
+	SEC(SEC_NAME)              \
+	int NAME(void *ctx)        \
+	{                          \
+		return 0;          \
+	}
+
 #endif /* TICKPROF_COMMON_H */

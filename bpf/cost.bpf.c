@@ -42,45 +42,60 @@ int cost_em(struct pt_regs *ctx) { return 0; }
 SEC("uretprobe.multi")
 int cost_xm(struct pt_regs *ctx) { return 0; }
 
-SEC("uprobe")
-int cost_e1(struct pt_regs *ctx)
-{
-	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
-	return 0;
-}
-SEC("uretprobe")
-int cost_x1(struct pt_regs *ctx)
+/* The bodies that an entry and an exit program of one variant share; a
+ * constant argument says which of the two it is. Inlined, so each program
+ * is what it was written out by hand. */
+
+/* 1: the target index only. */
+static __always_inline int cost_cookie(struct pt_regs *ctx)
 {
 	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
 	return 0;
 }
 
+/* The thread's entry stack: created at entry (flags
+ * BPF_LOCAL_STORAGE_GET_F_CREATE), looked up at exit (0). */
+static __always_inline struct tp_tstack *cost_tstack(__u64 flags)
+{
+	return bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, flags);
+}
+
+/* 2: the target index and the thread's entry stack. */
+static __always_inline int cost_storage(struct pt_regs *ctx, __u64 flags)
+{
+	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
+	struct tp_tstack *st = cost_tstack(flags);
+	if (st)
+		cost_sink += st->depth + target;
+	return 0;
+}
+
+/* t: the target index and bpf_get_current_task_btf. */
+static __always_inline int cost_task(struct pt_regs *ctx)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
+	if (t)
+		cost_sink++;
+	return 0;
+}
+
 SEC("uprobe")
-int cost_e2(struct pt_regs *ctx)
-{
-	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
-	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
-						    BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (st)
-		cost_sink += st->depth + target;
-	return 0;
-}
+int cost_e1(struct pt_regs *ctx) { return cost_cookie(ctx); }
 SEC("uretprobe")
-int cost_x2(struct pt_regs *ctx)
-{
-	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
-	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
-	if (st)
-		cost_sink += st->depth + target;
-	return 0;
-}
+int cost_x1(struct pt_regs *ctx) { return cost_cookie(ctx); }
+
+SEC("uprobe")
+int cost_e2(struct pt_regs *ctx) { return cost_storage(ctx, BPF_LOCAL_STORAGE_GET_F_CREATE); }
+SEC("uretprobe")
+int cost_x2(struct pt_regs *ctx) { return cost_storage(ctx, 0); }
 
 SEC("uprobe")
 int cost_e3(struct pt_regs *ctx)
 {
 	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
-	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
-						    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct tp_tstack *st = cost_tstack(BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u32 slot;
 
 	if (!st)
@@ -96,7 +111,7 @@ int cost_x3(struct pt_regs *ctx)
 {
 	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
 	__u64 tick = bpf_jiffies64();
-	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	struct tp_tstack *st = cost_tstack(0);
 	__u32 slot;
 
 	if (!st || st->depth == 0)
@@ -141,25 +156,9 @@ int cost_x6(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int cost_et(struct pt_regs *ctx)
-{
-	struct task_struct *t = bpf_get_current_task_btf();
-
-	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
-	if (t)
-		cost_sink++;
-	return 0;
-}
+int cost_et(struct pt_regs *ctx) { return cost_task(ctx); }
 SEC("uretprobe")
-int cost_xt(struct pt_regs *ctx)
-{
-	struct task_struct *t = bpf_get_current_task_btf();
-
-	cost_sink += (__u32)bpf_get_attach_cookie(ctx);
-	if (t)
-		cost_sink++;
-	return 0;
-}
+int cost_xt(struct pt_regs *ctx) { return cost_task(ctx); }
 
 /* s  one uprobe.session program at entry and return (uprobe_multi session
  *    link, 6.13+): the kernel keeps an 8-byte cookie per call between the

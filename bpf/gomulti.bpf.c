@@ -10,14 +10,4 @@
  */
 #include "gotiming.bpf.c"
 
-SEC("uprobe.multi")
-int go_entry_multi(struct pt_regs *ctx)
-{
-	return go_enter(ctx);
-}
-
-SEC("uprobe.multi")
-int go_exit_multi(struct pt_regs *ctx)
-{
-	return go_ret(ctx);
-}
+GO_PROGS("uprobe.multi", go_entry_multi, go_exit_multi)

@@ -175,14 +175,12 @@ static __always_inline int go_ret(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int go_entry(struct pt_regs *ctx)
-{
-	return go_enter(ctx);
-}
+/* GO_PROGS defines the entry and exit programs, ENTRY and EXIT, of
+ * attach type SEC_NAME: "uprobe" here, "uprobe.multi" in gomulti.bpf.c. */
+#define GO_PROGS(SEC_NAME, ENTRY, EXIT)                          \
+	SEC(SEC_NAME)                                            \
+	int ENTRY(struct pt_regs *ctx) { return go_enter(ctx); } \
+	SEC(SEC_NAME)                                            \
+	int EXIT(struct pt_regs *ctx) { return go_ret(ctx); }
 
-SEC("uprobe")
-int go_exit(struct pt_regs *ctx)
-{
-	return go_ret(ctx);
-}
+GO_PROGS("uprobe", go_entry, go_exit)

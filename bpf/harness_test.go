@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tickprof/tickprof/internal/testtarget"
@@ -31,4 +32,16 @@ func buildHarness(t *testing.T, src string, flags ...string) string {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// runHarness runs the harness bin with stdin and returns its output lines.
+func runHarness(t *testing.T, bin, stdin string) []string {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/estimate"
@@ -22,10 +21,7 @@ import (
 //
 //	go test -run '^$' -bench QhistUpdate -benchtime 1x ./bpf/
 func BenchmarkQhistUpdate(b *testing.B) {
-	bpftest.Require(b)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		b.Fatal(err)
-	}
+	bpftest.Require(b) // it also raises the memlock limit
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {
 		b.Fatalf("enable BPF run-time statistics: %v", err)

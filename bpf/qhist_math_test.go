@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -49,13 +48,7 @@ func TestQhistIndexMatchesGo(t *testing.T) {
 	for _, v := range vs {
 		fmt.Fprintln(&in, v)
 	}
-	cmd := exec.Command(bin)
-	cmd.Stdin = strings.NewReader(in.String())
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines := runHarness(t, bin, in.String())
 	want := fmt.Sprintf("%d %d %d %d", histogram.SubBits, histogram.Sub, histogram.MaxLog2, histogram.Buckets)
 	if lines[0] != want {
 		t.Fatalf("C layout %q, Go layout %q", lines[0], want)

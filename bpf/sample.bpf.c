@@ -133,11 +133,17 @@ struct {
 	__type(value, __u64);
 } calls SEC(".maps");
 
-static __always_inline void bump(__u32 idx)
+/* inc adds one to the counter at key of an array map. */
+static __always_inline void inc(void *map, __u32 key)
 {
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+	__u64 *v = bpf_map_lookup_elem(map, &key);
 	if (v)
 		(*v)++;
+}
+
+static __always_inline void bump(__u32 idx)
+{
+	inc(&stats, idx);
 }
 
 static __always_inline int is_target(__u32 tgid)
@@ -147,6 +153,37 @@ static __always_inline int is_target(__u32 tgid)
 	if (filter_all)
 		return 1;
 	return bpf_map_lookup_elem(&targets, &tgid) != 0;
+}
+
+/* keep_sample counts a perf event (seen, idle, kept) and says whether it
+ * is a target's, to be recorded. */
+static __always_inline int keep_sample(__u32 tgid)
+{
+	bump(STAT_SEEN);
+	if (tgid == 0) {
+		bump(STAT_IDLE);
+		return 0;
+	}
+	if (!is_target(tgid))
+		return 0;
+	bump(STAT_KEPT);
+	return 1;
+}
+
+/* stack_frames turns bpf_get_stack's result n (bytes, or an error) into
+ * frames, at most MAX_DEPTH, setting err or full in flags. */
+static __always_inline long stack_frames(long n, __u32 *flags, __u32 err, __u32 full)
+{
+	if (n < 0) {
+		*flags |= err;
+		n = 0;
+	}
+	n /= 8;
+	if (n > MAX_DEPTH)
+		n = MAX_DEPTH;
+	if (n == MAX_DEPTH)
+		*flags |= full;
+	return n;
 }
 
 /* copy_user copies up to want bytes of user memory from addr into b->data
@@ -193,40 +230,16 @@ int sample_cpu(void *ctx)
 	__u32 flags = 0;
 	__u64 size;
 
-	bump(STAT_SEEN);
-	if (tgid == 0) {
-		bump(STAT_IDLE);
+	if (!keep_sample(tgid))
 		return 0;
-	}
-	if (!is_target(tgid))
-		return 0;
-	bump(STAT_KEPT);
 
 	b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!b)
 		return 0;
 
-	kn = bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0);
-	if (kn < 0) {
-		flags |= FLAG_KERN_ERR;
-		kn = 0;
-	}
-	kn /= 8;
-	if (kn > MAX_DEPTH)
-		kn = MAX_DEPTH;
-	if (kn == MAX_DEPTH)
-		flags |= FLAG_KERN_FULL;
-
-	un = bpf_get_stack(ctx, &b->data[kn * 8], MAX_DEPTH * 8, BPF_F_USER_STACK);
-	if (un < 0) {
-		flags |= FLAG_USER_ERR;
-		un = 0;
-	}
-	un /= 8;
-	if (un > MAX_DEPTH)
-		un = MAX_DEPTH;
-	if (un == MAX_DEPTH)
-		flags |= FLAG_USER_FULL;
+	kn = stack_frames(bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0), &flags, FLAG_KERN_ERR, FLAG_KERN_FULL);
+	un = stack_frames(bpf_get_stack(ctx, &b->data[kn * 8], MAX_DEPTH * 8, BPF_F_USER_STACK), &flags,
+			  FLAG_USER_ERR, FLAG_USER_FULL);
 
 	b->hdr.kind = REC_SAMPLE;
 	b->hdr.pid = tgid;
@@ -348,14 +361,9 @@ SEC("uprobe")
 int count_calls(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u32 idx = bpf_get_attach_cookie(ctx);
-	__u64 *v;
 
-	if (!is_target(tgid))
-		return 0;
-	v = bpf_map_lookup_elem(&calls, &idx);
-	if (v)
-		(*v)++;
+	if (is_target(tgid))
+		inc(&calls, bpf_get_attach_cookie(ctx));
 	return 0;
 }
 
@@ -392,14 +400,8 @@ int sample_stackid(void *ctx)
 	struct stack_key k = {};
 	__u64 one = 1, *v;
 
-	bump(STAT_SEEN);
-	if (tgid == 0) {
-		bump(STAT_IDLE);
+	if (!keep_sample(tgid))
 		return 0;
-	}
-	if (!is_target(tgid))
-		return 0;
-	bump(STAT_KEPT);
 	k.pid = tgid;
 	k.kern_id = bpf_get_stackid(ctx, &stackids, 0);
 	k.user_id = bpf_get_stackid(ctx, &stackids, BPF_F_USER_STACK);

@@ -208,14 +208,5 @@ int sc_tp_exit(void *ctx)
 }
 
 /* Empty programs: the raw-tracepoint floor for the benchmark. */
-SEC("raw_tracepoint/sys_enter")
-int sc_empty_enter(void *ctx)
-{
-	return 0;
-}
-
-SEC("raw_tracepoint/sys_exit")
-int sc_empty_exit(void *ctx)
-{
-	return 0;
-}
+EMPTY_PROG("raw_tracepoint/sys_enter", sc_empty_enter)
+EMPTY_PROG("raw_tracepoint/sys_exit", sc_empty_exit)

@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"math/bits"
 	"math/rand"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -57,13 +56,7 @@ func TestTimingMathLimits(t *testing.T) {
 		want.Add(want, sq)
 	}
 	want.Mod(want, new(big.Int).Lsh(big.NewInt(1), 128)) // the sum is kept mod 2^128
-	cmd := exec.Command(bin)
-	cmd.Stdin = strings.NewReader(stdin.String())
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines := runHarness(t, bin, stdin.String())
 	if len(lines) != len(inputs)+1 {
 		t.Fatalf("harness printed %d lines, want %d", len(lines), len(inputs)+1)
 	}

@@ -32,13 +32,8 @@ func LoadProbes() (*Probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the calibration programs: %w", err)
 	}
-	bpf.SetKernelVersion(spec)
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load the calibration programs (the kernel refused them; see `tickprof doctor`): %v", ve)
-		}
-		return nil, fmt.Errorf("load the calibration programs (needs root or CAP_BPF+CAP_PERFMON): %w", err)
+	if err := bpf.Load(spec, &p.objs, "the calibration programs"); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

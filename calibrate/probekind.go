@@ -36,14 +36,8 @@ func UserProbeKind(path string, off uint64) (ProbeKind, error) {
 	if n == 0 {
 		return "", fmt.Errorf("read the probed instruction of %s at %#x: %w", path, off, err)
 	}
-	if Emulated(b[:n]) {
+	if symtab.KernelEmulates(b[:n]) {
 		return KindUser, nil
 	}
 	return KindUserStepped, nil
 }
-
-// Emulated reports whether the x86-64 instruction starting at code is one
-// the kernel's uprobe code emulates instead of single-stepping
-// (symtab.KernelEmulates: push of a register, nop, jmp, call and
-// conditional jumps).
-func Emulated(code []byte) bool { return symtab.KernelEmulates(code) }

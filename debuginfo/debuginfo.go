@@ -19,7 +19,6 @@ package debuginfo
 
 import (
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -230,12 +229,11 @@ func matchBuildID(p, id string) error {
 
 // BuildID reads the GNU build ID of an ELF file, in lower-case hex.
 func BuildID(p string) (string, error) {
-	f, err := elf.Open(p)
+	id, _, err := symtab.FileBuildIDs(p)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	if id, _ := symtab.BuildIDs(f); id != "" {
+	if id != "" {
 		return id, nil
 	}
 	return "", fmt.Errorf("%s has no GNU build ID", p)

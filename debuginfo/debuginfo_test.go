@@ -2,7 +2,6 @@ package debuginfo
 
 import (
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // buildSplit builds a C program with a build ID, splits its debug
@@ -55,13 +56,7 @@ func buildSplit(t *testing.T, dir string) (bin, dbg, id string) {
 // function only the debug file keeps.
 func hasLocalHelper(t *testing.T, p string) bool {
 	t.Helper()
-	f, err := elf.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	for _, s := range syms {
+	for _, s := range testtarget.Symbols(t, p) {
 		if s.Name == "local_helper" {
 			return true
 		}

@@ -113,6 +113,15 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
+// parallelSeeded is parallel with a random source for each i, PCG(seed+i,
+// stream), and a generator drawing from it.
+func parallelSeeded(n int, seed, stream uint64, f func(i int, src *rand.PCG, r *rand.Rand)) {
+	parallel(n, func(i int) {
+		src := rand.NewPCG(seed+uint64(i), stream)
+		f(i, src, rand.New(src))
+	})
+}
+
 func methodSummary(m map[string]int) string {
 	best, bn := "", 0
 	for k, v := range m {

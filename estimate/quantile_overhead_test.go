@@ -80,10 +80,8 @@ func TestCorrectQuantileCoverage(t *testing.T) {
 	}
 	outs := make([]res, len(grid))
 	hw := zQuantile(0.95) * se
-	parallel(len(grid), func(i int) {
+	parallelSeeded(len(grid), 900, 17, func(i int, src *rand.PCG, r *rand.Rand) {
 		c := grid[i]
-		src := rand.NewPCG(uint64(900+i), 17)
-		r := rand.New(src)
 		truth := c.d.qf(c.p)
 		rk, _ := QuantileRanks(c.n, c.p, Options{})
 		xs := make([]float64, min(c.n, 1000))

@@ -395,10 +395,8 @@ func TestQuantileCoverage(t *testing.T) {
 		err                                 error
 	}
 	outs := make([]res, len(grid))
-	parallel(len(grid), func(i int) {
+	parallelSeeded(len(grid), 100, 3, func(i int, src *rand.PCG, r *rand.Rand) {
 		c := grid[i]
-		src := rand.NewPCG(uint64(100+i), 3)
-		r := rand.New(src)
 		truth := c.dist.qf(c.p)
 		o := &outs[i]
 		rk, err := QuantileRanks(c.n, c.p, Options{})
@@ -505,10 +503,8 @@ func TestQuantileDiffCoverage(t *testing.T) {
 		err            error
 	}
 	outs := make([]res, len(grid))
-	parallel(len(grid), func(i int) {
+	parallelSeeded(len(grid), 5000, 11, func(i int, src *rand.PCG, r *rand.Rand) {
 		c := grid[i]
-		src := rand.NewPCG(uint64(5000+i), 11)
-		r := rand.New(src)
 		newCell := c.qcell
 		base := c.dist.qf
 		newCell.dist.qf = func(u float64) float64 { return c.scale * base(u) }

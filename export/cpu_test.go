@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
-	"github.com/tickprof/tickprof/sampler"
-
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -52,15 +51,7 @@ func encodeDecode(t *testing.T, d *sampler.Profile) *profile.Profile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := ReadProfile(buf.Bytes(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
+	return roundTrip(t, p)
 }
 
 func TestEncodeCPULayout(t *testing.T) {
@@ -157,15 +148,7 @@ func TestCPUReport(t *testing.T) {
 // TestReportRuntimePprof reads a profile written by Go's runtime/pprof.
 func TestReportRuntimePprof(t *testing.T) {
 	var buf bytes.Buffer
-	if err := pprof.StartCPUProfile(&buf); err != nil {
-		t.Skipf("CPU profiling unavailable: %v", err)
-	}
-	end := time.Now().Add(400 * time.Millisecond)
-	x := 1.0
-	for time.Now().Before(end) {
-		x = math.Sqrt(x + 1)
-	}
-	pprof.StopCPUProfile()
+	testtarget.CPUProfile(t, &buf, 400*time.Millisecond)
 	p, err := ReadProfile(buf.Bytes(), "runtime")
 	if errors.Is(err, ErrNoSamples) {
 		t.Skip("runtime/pprof took no samples (machine too busy)")
@@ -335,11 +318,8 @@ func FuzzReadProfile(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte("not a profile"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ReadProfile(data, "fuzz")
-		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("multi-line error: %q", err)
-			}
+		p, ok := readFuzzed(t, data)
+		if !ok {
 			return
 		}
 		if IsTimeProfile(p) {

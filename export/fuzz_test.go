@@ -76,6 +76,20 @@ func report(t *testing.T, p *profile.Profile) {
 	tab.WriteText(io.Discard, 0)
 }
 
+// readFuzzed reads fuzzed bytes as a profile (ReadProfile); false when
+// they are none, after checking that the error is one line.
+func readFuzzed(t *testing.T, data []byte) (*profile.Profile, bool) {
+	t.Helper()
+	p, err := ReadProfile(data, "fuzz.pb.gz")
+	if err != nil {
+		if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error of more than one line: %q", err)
+		}
+		return nil, false
+	}
+	return p, true
+}
+
 // FuzzReport feeds arbitrary bytes to the reader of `tickprof report`
 // and `plan --from` (ReadProfile, then TimeReport or CPUReport): an error
 // or a table in range, never a panic.
@@ -86,14 +100,9 @@ func FuzzReport(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x1f\x8b"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ReadProfile(data, "fuzz.pb.gz")
-		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error of more than one line: %q", err)
-			}
-			return
+		if p, ok := readFuzzed(t, data); ok {
+			report(t, p)
 		}
-		report(t, p)
 	})
 }
 

@@ -41,15 +41,7 @@ func ReadProfileFile(path string) (*profile.Profile, error) {
 // ReadTimeJSON), refusing what is not a regular file and files over
 // MaxJSONFile.
 func ReadTimeJSONFile(path string) (*timing.Result, error) {
-	data, err := safefile.ReadFile(path, "JSON document", MaxJSONFile)
-	if err != nil {
-		return nil, err
-	}
-	run, err := ReadTimeJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return run, nil
+	return safefile.ReadParsed(path, "JSON document", MaxJSONFile, ReadTimeJSON)
 }
 
 // gunzip decompresses gzipped profile data, at most MaxProfileData bytes:

@@ -327,6 +327,25 @@ func emptyProg(pt ebpf.ProgramType, at ebpf.AttachType, attachTo string) (*ebpf.
 	}, ebpf.ProgramOptions{LogDisabled: true})
 }
 
+// withEmptyProg loads an empty program (emptyProg; what names it in the
+// error) and runs try with it, closing it after.
+func withEmptyProg(pt ebpf.ProgramType, at ebpf.AttachType, attachTo, what string, try func(*ebpf.Program) error) error {
+	prog, err := emptyProg(pt, at, attachTo)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", what, err)
+	}
+	defer prog.Close()
+	return try(prog)
+}
+
+// attached closes a link just made, or returns the error that made none.
+func attached(l link.Link, err error) error {
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
 // entryOffset returns the file offset of path's ELF entry point: a place
 // that runs once at process start and never again, so a probe there (even a
 // return probe on a Go binary) cannot fire during the check.
@@ -352,29 +371,21 @@ func probeUprobe(path string, off uint64, pathErr error, ret bool) error {
 	if pathErr != nil {
 		return pathErr
 	}
-	prog, err := emptyProg(ebpf.Kprobe, ebpf.AttachNone, "")
-	if err != nil {
-		return fmt.Errorf("load kprobe-type program: %w", err)
-	}
-	defer prog.Close()
-	ex, err := link.OpenExecutable(path)
-	if err != nil {
+	return withEmptyProg(ebpf.Kprobe, ebpf.AttachNone, "", "kprobe-type program", func(prog *ebpf.Program) error {
+		ex, err := link.OpenExecutable(path)
+		if err != nil {
+			return err
+		}
+		attach := ex.Uprobe
+		if ret {
+			attach = ex.Uretprobe
+		}
+		err = attached(attach("", prog, &link.UprobeOptions{Address: off, PID: os.Getpid()}))
+		if errors.Is(err, os.ErrPermission) && !proc.HasCap(unix.CAP_SYS_ADMIN) {
+			return fmt.Errorf("%w (%v)", proc.ErrUprobeNeedsSysAdmin, err)
+		}
 		return err
-	}
-	var l link.Link
-	opts := &link.UprobeOptions{Address: off, PID: os.Getpid()}
-	if ret {
-		l, err = ex.Uretprobe("", prog, opts)
-	} else {
-		l, err = ex.Uprobe("", prog, opts)
-	}
-	if errors.Is(err, os.ErrPermission) && !proc.HasCap(unix.CAP_SYS_ADMIN) {
-		return fmt.Errorf("%w (%v)", proc.ErrUprobeNeedsSysAdmin, err)
-	}
-	if err != nil {
-		return err
-	}
-	return l.Close()
+	})
 }
 
 // kprobeProbeSymbol is a function every kernel of interest has and that
@@ -382,74 +393,50 @@ func probeUprobe(path string, off uint64, pathErr error, ret bool) error {
 const kprobeProbeSymbol = "vfs_read"
 
 func probeKprobe(f *Features, ret bool) error {
-	prog, err := emptyProg(ebpf.Kprobe, ebpf.AttachNone, "")
-	if err != nil {
-		return fmt.Errorf("load kprobe-type program: %w", err)
-	}
-	defer prog.Close()
-	var l link.Link
-	if ret {
-		l, err = link.Kretprobe(kprobeProbeSymbol, prog, nil)
-	} else {
-		l, err = link.Kprobe(kprobeProbeSymbol, prog, nil)
-	}
-	if err != nil {
-		if !pathExists("/sys/bus/event_source/devices/kprobe") && !pathExists(filepath.Join(tracefsDir(), "kprobe_events")) {
+	return withEmptyProg(ebpf.Kprobe, ebpf.AttachNone, "", "kprobe-type program", func(prog *ebpf.Program) error {
+		attach := link.Kprobe
+		if ret {
+			attach = link.Kretprobe
+		}
+		err := attached(attach(kprobeProbeSymbol, prog, nil))
+		if err != nil && !pathExists("/sys/bus/event_source/devices/kprobe") && !pathExists(filepath.Join(tracefsDir(), "kprobe_events")) {
 			return fmt.Errorf("no kprobe PMU and no kprobe_events (%s)", f.configSays("CONFIG_KPROBES"))
 		}
 		return err
-	}
-	return l.Close()
+	})
 }
 
 func probeFentry(f *Features, at ebpf.AttachType, btfErr error) error {
 	if btfErr != nil {
 		return fmt.Errorf("needs kernel BTF: %w", btfErr)
 	}
-	prog, err := emptyProg(ebpf.Tracing, at, kprobeProbeSymbol)
-	if err != nil {
-		return fmt.Errorf("load %s program for %s: %w", at, kprobeProbeSymbol, err)
-	}
-	defer prog.Close()
-	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: at})
-	if err != nil {
-		return fmt.Errorf("attach BPF trampoline (%s): %w", f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"), err)
-	}
-	return l.Close()
+	what := fmt.Sprintf("%s program for %s", at, kprobeProbeSymbol)
+	return withEmptyProg(ebpf.Tracing, at, kprobeProbeSymbol, what, func(prog *ebpf.Program) error {
+		if err := attached(link.AttachTracing(link.TracingOptions{Program: prog, AttachType: at})); err != nil {
+			return fmt.Errorf("attach BPF trampoline (%s): %w", f.configSays("CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"), err)
+		}
+		return nil
+	})
 }
 
 func probeSyscallTracepoint() error {
-	prog, err := emptyProg(ebpf.TracePoint, ebpf.AttachNone, "")
-	if err != nil {
-		return fmt.Errorf("load tracepoint program: %w", err)
-	}
-	defer prog.Close()
-	l, err := link.Tracepoint("syscalls", "sys_enter_getppid", prog, nil)
-	if err != nil {
-		return err
-	}
-	return l.Close()
+	return withEmptyProg(ebpf.TracePoint, ebpf.AttachNone, "", "tracepoint program", func(prog *ebpf.Program) error {
+		return attached(link.Tracepoint("syscalls", "sys_enter_getppid", prog, nil))
+	})
 }
 
 func probeRawTracepoint() error {
-	prog, err := emptyProg(ebpf.RawTracepoint, ebpf.AttachNone, "")
-	if err != nil {
-		return fmt.Errorf("load raw tracepoint program: %w", err)
-	}
-	defer prog.Close()
-	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: prog})
-	if err != nil {
-		return err
-	}
-	return l.Close()
+	return withEmptyProg(ebpf.RawTracepoint, ebpf.AttachNone, "", "raw tracepoint program", func(prog *ebpf.Program) error {
+		return attached(link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: prog}))
+	})
 }
 
 func probePerfEvent() error {
-	prog, err := emptyProg(ebpf.PerfEvent, ebpf.AttachNone, "")
-	if err != nil {
-		return fmt.Errorf("load perf_event program: %w", err)
-	}
-	defer prog.Close()
+	return withEmptyProg(ebpf.PerfEvent, ebpf.AttachNone, "", "perf_event program", attachPerfEvent)
+}
+
+// attachPerfEvent attaches prog to a cpu-clock perf event of this process.
+func attachPerfEvent(prog *ebpf.Program) error {
 	attr := unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_SOFTWARE,
 		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
@@ -553,23 +540,21 @@ func fileReadable(p string, prior error) error {
 // addresses of kernel functions (kptr_restrict hides them from the
 // unprivileged as zeros).
 func kallsymsReadable() error {
-	fh, err := os.Open("/proc/kallsyms")
+	verdict := errors.New("/proc/kallsyms lists no kernel function")
+	err := eachKallsym(func(f []string) bool {
+		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
+			return true
+		}
+		verdict = nil
+		if strings.Trim(f[0], "0") == "" {
+			verdict = errors.New("/proc/kallsyms shows zero addresses (kptr_restrict): run as root")
+		}
+		return false
+	})
 	if err != nil {
 		return err
 	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
-			continue
-		}
-		if strings.Trim(f[0], "0") == "" {
-			return errors.New("/proc/kallsyms shows zero addresses (kptr_restrict): run as root")
-		}
-		return nil
-	}
-	return errors.New("/proc/kallsyms lists no kernel function")
+	return verdict
 }
 
 func oneLine(s string) string {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
@@ -36,10 +35,7 @@ import (
 // that lands while the return goes through the kernel's trampoline kills
 // the program (SIGILL, "unknown pc"); such a run is reported as failed.
 func BenchmarkGoProbeCost(b *testing.B) {
-	bpftest.Require(b)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		b.Fatal(err)
-	}
+	bpftest.Require(b) // it also raises the memlock limit
 	bin := testtarget.Go(b, "probecost", "CGO_ENABLED=0")
 	tab, err := symtab.Open(bin)
 	if err != nil {
@@ -104,28 +100,7 @@ func BenchmarkGoProbeCost(b *testing.B) {
 		return ns, nil
 	}
 	at := func(sites map[uint64]*ebpf.Program) func(pid int) (func(), error) {
-		return func(pid int) (func(), error) {
-			ex, err := link.OpenExecutable(bin)
-			if err != nil {
-				return nil, err
-			}
-			var ls []link.Link
-			done := func() {
-				for _, l := range ls {
-					l.Close()
-				}
-			}
-			for addr, prog := range sites {
-				off, _ := tab.FileOffset(addr)
-				l, err := ex.Uprobe("main.target", prog, &link.UprobeOptions{Address: off, PID: pid})
-				if err != nil {
-					done()
-					return nil, err
-				}
-				ls = append(ls, l)
-			}
-			return done, nil
-		}
+		return func(pid int) (func(), error) { return AttachAt(bin, tab, "main.target", pid, sites) }
 	}
 	none := func(int) (func(), error) { return func() {}, nil }
 	// naive is what generic tools do: a uprobe on the first instruction

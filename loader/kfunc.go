@@ -1,10 +1,8 @@
 package loader
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -126,21 +124,15 @@ func keys(m map[string]bool) []string {
 // kernelTextSymbols returns the names of the kernel's functions (text
 // symbols of vmlinux; module symbols are left out).
 func kernelTextSymbols() (map[string]bool, error) {
-	fh, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		return nil, fmt.Errorf("read kernel symbols: %w", err)
-	}
-	defer fh.Close()
 	out := map[string]bool{}
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	err := eachKallsym(func(f []string) bool {
 		if len(f) == 3 && (f[1] == "T" || f[1] == "t") {
 			out[f[2]] = true
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read /proc/kallsyms: %w", err)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read kernel symbols: %w", err)
 	}
 	return out, nil
 }
@@ -149,17 +141,12 @@ func kernelTextSymbols() (map[string]bool, error) {
 // list is not readable: the attach itself then reports the refusal).
 func kprobeBlacklist() map[string]bool {
 	out := map[string]bool{}
-	fh, err := os.Open("/sys/kernel/debug/kprobes/blacklist")
-	if err != nil {
-		return out
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 {
+	eachFields("/sys/kernel/debug/kprobes/blacklist", func(f []string) bool {
+		if len(f) == 2 {
 			out[f[1]] = true
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -171,19 +158,17 @@ func ftraceFunctions() (map[string]bool, error) {
 		return nil, err
 	}
 	p := filepath.Join(tfs, "available_filter_functions")
-	fh, err := os.Open(p)
+	out := map[string]bool{}
+	err = eachFields(p, func(f []string) bool {
+		if len(f) >= 1 {
+			out[f[0]] = true
+		}
+		return true
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	defer fh.Close()
-	out := map[string]bool{}
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) >= 1 {
-			out[f[0]] = true
-		}
-	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // kfKprobeObjects are the kprobe-method programs.

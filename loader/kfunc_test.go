@@ -45,12 +45,20 @@ func eachKernelMethod(t *testing.T, fn string, body func(t *testing.T, m AttachM
 	}
 }
 
-func TestKernelFuncVfsRead(t *testing.T) {
+// eachVfsRead runs f as eachKernelMethod does for vfs_read, with a file
+// holding content for the target to read.
+func eachVfsRead(t *testing.T, content string, f func(t *testing.T, m AttachMode, specs []Spec, file string)) {
 	eachKernelMethod(t, "vfs_read", func(t *testing.T, m AttachMode, specs []Spec) {
 		file := filepath.Join(t.TempDir(), "data")
-		if err := os.WriteFile(file, []byte(strings.Repeat("tickprof ", 100)), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		f(t, m, specs, file)
+	})
+}
+
+func TestKernelFuncVfsRead(t *testing.T) {
+	eachVfsRead(t, strings.Repeat("tickprof ", 100), func(t *testing.T, m AttachMode, specs []Spec, file string) {
 		const n = 3000
 		// Two clocks on the same calls as the ns clock: jiffies (exact
 		// counts; its interval is logged) and tick:2us (ET/d about 1-3

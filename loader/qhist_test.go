@@ -3,7 +3,6 @@ package loader
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tickprof/tickprof/estimate"
@@ -143,19 +142,8 @@ func TestQuantilesSyscall(t *testing.T) {
 // TestQuantilesKernelFunc: the kernel-function paths fill the histogram
 // (where kprobes or fentry exist: the kernel matrix).
 func TestQuantilesKernelFunc(t *testing.T) {
-	for _, m := range []AttachMode{AttachKprobe, AttachFentry} {
-		t.Run(string(m), func(t *testing.T) {
-			requireKernelMethod(t, m)
-			specs, err := ResolveKernelFuncs([]string{"vfs_read"}, m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file := filepath.Join(t.TempDir(), "data")
-			if err := os.WriteFile(file, []byte("tickprof"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s, p := timeSysloop(t, Options{Clock: Clock{Kind: ClockNS}, Quantiles: true}, specs, "readfile", "500", file)
-			checkHist(t, s, p, "vfs_read "+string(m))
-		})
-	}
+	eachVfsRead(t, "tickprof", func(t *testing.T, m AttachMode, specs []Spec, file string) {
+		s, p := timeSysloop(t, Options{Clock: Clock{Kind: ClockNS}, Quantiles: true}, specs, "readfile", "500", file)
+		checkHist(t, s, p, "vfs_read "+string(m))
+	})
 }

@@ -1,9 +1,9 @@
 package loader
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -115,21 +115,18 @@ func kernelSyscallEntries() (map[string]bool, error) {
 			return have, nil
 		}
 	}
-	fh, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		return nil, fmt.Errorf("list the kernel's system calls: no syscall tracepoints and %w", err)
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	err := eachKallsym(func(f []string) bool {
 		if len(f) >= 3 {
 			if n, ok := strings.CutPrefix(f[2], "__x64_sys_"); ok {
 				have[n] = true
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the kernel's system calls: no syscall tracepoints and %w", err)
 	}
-	return have, sc.Err()
+	return have, nil
 }
 
 // SyscallError is an unknown or unimplemented system call name.
@@ -343,15 +340,24 @@ func attachSyscalls(s *Session, ts []*Target) error {
 	return nil
 }
 
-func attachSyscallsRaw(s *Session, spec *ebpf.CollectionSpec, ts []*Target) error {
+// loadSyscallObjs sizes spec's entry slots (sizeSlots) and loads it into
+// objs (LoadShared), which the session closes.
+func loadSyscallObjs(s *Session, spec *ebpf.CollectionSpec, objs io.Closer) error {
 	if err := sizeSlots(spec); err != nil {
 		return err
 	}
-	var objs scRawObjects
-	if err := s.LoadShared(spec, &objs); err != nil {
+	if err := s.LoadShared(spec, objs); err != nil {
 		return err
 	}
-	s.AddCloser(&objs)
+	s.AddCloser(objs)
+	return nil
+}
+
+func attachSyscallsRaw(s *Session, spec *ebpf.CollectionSpec, ts []*Target) error {
+	var objs scRawObjects
+	if err := loadSyscallObjs(s, spec, &objs); err != nil {
+		return err
+	}
 	for _, t := range ts {
 		nr, _ := splitSyscallArg(t.Spec.Arg)
 		if nr < 0 || nr >= scMaxNr {
@@ -361,33 +367,39 @@ func attachSyscallsRaw(s *Session, spec *ebpf.CollectionSpec, ts []*Target) erro
 			return fmt.Errorf("system call %s: set its target slot: %w", t.Name, err)
 		}
 	}
-	// Exit first: an exit without a recorded entry is harmless, while an
-	// entry whose exit program is not attached yet would leave a call in
-	// flight.
 	return s.linkProbes(func() error {
-		for _, p := range []struct {
-			name string
-			prog *ebpf.Program
-		}{{"sys_exit", objs.Exit}, {"sys_enter", objs.Enter}} {
-			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.name, Program: p.prog})
-			if err != nil {
-				return fmt.Errorf("attach raw tracepoint raw_syscalls:%s: %w", p.name, err)
-			}
+		ls, err := attachRawSyscalls(objs.Enter, objs.Exit)
+		for _, l := range ls {
 			s.AddLink(l)
 		}
-		return nil
+		return err
 	})
 }
 
+// attachRawSyscalls attaches exit to raw_syscalls:sys_exit, then enter to
+// sys_enter, and returns the links made. Exit first: an exit without a
+// recorded entry is harmless, while an entry whose exit program is not
+// attached yet would leave a call in flight.
+func attachRawSyscalls(enter, exit *ebpf.Program) ([]link.Link, error) {
+	var ls []link.Link
+	for _, p := range []struct {
+		name string
+		prog *ebpf.Program
+	}{{"sys_exit", exit}, {"sys_enter", enter}} {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.name, Program: p.prog})
+		if err != nil {
+			return ls, fmt.Errorf("attach raw tracepoint raw_syscalls:%s: %w", p.name, err)
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
 func attachSyscallTracepoints(s *Session, spec *ebpf.CollectionSpec, ts []*Target) error {
-	if err := sizeSlots(spec); err != nil {
-		return err
-	}
 	var objs scTpObjects
-	if err := s.LoadShared(spec, &objs); err != nil {
+	if err := loadSyscallObjs(s, spec, &objs); err != nil {
 		return err
 	}
-	s.AddCloser(&objs)
 	return s.linkProbes(func() error {
 		for _, t := range ts {
 			for _, p := range []struct {

@@ -140,16 +140,13 @@ func emptyRawTracepoints() (io.Closer, error) {
 		return nil, err
 	}
 	c := closers{objs.Enter, objs.Exit}
-	for _, p := range []struct {
-		name string
-		prog *ebpf.Program
-	}{{"sys_enter", objs.Enter}, {"sys_exit", objs.Exit}} {
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.name, Program: p.prog})
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
+	ls, err := attachRawSyscalls(objs.Enter, objs.Exit)
+	for _, l := range ls {
 		c = append(closers{l}, c...)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }

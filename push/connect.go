@@ -26,11 +26,8 @@ const ProfileName = "process_cpu"
 
 // NewConnect returns a sink for the Pyroscope server at base.
 func NewConnect(base string, opts HTTPOptions) (*Connect, error) {
-	u, err := parseBase(base)
+	u, err := checkServer(base, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := opts.Auth.Check(); err != nil {
 		return nil, err
 	}
 	return &Connect{client: pushv1connect.NewPusherServiceClient(opts.client(), u.String()), opts: opts}, nil

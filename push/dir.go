@@ -46,14 +46,9 @@ func NewDir(path string, opts DirOptions) (*Dir, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d, err := openSafeDir(path)
+	d, files, err := openListed(path, DirSuffix, "profile directory")
 	if err != nil {
-		return nil, fmt.Errorf("profile directory: %w", err)
-	}
-	files, err := d.list(DirSuffix)
-	if err != nil {
-		d.close()
-		return nil, fmt.Errorf("profile directory: %w", err)
+		return nil, err
 	}
 	// A profile file is synced before its rename, so a crash never leaves
 	// half of one; the directory is not synced after each, so a crash may

@@ -2,6 +2,7 @@ package push
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -109,4 +110,18 @@ func decode(t *testing.T, b []byte) *profile.Profile {
 		t.Fatalf("received profile invalid: %v", err)
 	}
 	return p
+}
+
+// pushOne pushes w to s and returns what the receiver got, which must be
+// one request.
+func pushOne[T any](t *testing.T, s Sink, w *Window, received func() []T) T {
+	t.Helper()
+	if err := s.Push(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	got := received()
+	if len(got) != 1 {
+		t.Fatalf("received %d requests, want 1", len(got))
+	}
+	return got[0]
 }

@@ -33,6 +33,19 @@ func (o HTTPOptions) userAgent() string {
 	return "tickprof"
 }
 
+// checkServer checks what a sink for an HTTP backend is given: its URL
+// (parseBase) and its credentials (Auth.Check).
+func checkServer(base string, opts HTTPOptions) (*url.URL, error) {
+	u, err := parseBase(base)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.Auth.Check(); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
 // parseBase checks a backend URL (http or https, no query).
 func parseBase(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)

@@ -28,11 +28,8 @@ type Ingest struct {
 // NewIngest returns a sink for the Pyroscope server at base
 // (e.g. http://pyroscope:4040).
 func NewIngest(base string, opts HTTPOptions) (*Ingest, error) {
-	u, err := parseBase(base)
+	u, err := checkServer(base, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := opts.Auth.Check(); err != nil {
 		return nil, err
 	}
 	return &Ingest{base: u, opts: opts}, nil

@@ -25,14 +25,7 @@ func TestIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := testWindow(1)
-	if err := s.Push(context.Background(), w); err != nil {
-		t.Fatal(err)
-	}
-	got := h.Received()
-	if len(got) != 1 {
-		t.Fatalf("received %d profiles, want 1", len(got))
-	}
-	in := got[0]
+	in := pushOne(t, s, w, h.Received)
 	if in.App != "app" || in.Labels["host"] != "h1" || in.Labels["pid"] != "4242" || in.Labels["window"] != "1" {
 		t.Errorf("name parsed as %q %v", in.App, in.Labels)
 	}

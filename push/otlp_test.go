@@ -1,7 +1,6 @@
 package push
 
 import (
-	"context"
 	"testing"
 
 	"github.com/tickprof/tickprof/push/pushtest"
@@ -69,14 +68,7 @@ func TestOTLP(t *testing.T) {
 	defer s.Close()
 	w := testWindow(5)
 	w.Labels["build_id"] = "abc123"
-	if err := s.Push(context.Background(), w); err != nil {
-		t.Fatal(err)
-	}
-	got := recv.Received()
-	if len(got) != 1 {
-		t.Fatalf("received %d requests", len(got))
-	}
-	pd := got[0]
+	pd := pushOne(t, s, w, recv.Received)
 	res := pd.ResourceProfiles().At(0).Resource().Attributes()
 	for k, want := range map[string]string{"service.name": "app", "host.name": "h1", "process.pid": "4242", "process.executable.build_id.gnu": "abc123", "window": "5"} {
 		v, ok := res.Get(k)

@@ -149,6 +149,21 @@ type entry struct {
 	mtime int64 // ns since the epoch
 }
 
+// openListed opens the directory at path (openSafeDir) and lists its files
+// with the suffix (list); errors name what the directory is for (what).
+func openListed(path, suffix, what string) (*safeDir, []entry, error) {
+	d, err := openSafeDir(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	files, err := d.list(suffix)
+	if err != nil {
+		d.close()
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return d, files, nil
+}
+
 // list returns the regular files whose names have the suffix, sorted by
 // name; temporary files left by a crash are removed.
 func (d *safeDir) list(suffix string) ([]entry, error) {

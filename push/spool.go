@@ -40,14 +40,9 @@ func openSpool(path string, cap int64) (*spool, error) {
 	if cap <= 0 {
 		return nil, fmt.Errorf("spool size cap %d is not positive", cap)
 	}
-	d, err := openSafeDir(path)
+	d, files, err := openListed(path, spoolSuffix, "spool")
 	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	files, err := d.list(spoolSuffix)
-	if err != nil {
-		d.close()
-		return nil, fmt.Errorf("spool: %w", err)
+		return nil, err
 	}
 	s := &spool{dir: d, cap: cap}
 	for _, f := range files {

@@ -29,7 +29,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -168,12 +167,8 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
-	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %v", ve)
-		}
-		return nil, fmt.Errorf("load sampling BPF programs (needs root and BPF): %w", err)
+	if err := tpbpf.Load(spec, &s.objs, "the sampling programs"); err != nil {
+		return nil, err
 	}
 	if err := s.attach(); err != nil {
 		s.Close()
@@ -219,7 +214,6 @@ func (cfg Config) spec() (*ebpf.CollectionSpec, error) {
 		}
 		spec.Maps["samples"].MaxEntries = ringBytes(cfg.Frequency, runtime.NumCPU(), n)
 	}
-	tpbpf.SetKernelVersion(spec)
 	return spec, nil
 }
 

@@ -80,6 +80,11 @@ func TestKernelEmulates(t *testing.T) {
 		{[]byte{0x48, 0x89, 0xe5}, false},       // mov %rsp,%rbp
 		{[]byte{0x6a, 0x00}, false},             // push $0
 		{[]byte{0xff, 0x35, 0, 0, 0, 0}, false}, // push mem
+		{[]byte{0xe9, 0, 0, 0, 0}, true},        // jmp rel32
+		{[]byte{0x31, 0xc0}, false},             // xor %eax,%eax
+		{[]byte{0x48, 0x89, 0xf8}, false},       // mov %rdi,%rax
+		{[]byte{0x41, 0x89, 0xf8}, false},       // mov %edi,%r8d
+		{nil, false},
 	} {
 		if got := KernelEmulates(c.code); got != c.want {
 			t.Errorf("KernelEmulates(% x) = %v, want %v", c.code, got, c.want)

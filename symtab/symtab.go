@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path"
 	"sort"
@@ -499,17 +500,21 @@ func GoDisplayName(name string) string {
 	return b.String()
 }
 
+// FileBuildIDs is BuildIDs of the ELF file at path.
+func FileBuildIDs(path string) (gnu, gobuild string, err error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	gnu, gobuild = BuildIDs(f)
+	return gnu, gobuild, nil
+}
+
 // BuildIDs reads the GNU build ID (lower-case hex) and the Go build ID from
 // the ELF file's note sections; either is "" when the file has none.
 func BuildIDs(f *elf.File) (gnu, gobuild string) {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			continue
-		}
+	for data := range sectionsOf(f, elf.SHT_NOTE) {
 		for len(data) >= 12 {
 			namesz := f.ByteOrder.Uint32(data[0:])
 			descsz := f.ByteOrder.Uint32(data[4:])
@@ -534,6 +539,25 @@ func BuildIDs(f *elf.File) (gnu, gobuild string) {
 }
 
 func align4(n uint32) uint64 { return (uint64(n) + 3) &^ 3 }
+
+// sectionsOf yields the contents of f's sections of type typ, passing over
+// those it cannot read.
+func sectionsOf(f *elf.File, typ elf.SectionType) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for _, s := range f.Sections {
+			if s.Type != typ {
+				continue
+			}
+			data, err := s.Data()
+			if err != nil {
+				continue
+			}
+			if !yield(data) {
+				return
+			}
+		}
+	}
+}
 
 // goTextStart finds runtime.text, the base of the Go function table's PCs:
 // the symbol when present, else the pclntab header's textStart (Go 1.18+),
@@ -672,14 +696,7 @@ func relaAddend(f *elf.File, addr uint64) (uint64, bool) {
 	if f.Class != elf.ELFCLASS64 {
 		return 0, false
 	}
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_RELA {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			continue
-		}
+	for data := range sectionsOf(f, elf.SHT_RELA) {
 		for len(data) >= 24 {
 			if f.ByteOrder.Uint64(data) == addr {
 				return f.ByteOrder.Uint64(data[16:]), true

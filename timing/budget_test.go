@@ -32,6 +32,29 @@ func (f fixedCost) Overhead(string, float64) (estimate.Result, bool) {
 }
 func (fixedCost) Correct(_ string, r estimate.Result) (estimate.Result, error) { return r, nil }
 
+// runBudgeted times targets of the gated process p for 4 s with the clock
+// clk under a 5% budget in 20 ms windows, charging the probe cost cost
+// (fixedCost), and returns the result, which must hold budget figures.
+func runBudgeted(t *testing.T, p *testtarget.Proc, targets Targets, clk loader.ClockKind, cost estimate.Result) *Result {
+	t.Helper()
+	s, err := Open(Config{PID: p.Pid(), Targets: targets,
+		Clock: loader.Clock{Kind: clk}, Duration: 4 * time.Second, Overhead: 0.05,
+		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p.Release(t)
+	run, err := s.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Budget == nil {
+		t.Fatal("no budget figures in the result")
+	}
+	return run
+}
+
 // TestBudgetedSession times a function called back to back under a 5%
 // budget through a timing session: the result holds the windowed mean, the
 // duty cycle, the windows and the projected slowdown.
@@ -40,23 +63,8 @@ func TestBudgetedSession(t *testing.T) {
 	g := testtarget.StartGated(t, testtarget.Timed(t), "spin1us", "0") // calls forever
 	// T_ovhd: the budget charges twice that per call (see budgetCost).
 	cost := estimate.Result{Mean: 750, Low: 500, High: 1000, Confidence: 0.95}
-	s, err := Open(Config{PID: g.Pid(), Targets: Targets{Users: []string{"tp_spin1us"}, MaxProbes: 1},
-		Clock: loader.Clock{Kind: loader.ClockNS}, Duration: 4 * time.Second, Overhead: 0.05,
-		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	g.Release(t)
-	run, err := s.Run(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := run.Budget
-	if b == nil {
-		t.Fatal("no budget figures in the result")
-	}
-	tr := run.Targets[0]
+	run := runBudgeted(t, g, Targets{Users: []string{"tp_spin1us"}, MaxProbes: 1}, loader.ClockNS, cost)
+	b, tr := run.Budget, run.Targets[0]
 	t.Logf("%d windows, duty %.3f, slowdown %.2f%% [%.2f, %.2f]; mean %.0f ns [%.0f, %.0f] over %d windows with calls; stop: %s",
 		b.Windows, b.Duty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
 		tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, tr.Estimate.Batches, run.StopReason)
@@ -80,22 +88,8 @@ func TestBudgetedSyscall(t *testing.T) {
 	bin := testtarget.C(t, "kernels/targets/sysloop.c", "sysloop")
 	p := testtarget.Start(t, exec.Command(bin, "getppid", "1000000000"), testtarget.ReadyPrefix, nil)
 	cost := estimate.Result{Mean: 300, Low: 200, High: 400, Confidence: 0.95}
-	s, err := Open(Config{PID: p.Pid(), Targets: Targets{Syscalls: []string{"getppid"}},
-		Clock: loader.Clock{Kind: loader.ClockJiffies}, Duration: 4 * time.Second, Overhead: 0.05,
-		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	p.Release(t)
-	run, err := s.Run(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := runBudgeted(t, p, Targets{Syscalls: []string{"getppid"}}, loader.ClockJiffies, cost)
 	b, tr := run.Budget, run.Targets[0]
-	if b == nil {
-		t.Fatal("no budget figures in the result")
-	}
 	t.Logf("%d windows, duty %.3f (next %.3f), slowdown %.2f%% [%.2f, %.2f], rate %.0f/s; mean %.0f ns [%.0f, %.0f], %d calls, %d orphans",
 		b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High, b.Rates[0].Mean,
 		tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, tr.Calls, tr.Orphans)

@@ -9,7 +9,6 @@ package units
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -241,15 +240,7 @@ const maxBatchesFile = 64 << 20
 
 // ReadBatchesFile reads a --batches file (see ParseBatches).
 func ReadBatchesFile(path string) ([]estimate.Batch, error) {
-	data, err := safefile.ReadFile(path, "batches file", maxBatchesFile)
-	if err != nil {
-		return nil, err
-	}
-	bs, err := ParseBatches(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("batches file %s: %w", path, err)
-	}
-	return bs, nil
+	return safefile.ReadParsed(path, "batches file", maxBatchesFile, ParseBatches)
 }
 
 // ParseBatches reads a --batches file: one "calls ticks" pair per line (the
@@ -365,8 +356,15 @@ func NsDigits(ns float64, sig int) string {
 // significant digits (at least 3) at which the estimate and both bounds are
 // told apart, so that a tight interval does not print as [8.33 ms, 8.33 ms].
 func Interval(mean, low, high float64) (m, lo, hi string) {
+	return apart(NsDigits, mean, low, high)
+}
+
+// apart formats a point estimate and its bounds with format at the fewest
+// significant digits, from 3 to 9, at which each bound differs from the
+// estimate unless it equals it.
+func apart(format func(v float64, sig int) string, mean, low, high float64) (m, lo, hi string) {
 	for sig := 3; sig <= 9; sig++ {
-		m, lo, hi = NsDigits(mean, sig), NsDigits(low, sig), NsDigits(high, sig)
+		m, lo, hi = format(mean, sig), format(low, sig), format(high, sig)
 		if (lo != m || low == mean) && (hi != m || high == mean) {
 			return m, lo, hi
 		}
@@ -490,11 +488,5 @@ func PercentDigits(f float64, sig int) string {
 // ShareInterval formats a share and its bounds as percentages with
 // the fewest significant digits (at least 3) that tell them apart.
 func ShareInterval(share, low, high float64) (m, lo, hi string) {
-	for sig := 3; sig <= 9; sig++ {
-		m, lo, hi = PercentDigits(share, sig), PercentDigits(low, sig), PercentDigits(high, sig)
-		if (lo != m || low == share) && (hi != m || high == share) {
-			return m, lo, hi
-		}
-	}
-	return m, lo, hi
+	return apart(PercentDigits, share, low, high)
 }

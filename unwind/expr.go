@@ -1,7 +1,6 @@
 package unwind
 
 import (
-	"encoding/binary"
 	"fmt"
 )
 
@@ -56,6 +55,32 @@ const (
 	opNop        = 0x96
 )
 
+// constOperand returns the operand size of DW_OP_addr or a DW_OP_constNu/s
+// and whether it is signed (moot at 8 bytes).
+func constOperand(op byte) (n int, signed bool) {
+	switch op {
+	case opConst1u, opConst1s:
+		return 1, op == opConst1s
+	case opConst2u, opConst2s:
+		return 2, op == opConst2s
+	case opConst4u, opConst4s:
+		return 4, op == opConst4s
+	}
+	return 8, false
+}
+
+// readConst reads the little-endian operand b, sign-extended when signed.
+func readConst(b []byte, signed bool) uint64 {
+	var v uint64
+	for j := len(b) - 1; j >= 0; j-- {
+		v = v<<8 | uint64(b[j])
+	}
+	if shift := 64 - 8*len(b); signed && shift > 0 {
+		v = uint64(int64(v<<shift) >> shift)
+	}
+	return v
+}
+
 // evalExpr evaluates a DWARF expression with the registers of the frame and
 // the stack copy; initial, if set, is pushed first (the CFA, for register
 // rules).
@@ -72,7 +97,6 @@ func evalExpr(e []byte, regs *regFile, mem memory, initial *uint64) (uint64, err
 		st = st[:len(st)-1]
 		return v, nil
 	}
-	le := binary.LittleEndian
 	for i := 0; i < len(e); {
 		op := e[i]
 		i++
@@ -109,48 +133,13 @@ func evalExpr(e []byte, regs *regFile, mem memory, initial *uint64) (uint64, err
 		}
 		switch op {
 		case opNop:
-		case opAddr, opConst8u, opConst8s:
-			if err := need(8); err != nil {
+		case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s:
+			n, signed := constOperand(op)
+			if err := need(n); err != nil {
 				return 0, err
 			}
-			st = append(st, le.Uint64(e[i:]))
-			i += 8
-		case opConst1u:
-			if err := need(1); err != nil {
-				return 0, err
-			}
-			st = append(st, uint64(e[i]))
-			i++
-		case opConst1s:
-			if err := need(1); err != nil {
-				return 0, err
-			}
-			st = append(st, uint64(int64(int8(e[i]))))
-			i++
-		case opConst2u:
-			if err := need(2); err != nil {
-				return 0, err
-			}
-			st = append(st, uint64(le.Uint16(e[i:])))
-			i += 2
-		case opConst2s:
-			if err := need(2); err != nil {
-				return 0, err
-			}
-			st = append(st, uint64(int64(int16(le.Uint16(e[i:])))))
-			i += 2
-		case opConst4u:
-			if err := need(4); err != nil {
-				return 0, err
-			}
-			st = append(st, uint64(le.Uint32(e[i:])))
-			i += 4
-		case opConst4s:
-			if err := need(4); err != nil {
-				return 0, err
-			}
-			st = append(st, uint64(int64(int32(le.Uint32(e[i:])))))
-			i += 4
+			st = append(st, readConst(e[i:i+n], signed))
+			i += n
 		case opConstu, opPlusUconst:
 			v, n := uleb(e[i:])
 			if n == 0 {
@@ -264,37 +253,34 @@ func evalExpr(e []byte, regs *regFile, mem memory, initial *uint64) (uint64, err
 	return pop()
 }
 
-func uleb(b []byte) (uint64, int) {
-	var v uint64
-	var s uint
+// leb128 reads the LEB128 number at the start of b: its bits, how many
+// bits it has, its last byte, and the bytes it takes (0 when b ends first
+// or it runs past 64 bits).
+func leb128(b []byte) (v uint64, bits uint, last byte, n int) {
 	for i, c := range b {
-		v |= uint64(c&0x7f) << s
-		s += 7
+		v |= uint64(c&0x7f) << bits
+		bits += 7
 		if c&0x80 == 0 {
-			return v, i + 1
+			return v, bits, c, i + 1
 		}
-		if s >= 64 {
+		if bits >= 64 {
 			break
 		}
 	}
-	return 0, 0
+	return 0, 0, 0, 0
 }
 
+func uleb(b []byte) (uint64, int) {
+	v, _, _, n := leb128(b)
+	return v, n
+}
+
+// sleb reads a signed LEB128 number: leb128 sign-extended from its last
+// byte's bit 6.
 func sleb(b []byte) (int64, int) {
-	var v int64
-	var s uint
-	for i, c := range b {
-		v |= int64(c&0x7f) << s
-		s += 7
-		if c&0x80 == 0 {
-			if s < 64 && c&0x40 != 0 {
-				v |= -1 << s
-			}
-			return v, i + 1
-		}
-		if s >= 64 {
-			break
-		}
+	v, bits, last, n := leb128(b)
+	if n > 0 && bits < 64 && last&0x40 != 0 {
+		v |= ^uint64(0) << bits
 	}
-	return 0, 0
+	return int64(v), n
 }

@@ -86,12 +86,7 @@ func capture(t *testing.T, bin, mode string) ([]Module, Regs, Stack) {
 // files' frames are "(file)".
 func names(t *testing.T, bin string, mods []Module, frames []Frame) []string {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
+	syms := testtarget.Symbols(t, bin)
 	var out []string
 	for _, fr := range frames {
 		m := find(mods, fr.PC)

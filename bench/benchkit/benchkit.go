@@ -9,7 +9,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,4 +133,28 @@ func EnableStats() (io.Closer, error) {
 		return nil, fmt.Errorf("enable BPF run-time statistics (run as root): %w", err)
 	}
 	return stats, nil
+}
+
+// UprobeSource is bench/uprobe/target.c, the C benchmarks' workload:
+// bench_fn, about 200 ns of work, called in a loop.
+func UprobeSource() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "uprobe", "target.c")
+}
+
+// UprobeTarget builds UprobeSource with flags (see BuildC) as "target" in
+// a new temporary directory named after prefix, and returns it with the
+// function that removes that directory.
+func UprobeTarget(prefix string, flags ...string) (bin string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	remove = func() { os.RemoveAll(dir) }
+	bin = filepath.Join(dir, "target")
+	if err := BuildC(bin, UprobeSource(), flags...); err != nil {
+		remove()
+		return "", nil, err
+	}
+	return bin, remove, nil
 }

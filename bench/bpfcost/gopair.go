@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf"
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
@@ -118,30 +118,11 @@ func goPairConfigs(dir string, objs *bpf.CostObjects) ([]goConfig, func(), error
 // emptyAt attaches the empty program at each of addrs of bin in pid and
 // returns the function that detaches them.
 func emptyAt(bin string, tab *symtab.Table, objs *bpf.CostObjects, pid int, addrs []uint64) (func(), error) {
-	ex, err := link.OpenExecutable(bin)
-	if err != nil {
-		return nil, err
-	}
-	var ls []link.Link
-	done := func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}
+	sites := map[uint64]*ebpf.Program{}
 	for _, a := range addrs {
-		off, err := tab.FileOffset(a)
-		if err != nil {
-			done()
-			return nil, err
-		}
-		l, err := ex.Uprobe("main.target", objs.CostE0, &link.UprobeOptions{Address: off, PID: pid})
-		if err != nil {
-			done()
-			return nil, err
-		}
-		ls = append(ls, l)
+		sites[a] = objs.CostE0
 	}
-	return done, nil
+	return loader.AttachAt(bin, tab, "main.target", pid, sites)
 }
 
 // reportGo prints the Go configurations' added time per call against the C

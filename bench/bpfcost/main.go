@@ -18,8 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -206,17 +204,11 @@ func run(calls, reps int, rt, goPair bool) error {
 		return err
 	}
 	defer objs.Close()
-	dir, err := os.MkdirTemp("", "tickprof-bpfcost")
+	bin, remove, err := benchkit.UprobeTarget("tickprof-bpfcost", "-fcf-protection=none")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(dir, "target")
-	src := filepath.Join(filepath.Dir(file), "..", "uprobe", "target.c")
-	if err := benchkit.BuildC(bin, src, "-fcf-protection=none"); err != nil {
-		return err
-	}
+	defer remove()
 	chrt := benchkit.Chrt(rt)
 	if goPair {
 		return runGo(bin, calls, reps, chrt, &objs)

@@ -287,20 +287,27 @@ func (h *harness) baselines(base, floor, btc *config, cs []*config) (u, floorAdd
 	return u, floor.perCall() - u, btc.perCall() - u, btMean, nil
 }
 
+// timeConfigs returns a configuration of `tickprof time PROBE --clock CLK
+// -- TGT` per clock, labelled with shown (the probe as the tables show
+// it), its JSON files named after key.
+func (h *harness) timeConfigs(key, shown string, probe, clocks, tgt []string) []*config {
+	var tps []*config
+	for _, clk := range clocks {
+		argv := append(append(append([]string{h.tickprof, "time"}, probe...), "--clock", clk, "--"), tgt...)
+		tps = append(tps, &config{label: "tickprof time " + shown + "--clock " + clk,
+			json: filepath.Join(h.tmp, key+"-"+strings.ReplaceAll(clk, ":", "")+"-%d.json"), argv: argv})
+	}
+	return tps
+}
+
 func (h *harness) userFunctions() error {
 	tgt := []string{h.target, "call", strconv.Itoa(h.calls)}
 	bt := fmt.Sprintf("uprobe:%s:bench_fn { @s[tid] = nsecs; } uretprobe:%s:bench_fn /@s[tid]/ { @ns = avg(nsecs - @s[tid]); delete(@s[tid]); }", h.target, h.target)
 	base := &config{label: "user function: unprobed", argv: tgt}
 	floor := &config{label: "user function: empty uprobe+uretprobe", argv: append([]string{h.self, "floor", "-u", h.target + ":bench_fn", "--"}, tgt...)}
 	btc := &config{label: "user function: bpftrace", argv: []string{"bpftrace", "-e", bt, "-c", strings.Join(tgt, " ")}}
-	cs := []*config{base, floor, btc}
-	var tps []*config
-	for _, clk := range []string{"jiffies", "tick:1ms", "ns"} {
-		c := &config{label: "tickprof time --clock " + clk, json: filepath.Join(h.tmp, "u-"+strings.ReplaceAll(clk, ":", "")+"-%d.json"),
-			argv: append([]string{h.tickprof, "time", "-u", "bench_fn", "--clock", clk, "--"}, tgt...)}
-		tps = append(tps, c)
-		cs = append(cs, c)
-	}
+	tps := h.timeConfigs("u", "", []string{"-u", "bench_fn"}, []string{"jiffies", "tick:1ms", "ns"}, tgt)
+	cs := append([]*config{base, floor, btc}, tps...)
 	u, floorAdd, btAdd, btMean, err := h.baselines(base, floor, btc, cs)
 	if err != nil {
 		return err
@@ -370,14 +377,8 @@ func (h *harness) syscallsSection() error {
 	base := &config{label: "syscall: unprobed", argv: tgt}
 	floor := &config{label: "syscall: empty raw tracepoints", argv: append([]string{h.self, "floor", "-s", "--"}, tgt...)}
 	btc := &config{label: "syscall: bpftrace", argv: []string{"bpftrace", "-e", bt, "-c", strings.Join(tgt, " ")}}
-	cs := []*config{base, floor, btc}
-	var tps []*config
-	for _, clk := range []string{"jiffies", "ns"} {
-		c := &config{label: "tickprof time -s getppid --clock " + clk, json: filepath.Join(h.tmp, "s-"+clk+"-%d.json"),
-			argv: append([]string{h.tickprof, "time", "-s", "getppid", "--clock", clk, "--"}, tgt...)}
-		tps = append(tps, c)
-		cs = append(cs, c)
-	}
+	tps := h.timeConfigs("s", "-s getppid ", []string{"-s", "getppid"}, []string{"jiffies", "ns"}, tgt)
+	cs := append([]*config{base, floor, btc}, tps...)
 	u, floorAdd, btAdd, btMean, err := h.baselines(base, floor, btc, cs)
 	if err != nil {
 		return err

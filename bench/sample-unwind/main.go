@@ -183,27 +183,44 @@ func (b *bench) profileTickprof(name string, freq int) (*stackSet, time.Duration
 	t0 := time.Now()
 	args := append([]string{"sample", "-F", strconv.Itoa(freq), "-p", strconv.Itoa(cmd.Process.Pid), "-o", out, "--top", "0"}, b.extra...)
 	tp := exec.Command(b.tickprof, args...)
-	var logb bytes.Buffer
-	tp.Stdout, tp.Stderr = &logb, &logb
-	if err := tp.Start(); err != nil {
+	r, err := underProfiler(tp, cmd, wait, t0)
+	if err != nil {
 		return nil, 0, err
-	}
-	werr := wait()
-	d := time.Since(t0)
-	if cmd.ProcessState != nil {
-		d = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	if name == "redis-server" {
 		tp.Process.Signal(syscall.SIGINT)
 	}
 	if err := tp.Wait(); err != nil {
-		return nil, 0, fmt.Errorf("tickprof sample: %v: %s", err, logb.String())
+		return nil, 0, fmt.Errorf("tickprof sample: %v: %s", err, r.log.String())
 	}
-	if werr != nil {
-		return nil, 0, fmt.Errorf("workload: %v", werr)
+	if r.werr != nil {
+		return nil, 0, fmt.Errorf("workload: %v", r.werr)
 	}
 	ss, err := readPprof(out)
-	return ss, d, err
+	return ss, r.cpu, err
+}
+
+// profiled is what underProfiler saw.
+type profiled struct {
+	log  bytes.Buffer  // the profiler's output
+	cpu  time.Duration // the workload's CPU time (wall time when unknown)
+	werr error         // the workload's exit
+}
+
+// underProfiler starts the profiler prof on the workload cmd, started at
+// t0, and waits (wait) for the workload to end.
+func underProfiler(prof, cmd *exec.Cmd, wait func() error, t0 time.Time) (*profiled, error) {
+	r := &profiled{}
+	prof.Stdout, prof.Stderr = &r.log, &r.log
+	if err := prof.Start(); err != nil {
+		return nil, err
+	}
+	r.werr = wait()
+	r.cpu = time.Since(t0)
+	if cmd.ProcessState != nil {
+		r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	return r, nil
 }
 
 // profilePerf records the workload with perf --call-graph dwarf, for its
@@ -217,24 +234,18 @@ func (b *bench) profilePerf(name string, freq int) (*stackSet, time.Duration, er
 	defer cleanup()
 	t0 := time.Now()
 	pr := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.Itoa(freq), "--call-graph", "dwarf", "-o", data, "-p", strconv.Itoa(cmd.Process.Pid))
-	var logb bytes.Buffer
-	pr.Stdout, pr.Stderr = &logb, &logb
-	if err := pr.Start(); err != nil {
+	r, err := underProfiler(pr, cmd, wait, t0)
+	if err != nil {
 		return nil, 0, err
-	}
-	werr := wait()
-	d := time.Since(t0)
-	if cmd.ProcessState != nil {
-		d = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	pr.Process.Signal(syscall.SIGINT)
 	if err := pr.Wait(); err != nil && !strings.Contains(err.Error(), "interrupt") {
-		log.Printf("perf record: %v: %s", err, logb.String())
+		log.Printf("perf record: %v: %s", err, r.log.String())
 	}
-	if werr != nil {
-		return nil, 0, fmt.Errorf("workload: %v", werr)
+	if r.werr != nil {
+		return nil, 0, fmt.Errorf("workload: %v", r.werr)
 	}
-	return nil, d, nil
+	return nil, r.cpu, nil
 }
 
 // profileBoth samples one run of the workload with tickprof and perf

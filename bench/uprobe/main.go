@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -85,21 +84,15 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 		return err
 	}
 	defer stats.Close()
-	dir, err := os.MkdirTemp("", "tickprof-bench")
+	bin, remove, err := benchkit.UprobeTarget("tickprof-bench", "-fcf-protection=none")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(dir, "target")
-	src := filepath.Join(filepath.Dir(file), "target.c")
-	if err := benchkit.BuildC(bin, src, "-fcf-protection=none"); err != nil {
-		return err
-	}
+	defer remove()
 	// The same with an endbr64 landing pad first in every function, which
 	// the kernel cannot emulate: a probe on it is single-stepped.
-	binEndbr := filepath.Join(dir, "target-endbr")
-	if err := benchkit.BuildC(binEndbr, src, "-fcf-protection=full"); err != nil {
+	binEndbr := filepath.Join(filepath.Dir(bin), "target-endbr")
+	if err := benchkit.BuildC(binEndbr, benchkit.UprobeSource(), "-fcf-protection=full"); err != nil {
 		return err
 	}
 	modes := []mode{

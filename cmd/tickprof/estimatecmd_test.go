@@ -195,10 +195,7 @@ func TestEstimateBadInput(t *testing.T) {
 	if err := os.WriteFile(badFile, []byte("100 3\n100 x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		args []string
-		want string
-	}{
+	checkUsageErrors(t, "estimate", newEstimateCmd, []usageCase{
 		{nil, "nothing to estimate"},
 		{[]string{"--calls", "10", "--ticks", "3"}, "--resolution"},
 		{[]string{"--resolution", "0s", "--calls", "10", "--ticks", "3"}, "above zero"},
@@ -225,22 +222,11 @@ func TestEstimateBadInput(t *testing.T) {
 		{[]string{"--samples", "10", "--hits", "3", "--elapsed", "0"}, "above zero"},
 		{[]string{"--samples", "10", "--hits", "3", "stray"}, "takes no arguments"},
 		{[]string{"--samples"}, "needs an argument"},
-	}
-	for _, c := range cases {
-		out, _, err := runCommandInProcess(t, newEstimateCmd(), c.args...)
-		checkUsageError(t, c.args, err, c.want)
-		if out != "" {
-			t.Errorf("estimate %q printed %q despite the error", c.args, out)
-		}
-	}
+	})
 }
 
 func TestEstimateHelpDocumentsFlags(t *testing.T) {
-	out, _, err := runCommandInProcess(t, newEstimateCmd(), "--help")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkHelpFlags(t, "estimate", out, []string{"--resolution", "--calls", "--ticks", "--ticks-sq", "--batches", "--contiguous",
+	checkHelpFlags(t, "estimate", newEstimateCmd, []string{"--resolution", "--calls", "--ticks", "--ticks-sq", "--batches", "--contiguous",
 		"--samples", "--hits", "--period", "--elapsed", "--confidence", "--interval", "--json"})
 }
 

@@ -113,10 +113,7 @@ func TestPlanHuman(t *testing.T) {
 }
 
 func TestPlanBadInput(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
+	checkUsageErrors(t, "plan", newPlanCmd, []usageCase{
 		{[]string{"--expect", "1ms", "--precision", "5%"}, "--resolution"},
 		{[]string{"--resolution", "1ms", "--precision", "5%"}, "--expect"},
 		{[]string{"--resolution", "0ms", "--expect", "1ms", "--precision", "5%"}, "above zero"},
@@ -135,29 +132,41 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--resolution", "1ms", "--expect", "50us", "--precision", "5%", "--loop", "zero"}, "--loop"},
 		{[]string{"--resolution", "1ms", "--expect", "50us", "--precision", "5%", "--bogus"}, "unknown flag"},
 		{[]string{"--resolution", "1ms", "--expect", "50us", "--precision", "5%", "extra"}, "takes no arguments"},
-	}
+	})
+}
+
+// usageCase is a command line and what its usage error must mention.
+type usageCase struct {
+	args []string
+	want string
+}
+
+// checkUsageErrors runs a command made by newCmd on each case: each must be
+// a usage error (checkUsageError) and print nothing.
+func checkUsageErrors(t *testing.T, name string, newCmd func() *cobra.Command, cases []usageCase) {
+	t.Helper()
 	for _, c := range cases {
-		out, _, err := runCommandInProcess(t, newPlanCmd(), c.args...)
+		out, _, err := runCommandInProcess(t, newCmd(), c.args...)
 		checkUsageError(t, c.args, err, c.want)
 		if out != "" {
-			t.Errorf("plan %q printed %q despite the error", c.args, out)
+			t.Errorf("%s %q printed %q despite the error", name, c.args, out)
 		}
 	}
 }
 
 func TestPlanHelpDocumentsFlags(t *testing.T) {
-	out, _, err := runCommandInProcess(t, newPlanCmd(), "--help")
+	checkHelpFlags(t, "plan", newPlanCmd, []string{"--resolution", "--expect", "--confidence", "--precision", "--abs-error", "--digits", "--rate", "--loop", "--json"})
+}
+
+// checkHelpFlags fails unless the --help output of a command made by newCmd
+// documents every flag on its own line with an example ("e.g."; --json
+// lists its keys instead) and has an examples section.
+func checkHelpFlags(t *testing.T, name string, newCmd func() *cobra.Command, flags []string) {
+	t.Helper()
+	help, _, err := runCommandInProcess(t, newCmd(), "--help")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkHelpFlags(t, "plan", out, []string{"--resolution", "--expect", "--confidence", "--precision", "--abs-error", "--digits", "--rate", "--loop", "--json"})
-}
-
-// checkHelpFlags fails unless the --help output documents every flag on its
-// own line with an example ("e.g."; --json lists its keys instead) and has
-// an examples section.
-func checkHelpFlags(t *testing.T, name, help string, flags []string) {
-	t.Helper()
 	for _, f := range flags {
 		line := ""
 		_, flagsPart, _ := strings.Cut(help, "\nFlags:\n")

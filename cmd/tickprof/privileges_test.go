@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -23,22 +24,10 @@ func TestPrivilegesAgree(t *testing.T) {
 		privilegeChild(t)
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a child with chosen capabilities")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skipf("setpriv (util-linux) not installed: %v", err)
-	}
+	setpriv := testtarget.Setpriv(t)
 	// A copy of this test binary that the unprivileged user can run.
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self := filepath.Join(dir, "tickprof.test")
-	if err := copyFile(self, os.Args[0]); err != nil {
-		t.Fatal(err)
-	}
+	self := testtarget.SelfCopy(t, "tickprof.test")
+	dir := filepath.Dir(self)
 	for _, c := range []struct {
 		caps string
 		want bool
@@ -95,12 +84,4 @@ func privilegeChild(t *testing.T) {
 		maxProbes: 1, interval: 200e6, duration: 100e6, noCorrect: true}, nil)
 	timeOK := !errors.Is(err, loader.ErrNotRoot)
 	fmt.Printf("verdict doctor=%v time=%v (time: %v)\n", doctorOK, timeOK, err)
-}
-
-func copyFile(dst, src string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, 0o755)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -61,32 +61,10 @@ func tickprofBinary(t *testing.T) string {
 	return binPath
 }
 
-var (
-	probesetOnce sync.Once
-	probesetPath string
-	probesetErr  error
-)
-
-// probesetTarget builds testdata/c/probeset.c once per test binary.
+// probesetTarget is testdata/c/probeset.c built -O2.
 func probesetTarget(t *testing.T) string {
 	t.Helper()
-	probesetOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tickprof-probeset")
-		if err != nil {
-			probesetErr = err
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "c", "probeset.c")
-		probesetPath = filepath.Join(dir, "probeset")
-		if out, err := exec.Command("gcc", "-O2", "-g", "-o", probesetPath, src).CombinedOutput(); err != nil {
-			probesetErr = fmt.Errorf("gcc: %v: %s", err, out)
-		}
-	})
-	if probesetErr != nil {
-		t.Fatal(probesetErr)
-	}
-	return probesetPath
+	return testtarget.C(t, "c/probeset.c", "probeset", "-O2")
 }
 
 // startTimedForever starts the C target calling getpid (through libc)
@@ -363,22 +341,10 @@ func timeInProcessReady(t *testing.T, ready func(), args ...string) (string, str
 }
 
 // startProbeset starts probeset -g ARGS and waits until it is ready.
-func startProbeset(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner) {
+func startProbeset(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	c := exec.Command(probesetTarget(t), append([]string{"-g"}, args...)...)
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready") {
-		t.Fatalf("target not ready: %q", sc.Text())
-	}
-	return c, sc
+	return testtarget.Start(t, c, testtarget.ReadyPrefix, nil).Cmd
 }
 
 // An unprobeable function (a LOCK prefix first) is refused when named and
@@ -395,7 +361,7 @@ func TestUnprobeableFunctionPIDAndCommand(t *testing.T) {
 			if mode == "cmd" {
 				return append(a, "--", bin, "loop", "20000")
 			}
-			c, _ := startProbeset(t, "loop", "20000")
+			c := startProbeset(t, "loop", "20000")
 			release = func() { c.Process.Signal(syscall.SIGUSR1) }
 			return append(a, "-p", strconv.Itoa(c.Process.Pid))
 		}

@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -40,16 +38,8 @@ func writeRuntimeProfile(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		t.Skipf("CPU profiling unavailable: %v", err)
-	}
-	end := time.Now().Add(300 * time.Millisecond)
-	x := 1.0
-	for time.Now().Before(end) {
-		x = math.Sqrt(x + 1)
-	}
-	pprof.StopCPUProfile()
-	f.Close()
+	defer f.Close()
+	testtarget.CPUProfile(t, f, 300*time.Millisecond)
 }
 
 func TestReportRuntimePprofFile(t *testing.T) {

@@ -23,7 +23,8 @@ import (
 const EnvRequire = "TICKPROF_REQUIRE_BPF"
 
 // Require skips t (or fails it under TICKPROF_REQUIRE_BPF=1) unless the
-// process is root and can load a BPF program of the kprobe type.
+// process is root and can load a BPF program of the kprobe type. It raises
+// the memlock limit on the way (Available), so a test need not.
 func Require(t testing.TB) {
 	t.Helper()
 	if err := Available(); err != nil {

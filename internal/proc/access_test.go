@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 func TestDecide(t *testing.T) {
@@ -113,27 +114,9 @@ func TestMain(m *testing.M) {
 // ambient capabilities, may observe only its own dumpable processes; with
 // CAP_SYS_PTRACE any. Real processes under setpriv, real checks.
 func TestCheckAccessDroppedCredentials(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to start processes as another user")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv (util-linux) not installed")
-	}
+	setpriv := testtarget.Setpriv(t)
 	// A copy of this test binary that the other user can run.
-	dir := t.TempDir()
-	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
-	self, _ := os.Executable()
-	bin := filepath.Join(dir, "proc.test")
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := testtarget.SelfCopy(t, "proc.test")
 	const nobody = "65534"
 	as := func(extra ...string) []string {
 		return append([]string{setpriv, "--reuid=" + nobody, "--regid=" + nobody, "--clear-groups"}, extra...)

@@ -19,6 +19,7 @@
 package safefile
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -462,4 +463,19 @@ func CheckCreate(path string) error {
 		return fmt.Errorf("create %s: directory %s: %w", path, dir, err)
 	}
 	return nil
+}
+
+// ReadParsed reads the file at path as ReadFile does and parses it with
+// parse; a parse error names what and path.
+func ReadParsed[T any](path, what string, limit int64, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
+	data, err := ReadFile(path, what, limit)
+	if err != nil {
+		return zero, err
+	}
+	v, err := parse(bytes.NewReader(data))
+	if err != nil {
+		return zero, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return v, nil
 }

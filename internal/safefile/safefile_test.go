@@ -20,6 +20,28 @@ func write(t *testing.T, path, s string) error {
 	return WriteFile(path, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, s); return err })
 }
 
+// onlyEntry fails unless dir holds one entry: nothing was left behind (no
+// temporary file, nothing created by a check).
+func onlyEntry(t *testing.T, dir string) {
+	t.Helper()
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("%d entries in %s, want 1 (nothing left behind)", len(ents), dir)
+	}
+}
+
+// writeRefused fails unless writing to path is refused as unsafe, with an
+// error that mentions why, and kept still holds what it held.
+func writeRefused(t *testing.T, path, why, kept, held string) {
+	t.Helper()
+	err := write(t, path, "overwritten")
+	if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), why) {
+		t.Fatalf("err = %v, want a refusal mentioning %q", err, why)
+	}
+	if b, _ := os.ReadFile(kept); string(b) != held {
+		t.Fatalf("%s now holds %q, want %q", kept, b, held)
+	}
+}
+
 func TestCreateNewAndReplace(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out.pb.gz")
@@ -33,10 +55,7 @@ func TestCreateNewAndReplace(t *testing.T) {
 	if string(b) != "two" {
 		t.Fatalf("content %q, want two", b)
 	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Fatalf("%d entries left in the directory, want 1 (no temporary files)", len(ents))
-	}
+	onlyEntry(t, dir)
 }
 
 func TestCreateRelative(t *testing.T) {
@@ -68,13 +87,7 @@ func TestCreateRefusesLink(t *testing.T) {
 	if err := os.Symlink(victim, link); err != nil {
 		t.Fatal(err)
 	}
-	err := write(t, link, "overwritten")
-	if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "symbolic link") {
-		t.Fatalf("err = %v, want a refusal naming the link", err)
-	}
-	if b, _ := os.ReadFile(victim); string(b) != "secret" {
-		t.Fatalf("victim now holds %q", b)
-	}
+	writeRefused(t, link, "symbolic link", victim, "secret")
 	// A dangling link (to a file that would be created) is refused too.
 	dangling := filepath.Join(dir, "time.json")
 	if err := os.Symlink(filepath.Join(dir, "new"), dangling); err != nil {
@@ -118,13 +131,7 @@ func TestCreateStickyOtherOwner(t *testing.T) {
 	if err := os.Chown(p, other, other); err != nil {
 		t.Fatal(err)
 	}
-	err := write(t, p, "mine")
-	if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "sticky") {
-		t.Fatalf("err = %v, want a refusal in a sticky directory", err)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "theirs" {
-		t.Fatalf("file now %q", b)
-	}
+	writeRefused(t, p, "sticky", p, "theirs")
 	own := filepath.Join(d, "own.json")
 	if err := write(t, own, "a"); err != nil {
 		t.Fatal(err)
@@ -220,9 +227,7 @@ func TestWriteFileAbortKeepsOld(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != "old" {
 		t.Fatalf("after a failed write the file holds %q", b)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("%d entries, want 1", len(ents))
-	}
+	onlyEntry(t, dir)
 }
 
 func TestReadFile(t *testing.T) {
@@ -299,9 +304,7 @@ func TestCheckCreate(t *testing.T) {
 	if err := CheckCreate(filepath.Join(dir, "l")); !errors.Is(err, ErrUnsafe) {
 		t.Fatalf("link: %v", err)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("CheckCreate created files: %d entries", len(ents))
-	}
+	onlyEntry(t, dir)
 }
 
 func TestMkdirPrivate(t *testing.T) {

@@ -2,9 +2,12 @@
 // builds the C targets under testdata once per test binary (or hands out
 // the prebuilt ones under $TICKPROF_TESTBIN, as the kernel matrix does),
 // builds the Go targets, starts a target that waits for a signal before it
-// makes its calls, and reads the "key value" lines a target writes about
-// its own measurements (ReadKV). A missing gcc has one policy: the test is
-// skipped with the reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
+// makes its calls, reads the "key value" lines a target writes about its
+// own measurements (ReadKV), gives a test what it needs to run a child as
+// another user (Setpriv, SelfCopy), reads a target's symbol table
+// (Symbols), and profiles a spin of the test itself with runtime/pprof
+// (CPUProfile). A missing gcc has one policy: the test is skipped with the
+// reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
 //
 // testtarget may import only the standard library and x/sys; only tests
 // import it.

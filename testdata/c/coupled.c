@@ -32,19 +32,8 @@
 static pthread_barrier_t barrier;
 static long rounds, work_ns;
 
-__attribute__((noinline)) void tp_pll_work(void)
-{
-	long t0 = now_ns();
-	spin(100000);
-	record(now_ns() - t0);
-}
-
-__attribute__((noinline)) void tp_burst_work(void)
-{
-	long t0 = now_ns();
-	spin(work_ns);
-	record(now_ns() - t0);
-}
+TIMED_SPIN(tp_pll_work, 100000)
+TIMED_SPIN(tp_burst_work, work_ns)
 
 static void *burst_worker(void *arg)
 {
@@ -60,11 +49,7 @@ int main(int argc, char **argv)
 {
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	int gate = argc > 1 && !strcmp(argv[1], "-g");
-	if (gate) {
-		argc--;
-		argv++;
-	}
+	int gate = gate_flag(&argc, &argv);
 	if (argc < 3 || (strcmp(argv[1], "pll") && strcmp(argv[1], "burst")) ||
 	    (!strcmp(argv[1], "burst") && argc != 6)) {
 		fprintf(stderr, "usage: coupled [-g] pll N | coupled [-g] burst THREADS ROUNDS WORK_US HOGS\n");

@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "target.h"
+
 volatile long tp_lock_count;
 
 /* tp_locked: lock incq tp_lock_count(%rip); ret */
@@ -46,29 +48,16 @@ __attribute__((noinline)) int tp_forks(void)
 	return p; /* the child returns 0 through this function too */
 }
 
-static volatile sig_atomic_t go;
-static void on_usr1(int sig) { (void)sig; go = 1; }
-
 int main(int argc, char **argv)
 {
-	int gate = 0;
-	if (argc > 1 && strcmp(argv[1], "-g") == 0) {
-		gate = 1;
-		argv++;
-		argc--;
-	}
+	int gate = gate_flag(&argc, &argv);
 	if (argc != 3) {
 		fprintf(stderr, "usage: probeset [-g] loop|fork CALLS\n");
 		return 2;
 	}
 	long calls = atol(argv[2]), n = 0, acc = 0;
-	if (gate) {
-		signal(SIGUSR1, on_usr1);
-		printf("ready %d\n", getpid());
-		fflush(stdout);
-		while (!go)
-			pause();
-	}
+	if (gate)
+		wait_gate();
 	if (strcmp(argv[1], "loop") == 0) {
 		for (; calls == 0 || n < calls; n++) {
 			tp_locked();

@@ -67,14 +67,9 @@ static long q(double p)
 
 int main(int argc, char **argv)
 {
-	int gate = 0;
+	int gate = gate_flag(&argc, &argv);
 	long calls;
 
-	if (argc > 1 && strcmp(argv[1], "-g") == 0) {
-		gate = 1;
-		argv++;
-		argc--;
-	}
 	if (argc != 3) {
 		fprintf(stderr, "usage: qdist [-g] CALLS SEED\n");
 		return 2;

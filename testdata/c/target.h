@@ -1,8 +1,9 @@
 /*
  * target.h - what tickprof's C test targets share: the monotonic clock in
  * ns, a spin of a set length, the record of every call's own duration
- * (its mean is what a test compares tickprof's numbers with), and the
- * start gate that lets the tracer attach before the first call.
+ * (its mean is what a test compares tickprof's numbers with), a function
+ * that spins and records its own time (TIMED_SPIN), and the start gate
+ * (-g) that lets the tracer attach before the first call.
  */
 #ifndef TICKPROF_TARGET_H
 #define TICKPROF_TARGET_H
@@ -10,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +44,28 @@ static TARGET_UNUSED void spin(long ns)
 	long t0 = now_ns();
 	while (now_ns() - t0 < ns)
 		;
+}
+
+/* TIMED_SPIN defines the probed function name: it spins for ns (an
+ * expression, read at each call) and records its own duration. */
+#define TIMED_SPIN(name, ns)                      \
+	__attribute__((noinline)) void name(void) \
+	{                                         \
+		long t0 = now_ns();               \
+		spin(ns);                         \
+		record(now_ns() - t0);            \
+	}
+
+/* gate_flag removes a leading -g from the arguments and returns 1 when
+ * there was one (the target then waits at wait_gate), else 0. */
+static TARGET_UNUSED int gate_flag(int *argc, char ***argv)
+{
+	if (*argc > 1 && strcmp((*argv)[1], "-g") == 0) {
+		(*argc)--;
+		(*argv)++;
+		return 1;
+	}
+	return 0;
 }
 
 /* wait_gate prints "ready pid=N" and waits for SIGUSR1 (the tracer has

@@ -34,26 +34,9 @@ static int depth = 16;
 static void (*func)(void);
 static long moved = -1; /* migrate: calls that ended on another CPU */
 
-__attribute__((noinline)) void tp_spin1us(void)
-{
-	long t0 = now_ns();
-	spin(1000);
-	record(now_ns() - t0);
-}
-
-__attribute__((noinline)) void tp_spin20us(void)
-{
-	long t0 = now_ns();
-	spin(20000);
-	record(now_ns() - t0);
-}
-
-__attribute__((noinline)) void tp_spin500us(void)
-{
-	long t0 = now_ns();
-	spin(500000);
-	record(now_ns() - t0);
-}
+TIMED_SPIN(tp_spin1us, 1000)
+TIMED_SPIN(tp_spin20us, 20000)
+TIMED_SPIN(tp_spin500us, 500000)
 
 __attribute__((noinline)) void tp_sleep2ms(void)
 {

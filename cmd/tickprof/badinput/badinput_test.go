@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // caseTimeout is the hang detector: every case here fails within
@@ -553,13 +555,7 @@ func check(t *testing.T, c tc) {
 // TestDoctorWithoutPrivileges: doctor run as an unprivileged user prints
 // its table with what is missing and succeeds.
 func TestDoctorWithoutPrivileges(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run as another user")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv (util-linux) not installed")
-	}
+	setpriv := testtarget.Setpriv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "doctor").CombinedOutput()
@@ -576,13 +572,7 @@ func TestDoctorWithoutPrivileges(t *testing.T) {
 // TestForeignProcessWithBPFCaps: a user holding CAP_BPF and CAP_PERFMON
 // (ambient) may not time or sample root's process (perf's access check).
 func TestForeignProcessWithBPFCaps(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run as another user")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv (util-linux) not installed")
-	}
+	setpriv := testtarget.Setpriv(t)
 	sleeper := exec.Command("sleep", "30")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)

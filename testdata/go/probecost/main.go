@@ -11,10 +11,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/tickprof/tickprof/testdata/go/targetkit"
 )
 
 var sink int
@@ -27,14 +26,9 @@ func target(i int) int { return leaf(i) + 1 }
 
 func main() {
 	calls := flag.Int("calls", 20000, "calls of main.target")
-	now := flag.Bool("now", false, "start at once instead of waiting for SIGUSR1")
+	now := targetkit.NowFlag()
 	flag.Parse()
-	start := make(chan os.Signal, 1)
-	signal.Notify(start, syscall.SIGUSR1)
-	fmt.Println("ready")
-	if !*now {
-		<-start
-	}
+	targetkit.Gate(*now)
 	t0 := time.Now()
 	for i := 0; i < *calls; i++ {
 		sink += target(i)

@@ -18,12 +18,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/tickprof/tickprof/testdata/go/targetkit"
 )
 
 var sink atomic.Int64
@@ -166,18 +166,13 @@ func main() {
 	}
 	calls := flag.Int("calls", 2000, "calls of Work")
 	gs := flag.Int("goroutines", 64, "goroutines running Work at once")
-	now := flag.Bool("now", false, "start at once instead of waiting for SIGUSR1")
+	now := targetkit.NowFlag()
 	atLeast := flag.Duration("for", 0, "keep calling Work (past -calls) until this long has passed")
 	flag.Parse()
 	if runtime.GOMAXPROCS(0) < 2 {
 		runtime.GOMAXPROCS(2)
 	}
-	start := make(chan os.Signal, 1)
-	signal.Notify(start, syscall.SIGUSR1)
-	fmt.Println("ready")
-	if !*now {
-		<-start
-	}
+	targetkit.Gate(*now)
 
 	// Work on fresh goroutines, gs at a time, fed tokens in bursts.
 	began := time.Now()

@@ -29,9 +29,9 @@ __attribute__((noinline)) static void c_calls_go(int n) { goBack(n); sink++; }
 import "C"
 
 import (
-	"fmt"
-	"os"
 	"time"
+
+	"github.com/tickprof/tickprof/testdata/go/targetkit"
 )
 
 //export goBack
@@ -55,15 +55,7 @@ func callC() { C.c_spin(2000000) }
 func callCGo() { C.c_calls_go(2000) }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gocgo DURATION")
-		os.Exit(2)
-	}
-	d, err := time.ParseDuration(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	d := targetkit.DurationArg("gocgo")
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		callC()
 		callCGo()

@@ -5,8 +5,9 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/tickprof/tickprof/testdata/go/targetkit"
 )
 
 //go:noinline
@@ -22,14 +23,6 @@ func spinNow(d time.Duration) int64 {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gonow DURATION")
-		os.Exit(2)
-	}
-	d, err := time.ParseDuration(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	d := targetkit.DurationArg("gonow")
 	fmt.Println(spinNow(d) >= 0)
 }
