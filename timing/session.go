@@ -36,6 +36,8 @@ type Session struct {
 	cost    estimate.Result // probe cost per call, under an overhead budget
 	// qrules are the quantile stop rules, one per target.
 	qrules []quantileRule
+	// refineOff: refining the quantiles' buckets failed (quantiles.go).
+	refineOff bool
 }
 
 // Open is OpenContext without a context.
@@ -245,6 +247,8 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 	}
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
+	early := newRefineSchedule(s.cfg.Interval)
+	defer early.Stop()
 	var lastGood *loader.Poll
 	for {
 		select {
@@ -254,6 +258,10 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopDuration, lastGood
 		case <-s.exited:
 			return StopExited, lastGood
+		case <-early.C:
+			s.refine()
+			early.next()
+			continue
 		case <-tick.C:
 		}
 		p, err := s.ls.Poll()
@@ -263,6 +271,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
+		s.refine()
 		s.watch.Update(s.ls, p)
 		rows := s.Rows(p)
 		if onProgress != nil {
