@@ -72,13 +72,13 @@ type GomultiTpQhist struct {
 type GomultiTpQrCfg struct {
 	_   structs.HostLayout
 	Pos [536]uint8
-	S   [16]struct {
+	S   [32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
 		Mul  uint32
 		Off  uint32
-		Pad  uint32
+		End  uint32
 	}
 }
 

@@ -45,9 +45,10 @@ static __always_inline void tp_qh_count(__u32 target, __u32 i)
  * Refinement (Go: histogram.Refiner, loader/qhist.go). At each refinement
  * look Go picks, per target, the buckets near the candidate order
  * statistics of the quantiles asked for and, in each, a window
- * [a, a + span) cut into equal bins; a call whose bucket is refined and
- * whose duration lies in the window is also counted in its bin, so the
- * interval's ends are known to a bin instead of a bucket.
+ * [a, a + span) cut into equal bins; a call whose bucket is refined is
+ * also counted in its bin, or in one of two bins for the bucket's parts
+ * below and above the window, so the interval's ends are known to a bin
+ * instead of a bucket.
  *
  * Two configurations per target (tp_qr_cfg key 2 target + half) and two
  * bin pools (tp_qr_pool, same key): the programs use the half tp_qr_cur
@@ -58,13 +59,13 @@ static __always_inline void tp_qh_count(__u32 target, __u32 i)
  * flip and is still between that read and its increment a whole look
  * later (Go flips at most once per poll).
  *
- * A slot's bin of a duration is ((dns - a) * mul) >> 31 (mul =
+ * A slot's bin of a duration in the window is off + 1 + ((dns - a) * mul) >> 31 (mul =
  * ceil(2^31 / bin width), so no division; Go computes the same edges).
  * Sizes: tp_qr_pool 2 x TP_QR_BINS x 4 = 2048 bytes per target per CPU
- * (u32 bins: a half is zeroed every other look); tp_qr_cfg 2 x 920 bytes
+ * (u32 bins: a half is zeroed every other look); tp_qr_cfg 2 x 1304 bytes
  * per target, not per CPU.
  */
-#define TP_QR_SLOTS 16
+#define TP_QR_SLOTS 32
 #define TP_QR_BINS 256
 #define TP_QR_POS 536 /* TP_QH_BUCKETS rounded up to 8 bytes */
 
@@ -75,8 +76,8 @@ struct tp_qr_slot {
 	__u64 a;    /* first ns of the window */
 	__u32 span; /* the window's length (ns) */
 	__u32 mul;  /* ceil(2^31 / bin width) */
-	__u32 off;  /* the window's first bin in the pool */
-	__u32 pad;
+	__u32 off;  /* the bin of the bucket's calls below the window */
+	__u32 end;  /* the bin of those above it */
 };
 
 struct tp_qr_cfg {
@@ -110,7 +111,7 @@ struct {
 } tp_qr_pool SEC(".maps");
 
 /* tp_qr_add counts a call of dns ns, in bucket i, in its bin when bucket i
- * of target is refined and dns lies in its window. Called after the
+ * of target is refined. Called after the
  * bucket's count: Go reads the bins before the buckets, so every binned
  * call it reads is in the buckets it reads. */
 static __always_inline void tp_qr_add(__u32 target, __u32 i, __u64 dns)
@@ -134,9 +135,12 @@ static __always_inline void tp_qr_add(__u32 target, __u32 i, __u64 dns)
 		return;
 	s = &c->s[(p - 1) & (TP_QR_SLOTS - 1)];
 	d = dns - s->a;
-	if (d >= s->span)
-		return;
-	k = (__u32)((d * s->mul) >> 31) + s->off;
+	if (dns < s->a)
+		k = s->off; /* the bucket below the window */
+	else if (d >= s->span)
+		k = s->end; /* the bucket above it */
+	else
+		k = s->off + 1 + (__u32)((d * s->mul) >> 31);
 	pl = bpf_map_lookup_elem(&tp_qr_pool, &key);
 	if (pl)
 		pl->b[k & (TP_QR_BINS - 1)]++;

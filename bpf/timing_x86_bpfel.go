@@ -65,13 +65,13 @@ type TimingTpQhist struct {
 type TimingTpQrCfg struct {
 	_   structs.HostLayout
 	Pos [536]uint8
-	S   [16]struct {
+	S   [32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
 		Mul  uint32
 		Off  uint32
-		Pad  uint32
+		End  uint32
 	}
 }
 

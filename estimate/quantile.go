@@ -404,8 +404,10 @@ type Bucketed interface {
 // tables in quantile_test.go: 96.2-100% with buckets 4.4% wide); finer
 // buckets only move that point to larger n (the number of calls at which
 // it is reached grows as the inverse square of the buckets' width). Only
-// randomizing the interval, or keeping exact durations near the quantile,
-// could bring the coverage down to the level.
+// randomizing the interval, or resolving the calls near the interval's
+// ends more finely than the buckets do, can bring the coverage down to the
+// level: a Refined h does the latter (quantile_refine.go; the refined
+// bounds replace the buckets' wherever h has cells).
 func QuantileOfHistogram(h Bucketed, min, max, p float64, o Options) (Quantile, error) {
 	if !(min <= max) {
 		return Quantile{}, inputf("minimum %v above maximum %v", min, max)
@@ -440,7 +442,8 @@ func histRanks(h Bucketed, min, max float64) (uint64, func(r uint64) (float64, f
 			if i > 0 {
 				below = cum[i-1]
 			}
-			lo, hi = refinedBounds(ref.Cells(i), h.Count(i), r-below, lo, hi)
+			byLo, byHi := ref.Cells(i)
+			lo, hi = refinedBounds(byLo, byHi, h.Count(i), r-below, lo, hi)
 		}
 		return math.Max(lo, min), math.Min(hi, max)
 	}

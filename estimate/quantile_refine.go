@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"math"
-	"sort"
 )
 
 // Refined bounds: a histogram whose buckets near the quantiles were
@@ -35,8 +34,9 @@ type Cell struct {
 type Refined interface {
 	Bucketed
 	// Cells returns bucket i's refined cells, each inside the bucket's
-	// bounds, their counts summing to at most Count(i) (nil: none).
-	Cells(i int) []Cell
+	// bounds, their counts summing to at most Count(i) (nil: none),
+	// sorted by lower end and, the same cells, by upper end.
+	Cells(i int) (byLo, byHi []Cell)
 }
 
 // refinedBounds bounds the k-th smallest call (1-based) of a bucket [lo,
@@ -44,41 +44,37 @@ type Refined interface {
 // end and the k-th smallest upper end of the calls' intervals. Cells that
 // claim more calls than the bucket holds are ignored (the bucket's bounds
 // are returned).
-func refinedBounds(cells []Cell, count, k uint64, lo, hi float64) (float64, float64) {
+func refinedBounds(byLo, byHi []Cell, count, k uint64, lo, hi float64) (float64, float64) {
 	var fine uint64
-	for _, c := range cells {
+	for _, c := range byLo {
 		fine += c.N
 	}
 	if fine == 0 || fine > count || k == 0 || k > count {
 		return lo, hi
 	}
-	cs := append([]Cell(nil), cells...)
-	l := lo
-	if un := count - fine; k > un {
-		sort.Slice(cs, func(a, b int) bool { return cs[a].Lo < cs[b].Lo })
-		l = cs[len(cs)-1].Lo
-		left := k - un
-		for _, c := range cs {
-			if c.N >= left {
-				l = c.Lo
-				break
-			}
-			left -= c.N
+	return math.Max(lo, kthEnd(byLo, k, count-fine, lo, true)), math.Min(hi, kthEnd(byHi, k, count-fine, hi, false))
+}
+
+// kthEnd is the k-th smallest end among cells (sorted by that end) and
+// un calls at bucket end b: first (lower ends: the bucket's lower edge
+// comes first) or last (upper ends).
+func kthEnd(cells []Cell, k, un uint64, b float64, first bool) float64 {
+	if first {
+		if k <= un {
+			return b
 		}
+		k -= un
 	}
-	u := hi
-	if k <= fine {
-		sort.Slice(cs, func(a, b int) bool { return cs[a].Hi < cs[b].Hi })
-		left := k
-		for _, c := range cs {
-			if c.N >= left {
-				u = c.Hi
-				break
+	for _, c := range cells {
+		if c.N >= k {
+			if first {
+				return c.Lo
 			}
-			left -= c.N
+			return c.Hi
 		}
+		k -= c.N
 	}
-	return math.Max(l, lo), math.Min(u, hi)
+	return b
 }
 
 // RefineMargin is how many binomial standard deviations of rank beyond

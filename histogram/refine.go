@@ -1,8 +1,11 @@
 package histogram
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/tickprof/tickprof/estimate"
 )
@@ -17,7 +20,7 @@ import (
 const (
 	// RefineSlots is the number of buckets a target can have refined at
 	// once.
-	RefineSlots = 16
+	RefineSlots = 32
 	// RefineBins is the number of bins shared by a target's windows.
 	RefineBins = 256
 	// refineShift is the fixed point of Window.Mul.
@@ -25,8 +28,10 @@ const (
 )
 
 // Window is a refined bucket: the calls of bucket Bucket lasting
-// [A, A+Span) ns are also counted in Bins bins of the pool from Off, the
-// bin of d being ((d-A) x Mul) >> 31 (no division in BPF).
+// [A, A+Span) ns are counted in Bins bins of the pool from Off+1, the bin
+// of d being ((d-A) x Mul) >> 31 (no division in BPF); those below A in
+// bin Off, those from A+Span in bin Off+Bins+1 (End). Every call of the
+// bucket counted while the window is in use is thus in a cell.
 type Window struct {
 	Bucket    int
 	A, Span   uint64
@@ -34,17 +39,27 @@ type Window struct {
 	Off, Bins int
 }
 
-// newWindow cuts [a, a+span) into bins of width about w ns (at least 1).
-func newWindow(bucket int, a, span uint64, w float64) Window {
-	w = math.Max(w, 1)
-	mul := uint64(math.Ceil(float64(uint64(1)<<refineShift) / w))
-	mul = min(max(mul, 1), 1<<refineShift)
-	bins := int(((span-1)*mul)>>refineShift) + 1
-	return Window{Bucket: bucket, A: a, Span: span, Mul: uint32(mul), Bins: bins}
+// End is the pool bin of the bucket's calls above the window.
+func (w Window) End() int { return w.Off + w.Bins + 1 }
+
+// newWindow cuts [lo, hi) into bins of w ns, a power of two, on the
+// lattice of multiples of w (so that the bins of successive windows
+// coincide, and the cells they leave merge).
+func newWindow(bucket int, lo, hi uint64, w uint64) Window {
+	a := lo / w * w
+	span := (hi - a + w - 1) / w * w
+	return Window{Bucket: bucket, A: a, Span: span, Mul: uint32((uint64(1) << refineShift) / w), Bins: int(span / w)}
 }
 
-// Edge is the first duration (ns) of bin k (k = Bins: the window's end):
-// the smallest d with ((d-A) x Mul) >> 31 >= k.
+// binWidth is the power of two nearest (in ratio) to w ns, from 1 to
+// 2^30.
+func binWidth(w float64) uint64 {
+	e := math.Round(math.Log2(math.Max(w, 1)))
+	return uint64(1) << int(math.Min(e, 30))
+}
+
+// Edge is the first duration (ns) of bin k of the window (k = Bins: the
+// window's end): the smallest d with ((d-A) x Mul) >> 31 >= k.
 func (w Window) Edge(k int) uint64 {
 	if k >= w.Bins {
 		return w.A + w.Span
@@ -54,9 +69,19 @@ func (w Window) Edge(k int) uint64 {
 }
 
 // Fine holds the calls counted in refined bins: per bucket, cells [lo,
-// hi) ns with counts. The zero value is empty.
+// hi) ns with counts. The zero value is empty; a Fine is safe for
+// concurrent reads, not for reads concurrent with Add.
 type Fine struct {
-	cells map[int]map[[2]uint64]uint64
+	cells map[int]*bucketCells
+	mu    sync.Mutex // guards the sorted views
+}
+
+// bucketCells are one bucket's cells, with views sorted by lower and by
+// upper end (nil until asked for after an Add).
+type bucketCells struct {
+	idx        map[[2]uint64]int
+	cs         []estimate.Cell
+	byLo, byHi []estimate.Cell
 }
 
 // Add counts n calls in [lo, hi) of bucket b.
@@ -65,21 +90,35 @@ func (f *Fine) Add(b int, lo, hi, n uint64) {
 		return
 	}
 	if f.cells == nil {
-		f.cells = map[int]map[[2]uint64]uint64{}
+		f.cells = map[int]*bucketCells{}
 	}
-	m := f.cells[b]
-	if m == nil {
-		m = map[[2]uint64]uint64{}
-		f.cells[b] = m
+	bc := f.cells[b]
+	if bc == nil {
+		bc = &bucketCells{idx: map[[2]uint64]int{}}
+		f.cells[b] = bc
 	}
-	m[[2]uint64{lo, hi}] += n
+	bc.byLo, bc.byHi = nil, nil
+	k := [2]uint64{lo, hi}
+	if j, ok := bc.idx[k]; ok {
+		bc.cs[j].N += n
+		return
+	}
+	bc.idx[k] = len(bc.cs)
+	bc.cs = append(bc.cs, estimate.Cell{Lo: float64(lo), Hi: float64(hi), N: n})
 }
 
-// AddWindow counts the bins of w, counts[k] in bin k.
-func (f *Fine) AddWindow(w Window, counts []uint64) {
-	for k := 0; k < w.Bins && k < len(counts); k++ {
-		f.Add(w.Bucket, w.Edge(k), w.Edge(k+1), counts[k])
+// AddWindow counts a window's calls, pool[k] in pool bin k (cells
+// clipped to the bucket).
+func (f *Fine) AddWindow(w Window, pool []uint64) {
+	if w.End() >= len(pool) {
+		return
 	}
+	lo, hi := Bounds(w.Bucket)
+	f.Add(w.Bucket, lo, w.A, pool[w.Off])
+	for k := 0; k < w.Bins; k++ {
+		f.Add(w.Bucket, max(lo, w.Edge(k)), min(hi, w.Edge(k+1)), pool[w.Off+1+k])
+	}
+	f.Add(w.Bucket, max(lo, w.A+w.Span), hi, pool[w.End()])
 }
 
 // Merge adds o's cells to f.
@@ -87,9 +126,9 @@ func (f *Fine) Merge(o *Fine) {
 	if o == nil {
 		return
 	}
-	for b, m := range o.cells {
-		for k, n := range m {
-			f.Add(b, k[0], k[1], n)
+	for b, bc := range o.cells {
+		for _, c := range bc.cs {
+			f.Add(b, uint64(c.Lo), uint64(c.Hi), c.N)
 		}
 	}
 }
@@ -108,27 +147,35 @@ func (f *Fine) Clone() *Fine {
 func (f *Fine) Calls() uint64 {
 	var n uint64
 	if f != nil {
-		for _, m := range f.cells {
-			for _, c := range m {
-				n += c
+		for _, bc := range f.cells {
+			for _, c := range bc.cs {
+				n += c.N
 			}
 		}
 	}
 	return n
 }
 
-// Cells returns bucket i's refined cells (estimate.Refined): nil without
-// refinement.
-func (h *Hist) Cells(i int) []estimate.Cell {
-	if h.Fine == nil {
-		return nil
+// Cells returns bucket i's refined cells sorted by lower and by upper
+// end (estimate.Refined): nil without refinement.
+func (h *Hist) Cells(i int) (byLo, byHi []estimate.Cell) {
+	f := h.Fine
+	if f == nil {
+		return nil, nil
 	}
-	m := h.Fine.cells[i]
-	out := make([]estimate.Cell, 0, len(m))
-	for k, n := range m {
-		out = append(out, estimate.Cell{Lo: float64(k[0]), Hi: float64(k[1]), N: n})
+	bc := f.cells[i]
+	if bc == nil {
+		return nil, nil
 	}
-	return out
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if bc.byLo == nil {
+		bc.byLo = slices.Clone(bc.cs)
+		slices.SortFunc(bc.byLo, func(a, b estimate.Cell) int { return cmp.Compare(a.Lo, b.Lo) })
+		bc.byHi = slices.Clone(bc.cs)
+		slices.SortFunc(bc.byHi, func(a, b estimate.Cell) int { return cmp.Compare(a.Hi, b.Hi) })
+	}
+	return bc.byLo, bc.byHi
 }
 
 // Refiner chooses the windows to refine from a target's histogram: around
@@ -139,18 +186,26 @@ type Refiner struct {
 	Levels []float64
 	// Estimate has the confidence.
 	Estimate estimate.Options
+	// Share is the number of quantiles the slots and bins are shared by
+	// (0: len(Levels)); a simulation of one quantile of several sets it.
+	Share int
 }
 
-// region is a span of durations to refine with bins of width w.
+// region is a span of durations to refine with bins of width about w,
+// around mid (the point estimate).
 type region struct {
-	lo, hi uint64
-	w      float64
+	lo, hi, mid uint64
+	w           float64
 }
 
 // Windows returns the windows for h: at most RefineSlots buckets and
 // RefineBins bins, each window inside its bucket, none in the overflow
 // bucket.
 func (r Refiner) Windows(h *Hist) []Window {
+	share := r.Share
+	if share <= 0 {
+		share = len(r.Levels)
+	}
 	var regs []region
 	for _, p := range r.Levels {
 		lo, hi, ok := estimate.RefineRegion(h, p, r.Estimate)
@@ -158,28 +213,30 @@ func (r Refiner) Windows(h *Hist) []Window {
 			continue
 		}
 		a, b := uint64(math.Max(0, lo)), uint64(math.Min(hi, 1<<(MaxLog2+1)))
-		if b <= a {
+		q, err := h.Quantile(p, r.Estimate)
+		if b <= a || err != nil {
 			continue
 		}
-		regs = append(regs, region{lo: a, hi: b, w: float64(b-a) / float64(RefineBins/max(1, len(r.Levels)))})
+		mid := min(max(uint64(q.Value), a), b-1)
+		regs = append(regs, region{lo: a, hi: b, mid: mid, w: float64(b-a) / float64(RefineBins/max(1, share))})
 	}
-	return planWindows(regs)
+	return planWindows(regs, RefineSlots/max(1, share))
 }
 
 // planWindows splits regions at bucket edges (a bucket in two regions
 // gets the union of its parts, at the finer width), keeps at most
-// RefineSlots/len(regs) buckets per region (those nearest its middle), and
-// widens every bin until all fit in RefineBins.
-func planWindows(regs []region) []Window {
+// per buckets per region (those nearest its point estimate: as the calls
+// grow, the interval closes in on it), and widens every bin
+// until all fit in RefineBins.
+func planWindows(regs []region, per int) []Window {
 	type part struct {
 		lo, hi uint64
 		w      float64
 	}
 	parts := map[int]*part{}
-	per := RefineSlots / max(1, len(regs))
+	per = max(per, 1)
 	for _, g := range regs {
-		first, last := Index(g.lo), Index(g.hi-1)
-		mid := (g.lo + g.hi) / 2
+		first, last, mid := Index(g.lo), Index(g.hi-1), g.mid
 		var bs []int
 		for b := first; b <= last && b < Buckets-1; b++ {
 			bs = append(bs, b)
@@ -195,11 +252,14 @@ func planWindows(regs []region) []Window {
 		sort.SliceStable(bs, func(i, j int) bool { return dist(bs[i]) < dist(bs[j]) })
 		for _, b := range bs[:min(len(bs), per)] {
 			lo, hi := Bounds(b)
+			// Bins of at most an eighth of the bucket, or the bucket
+			// would be no finer than itself.
+			w := math.Min(g.w, float64(hi-lo)/8)
 			lo, hi = max(lo, g.lo), min(hi, g.hi)
 			if p := parts[b]; p != nil {
-				p.lo, p.hi, p.w = min(p.lo, lo), max(p.hi, hi), math.Min(p.w, g.w)
+				p.lo, p.hi, p.w = min(p.lo, lo), max(p.hi, hi), math.Min(p.w, w)
 			} else {
-				parts[b] = &part{lo, hi, g.w}
+				parts[b] = &part{lo, hi, w}
 			}
 		}
 	}
@@ -213,9 +273,9 @@ func planWindows(regs []region) []Window {
 		off := 0
 		for _, b := range bs {
 			p := parts[b]
-			w := newWindow(b, p.lo, p.hi-p.lo, p.w*scale)
+			w := newWindow(b, p.lo, p.hi, binWidth(p.w*scale))
 			w.Off = off
-			off += w.Bins
+			off += w.Bins + 2
 			ws = append(ws, w)
 		}
 		if off <= RefineBins {

@@ -100,7 +100,7 @@ func (s *Session) refineOn() uint32 {
 
 // RefineGrowth is the growth in a target's calls after which Refine plans
 // its windows again (between, it keeps them).
-const RefineGrowth = 1.1
+const RefineGrowth = 1.25
 
 // Refine plans the refined windows of every target whose calls grew by
 // RefineGrowth since its last plan, from its histogram now (r.Windows),
@@ -181,7 +181,7 @@ func (s *Session) switchHalf(next [][]histogram.Window) error {
 			return err
 		}
 		for _, w := range st.wins[old][i] {
-			st.fine[i].AddWindow(w, counts[w.Off:])
+			st.fine[i].AddWindow(w, counts)
 		}
 	}
 	return nil
@@ -192,7 +192,8 @@ func refineConfig(ws []histogram.Window) bpf.TimingTpQrCfg {
 	var c bpf.TimingTpQrCfg
 	for k, w := range ws[:min(len(ws), len(c.S))] {
 		c.Pos[w.Bucket] = uint8(k + 1)
-		c.S[k].A, c.S[k].Span, c.S[k].Mul, c.S[k].Off = w.A, uint32(w.Span), w.Mul, uint32(w.Off)
+		c.S[k].A, c.S[k].Span, c.S[k].Mul = w.A, uint32(w.Span), w.Mul
+		c.S[k].Off, c.S[k].End = uint32(w.Off), uint32(w.End())
 	}
 	return c
 }
@@ -226,7 +227,7 @@ func (s *Session) readFine(i int) (*histogram.Fine, error) {
 		return nil, err
 	}
 	for _, w := range st.wins[st.cur][i] {
-		f.AddWindow(w, counts[w.Off:])
+		f.AddWindow(w, counts)
 	}
 	return f, nil
 }
