@@ -5,9 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tickprof/tickprof/estimate"
@@ -309,23 +307,17 @@ func (s *refineSim) run(looks []uint64, look func(n uint64, h *Hist) bool) *Hist
 	return &s.h
 }
 
-func parallel(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
+// parallel runs f(0..n-1) as parallel subtests (GOMAXPROCS at a time)
+// and returns when all are done.
+func parallel(t *testing.T, n int, f func(i int)) {
+	t.Run("cells", func(t *testing.T) {
+		for i := 0; i < n; i++ {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
 				f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+			})
+		}
+	})
 }
 
 // Coverage tolerances, as in estimate's quantile tests: 2000 replications
@@ -379,7 +371,7 @@ func TestRefinedCoverage(t *testing.T) {
 	for _, l := range simLaws {
 		edges[l.name] = lawEdges(l)
 	}
-	parallel(len(cells), func(i int) {
+	parallel(t, len(cells), func(i int) {
 		c := cells[i]
 		truth := c.law.quantile(c.p)
 		looks := refineLooks(c.n, 10)
@@ -483,7 +475,7 @@ func TestRefinedSequentialCoverage(t *testing.T) {
 		calls, width     float64
 	}
 	outs := make([]res, len(cells))
-	parallel(len(cells), func(i int) {
+	parallel(t, len(cells), func(i int) {
 		c := cells[i]
 		truth := c.law.quantile(c.p)
 		edges := lawEdges(c.law)
@@ -548,7 +540,7 @@ func TestRefinedDiffCoverage(t *testing.T) {
 	const n, scale = 10000, 1.1
 	looks := refineLooks(n, 10)
 	covered := make([]int, len(cells))
-	parallel(len(cells), func(i int) {
+	parallel(t, len(cells), func(i int) {
 		c := cells[i]
 		slow := simLaw{name: c.law.name, cdf: func(x float64) float64 { return c.law.cdf(x / scale) }}
 		truth := (scale - 1) * c.law.quantile(c.p)

@@ -112,12 +112,7 @@ func pair(e, x func(*bpf.CostObjects) *ebpf.Program, multi bool) func(int, strin
 // kind, Exact and CheckEvery of o.
 func tickprof(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
 	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.PID = pid
-		s, err := loader.Open(o, specs)
+		s, err := openBench(o, pid)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -125,17 +120,22 @@ func tickprof(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Pro
 	}
 }
 
+// openBench opens a loader session on the target's bench_fn.
+func openBench(o loader.Options, pid int) (*loader.Session, error) {
+	specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+	if err != nil {
+		return nil, err
+	}
+	o.PID = pid
+	return loader.Open(o, specs)
+}
+
 // tickprofRefined is tickprof with the buckets near p50, p90, p99 and
 // p99.9 refined every 50 ms, as `time` refines them (bench_fn's calls
 // all fall in a few buckets: nearly every call is counted in a bin).
 func tickprofRefined(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
 	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.PID = pid
-		s, err := loader.Open(o, specs)
+		s, err := openBench(o, pid)
 		if err != nil {
 			return nil, nil, err
 		}
