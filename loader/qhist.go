@@ -116,14 +116,23 @@ func (s *Session) Refine(r histogram.Refiner) error {
 		return nil
 	}
 	st := s.refineInit()
+	p, err := s.read()
+	if err != nil {
+		return err
+	}
 	next := make([][]histogram.Window, len(s.targets))
 	for i := range s.targets {
 		next[i] = st.wins[st.cur][i]
+		// The counters tell which targets are due without reading every
+		// histogram (they count a call before its histogram does).
+		if n := p.Totals[i].Calls; n == 0 || float64(n) < RefineGrowth*float64(st.planned[i]) {
+			continue
+		}
 		h, err := s.readHist(i)
 		if err != nil {
 			return err
 		}
-		if n := h.Total(); n > 0 && float64(n) >= RefineGrowth*float64(st.planned[i]) {
+		if n := h.Total(); n > 0 {
 			next[i], st.planned[i] = r.Windows(h), n
 		}
 	}
@@ -161,6 +170,11 @@ func (s *Session) switchHalf(next [][]histogram.Window) error {
 	}
 	zero := make([]bpf.TimingTpQrPool, ncpu)
 	for i, t := range s.targets {
+		if len(next[i]) == 0 && len(st.wins[half][i]) == 0 {
+			// No window before or after: the half's table is empty and
+			// its bins zero (they were zeroed when it was written).
+			continue
+		}
 		key := 2*t.Index + half
 		if err := s.objs.TpQrPool.Put(key, zero); err != nil {
 			return fmt.Errorf("clear the refined bins of %s: %w", t.Name, err)
@@ -176,6 +190,9 @@ func (s *Session) switchHalf(next [][]histogram.Window) error {
 	old := st.cur
 	st.cur, st.wins[half] = half, next
 	for i := range s.targets {
+		if len(st.wins[old][i]) == 0 {
+			continue
+		}
 		counts, err := s.readPool(i, old)
 		if err != nil {
 			return err
@@ -222,6 +239,9 @@ func (s *Session) readFine(i int) (*histogram.Fine, error) {
 		return nil, nil
 	}
 	f := st.fine[i].Clone()
+	if len(st.wins[st.cur][i]) == 0 {
+		return f, nil
+	}
 	counts, err := s.readPool(i, st.cur)
 	if err != nil {
 		return nil, err
