@@ -90,7 +90,7 @@ func (s *Session) open(ctx context.Context) error {
 		}
 	}
 	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
-		Quantiles: len(s.cfg.Quantiles) > 0}, specs)
+		Quantiles: len(s.cfg.Quantiles) > 0, NoRefine: s.cfg.NoRefine || s.cfg.Overhead > 0}, specs)
 	if err != nil {
 		return err
 	}
