@@ -66,7 +66,7 @@ func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
 		qs = export.DefaultWindowQuantiles
 	}
 	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: 64},
-		Clock: clock, NoRecords: true, Quantiles: qs, Warn: warn}
+		Clock: clock, NoRecords: true, Quantiles: qs, NoRefine: true, Warn: warn}
 	if c.overhead > 0 {
 		tc.Overhead, tc.Window, tc.Corrector, tc.Correction = c.overhead, budgetWindow, c.corrector, timing.CorrectionOn
 	}

@@ -62,6 +62,24 @@ type CostTpQhist struct {
 	B [529]uint64
 }
 
+type CostTpQrCfg struct {
+	_   structs.HostLayout
+	Pos [536]uint8
+	S   [32]struct {
+		_    structs.HostLayout
+		A    uint64
+		Span uint32
+		Mul  uint32
+		Off  uint32
+		End  uint32
+	}
+}
+
+type CostTpQrPool struct {
+	_ structs.HostLayout
+	B [256]uint32
+}
+
 type CostTpStats struct {
 	_           structs.HostLayout
 	RingDrops   uint64
@@ -110,6 +128,9 @@ const (
 	CostMapTpFrames      = "tp_frames"
 	CostMapTpInflight    = "tp_inflight"
 	CostMapTpQhist       = "tp_qhist"
+	CostMapTpQrCfg       = "tp_qr_cfg"
+	CostMapTpQrCur       = "tp_qr_cur"
+	CostMapTpQrPool      = "tp_qr_pool"
 	CostMapTpRecords     = "tp_records"
 	CostMapTpRng         = "tp_rng"
 	CostMapTpRunstats    = "tp_runstats"
@@ -143,6 +164,7 @@ const (
 	CostVarTpExact       = "tp_exact"
 	CostVarTpFilterTgid  = "tp_filter_tgid"
 	CostVarTpOneTarget   = "tp_one_target"
+	CostVarTpQrefine     = "tp_qrefine"
 	CostVarTpQuantiles   = "tp_quantiles"
 	CostVarTpRecordNs    = "tp_record_ns"
 	CostVarTpRecordShift = "tp_record_shift"
@@ -225,6 +247,9 @@ type CostMapSpecs struct {
 	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -245,6 +270,7 @@ type CostVariableSpecs struct {
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
@@ -280,6 +306,9 @@ type CostMaps struct {
 	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -298,6 +327,9 @@ func (m *CostMaps) Close() error {
 		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
+		m.TpQrCfg,
+		m.TpQrCur,
+		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,
 		m.TpRunstats,
@@ -319,6 +351,7 @@ type CostVariables struct {
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`

@@ -69,6 +69,24 @@ type GomultiTpQhist struct {
 	B [529]uint64
 }
 
+type GomultiTpQrCfg struct {
+	_   structs.HostLayout
+	Pos [536]uint8
+	S   [32]struct {
+		_    structs.HostLayout
+		A    uint64
+		Span uint32
+		Mul  uint32
+		Off  uint32
+		End  uint32
+	}
+}
+
+type GomultiTpQrPool struct {
+	_ structs.HostLayout
+	B [256]uint32
+}
+
 type GomultiTpStats struct {
 	_           structs.HostLayout
 	RingDrops   uint64
@@ -118,6 +136,9 @@ const (
 	GomultiMapTpFrames      = "tp_frames"
 	GomultiMapTpInflight    = "tp_inflight"
 	GomultiMapTpQhist       = "tp_qhist"
+	GomultiMapTpQrCfg       = "tp_qr_cfg"
+	GomultiMapTpQrCur       = "tp_qr_cur"
+	GomultiMapTpQrPool      = "tp_qr_pool"
 	GomultiMapTpRecords     = "tp_records"
 	GomultiMapTpRng         = "tp_rng"
 	GomultiMapTpRunstats    = "tp_runstats"
@@ -138,6 +159,7 @@ const (
 	GomultiVarTpExact       = "tp_exact"
 	GomultiVarTpFilterTgid  = "tp_filter_tgid"
 	GomultiVarTpOneTarget   = "tp_one_target"
+	GomultiVarTpQrefine     = "tp_qrefine"
 	GomultiVarTpQuantiles   = "tp_quantiles"
 	GomultiVarTpRecordNs    = "tp_record_ns"
 	GomultiVarTpRecordShift = "tp_record_shift"
@@ -206,6 +228,9 @@ type GomultiMapSpecs struct {
 	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -228,6 +253,7 @@ type GomultiVariableSpecs struct {
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
@@ -264,6 +290,9 @@ type GomultiMaps struct {
 	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -283,6 +312,9 @@ func (m *GomultiMaps) Close() error {
 		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
+		m.TpQrCfg,
+		m.TpQrCur,
+		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,
 		m.TpRunstats,
@@ -306,6 +338,7 @@ type GomultiVariables struct {
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`

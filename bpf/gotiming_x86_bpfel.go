@@ -69,6 +69,24 @@ type GoTimingTpQhist struct {
 	B [529]uint64
 }
 
+type GoTimingTpQrCfg struct {
+	_   structs.HostLayout
+	Pos [536]uint8
+	S   [32]struct {
+		_    structs.HostLayout
+		A    uint64
+		Span uint32
+		Mul  uint32
+		Off  uint32
+		End  uint32
+	}
+}
+
+type GoTimingTpQrPool struct {
+	_ structs.HostLayout
+	B [256]uint32
+}
+
 type GoTimingTpStats struct {
 	_           structs.HostLayout
 	RingDrops   uint64
@@ -118,6 +136,9 @@ const (
 	GoTimingMapTpFrames      = "tp_frames"
 	GoTimingMapTpInflight    = "tp_inflight"
 	GoTimingMapTpQhist       = "tp_qhist"
+	GoTimingMapTpQrCfg       = "tp_qr_cfg"
+	GoTimingMapTpQrCur       = "tp_qr_cur"
+	GoTimingMapTpQrPool      = "tp_qr_pool"
 	GoTimingMapTpRecords     = "tp_records"
 	GoTimingMapTpRng         = "tp_rng"
 	GoTimingMapTpRunstats    = "tp_runstats"
@@ -136,6 +157,7 @@ const (
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
 	GoTimingVarTpOneTarget   = "tp_one_target"
+	GoTimingVarTpQrefine     = "tp_qrefine"
 	GoTimingVarTpQuantiles   = "tp_quantiles"
 	GoTimingVarTpRecordNs    = "tp_record_ns"
 	GoTimingVarTpRecordShift = "tp_record_shift"
@@ -202,6 +224,9 @@ type GoTimingMapSpecs struct {
 	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -224,6 +249,7 @@ type GoTimingVariableSpecs struct {
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
@@ -260,6 +286,9 @@ type GoTimingMaps struct {
 	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -279,6 +308,9 @@ func (m *GoTimingMaps) Close() error {
 		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
+		m.TpQrCfg,
+		m.TpQrCur,
+		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,
 		m.TpRunstats,
@@ -302,6 +334,7 @@ type GoTimingVariables struct {
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`

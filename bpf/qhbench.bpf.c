@@ -10,7 +10,8 @@
  * (run time - run time of qh_none) / QH_N is the cost of one update.
  * qh_add_linear is the same update with the earlier layout's index (16
  * linear sub-buckets per octave, two shifts), kept as the reference the
- * geometric layout's cost is compared with in the same run.
+ * geometric layout's cost is compared with in the same run. qh_add_refine
+ * adds the refinement check and bin count (tp_qr_add).
  */
 #include "common.h"
 #include "qhist.h"
@@ -69,3 +70,17 @@ static long loop_add(__u64 i, void *c)
 LOOP_PROG(qh_none, QH_N, loop_none, qh_sink)
 
 LOOP_PROG(qh_add, QH_N, loop_add, qh_sink)
+
+/* The update with the refinement check (tp_qr_add): the bench's test
+ * configures a window on some buckets, so both paths (bucket refined or
+ * not) run. */
+static long loop_add_refine(__u64 i, void *c)
+{
+	__u64 d = qh_dur(i);
+
+	*(__u64 *)c += d;
+	tp_qh_add_to(0, d, 1);
+	return 0;
+}
+
+LOOP_PROG(qh_add_refine, QH_N, loop_add_refine, qh_sink)

@@ -8,16 +8,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/internal/bpftest"
 )
 
 // BenchmarkQhistUpdate measures what one update of the quantile histogram
 // (qhist.h's tp_qh_add: lookup, bucket index, increment) costs in BPF:
 // syscall programs loop 1000 times over durations spread across the
-// buckets without the update, with it, and with the earlier linear
-// layout's update (qh_add_linear), run in turn (A B C A B C) in batches of
-// 200 runs, with run-time statistics; each update's difference per
-// iteration, mean and 95% interval over the batches (Student t).
+// buckets without the update, with it, with the earlier linear layout's
+// update (qh_add_linear) and with the refinement's check and bin count
+// (qh_add_refine), run in turn (A B C D A B C D) in batches of 200 runs,
+// with run-time statistics; each update's difference per iteration, mean
+// and 95% interval over the batches (Student t). For the refinement, the
+// 32 buckets below 1 ms are refined (refineAll), which hold 75% of the
+// durations: a higher share than a run's windows near its quantiles.
 //
 //	go test -run '^$' -bench QhistUpdate -benchtime 1x ./bpf/
 func BenchmarkQhistUpdate(b *testing.B) {
@@ -32,6 +36,7 @@ func BenchmarkQhistUpdate(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer objs.Close()
+	refineAll(b, &objs)
 	const loops, runs, batches = 1000, 200, 30
 	perRun := func(p *ebpf.Program) float64 {
 		before, err := p.Stats()
@@ -50,20 +55,22 @@ func BenchmarkQhistUpdate(b *testing.B) {
 		return float64(after.Runtime-before.Runtime) / float64(after.RunCount-before.RunCount)
 	}
 	for n := 0; n < b.N; n++ {
-		var geo, lin, extra []float64
+		var geo, lin, extra, ref, refExtra []float64
 		var none float64
 		for k := 0; k < batches; k++ {
 			a := perRun(objs.QhNone)
 			g := perRun(objs.QhAdd)
 			l := perRun(objs.QhAddLinear)
+			r := perRun(objs.QhAddRefine)
 			geo, lin = append(geo, (g-a)/loops), append(lin, (l-a)/loops)
 			extra = append(extra, (g-l)/loops)
+			ref, refExtra = append(ref, (r-a)/loops), append(refExtra, (r-g)/loops)
 			none += a / loops / batches
 		}
 		for _, m := range []struct {
 			name string
 			d    []float64
-		}{{"geometric", geo}, {"linear", lin}, {"geometric - linear", extra}} {
+		}{{"geometric", geo}, {"linear", lin}, {"geometric - linear", extra}, {"geometric refined", ref}, {"refined - geometric", refExtra}} {
 			r, err := estimate.MeanOfSamples(m.d, estimate.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -72,5 +79,23 @@ func BenchmarkQhistUpdate(b *testing.B) {
 			b.Logf("quantile histogram update (%s sub-buckets): %.1f ns [%.1f, %.1f] (95%%, %d batches) per update, over a loop iteration of %.1f ns without it",
 				m.name, r.Mean, r.Low, r.High, batches, none)
 		}
+	}
+}
+
+// refineAll refines, in half 0 of target 0, the 32 buckets below 1 ms
+// (qh_dur's top: 1 us + 2^20 ns), each cut into 8 bins.
+func refineAll(b *testing.B, objs *QhbenchObjects) {
+	var c QhbenchTpQrCfg
+	top := histogram.Index(1000 + 1<<20)
+	for k := range c.S {
+		i := top - k
+		lo, hi := histogram.Bounds(i)
+		w := max((hi-lo)/8, 1)
+		c.Pos[i] = uint8(k + 1)
+		c.S[k].A, c.S[k].Span, c.S[k].Mul = lo, uint32(hi-lo), uint32((1<<31)/w)
+		c.S[k].Off, c.S[k].End = uint32(10*k), uint32(10*k+9)
+	}
+	if err := objs.TpQrCfg.Put(uint32(0), &c); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -18,15 +18,38 @@ type QhbenchTpQhist struct {
 	B [529]uint64
 }
 
+type QhbenchTpQrCfg struct {
+	_   structs.HostLayout
+	Pos [536]uint8
+	S   [32]struct {
+		_    structs.HostLayout
+		A    uint64
+		Span uint32
+		Mul  uint32
+		Off  uint32
+		End  uint32
+	}
+}
+
+type QhbenchTpQrPool struct {
+	_ structs.HostLayout
+	B [256]uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	QhbenchMapTpQhist      = "tp_qhist"
+	QhbenchMapTpQrCfg      = "tp_qr_cfg"
+	QhbenchMapTpQrCur      = "tp_qr_cur"
+	QhbenchMapTpQrPool     = "tp_qr_pool"
 	QhbenchProgQhAdd       = "qh_add"
 	QhbenchProgQhAddLinear = "qh_add_linear"
+	QhbenchProgQhAddRefine = "qh_add_refine"
 	QhbenchProgQhNone      = "qh_none"
 	QhbenchVarQhSink       = "qh_sink"
+	QhbenchVarTpQrefine    = "tp_qrefine"
 	QhbenchVarTpQuantiles  = "tp_quantiles"
 )
 
@@ -74,6 +97,7 @@ type QhbenchSpecs struct {
 type QhbenchProgramSpecs struct {
 	QhAdd       *ebpf.ProgramSpec `ebpf:"qh_add"`
 	QhAddLinear *ebpf.ProgramSpec `ebpf:"qh_add_linear"`
+	QhAddRefine *ebpf.ProgramSpec `ebpf:"qh_add_refine"`
 	QhNone      *ebpf.ProgramSpec `ebpf:"qh_none"`
 }
 
@@ -81,7 +105,10 @@ type QhbenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchMapSpecs struct {
-	TpQhist *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQhist  *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg  *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrCur  *ebpf.MapSpec `ebpf:"tp_qr_cur"`
+	TpQrPool *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 }
 
 // QhbenchVariableSpecs contains global variables before they are loaded into the kernel.
@@ -89,6 +116,7 @@ type QhbenchMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchVariableSpecs struct {
 	QhSink      *ebpf.VariableSpec `ebpf:"qh_sink"`
+	TpQrefine   *ebpf.VariableSpec `ebpf:"tp_qrefine"`
 	TpQuantiles *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 }
 
@@ -112,12 +140,18 @@ func (o *QhbenchObjects) Close() error {
 //
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchMaps struct {
-	TpQhist *ebpf.Map `ebpf:"tp_qhist"`
+	TpQhist  *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg  *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrCur  *ebpf.Map `ebpf:"tp_qr_cur"`
+	TpQrPool *ebpf.Map `ebpf:"tp_qr_pool"`
 }
 
 func (m *QhbenchMaps) Close() error {
 	return _QhbenchClose(
 		m.TpQhist,
+		m.TpQrCfg,
+		m.TpQrCur,
+		m.TpQrPool,
 	)
 }
 
@@ -126,6 +160,7 @@ func (m *QhbenchMaps) Close() error {
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchVariables struct {
 	QhSink      *ebpf.Variable `ebpf:"qh_sink"`
+	TpQrefine   *ebpf.Variable `ebpf:"tp_qrefine"`
 	TpQuantiles *ebpf.Variable `ebpf:"tp_quantiles"`
 }
 
@@ -135,6 +170,7 @@ type QhbenchVariables struct {
 type QhbenchPrograms struct {
 	QhAdd       *ebpf.Program `ebpf:"qh_add"`
 	QhAddLinear *ebpf.Program `ebpf:"qh_add_linear"`
+	QhAddRefine *ebpf.Program `ebpf:"qh_add_refine"`
 	QhNone      *ebpf.Program `ebpf:"qh_none"`
 }
 
@@ -142,6 +178,7 @@ func (p *QhbenchPrograms) Close() error {
 	return _QhbenchClose(
 		p.QhAdd,
 		p.QhAddLinear,
+		p.QhAddRefine,
 		p.QhNone,
 	)
 }

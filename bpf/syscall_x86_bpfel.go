@@ -70,6 +70,24 @@ type SyscallTpQhist struct {
 	B [529]uint64
 }
 
+type SyscallTpQrCfg struct {
+	_   structs.HostLayout
+	Pos [536]uint8
+	S   [32]struct {
+		_    structs.HostLayout
+		A    uint64
+		Span uint32
+		Mul  uint32
+		Off  uint32
+		End  uint32
+	}
+}
+
+type SyscallTpQrPool struct {
+	_ structs.HostLayout
+	B [256]uint32
+}
+
 type SyscallTpStats struct {
 	_           structs.HostLayout
 	RingDrops   uint64
@@ -120,6 +138,9 @@ const (
 	SyscallMapTpFrames      = "tp_frames"
 	SyscallMapTpInflight    = "tp_inflight"
 	SyscallMapTpQhist       = "tp_qhist"
+	SyscallMapTpQrCfg       = "tp_qr_cfg"
+	SyscallMapTpQrCur       = "tp_qr_cur"
+	SyscallMapTpQrPool      = "tp_qr_pool"
 	SyscallMapTpRecords     = "tp_records"
 	SyscallMapTpRng         = "tp_rng"
 	SyscallMapTpRunstats    = "tp_runstats"
@@ -140,6 +161,7 @@ const (
 	SyscallVarTpExact       = "tp_exact"
 	SyscallVarTpFilterTgid  = "tp_filter_tgid"
 	SyscallVarTpOneTarget   = "tp_one_target"
+	SyscallVarTpQrefine     = "tp_qrefine"
 	SyscallVarTpQuantiles   = "tp_quantiles"
 	SyscallVarTpRecordNs    = "tp_record_ns"
 	SyscallVarTpRecordShift = "tp_record_shift"
@@ -211,6 +233,9 @@ type SyscallMapSpecs struct {
 	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -231,6 +256,7 @@ type SyscallVariableSpecs struct {
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
@@ -268,6 +294,9 @@ type SyscallMaps struct {
 	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -288,6 +317,9 @@ func (m *SyscallMaps) Close() error {
 		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
+		m.TpQrCfg,
+		m.TpQrCur,
+		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,
 		m.TpRunstats,
@@ -309,6 +341,7 @@ type SyscallVariables struct {
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`

@@ -62,6 +62,24 @@ type TimingTpQhist struct {
 	B [529]uint64
 }
 
+type TimingTpQrCfg struct {
+	_   structs.HostLayout
+	Pos [536]uint8
+	S   [32]struct {
+		_    structs.HostLayout
+		A    uint64
+		Span uint32
+		Mul  uint32
+		Off  uint32
+		End  uint32
+	}
+}
+
+type TimingTpQrPool struct {
+	_ structs.HostLayout
+	B [256]uint32
+}
+
 type TimingTpRecord struct {
 	_       structs.HostLayout
 	Target  uint32
@@ -112,6 +130,9 @@ const (
 	TimingMapTpFrames       = "tp_frames"
 	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpQhist        = "tp_qhist"
+	TimingMapTpQrCfg        = "tp_qr_cfg"
+	TimingMapTpQrCur        = "tp_qr_cur"
+	TimingMapTpQrPool       = "tp_qr_pool"
 	TimingMapTpRecords      = "tp_records"
 	TimingMapTpRng          = "tp_rng"
 	TimingMapTpRunstats     = "tp_runstats"
@@ -129,6 +150,7 @@ const (
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
 	TimingVarTpOneTarget    = "tp_one_target"
+	TimingVarTpQrefine      = "tp_qrefine"
 	TimingVarTpQuantiles    = "tp_quantiles"
 	TimingVarTpRecordNs     = "tp_record_ns"
 	TimingVarTpRecordShift  = "tp_record_shift"
@@ -197,6 +219,9 @@ type TimingMapSpecs struct {
 	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -216,6 +241,7 @@ type TimingVariableSpecs struct {
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
 	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
@@ -252,6 +278,9 @@ type TimingMaps struct {
 	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -270,6 +299,9 @@ func (m *TimingMaps) Close() error {
 		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
+		m.TpQrCfg,
+		m.TpQrCur,
+		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,
 		m.TpRunstats,
@@ -290,6 +322,7 @@ type TimingVariables struct {
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
 	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`

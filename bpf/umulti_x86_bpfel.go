@@ -62,6 +62,24 @@ type UmultiTpQhist struct {
 	B [529]uint64
 }
 
+type UmultiTpQrCfg struct {
+	_   structs.HostLayout
+	Pos [536]uint8
+	S   [32]struct {
+		_    structs.HostLayout
+		A    uint64
+		Span uint32
+		Mul  uint32
+		Off  uint32
+		End  uint32
+	}
+}
+
+type UmultiTpQrPool struct {
+	_ structs.HostLayout
+	B [256]uint32
+}
+
 type UmultiTpStats struct {
 	_           structs.HostLayout
 	RingDrops   uint64
@@ -110,6 +128,9 @@ const (
 	UmultiMapTpFrames       = "tp_frames"
 	UmultiMapTpInflight     = "tp_inflight"
 	UmultiMapTpQhist        = "tp_qhist"
+	UmultiMapTpQrCfg        = "tp_qr_cfg"
+	UmultiMapTpQrCur        = "tp_qr_cur"
+	UmultiMapTpQrPool       = "tp_qr_pool"
 	UmultiMapTpRecords      = "tp_records"
 	UmultiMapTpRng          = "tp_rng"
 	UmultiMapTpRunstats     = "tp_runstats"
@@ -126,6 +147,7 @@ const (
 	UmultiVarTpExact        = "tp_exact"
 	UmultiVarTpFilterTgid   = "tp_filter_tgid"
 	UmultiVarTpOneTarget    = "tp_one_target"
+	UmultiVarTpQrefine      = "tp_qrefine"
 	UmultiVarTpQuantiles    = "tp_quantiles"
 	UmultiVarTpRecordNs     = "tp_record_ns"
 	UmultiVarTpRecordShift  = "tp_record_shift"
@@ -192,6 +214,9 @@ type UmultiMapSpecs struct {
 	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
 	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
@@ -211,6 +236,7 @@ type UmultiVariableSpecs struct {
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
@@ -246,6 +272,9 @@ type UmultiMaps struct {
 	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
+	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
 	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
@@ -264,6 +293,9 @@ func (m *UmultiMaps) Close() error {
 		m.TpFrames,
 		m.TpInflight,
 		m.TpQhist,
+		m.TpQrCfg,
+		m.TpQrCur,
+		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,
 		m.TpRunstats,
@@ -284,6 +316,7 @@ type UmultiVariables struct {
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
 	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`

@@ -404,9 +404,25 @@ type Bucketed interface {
 // tables in quantile_test.go: 96.2-100% with buckets 4.4% wide); finer
 // buckets only move that point to larger n (the number of calls at which
 // it is reached grows as the inverse square of the buckets' width). Only
-// randomizing the interval, or keeping exact durations near the quantile,
-// could bring the coverage down to the level.
+// randomizing the interval, or resolving the calls near the interval's
+// ends more finely than the buckets do, can bring the coverage down to the
+// level: a Refined h does the latter (quantile_refine.go; the refined
+// bounds replace the buckets' wherever h has cells).
 func QuantileOfHistogram(h Bucketed, min, max, p float64, o Options) (Quantile, error) {
+	if !(min <= max) {
+		return Quantile{}, inputf("minimum %v above maximum %v", min, max)
+	}
+	n, at := histRanks(h, min, max)
+	if n == 0 {
+		return Quantile{}, inputf("empty histogram: a quantile needs at least one observation")
+	}
+	return quantileOf(int(n), at, min, max, p, o, true)
+}
+
+// histRanks returns h's count and a function bounding its order
+// statistic of rank r (1-based) by its bucket's bounds, or by those its
+// bucket's refined cells give (a Refined h), clipped to [min, max].
+func histRanks(h Bucketed, min, max float64) (uint64, func(r uint64) (float64, float64)) {
 	// cum[i] is the number of observations in buckets 0..i.
 	cum := make([]uint64, h.Buckets())
 	var n uint64
@@ -414,22 +430,24 @@ func QuantileOfHistogram(h Bucketed, min, max, p float64, o Options) (Quantile, 
 		n += h.Count(i)
 		cum[i] = n
 	}
-	if n == 0 {
-		return Quantile{}, inputf("empty histogram: a quantile needs at least one observation")
-	}
-	if !(min <= max) {
-		return Quantile{}, inputf("minimum %v above maximum %v", min, max)
-	}
-	// at returns the bounds of the bucket holding rank r (1-based).
+	ref, _ := h.(Refined)
 	at := func(r uint64) (float64, float64) {
 		i := sort.Search(len(cum), func(i int) bool { return cum[i] >= r })
 		if i == len(cum) {
 			return max, max
 		}
 		lo, hi := h.Bounds(i)
+		if ref != nil {
+			below := uint64(0)
+			if i > 0 {
+				below = cum[i-1]
+			}
+			byLo, byHi := ref.Cells(i)
+			lo, hi = refinedBounds(byLo, byHi, h.Count(i), r-below, lo, hi)
+		}
 		return math.Max(lo, min), math.Min(hi, max)
 	}
-	return quantileOf(int(n), at, min, max, p, o, true)
+	return n, at
 }
 
 // quantileOf builds the Quantile from n observations whose r-th order

@@ -149,7 +149,7 @@ type QuantileJSON struct {
 	LowNs   *float64 `json:"low_ns,omitempty"`
 	HighNs  *float64 `json:"high_ns,omitempty"`
 	// ValueLowNs and ValueHighNs bound the order statistic behind value_ns
-	// (its histogram bucket).
+	// (its histogram bucket, or the refined bin it lies in).
 	ValueLowNs  float64 `json:"value_low_ns"`
 	ValueHighNs float64 `json:"value_high_ns"`
 	Confidence  float64 `json:"confidence"`

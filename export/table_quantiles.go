@@ -75,7 +75,7 @@ func writeQuantileNotes(w io.Writer, r *timing.Result, levels []float64) error {
 	if corrected {
 		note = "in the table they are corrected for the probe overhead (its calibrated interval subtracted from each end, assuming the same overhead on every call), in the histograms as measured"
 	}
-	_, err := fmt.Fprintf(w, "\nquantiles: distribution-free order-statistic intervals (exact binomial ranks) widened to the histogram's buckets (16 per power of two, at most 4.5%% wide); %s\n", note)
+	_, err := fmt.Fprintf(w, "\nquantiles: distribution-free order-statistic intervals (exact binomial ranks) widened to the histogram's buckets (16 per power of two, at most 4.5%% wide), or to the finer bins of the buckets refined near them while the calls came in; %s\n", note)
 	return err
 }
 

@@ -117,6 +117,10 @@ type Hist struct {
 	// Min and Max are the smallest and largest durations (ns); meaningful
 	// when Total() > 0.
 	Min, Max uint64
+	// Fine holds the calls also counted in refined bins (nil: none): a
+	// share of some buckets' calls, each known to lie in a narrower cell
+	// (refine.go).
+	Fine *Fine `json:"-"`
 }
 
 // Add records one duration.
@@ -144,6 +148,16 @@ func (h *Hist) Merge(o *Hist) {
 	for i, c := range o.Counts {
 		h.Counts[i] += c
 	}
+	if o.Fine != nil {
+		// A copy: h may share its Fine with the histogram it was copied
+		// from.
+		f := h.Fine.Clone()
+		if f == nil {
+			f = &Fine{}
+		}
+		f.Merge(o.Fine)
+		h.Fine = f
+	}
 }
 
 // Total is the number of durations recorded.
@@ -170,7 +184,8 @@ func (h *Hist) Bounds(i int) (float64, float64) {
 }
 
 // Quantile estimates the p-quantile with its interval widened to bucket
-// bounds (estimate.QuantileOfHistogram).
+// bounds, or to the refined cells' where Fine has some
+// (estimate.QuantileOfHistogram).
 func (h *Hist) Quantile(p float64, o estimate.Options) (estimate.Quantile, error) {
 	return estimate.QuantileOfHistogram(h, float64(h.Min), float64(h.Max), p, o)
 }

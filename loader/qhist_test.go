@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
@@ -38,6 +40,7 @@ func TestQuantilesOwnDurations(t *testing.T) {
 	bin := testtarget.C(t, "c/qdist.c", "qdist", "-Wl,--no-as-needed", "-lm")
 	const runs, calls = 3, 4000
 	levels := []float64{0.5, 0.9, 0.99, 0.999}
+	narrowed := 0
 	for run := 0; run < runs; run++ {
 		p := testtarget.StartGated(t, bin, fmt.Sprint(calls), fmt.Sprint(run+1))
 		pid := p.Pid()
@@ -50,10 +53,12 @@ func TestQuantilesOwnDurations(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Release(t)
+		stop := refineWhile(t, s, levels)
 		lines, err := p.Wait(t, 120e9, 0, nil)
 		if err != nil {
 			t.Fatalf("qdist: %v", err)
 		}
+		stop()
 		s.Stop()
 		h, err := s.Histogram(0)
 		if err != nil {
@@ -98,8 +103,67 @@ func TestQuantilesOwnDurations(t *testing.T) {
 			if x := own[i] + delta; x < q.Low || x > q.High {
 				t.Errorf("run %d p%g: interval [%.0f, %.0f] misses the target's own quantile %.0f + %.0f", run, 100*lv, q.Low, q.High, own[i], delta)
 			}
+			narrowed += checkRefined(t, h, q, fmt.Sprintf("run %d p%g", run, 100*lv))
 		}
 	}
+	// p50 and p90 from 4,000 calls have intervals of a few buckets, whose
+	// ends the refinement must narrow in most runs.
+	if narrowed < runs {
+		t.Errorf("the refinement narrowed %d of %d intervals, want at least %d", narrowed, runs*len(levels), runs)
+	}
+}
+
+// refineWhile refines s's buckets every 20 ms (the timing loop refines at
+// 5, 10, 20, ... ms and then every poll) until the returned stop is
+// called.
+func refineWhile(t *testing.T, s *Session, levels []float64) (stop func()) {
+	done, finished := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				finished <- nil
+				return
+			case <-tick.C:
+				if err := s.Refine(histogram.Refiner{Levels: levels}); err != nil {
+					finished <- err
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		if err := <-finished; err != nil {
+			t.Fatalf("refine: %v", err)
+		}
+	}
+}
+
+// checkRefined checks that h's refined interval q is inside the one its
+// buckets alone give, and returns 1 when it is narrower.
+func checkRefined(t *testing.T, h *histogram.Hist, q estimate.Quantile, what string) int {
+	t.Helper()
+	if h.Fine == nil || h.Fine.Calls() == 0 {
+		t.Errorf("%s: no call was counted in a refined bin", what)
+		return 0
+	}
+	plain := *h
+	plain.Fine = nil
+	b, err := plain.Quantile(q.P, estimate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Low < b.Low || q.High > b.High {
+		t.Errorf("%s: refined interval [%.0f, %.0f] outside the bucket-limited [%.0f, %.0f]", what, q.Low, q.High, b.Low, b.High)
+	}
+	t.Logf("%s: refined [%.0f, %.0f], bucket-limited [%.0f, %.0f]", what, q.Low, q.High, b.Low, b.High)
+	if q.High-q.Low < b.High-b.Low {
+		return 1
+	}
+	return 0
 }
 
 // checkHist checks that target 0's histogram holds every call, with the

@@ -54,6 +54,10 @@ type Options struct {
 	// target (package histogram; needs Exact). It costs one more map
 	// update per call and 4232 bytes per target per CPU.
 	Quantiles bool
+	// NoRefine turns off the refinement of the buckets near the quantiles
+	// (Session.Refine; on with Quantiles otherwise: 2048 bytes per target
+	// per CPU more).
+	NoRefine bool
 	// PID restricts counting to one process (its threads); 0 counts all.
 	PID int
 	// NoRecords turns off the crossing records (and per-caller detail).
@@ -185,7 +189,9 @@ type Session struct {
 	// finalHists are the duration histograms read by Stop (nil without
 	// quantiles).
 	finalHists []*histogram.Hist
-	procs      *procMaps
+	// refine is the refinement's state (qhist.go; nil until Refine).
+	refine *refineState
+	procs  *procMaps
 	// checkEvery is the clock check's rate per target (tp_check).
 	checkEvery []uint32
 	// stackRefused is why the kernel refused the programs with the stack
@@ -356,6 +362,7 @@ func (s *Session) constants() map[string]any {
 		"tp_want_records": records,
 		"tp_record_ns":    uint64(s.opts.RecordGrid),
 		"tp_quantiles":    s.quantilesOn(),
+		"tp_qrefine":      s.refineOn(),
 		"tp_windowed":     boolU32(s.opts.Windowed),
 		"tp_check_every":  uint32(s.opts.CheckEvery),
 		"tp_one_target":   s.oneUserTarget(),
@@ -437,6 +444,10 @@ func (s *Session) loadTiming() error {
 	spec.Maps["tp_counters"].MaxEntries = uint32(len(s.targets))
 	if s.quantilesOn() == 1 {
 		spec.Maps["tp_qhist"].MaxEntries = uint32(len(s.targets))
+	}
+	if s.refineOn() == 1 {
+		spec.Maps["tp_qr_cfg"].MaxEntries = uint32(2 * len(s.targets))
+		spec.Maps["tp_qr_pool"].MaxEntries = uint32(2 * len(s.targets))
 	}
 	spec.Maps["tp_entries"].MaxEntries = uint32(s.maxInFlight())
 	spec.Maps["tp_inflight"].MaxEntries = uint32(len(s.targets))
@@ -559,6 +570,9 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_zero":     s.objs.TpZero,
 		"tp_tasks":    s.objs.TpTasks,
 		"tp_qhist":    s.objs.TpQhist,
+		"tp_qr_cur":   s.objs.TpQrCur,
+		"tp_qr_cfg":   s.objs.TpQrCfg,
+		"tp_qr_pool":  s.objs.TpQrPool,
 		"tp_inflight": s.objs.TpInflight,
 		"tp_window":   s.objs.TpWindow,
 		"tp_check":    s.objs.TpCheck,
@@ -748,6 +762,7 @@ func (s *Session) Stop() {
 	if s.last != nil {
 		// The duration histograms first: every call they hold is then in
 		// the final counters, whose minimum and maximum bound them.
+		s.refineEnd()
 		s.finalHists = s.readHists()
 		s.merging = true // the short last increment joins the last batch
 		p, err := s.Poll()

@@ -58,6 +58,10 @@ type Config struct {
 	// (estimate.QuantileStop).
 	Quantiles         []float64
 	PrecisionQuantile float64
+	// NoRefine keeps the quantiles' intervals bucket-wide: BPF does not
+	// check for refined buckets (a caller that reads histograms without
+	// Run, which refines; the overhead-budget runner does not refine).
+	NoRefine bool
 	// Corrector subtracts the calibrated probe overhead; nil leaves the
 	// means raw, and Correction then says why ("off": not wanted, "none":
 	// no calibration).

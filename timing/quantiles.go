@@ -3,6 +3,7 @@ package timing
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -136,4 +137,47 @@ func correctQuantiles(t *TargetResult, o estimate.Result) {
 		cs = append(cs, c)
 	}
 	t.RawQuantiles, t.Quantiles = t.Quantiles, cs
+}
+
+// refine plans the refined buckets around the quantiles asked for
+// (loader.Session.Refine); a failure is warned once and ends refining (the
+// quantiles are then bucket-limited from there on, still sound).
+func (s *Session) refine() {
+	if s.refineOff || len(s.cfg.Quantiles) == 0 {
+		return
+	}
+	levels := s.cfg.Quantiles
+	if q := s.cfg.PrecisionQuantile; q > 0 && !slices.Contains(levels, q) {
+		levels = append(slices.Clone(levels), q)
+	}
+	if err := s.ls.Refine(histogram.Refiner{Levels: levels, Estimate: s.cfg.Estimate}); err != nil {
+		s.refineOff = true
+		s.cfg.warn("refining the quantiles' buckets failed, their intervals stay bucket-wide: %v", err)
+	}
+}
+
+// refineFirst is the first refinement's time after the start; the next
+// ones double it until the polls take over.
+const refineFirst = 5 * time.Millisecond
+
+// refineSchedule fires the refinements before the first poll, at
+// refineFirst, twice that, and so on below the poll interval: the calls
+// counted before a bucket is refined are known only to their bucket, so
+// the sooner the better, and the calls double between refinements at a
+// steady rate (the polls then refine as the calls grow, Session.Refine).
+type refineSchedule struct {
+	*time.Timer
+	at, until time.Duration
+}
+
+func newRefineSchedule(interval time.Duration) *refineSchedule {
+	return &refineSchedule{Timer: time.NewTimer(refineFirst), at: refineFirst, until: interval}
+}
+
+// next arms the timer for the next refinement, if it comes before the
+// first poll.
+func (r *refineSchedule) next() {
+	if r.at *= 2; r.at < r.until {
+		r.Timer.Reset(r.at / 2)
+	}
 }

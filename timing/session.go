@@ -36,6 +36,8 @@ type Session struct {
 	cost    estimate.Result // probe cost per call, under an overhead budget
 	// qrules are the quantile stop rules, one per target.
 	qrules []quantileRule
+	// refineOff: refining the quantiles' buckets failed (quantiles.go).
+	refineOff bool
 }
 
 // Open is OpenContext without a context.
@@ -88,7 +90,7 @@ func (s *Session) open(ctx context.Context) error {
 		}
 	}
 	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
-		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes}, specs)
+		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes, NoRefine: s.cfg.NoRefine || s.cfg.Overhead > 0}, specs)
 	if err != nil {
 		return err
 	}
@@ -248,6 +250,8 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 	}
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
+	early := newRefineSchedule(s.cfg.Interval)
+	defer early.Stop()
 	var lastGood *loader.Poll
 	for {
 		select {
@@ -257,6 +261,10 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopDuration, lastGood
 		case <-s.exited:
 			return StopExited, lastGood
+		case <-early.C:
+			s.refine()
+			early.next()
+			continue
 		case <-tick.C:
 		}
 		p, err := s.ls.Poll()
@@ -266,6 +274,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
+		s.refine()
 		s.watch.Update(s.ls, p)
 		rows := s.Rows(p)
 		if onProgress != nil {

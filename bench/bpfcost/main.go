@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -30,6 +31,7 @@ import (
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/histogram"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -56,7 +58,7 @@ func main() {
 	flag.StringVar(&perRun, "per-run", "median", "a run's time per call: median (the median over chunks of 1000 calls) or mean (the whole loop)")
 	flag.IntVar(&pinCPU, "cpu", -1, "pin the C target to this CPU (-1: not pinned)")
 	flag.StringVar(&base, "base", "0", "the empty pair the ratios compare with: 0 (single uprobe links) or 0m (a multi-uprobe link, as tickprof attaches)")
-	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq tr for tickprof jiffies without and with the clock check, ns, ns with quantiles, ns without crossing records); the unprobed run and the empty pair always run")
+	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq tf tr for tickprof jiffies without and with the clock check, ns, ns with quantiles, ns with refined quantiles, ns without crossing records); the unprobed run and the empty pair always run")
 	flag.Parse()
 	if err := run(*calls, *reps, *rt, *goPair); err != nil {
 		fmt.Fprintln(os.Stderr, "bpfcost:", err)
@@ -108,16 +110,48 @@ func pair(e, x func(*bpf.CostObjects) *ebpf.Program, multi bool) func(int, strin
 // kind, Exact and CheckEvery of o.
 func tickprof(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
 	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.PID = pid
-		s, err := loader.Open(o, specs)
+		s, err := openBench(o, pid)
 		if err != nil {
 			return nil, nil, err
 		}
 		return s.Programs(), func() { s.Stop(); s.Close() }, nil
+	}
+}
+
+// openBench opens a loader session on the target's bench_fn.
+func openBench(o loader.Options, pid int) (*loader.Session, error) {
+	specs, err := loader.ResolveUser(pid, "bench_fn", 1)
+	if err != nil {
+		return nil, err
+	}
+	o.PID = pid
+	return loader.Open(o, specs)
+}
+
+// tickprofRefined is tickprof with the buckets near p50, p90, p99 and
+// p99.9 refined every 50 ms, as `time` refines them (bench_fn's calls
+// all fall in a few buckets: nearly every call is counted in a bin).
+func tickprofRefined(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+		s, err := openBench(o, pid)
+		if err != nil {
+			return nil, nil, err
+		}
+		done, finished := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(finished)
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					_ = s.Refine(histogram.Refiner{Levels: []float64{0.5, 0.9, 0.99, 0.999}})
+				}
+			}
+		}()
+		return s.Programs(), func() { close(done); <-finished; s.Stop(); s.Close() }, nil
 	}
 }
 
@@ -140,7 +174,8 @@ var configs = []config{
 	{"tj tickprof jiffies, no check", "0m", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, CheckEvery: -1})},
 	{"tc tickprof jiffies (loader)", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}})},
 	{"tn tickprof ns", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true})},
-	{"tq tickprof ns+quantiles", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
+	{"tq tickprof ns+quantiles", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true, NoRefine: true})},
+	{"tf tickprof ns+quantiles, refined", "tq", tickprofRefined(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
 	{"tr tickprof ns, no records", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, NoRecords: true})},
 	// Caller stacks: tc's crossing records copy the user stack (the
 	// default); tp is tc with the kernel's frame-pointer walk instead (as
