@@ -846,8 +846,21 @@ func (s *Session) Close() error {
 func (s *Session) drainLoop() {
 	defer s.drain.Done()
 	var rec ringbuf.Record
+	start := time.Now()
 	for {
-		s.reader.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		// Records are written without waking the reader, which reads
+		// them when its deadline passes: every 50 ms, but every 2 ms in
+		// the first 200 ms. A command the session started maps its
+		// libraries after exec, so the maps read at the start lack them
+		// and a caller stack through them must reread the maps
+		// (unwindCaller) while the process lives: a command running for
+		// 20 ms would otherwise have exited before its first record was
+		// read, and every stack would stop at its first library frame.
+		wait := 50 * time.Millisecond
+		if time.Since(start) < 200*time.Millisecond {
+			wait = 2 * time.Millisecond
+		}
+		s.reader.SetDeadline(time.Now().Add(wait))
 		err := s.reader.ReadInto(&rec)
 		switch {
 		case err == nil:
