@@ -16,6 +16,12 @@
 //
 //	bash bench/budget/run.sh [-reps 4] [-seconds 4] [-only "budget 1%"] [-validate]
 //
+// With -paired N it runs N paired rounds instead (paired.go: two unprobed
+// runs and one per configuration in a random order each round) and prints
+// the mean slowdown with its t interval and a control:
+//
+//	bash bench/budget/run.sh -paired 80 -seconds 8 -only "budget 1%" -budgets 1 -forecast 0 [-raw FILE]
+//
 // (run.sh runs it at nice -15; `make bench` runs it too).
 package main
 
