@@ -83,7 +83,7 @@ done
 
 echo "## Stack sampling: target slowdown of call-frame-information unwinding (paired rounds)"
 echo
-echo "bench/sample-unwind/slowdown.sh $N, $start, $(nproc) CPUs, kernel $(uname -r), $WORK sorts per run (workload/qsortwork.c); load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end. Each round runs the fixed work unprofiled (A) and, at each rate, under \`tickprof sample --user-stack 0\` (frame pointers only, B), \`tickprof sample\` (28 KiB stack copy unwound by call frame information, C) and \`perf record -e cpu-clock --call-graph dwarf -p\` (D), in a random order; the work's own CPU time is compared within the round, and the interval is Student's t over rounds."
+echo "bench/sample-unwind/slowdown.sh $N, $start, $(nproc) CPUs, kernel $(uname -r), $WORK sorts per run (workload/qsortwork.c); load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end. Each round runs the fixed work unprofiled (A) and, at each rate, under \`tickprof sample --user-stack 0\` (frame pointers only, B), \`tickprof sample\` (a copy of up to 28 KiB of the user stack unwound by call frame information, C) and \`perf record -e cpu-clock --call-graph dwarf -p\` (D), in a random order; the work's own CPU time is compared within the round, and the interval is Student's t over rounds."
 j=0
 for h in $HZ; do
 	b=$((3 + 3 * j)) c=$((4 + 3 * j)) d=$((5 + 3 * j))
