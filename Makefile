@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint generate check-generate bench bench-agent demo test-kernels clean
+.PHONY: all build test unit lint generate check-generate bench bench-agent bench-unwind demo test-kernels clean
 
 all: build
 
@@ -49,6 +49,13 @@ bench:
 # about 20-30 min: the paired slowdown rounds take 8-17 min), printed as a Markdown section.
 bench-agent:
 	bench/agent/run.sh
+
+# Target slowdown of stack sampling with call-frame-information unwinding
+# against frame-pointer sampling and perf --call-graph dwarf, at 99 and 999
+# Hz (root; paired rounds of about 12-30 s: 60 rounds take 12-30 min),
+# printed as a Markdown section. UNWIND_ROUNDS=N changes the rounds.
+bench-unwind:
+	bench/sample-unwind/slowdown.sh $${UNWIND_ROUNDS:-60}
 
 # A bundled workload timed and sampled, with the known truth beside each
 # interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.

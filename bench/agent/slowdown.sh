@@ -23,40 +23,18 @@ N=${1:-60}
 RATE=${RATE:-49}
 WORK=${WORK:-4000}
 CONF=${CONF:-0.95}
-export PATH="/usr/local/go/bin:$PATH"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. bench/agent/lib.sh
 command -v perf >/dev/null || { echo "bench/agent: perf not installed (apt-get install linux-perf)" >&2; exit 1; }
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpwork" bench/agent/work.c
 go build -o "$tmp/tickprof" ./cmd/tickprof
 
-# held: start the work stopped after exec (a child of this shell, so that
-# finish can wait for it); its PID is in $t once it is stopped.
-held() {
-	"$tmp/tpwork" "$WORK" >"$tmp/out" &
-	t=$!
-	until grep -q '^State:.*T' "/proc/$t/status" 2>/dev/null; do sleep 0.01; done
-}
-# finish PID: let the work run, wait for it, print its CPU time (ns).
-finish() {
-	kill -CONT "$1"
-	wait "$1"
-	awk '/^wall_ns/ { print $4 }' "$tmp/out"
-}
-# perf_fds PID: the perf events PID holds open.
-perf_fds() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'perf_event' || true; }
 run_A() {
-	held
+	held "$tmp/tpwork" "$WORK"
 	finish "$t"
 }
 run_B() {
 	local a
-	held
+	held "$tmp/tpwork" "$WORK"
 	"$tmp/tickprof" agent -p "$t" -F "$RATE" --window 10s --dir "$tmp/windows" 2>"$tmp/alog" &
 	a=$!; pids+=("$a")
 	# Sampling has started when the agent holds its cpu-clock events.
@@ -67,7 +45,7 @@ run_B() {
 }
 run_C() {
 	local p
-	held
+	held "$tmp/tpwork" "$WORK"
 	perf record -q -F "$RATE" -e cpu-clock -g -p "$t" -o "$tmp/perf.data" 2>/dev/null &
 	p=$!; pids+=("$p")
 	until [ "$(perf_fds "$p")" -ge 1 ]; do sleep 0.05; done
@@ -89,37 +67,10 @@ for r in $(seq "$N"); do
 	echo "round $r/$N: A ${cpu[A]} B ${cpu[B]} C ${cpu[C]} ns" >&2
 done
 
-# t quantile (two-sided CONF, df degrees of freedom) by the Cornish-Fisher
-# expansion of Student's t around the normal quantile (Abramowitz and
-# Stegun 26.7.5; within 0.1% of the exact quantile from df = 10 on).
-summary() {
-	awk -v conf="$CONF" '
-	function z(p,   t) { # normal quantile, Abramowitz and Stegun 26.2.23 (|error| < 4.5e-4)
-		t = sqrt(-2 * log(1 - p))
-		return t - (2.515517 + 0.802853 * t + 0.010328 * t * t) / (1 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t)
-	}
-	function tq(p, df,   x) {
-		x = z(p)
-		return x + (x^3 + x) / (4 * df) + (5 * x^5 + 16 * x^3 + 3 * x) / (96 * df^2) + (3 * x^7 + 19 * x^5 + 17 * x^3 - 15 * x) / (384 * df^3)
-	}
-	function row(name, s, ss, n,   m, sd, h) {
-		m = s / n; sd = sqrt((ss - n * m * m) / (n - 1)); h = tq(1 - (1 - conf) / 2, n - 1) * sd / sqrt(n)
-		printf "| %s | %+.2f | [%+.2f, %+.2f] | ±%.2f | %.2f |\n", name, m, m - h, m + h, h, sd
-	}
-	{ a = ($3 / $2 - 1) * 100; p = ($4 / $2 - 1) * 100; d = ($3 - $4) / $2 * 100
-	  sa += a; saa += a * a; sp += p; spp += p * p; sd += d; sdd += d * d; n++; base += $2 }
-	END {
-		printf "| quantity (points) | mean | %g%% interval | half-width | sd over rounds |\n", conf * 100
-		print "|---|---|---|---|---|"
-		row("agent slowdown (B/A - 1)", sa, saa, n)
-		row("`perf record -g` slowdown (C/A - 1)", sp, spp, n)
-		row("agent - perf ((B - C)/A)", sd, sdd, n)
-		printf "\nUnprofiled work: %.3f s of CPU on average over %d rounds.\n", base / n / 1e9, n
-	}' "$raw"
-}
-
 echo "## Agent: target slowdown against \`perf record\` (paired rounds)"
 echo
 echo "bench/agent/slowdown.sh $N, $start, $(nproc) CPUs, kernel $(uname -r), $RATE Hz, $WORK work rounds per run; load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end. Each round runs the fixed work unprofiled (A), under \`tickprof agent -p\` (B) and under \`perf record -F $RATE -e cpu-clock -g -p\` (C) in a random order; the work's own CPU time is compared within the round, and the interval is Student's t over rounds."
 echo
-summary
+paired_table "$CONF" "$raw" "agent slowdown (B/A - 1)|3|2|2" "\`perf record -g\` slowdown (C/A - 1)|4|2|2" "agent - perf ((B - C)/A)|3|4|2"
+echo
+awk '{ base += $2; n++ } END { printf "Unprofiled work: %.3f s of CPU on average over %d rounds.\n", base / n / 1e9, n }' "$raw"

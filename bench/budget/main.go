@@ -16,6 +16,12 @@
 //
 //	bash bench/budget/run.sh [-reps 4] [-seconds 4] [-only "budget 1%"] [-validate]
 //
+// With -paired N it runs N paired rounds instead (paired.go: two unprobed
+// runs and one per configuration in a random order each round) and prints
+// the mean slowdown with its t interval and a control:
+//
+//	bash bench/budget/run.sh -paired 80 -seconds 8 -only "budget 1%" -budgets 1 -forecast 0 [-raw FILE]
+//
 // (run.sh runs it at nice -15; `make bench` runs it too).
 package main
 
@@ -24,7 +30,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -83,13 +88,15 @@ func main() {
 	reps := flag.Int("reps", 4, "repetitions")
 	seconds := flag.Float64("seconds", 4, "run length")
 	threads := flag.Int("threads", 2, "target threads")
-	work := flag.Int("work", 1500, "work iterations between calls (about 200,000 calls a second from 2 threads here)")
+	work := flag.Int("work", 8500, "work iterations between calls (8500: about 100,000 calls per second of a thread's CPU here, 200,000 a second from 2 threads that each have a CPU; 1500: about 1,000,000)")
 	cost := flag.Float64("cost", 0, "assume this T_ovhd (ns) instead of measuring it, when this machine has no calibration")
 	only := flag.String("only", "", "comma-separated configurations to run (default: all)")
 	budgetList := flag.String("budgets", "5,1,0.5", "comma-separated budgets, percent")
 	validate := flag.Bool("validate", false, "tickprof runs use the jiffies clock with --validate (default: the ns clock, as time does)")
 	window := flag.Duration("window", 50*time.Millisecond, "window length under a budget")
 	forecast := flag.Float64("forecast", 20, "length (s) of the one longer run per tickprof configuration that forecasts the time to ±5% (0: none)")
+	rounds := flag.Int("paired", 0, "instead of the table: this many paired rounds (two unprobed runs and one per configuration, in a random order) and the mean slowdown with its t interval")
+	raw := flag.String("raw", "", "with -paired: write each round's throughputs to this new file")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "tickprof-bench-budget")
 	if err != nil {
@@ -109,8 +116,15 @@ func main() {
 			}
 			bs = append(bs, b/100)
 		}
+		var base timing.Config
+		var note string
 		if err == nil {
-			err = bench(w, configs(*only, bs), *reps, *cost, *validate, *window, *forecast)
+			base, note, err = baseConfig(*cost, *validate, *window, dir)
+		}
+		if err == nil && *rounds > 0 {
+			err = paired(w, configs(*only, bs), base, *rounds, *raw, note)
+		} else if err == nil {
+			err = bench(w, configs(*only, bs), base, note, *reps, *forecast)
 		}
 	}
 	if err != nil {
@@ -119,14 +133,19 @@ func main() {
 	}
 }
 
-// bench runs reps interleaved repetitions and prints the table.
-func bench(w workload, cs []config, reps int, cost float64, validate bool, window time.Duration, forecast float64) error {
-	corr, costNote, err := corrector(cost, cost == 0, filepath.Dir(w.bin))
+// baseConfig is the timing configuration of every tickprof run (the
+// budget left to each configuration) and a note on the overhead correction.
+func baseConfig(cost float64, validate bool, window time.Duration, dir string) (timing.Config, string, error) {
+	corr, costNote, err := corrector(cost, cost == 0, dir)
 	if err != nil {
-		return err
+		return timing.Config{}, "", err
 	}
-	base := timing.Config{Clock: timing.DefaultClock(true, validate), Exact: validate, NoRecords: true,
-		Corrector: corr, Correction: timing.CorrectionOn, Window: window}
+	return timing.Config{Clock: timing.DefaultClock(true, validate), Exact: validate, NoRecords: true,
+		Corrector: corr, Correction: timing.CorrectionOn, Window: window}, costNote, nil
+}
+
+// bench runs reps interleaved repetitions and prints the table.
+func bench(w workload, cs []config, base timing.Config, costNote string, reps int, forecast float64) error {
 	all := make([][]outcome, len(cs))
 	var unprobed []tput
 	for r := 0; r < reps; r++ {
