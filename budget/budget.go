@@ -95,6 +95,7 @@ type Runner struct {
 	attached bool          // probing continuously (the budget does not bind)
 	carry    time.Duration // what is left of the pilot's slot, added to the next
 	cpu0     time.Duration // the target's CPU time at the start (-1: unknown)
+	cpuClock cpuClock      // how cpu0 was read
 }
 
 // New returns a runner for ls, which must have been opened with
@@ -136,8 +137,8 @@ func (r *Runner) Run(ctx context.Context, onWindow func(Status)) (Status, error)
 	r.start = time.Now()
 	r.cpu0 = -1
 	if pid := r.ls.Options().PID; pid != 0 {
-		if c, err := processCPU(pid); err == nil {
-			r.cpu0 = c
+		if clk, c, err := processCPU(pid); err == nil {
+			r.cpuClock, r.cpu0 = clk, c
 		}
 	}
 	prev, err := r.ls.Poll()

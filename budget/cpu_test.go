@@ -8,25 +8,35 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 )
 
-// TestProcessCPU reads this test's own CPU time, which a busy loop of
-// 0.2 s of CPU must advance by about that much (at 10 ms resolution).
+// TestProcessCPU reads this test's own CPU time with both clocks, which
+// a busy loop of 0.2 s of CPU must advance by about that much; the
+// process's clock is the ns one on this kernel.
 func TestProcessCPU(t *testing.T) {
-	c0, err := processCPU(os.Getpid())
+	clk, _, err := processCPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var x uint64
-	for c := c0; c-c0 < 200*time.Millisecond; {
-		for i := 0; i < 1e6; i++ {
-			x = x*6364136223846793005 + 1
-		}
-		if c, err = processCPU(os.Getpid()); err != nil {
+	if clk.res != time.Nanosecond {
+		t.Errorf("CPU clock resolution %v: /proc/PID/task/TID/schedstat unread", clk.res)
+	}
+	for _, read := range []func(int) (time.Duration, error){threadsCPU, statCPU} {
+		c0, err := read(os.Getpid())
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	c1, _ := processCPU(os.Getpid())
-	if d := c1 - c0; d < 200*time.Millisecond || d > time.Second {
-		t.Errorf("CPU time advanced %v over a 0.2 s busy loop (x %d)", d, x)
+		var x uint64
+		for c := c0; c-c0 < 200*time.Millisecond; {
+			for i := 0; i < 1e6; i++ {
+				x = x*6364136223846793005 + 1
+			}
+			if c, err = read(os.Getpid()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c1, _ := read(os.Getpid())
+		if d := c1 - c0; d < 200*time.Millisecond || d > time.Second {
+			t.Errorf("CPU time advanced %v over a 0.2 s busy loop (x %d)", d, x)
+		}
 	}
 }
 
