@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -274,11 +273,7 @@ func TestMergedTimeDiff(t *testing.T) {
 // roundTrip writes p in the pprof format and reads it back.
 func roundTrip(t *testing.T, p *profile.Profile) *profile.Profile {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := ReadProfile(buf.Bytes(), "window")
+	q, err := ReadProfile(encode(t, p), "window")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -42,14 +40,7 @@ func TestEncodeTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := profile.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := roundTrip(t, p)
 	if q.DefaultSampleType != "wall" || len(q.SampleType) != 3 || q.SampleType[2].Unit != "nanoseconds" {
 		t.Fatalf("sample types %v default %q", q.SampleType, q.DefaultSampleType)
 	}

@@ -15,6 +15,7 @@
 //
 // The result model (Result, TargetResult, Caller) is this package's own;
 // package export encodes it (pprof, JSON). timing may import loader,
-// estimate and histogram; it must not import export, calibrate or cmd: the
-// overhead correction comes in through the Corrector interface.
+// estimate, histogram and internal/rank; it must not import export,
+// calibrate or cmd: the overhead correction comes in through the Corrector
+// interface.
 package timing

@@ -2,9 +2,9 @@ package timing
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/rank"
 	"github.com/tickprof/tickprof/loader"
 )
 
@@ -141,18 +141,8 @@ func (t *TargetResult) StackComments() []string {
 	if cut == 0 {
 		return nil
 	}
-	reasons := make([]string, 0, len(by))
-	for r := range by {
-		reasons = append(reasons, r)
-	}
-	sort.Slice(reasons, func(i, j int) bool {
-		if by[reasons[i]] != by[reasons[j]] {
-			return by[reasons[i]] > by[reasons[j]]
-		}
-		return reasons[i] < reasons[j]
-	})
 	out := []string{fmt.Sprintf("%s: caller stacks that ended before their outermost frame: %d of %d crossing records", t.Name, cut, all)}
-	for _, r := range reasons {
+	for _, r := range rank.ByCount(by) {
 		why := r
 		if why == "" {
 			why = "unknown"

@@ -273,18 +273,53 @@ func bpftraceMean(c *config) (float64, error) {
 	return strconv.ParseFloat(m[1], 64)
 }
 
-// baselines runs every configuration of cs (base, floor and btc among
-// them) and returns the unprobed ns per call, what the floor and bpftrace
-// add to it, and bpftrace's own mean.
-func (h *harness) baselines(base, floor, btc *config, cs []*config) (u, floorAdd, btAdd, btMean float64, err error) {
-	if err := h.runAll(cs); err != nil {
-		return 0, 0, 0, 0, err
+// probeComparison is one section's comparison on a target: the target
+// unprobed, the floor (empty programs on the same probe points), a
+// bpftrace one-liner and `tickprof time` per clock, run together.
+type probeComparison struct {
+	what      string   // the section, prefixing the labels ("syscall")
+	tgt       []string // the target's argv
+	floorArgs []string // the floor's probe arguments (-u BIN:SYM or -s)
+	floorName string   // the floor's label ("empty raw tracepoints")
+	bt        string   // bpftrace's program
+	// key names the JSON files, shown the probe as the tables show it,
+	// probe and clocks are tickprof time's arguments.
+	key, shown    string
+	probe, clocks []string
+
+	base, floor, btc *config
+	tps              []*config
+	// u is the unprobed ns per call, floorAdd and btAdd what the floor
+	// and bpftrace add to it, btMean bpftrace's own mean.
+	u, floorAdd, btAdd, btMean float64
+}
+
+// compare builds the configurations of pc, runs them all and fills in the
+// baselines.
+func (h *harness) compare(pc *probeComparison) error {
+	pc.base = &config{label: pc.what + ": unprobed", argv: pc.tgt}
+	pc.floor = &config{label: pc.what + ": " + pc.floorName, argv: append(append(append([]string{h.self, "floor"}, pc.floorArgs...), "--"), pc.tgt...)}
+	pc.btc = &config{label: pc.what + ": bpftrace", argv: []string{"bpftrace", "-e", pc.bt, "-c", strings.Join(pc.tgt, " ")}}
+	pc.tps = h.timeConfigs(pc.key, pc.shown, pc.probe, pc.clocks, pc.tgt)
+	if err := h.runAll(append([]*config{pc.base, pc.floor, pc.btc}, pc.tps...)); err != nil {
+		return err
 	}
-	if btMean, err = bpftraceMean(btc); err != nil {
-		return 0, 0, 0, 0, err
+	var err error
+	if pc.btMean, err = bpftraceMean(pc.btc); err != nil {
+		return err
 	}
-	u = base.perCall()
-	return u, floor.perCall() - u, btc.perCall() - u, btMean, nil
+	pc.u = pc.base.perCall()
+	pc.floorAdd, pc.btAdd = pc.floor.perCall()-pc.u, pc.btc.perCall()-pc.u
+	return nil
+}
+
+// baselineRows prints the table rows of the unprobed target, the floor and
+// bpftrace (btName), with rest empty columns after the mean's.
+func (h *harness) baselineRows(pc *probeComparison, btName string, rest int) {
+	tail := strings.Repeat(" - |", rest) + "\n"
+	h.printf("| unprobed | %.0f | - | - | - | - |"+tail, pc.u)
+	h.printf("| %s (floor) | %.0f | %.0f | 1.00x | %s | - |"+tail, pc.floorName, pc.floor.perCall(), pc.floorAdd, ratio(pc.floorAdd, pc.btAdd))
+	h.printf("| %s | %.0f | %.0f | %s | 1.00x | %.0f ns (no interval) |"+tail, btName, pc.btc.perCall(), pc.btAdd, ratio(pc.btAdd, pc.floorAdd), pc.btMean)
 }
 
 // timeConfigs returns a configuration of `tickprof time PROBE --clock CLK
@@ -301,33 +336,27 @@ func (h *harness) timeConfigs(key, shown string, probe, clocks, tgt []string) []
 }
 
 func (h *harness) userFunctions() error {
-	tgt := []string{h.target, "call", strconv.Itoa(h.calls)}
-	bt := fmt.Sprintf("uprobe:%s:bench_fn { @s[tid] = nsecs; } uretprobe:%s:bench_fn /@s[tid]/ { @ns = avg(nsecs - @s[tid]); delete(@s[tid]); }", h.target, h.target)
-	base := &config{label: "user function: unprobed", argv: tgt}
-	floor := &config{label: "user function: empty uprobe+uretprobe", argv: append([]string{h.self, "floor", "-u", h.target + ":bench_fn", "--"}, tgt...)}
-	btc := &config{label: "user function: bpftrace", argv: []string{"bpftrace", "-e", bt, "-c", strings.Join(tgt, " ")}}
-	tps := h.timeConfigs("u", "", []string{"-u", "bench_fn"}, []string{"jiffies", "tick:1ms", "ns"}, tgt)
-	cs := append([]*config{base, floor, btc}, tps...)
-	u, floorAdd, btAdd, btMean, err := h.baselines(base, floor, btc, cs)
-	if err != nil {
+	pc := &probeComparison{what: "user function", tgt: []string{h.target, "call", strconv.Itoa(h.calls)},
+		floorArgs: []string{"-u", h.target + ":bench_fn"}, floorName: "empty uprobe+uretprobe",
+		bt:  fmt.Sprintf("uprobe:%s:bench_fn { @s[tid] = nsecs; } uretprobe:%s:bench_fn /@s[tid]/ { @ns = avg(nsecs - @s[tid]); delete(@s[tid]); }", h.target, h.target),
+		key: "u", probe: []string{"-u", "bench_fn"}, clocks: []string{"jiffies", "tick:1ms", "ns"}}
+	if err := h.compare(pc); err != nil {
 		return err
 	}
 	h.printf("## User function: entry+exit probes on a ~200 ns C function\n\n")
 	h.printf("Target: `bench/target.c` `bench_fn` (first instruction `push %%rbp`, which the kernel emulates), %d calls per run. ", h.calls)
 	h.printf("Added cost = ns per call with the probes minus ns per call unprobed. Budgets: tickprof at most 1.10x the floor and below bpftrace.\n\n")
-	own := meanFn(base.outs)
+	own := meanFn(pc.base.outs)
 	h.printf("| configuration | ns per call | added per call | vs floor | vs bpftrace | raw mean (95%% interval) | corrected mean (95%% interval) | crossing records per call (ET/d) |\n")
 	h.printf("|---|---|---|---|---|---|---|---|\n")
-	h.printf("| unprobed | %.0f | - | - | - | - | - | - |\n", u)
-	h.printf("| empty uprobe+uretprobe (floor) | %.0f | %.0f | 1.00x | %s | - | - | - |\n", floor.perCall(), floorAdd, ratio(floorAdd, btAdd))
-	h.printf("| bpftrace `@s[tid]=nsecs` / `avg(nsecs - @s[tid])` | %.0f | %.0f | %s | 1.00x | %.0f ns (no interval) | - | - |\n", btc.perCall(), btAdd, ratio(btAdd, floorAdd), btMean)
+	h.baselineRows(pc, "bpftrace `@s[tid]=nsecs` / `avg(nsecs - @s[tid])`", 2)
 	var agree, truth []string
-	for _, c := range tps {
+	for _, c := range pc.tps {
 		raw, cor, ok, rec, etd, err := tickprofFigures(c)
 		if err != nil {
 			return err
 		}
-		add := c.perCall() - u
+		add := c.perCall() - pc.u
 		recs := "-"
 		if !math.IsNaN(rec) {
 			recs = fmt.Sprintf("%.2g (%.2g)", rec, etd)
@@ -341,10 +370,10 @@ func (h *harness) userFunctions() error {
 			}
 			truth = append(truth, fmt.Sprintf("- %s: %s, corrected %s", c.label, a, cor))
 		}
-		h.printf("| %s | %.0f | %.0f | %s | %s | %s | %s | %s |\n", c.label, c.perCall(), add, ratio(add, floorAdd), ratio(add, btAdd), raw, cors, recs)
-		agree = append(agree, agreement(c.label, raw)(btMean))
+		h.printf("| %s | %.0f | %.0f | %s | %s | %s | %s | %s |\n", c.label, c.perCall(), add, ratio(add, pc.floorAdd), ratio(add, pc.btAdd), raw, cors, recs)
+		agree = append(agree, agreement(c.label, raw)(pc.btMean))
 	}
-	h.printf("\nDo tickprof and bpftrace agree on the raw mean (the time between the probes, overhead included)? bpftrace says %.0f ns:\n\n%s\n\n", btMean, strings.Join(agree, "\n"))
+	h.printf("\nDo tickprof and bpftrace agree on the raw mean (the time between the probes, overhead included)? bpftrace says %.0f ns:\n\n%s\n\n", pc.btMean, strings.Join(agree, "\n"))
 	if len(truth) > 0 {
 		h.printf("Does tickprof's corrected interval hold the function's own mean? Unprobed, by its own clock_gettime, the function takes %.0f ns:\n\n%s\n\n", own, strings.Join(truth, "\n"))
 	}
@@ -372,38 +401,32 @@ func ratio(a, b float64) string {
 }
 
 func (h *harness) syscallsSection() error {
-	tgt := []string{h.target, "getppid", strconv.Itoa(h.syscalls)}
-	bt := "tracepoint:raw_syscalls:sys_enter /pid == cpid && args->id == 110/ { @s[tid] = nsecs; } tracepoint:raw_syscalls:sys_exit /@s[tid]/ { @ns = avg(nsecs - @s[tid]); delete(@s[tid]); }"
-	base := &config{label: "syscall: unprobed", argv: tgt}
-	floor := &config{label: "syscall: empty raw tracepoints", argv: append([]string{h.self, "floor", "-s", "--"}, tgt...)}
-	btc := &config{label: "syscall: bpftrace", argv: []string{"bpftrace", "-e", bt, "-c", strings.Join(tgt, " ")}}
-	tps := h.timeConfigs("s", "-s getppid ", []string{"-s", "getppid"}, []string{"jiffies", "ns"}, tgt)
-	cs := append([]*config{base, floor, btc}, tps...)
-	u, floorAdd, btAdd, btMean, err := h.baselines(base, floor, btc, cs)
-	if err != nil {
+	pc := &probeComparison{what: "syscall", tgt: []string{h.target, "getppid", strconv.Itoa(h.syscalls)},
+		floorArgs: []string{"-s"}, floorName: "empty raw tracepoints",
+		bt:  "tracepoint:raw_syscalls:sys_enter /pid == cpid && args->id == 110/ { @s[tid] = nsecs; } tracepoint:raw_syscalls:sys_exit /@s[tid]/ { @ns = avg(nsecs - @s[tid]); delete(@s[tid]); }",
+		key: "s", shown: "-s getppid ", probe: []string{"-s", "getppid"}, clocks: []string{"jiffies", "ns"}}
+	if err := h.compare(pc); err != nil {
 		return err
 	}
 	h.printf("## System call: getppid\n\n")
 	h.printf("Target: `bench/target.c` calling getppid %d times per run. The floor is an empty raw-tracepoint pair on sys_enter/sys_exit (every system call of every process). Budget: tickprof adds at most 250 ns per call.\n\n", h.syscalls)
 	h.printf("| configuration | ns per call | added per call | vs floor | vs bpftrace | mean reported (95%% interval) |\n|---|---|---|---|---|---|\n")
-	h.printf("| unprobed | %.0f | - | - | - | - |\n", u)
-	h.printf("| empty raw tracepoints (floor) | %.0f | %.0f | 1.00x | %s | - |\n", floor.perCall(), floorAdd, ratio(floorAdd, btAdd))
-	h.printf("| bpftrace raw_syscalls `@s[tid]=nsecs` / `avg(nsecs - @s[tid])` | %.0f | %.0f | %s | 1.00x | %.0f ns (no interval) |\n", btc.perCall(), btAdd, ratio(btAdd, floorAdd), btMean)
+	h.baselineRows(pc, "bpftrace raw_syscalls `@s[tid]=nsecs` / `avg(nsecs - @s[tid])`", 0)
 	var agree []string
-	for _, c := range tps {
+	for _, c := range pc.tps {
 		raw, _, _, _, _, err := tickprofFigures(c)
 		if err != nil {
 			return err
 		}
-		add := c.perCall() - u
+		add := c.perCall() - pc.u
 		budget := "within"
 		if add > 250 {
 			budget = "over"
 		}
-		h.printf("| %s | %.0f | %.0f (%s budget) | %s | %s | %s |\n", c.label, c.perCall(), add, budget, ratio(add, floorAdd), ratio(add, btAdd), raw)
-		agree = append(agree, agreement(c.label, raw)(btMean))
+		h.printf("| %s | %.0f | %.0f (%s budget) | %s | %s | %s |\n", c.label, c.perCall(), add, budget, ratio(add, pc.floorAdd), ratio(add, pc.btAdd), raw)
+		agree = append(agree, agreement(c.label, raw)(pc.btMean))
 	}
-	h.printf("\nDo tickprof and bpftrace agree on the mean? bpftrace says %.0f ns:\n\n%s\n\n", btMean, strings.Join(agree, "\n"))
+	h.printf("\nDo tickprof and bpftrace agree on the mean? bpftrace says %.0f ns:\n\n%s\n\n", pc.btMean, strings.Join(agree, "\n"))
 	return nil
 }
 

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/rank"
 )
 
 // stack is one sample's functions, leaf first, with its weight.
@@ -176,16 +176,7 @@ func (ss *stackSet) cumulative() map[string]int64 {
 
 // top returns the n functions with the largest counts.
 func top(m map[string]int64, n int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
+	keys := rank.ByCount(m)
 	if len(keys) > n {
 		keys = keys[:n]
 	}

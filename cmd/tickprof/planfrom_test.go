@@ -138,14 +138,9 @@ func TestPlanFromCPUProfile(t *testing.T) {
 		},
 	}
 	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
-	f, err := os.Create(path)
-	if err != nil {
+	if err := export.WriteProfileFile(path, prof); err != nil {
 		t.Fatal(err)
 	}
-	if err := prof.Write(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	p, err := runPlanFromArgs(t, "--from", path, "--precision", "5%")
 	if err != nil {
 		t.Fatal(err)
