@@ -91,9 +91,9 @@ func refineAll(b *testing.B, objs *QhbenchObjects) {
 		i := top - k
 		lo, hi := histogram.Bounds(i)
 		w := max((hi-lo)/8, 1)
-		c.Pos[i] = uint8(k + 1)
-		c.S[k].A, c.S[k].Span, c.S[k].Mul = lo, uint32(hi-lo), uint32((1<<31)/w)
-		c.S[k].Off, c.S[k].End = uint32(10*k), uint32(10*k+9)
+		c.Pos[0][i] = uint8(k + 1)
+		c.S[0][k].A, c.S[0][k].Span, c.S[0][k].Mul = lo, uint32(hi-lo), uint32((1<<31)/w)
+		c.S[0][k].Off, c.S[0][k].End = uint32(10*k), uint32(10*k+9)
 	}
 	if err := objs.TpQrCfg.Put(uint32(0), &c); err != nil {
 		b.Fatal(err)

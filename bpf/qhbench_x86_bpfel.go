@@ -20,8 +20,10 @@ type QhbenchTpQhist struct {
 
 type QhbenchTpQrCfg struct {
 	_   structs.HostLayout
-	Pos [536]uint8
-	S   [32]struct {
+	Cur uint32
+	Pad uint32
+	Pos [2][536]uint8
+	S   [2][32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
@@ -42,7 +44,6 @@ type QhbenchTpQrPool struct {
 const (
 	QhbenchMapTpQhist      = "tp_qhist"
 	QhbenchMapTpQrCfg      = "tp_qr_cfg"
-	QhbenchMapTpQrCur      = "tp_qr_cur"
 	QhbenchMapTpQrPool     = "tp_qr_pool"
 	QhbenchProgQhAdd       = "qh_add"
 	QhbenchProgQhAddLinear = "qh_add_linear"
@@ -107,7 +108,6 @@ type QhbenchProgramSpecs struct {
 type QhbenchMapSpecs struct {
 	TpQhist  *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpQrCfg  *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrCur  *ebpf.MapSpec `ebpf:"tp_qr_cur"`
 	TpQrPool *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 }
 
@@ -142,7 +142,6 @@ func (o *QhbenchObjects) Close() error {
 type QhbenchMaps struct {
 	TpQhist  *ebpf.Map `ebpf:"tp_qhist"`
 	TpQrCfg  *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrCur  *ebpf.Map `ebpf:"tp_qr_cur"`
 	TpQrPool *ebpf.Map `ebpf:"tp_qr_pool"`
 }
 
@@ -150,7 +149,6 @@ func (m *QhbenchMaps) Close() error {
 	return _QhbenchClose(
 		m.TpQhist,
 		m.TpQrCfg,
-		m.TpQrCur,
 		m.TpQrPool,
 	)
 }
