@@ -63,7 +63,7 @@ static long loop_add(__u64 i, void *c)
 	__u64 d = qh_dur(i);
 
 	*(__u64 *)c += d;
-	tp_qh_add(0, d);
+	tp_qh_add(0, d, tp_log2(d));
 	return 0;
 }
 
@@ -79,7 +79,7 @@ static long loop_add_refine(__u64 i, void *c)
 	__u64 d = qh_dur(i);
 
 	*(__u64 *)c += d;
-	tp_qh_add_to(0, d, 1);
+	tp_qh_add_to(0, d, tp_log2(d), 1);
 	return 0;
 }
 

@@ -139,22 +139,22 @@ static __always_inline void tp_qr_add(__u32 target, __u32 i, __u64 dns)
 		pl->b[k & (TP_QR_BINS - 1)]++;
 }
 
-/* tp_qh_add_to counts a call of dns ns in target's histogram and, when
- * refine, in its refined bin. */
-static __always_inline void tp_qh_add_to(__u32 target, __u64 dns, __u32 refine)
+/* tp_qh_add_to counts a call of dns ns (k = tp_log2(dns)) in target's
+ * histogram and, when refine, in its refined bin. */
+static __always_inline void tp_qh_add_to(__u32 target, __u64 dns, __u32 k, __u32 refine)
 {
-	__u32 i = tp_qh_index(dns);
+	__u32 i = tp_qh_index_log2(dns, k);
 
 	tp_qh_count(target, i);
 	if (refine)
 		tp_qr_add(target, i, dns);
 }
 
-/* tp_qh_add counts a call of dns ns in target's histogram (and refined
- * bins when tp_qrefine). */
-static __always_inline void tp_qh_add(__u32 target, __u64 dns)
+/* tp_qh_add counts a call of dns ns (k = tp_log2(dns)) in target's
+ * histogram (and refined bins when tp_qrefine). */
+static __always_inline void tp_qh_add(__u32 target, __u64 dns, __u32 k)
 {
-	tp_qh_add_to(target, dns, tp_qrefine);
+	tp_qh_add_to(target, dns, k, tp_qrefine);
 }
 
 #endif /* TICKPROF_QHIST_H */

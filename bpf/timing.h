@@ -589,7 +589,7 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 		tp_add_sq(&c->ticks_sq_lo, &c->ticks_sq_hi, d);
 	}
 	if (tp_exact) {
-		__u32 b = tp_log2(dns);
+		__u32 k = tp_log2(dns), b = k;
 
 		c->ns_sum += dns;
 		tp_add_sq(&c->ns_sq_lo, &c->ns_sq_hi, dns);
@@ -602,7 +602,7 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 		asm volatile("%0 &= 63" : "+r"(b));
 		c->hist[b]++;
 		if (tp_quantiles)
-			tp_qh_add(target, dns);
+			tp_qh_add(target, dns, k);
 	}
 	if (rt == 0 || !tp_want_records)
 		return;
