@@ -2,7 +2,7 @@
 /*
  * qhist.h - per-target, per-CPU log-linear histograms of exact durations,
  * for quantiles with intervals (Go: package histogram, which merges the
- * per-CPU copies). Included by timing.h; tp_account calls tp_qh_add for
+ * per-CPU copies). Included by timing.h; tp_account calls tp_qh_add_to for
  * every call timed with the exact clock when tp_quantiles is set.
  *
  * Layout: qhist_math.h. Size: TP_QH_BUCKETS (529) x 8 bytes = 4232 bytes per target per CPU
@@ -148,13 +148,6 @@ static __always_inline void tp_qh_add_to(__u32 target, __u64 dns, __u32 k, __u32
 	tp_qh_count(target, i);
 	if (refine)
 		tp_qr_add(target, i, dns);
-}
-
-/* tp_qh_add counts a call of dns ns (k = tp_log2(dns)) in target's
- * histogram (and refined bins when tp_qrefine). */
-static __always_inline void tp_qh_add(__u32 target, __u64 dns, __u32 k)
-{
-	tp_qh_add_to(target, dns, k, tp_qrefine);
 }
 
 #endif /* TICKPROF_QHIST_H */

@@ -574,6 +574,29 @@ static __always_inline int tp_ticks_are_ns(void)
 	return tp_clock == TP_CLOCK_NS && tp_exact;
 }
 
+/* tp_account_ns adds a call of dns exact ns to c (target's counters): the
+ * sum, the 128-bit sum of squares, min, max, the log2 histogram and, when
+ * quantiles, the quantile histogram (qhist.h; refined when refine).
+ * bpf/qhbench_test.go measures it in a loop. */
+static __always_inline void tp_account_ns(struct tp_counts *c, __u32 target, __u64 dns,
+					  __u32 quantiles, __u32 refine)
+{
+	__u32 k = tp_log2(dns), b = k;
+
+	c->ns_sum += dns;
+	tp_add_sq(&c->ns_sq_lo, &c->ns_sq_hi, dns);
+	if (c->ns_min == 0 || dns + 1 < c->ns_min)
+		c->ns_min = dns + 1;
+	if (dns > c->ns_max)
+		c->ns_max = dns;
+	/* Keep the bound visible to older verifiers (6.1): clang drops
+	 * a mask it proves redundant. */
+	asm volatile("%0 &= 63" : "+r"(b));
+	c->hist[b]++;
+	if (quantiles)
+		tp_qh_add_to(target, dns, k, refine);
+}
+
 /* tp_account adds one call to tp_counters[target]: d ticks, dns exact ns
  * (exact mode), and, when rt > 0 (rt = d except on the ns clock, see
  * tp_record_ns), writes a tp_record of rt with the stack from
@@ -588,22 +611,8 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 		c->ticks += d;
 		tp_add_sq(&c->ticks_sq_lo, &c->ticks_sq_hi, d);
 	}
-	if (tp_exact) {
-		__u32 k = tp_log2(dns), b = k;
-
-		c->ns_sum += dns;
-		tp_add_sq(&c->ns_sq_lo, &c->ns_sq_hi, dns);
-		if (c->ns_min == 0 || dns + 1 < c->ns_min)
-			c->ns_min = dns + 1;
-		if (dns > c->ns_max)
-			c->ns_max = dns;
-		/* Keep the bound visible to older verifiers (6.1): clang drops
-		 * a mask it proves redundant. */
-		asm volatile("%0 &= 63" : "+r"(b));
-		c->hist[b]++;
-		if (tp_quantiles)
-			tp_qh_add(target, dns, k);
-	}
+	if (tp_exact)
+		tp_account_ns(c, target, dns, tp_quantiles, tp_qrefine);
 	if (rt == 0 || !tp_want_records)
 		return;
 	c->crossings++;
