@@ -64,8 +64,10 @@ type CostTpQhist struct {
 
 type CostTpQrCfg struct {
 	_   structs.HostLayout
-	Pos [536]uint8
-	S   [32]struct {
+	Cur uint32
+	Pad uint32
+	Pos [2][536]uint8
+	S   [2][32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
@@ -129,7 +131,6 @@ const (
 	CostMapTpInflight    = "tp_inflight"
 	CostMapTpQhist       = "tp_qhist"
 	CostMapTpQrCfg       = "tp_qr_cfg"
-	CostMapTpQrCur       = "tp_qr_cur"
 	CostMapTpQrPool      = "tp_qr_pool"
 	CostMapTpRecords     = "tp_records"
 	CostMapTpRng         = "tp_rng"
@@ -248,7 +249,6 @@ type CostMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
@@ -307,7 +307,6 @@ type CostMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
@@ -328,7 +327,6 @@ func (m *CostMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpQrCfg,
-		m.TpQrCur,
 		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,

@@ -71,8 +71,10 @@ type GoTimingTpQhist struct {
 
 type GoTimingTpQrCfg struct {
 	_   structs.HostLayout
-	Pos [536]uint8
-	S   [32]struct {
+	Cur uint32
+	Pad uint32
+	Pos [2][536]uint8
+	S   [2][32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
@@ -137,7 +139,6 @@ const (
 	GoTimingMapTpInflight    = "tp_inflight"
 	GoTimingMapTpQhist       = "tp_qhist"
 	GoTimingMapTpQrCfg       = "tp_qr_cfg"
-	GoTimingMapTpQrCur       = "tp_qr_cur"
 	GoTimingMapTpQrPool      = "tp_qr_pool"
 	GoTimingMapTpRecords     = "tp_records"
 	GoTimingMapTpRng         = "tp_rng"
@@ -225,7 +226,6 @@ type GoTimingMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
@@ -287,7 +287,6 @@ type GoTimingMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
@@ -309,7 +308,6 @@ func (m *GoTimingMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpQrCfg,
-		m.TpQrCur,
 		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,

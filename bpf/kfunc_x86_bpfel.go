@@ -64,8 +64,10 @@ type KfuncTpQhist struct {
 
 type KfuncTpQrCfg struct {
 	_   structs.HostLayout
-	Pos [536]uint8
-	S   [32]struct {
+	Cur uint32
+	Pad uint32
+	Pos [2][536]uint8
+	S   [2][32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
@@ -129,7 +131,6 @@ const (
 	KfuncMapTpInflight     = "tp_inflight"
 	KfuncMapTpQhist        = "tp_qhist"
 	KfuncMapTpQrCfg        = "tp_qr_cfg"
-	KfuncMapTpQrCur        = "tp_qr_cur"
 	KfuncMapTpQrPool       = "tp_qr_pool"
 	KfuncMapTpRecords      = "tp_records"
 	KfuncMapTpRng          = "tp_rng"
@@ -218,7 +219,6 @@ type KfuncMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
@@ -277,7 +277,6 @@ type KfuncMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
@@ -298,7 +297,6 @@ func (m *KfuncMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpQrCfg,
-		m.TpQrCur,
 		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,

@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * qhbench.bpf.c - the cost of one update of the quantile histogram
- * (qhist.h's tp_qh_add), for bpf/qhbench_test.go: syscall programs run with
+ * (qhist.h's tp_qh_add_to), for bpf/qhbench_test.go: syscall programs run with
  * BPF_PROG_TEST_RUN loop QH_N times over durations spread across the
  * buckets (1 us to 1 ms) with the update (qh_add) and without it (qh_none,
  * which consumes the same durations); with run-time statistics enabled,
@@ -11,10 +11,13 @@
  * qh_add_linear is the same update with the earlier layout's index (16
  * linear sub-buckets per octave, two shifts), kept as the reference the
  * geometric layout's cost is compared with in the same run. qh_add_refine
- * adds the refinement check and bin count (tp_qr_add).
+ * adds the refinement check and bin count (tp_qr_add). ns_acct, ns_acct_q
+ * and ns_acct_qr are the whole exact-clock accounting of a call
+ * (timing.h's tp_account_ns into target 0's counters: sums, min, max, the
+ * log2 histogram) without and with the quantile histogram, and with its
+ * refinement.
  */
-#include "common.h"
-#include "qhist.h"
+#include "timing.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -63,7 +66,7 @@ static long loop_add(__u64 i, void *c)
 	__u64 d = qh_dur(i);
 
 	*(__u64 *)c += d;
-	tp_qh_add(0, d);
+	tp_qh_add_to(0, d, tp_log2(d), 0);
 	return 0;
 }
 
@@ -79,8 +82,47 @@ static long loop_add_refine(__u64 i, void *c)
 	__u64 d = qh_dur(i);
 
 	*(__u64 *)c += d;
-	tp_qh_add_to(0, d, 1);
+	tp_qh_add_to(0, d, tp_log2(d), 1);
 	return 0;
 }
 
 LOOP_PROG(qh_add_refine, QH_N, loop_add_refine, qh_sink)
+
+/* The exact-clock accounting of a call (tp_account_ns) into target 0's
+ * counters, without the quantile histogram (q 0), with it (1) and with the
+ * refinement (2). */
+static __always_inline void loop_acct(__u64 i, void *c, __u32 q)
+{
+	__u32 zero = 0;
+	struct tp_counts *ct = bpf_map_lookup_elem(&tp_counters, &zero);
+	__u64 d = qh_dur(i);
+
+	*(__u64 *)c += d;
+	if (!ct)
+		return;
+	tp_account_ns(ct, 0, d, q != 0, q == 2);
+}
+
+static long loop_acct0(__u64 i, void *c)
+{
+	loop_acct(i, c, 0);
+	return 0;
+}
+
+static long loop_acct1(__u64 i, void *c)
+{
+	loop_acct(i, c, 1);
+	return 0;
+}
+
+static long loop_acct2(__u64 i, void *c)
+{
+	loop_acct(i, c, 2);
+	return 0;
+}
+
+LOOP_PROG(ns_acct, QH_N, loop_acct0, qh_sink)
+
+LOOP_PROG(ns_acct_q, QH_N, loop_acct1, qh_sink)
+
+LOOP_PROG(ns_acct_qr, QH_N, loop_acct2, qh_sink)

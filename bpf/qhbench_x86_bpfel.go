@@ -13,6 +13,50 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type QhbenchTpCounts struct {
+	_          structs.HostLayout
+	Calls      uint64
+	Ticks      uint64
+	TicksSqLo  uint64
+	TicksSqHi  uint64
+	Orphans    uint64
+	Crossings  uint64
+	NsSum      uint64
+	NsSqLo     uint64
+	NsSqHi     uint64
+	NsMin      uint64
+	NsMax      uint64
+	Hist       [64]uint64
+	ChkCalls   uint64
+	ChkTicks   uint64
+	ChkTicksSq uint64
+	ChkNs      uint64
+}
+
+type QhbenchTpEntry struct {
+	_     structs.HostLayout
+	Depth uint32
+	Floor uint32
+	Tick  [16]uint64
+	Ns    [16]uint64
+}
+
+type QhbenchTpFrame struct {
+	_      structs.HostLayout
+	Frame  uint64
+	Tick   uint64
+	Ns     uint64
+	Target uint32
+	Flags  uint32
+}
+
+type QhbenchTpKey struct {
+	_      structs.HostLayout
+	Id     uint64
+	Target uint32
+	Pad    uint32
+}
+
 type QhbenchTpQhist struct {
 	_ structs.HostLayout
 	B [529]uint64
@@ -20,8 +64,10 @@ type QhbenchTpQhist struct {
 
 type QhbenchTpQrCfg struct {
 	_   structs.HostLayout
-	Pos [536]uint8
-	S   [32]struct {
+	Cur uint32
+	Pad uint32
+	Pos [2][536]uint8
+	S   [2][32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
@@ -36,21 +82,85 @@ type QhbenchTpQrPool struct {
 	B [256]uint32
 }
 
+type QhbenchTpStats struct {
+	_           structs.HostLayout
+	RingDrops   uint64
+	StackFails  uint64
+	Filtered    uint64
+	Overwritten uint64
+	NoEntry     uint64
+}
+
+type QhbenchTpTstack struct {
+	_      structs.HostLayout
+	Depth  uint32
+	Floor  uint32
+	Target [16]uint32
+	Tick   [16]uint64
+	Ns     [16]uint64
+	Frame  [16]uint64
+}
+
+type QhbenchTpUrecord struct {
+	_ structs.HostLayout
+	R struct {
+		_       structs.HostLayout
+		Target  uint32
+		Pid     uint32
+		Tid     uint32
+		StackId int32
+		Ticks   uint64
+		Ns      uint64
+	}
+	Ip       uint64
+	Sp       uint64
+	Bp       uint64
+	StackLen uint32
+	Pad      uint32
+	Data     [28672]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	QhbenchMapTpQhist      = "tp_qhist"
-	QhbenchMapTpQrCfg      = "tp_qr_cfg"
-	QhbenchMapTpQrCur      = "tp_qr_cur"
-	QhbenchMapTpQrPool     = "tp_qr_pool"
-	QhbenchProgQhAdd       = "qh_add"
-	QhbenchProgQhAddLinear = "qh_add_linear"
-	QhbenchProgQhAddRefine = "qh_add_refine"
-	QhbenchProgQhNone      = "qh_none"
-	QhbenchVarQhSink       = "qh_sink"
-	QhbenchVarTpQrefine    = "tp_qrefine"
-	QhbenchVarTpQuantiles  = "tp_quantiles"
+	QhbenchMapTpCheck       = "tp_check"
+	QhbenchMapTpCounters    = "tp_counters"
+	QhbenchMapTpEntries     = "tp_entries"
+	QhbenchMapTpFrames      = "tp_frames"
+	QhbenchMapTpInflight    = "tp_inflight"
+	QhbenchMapTpQhist       = "tp_qhist"
+	QhbenchMapTpQrCfg       = "tp_qr_cfg"
+	QhbenchMapTpQrPool      = "tp_qr_pool"
+	QhbenchMapTpRecords     = "tp_records"
+	QhbenchMapTpRng         = "tp_rng"
+	QhbenchMapTpRunstats    = "tp_runstats"
+	QhbenchMapTpStacks      = "tp_stacks"
+	QhbenchMapTpTasks       = "tp_tasks"
+	QhbenchMapTpUstack      = "tp_ustack"
+	QhbenchMapTpWindow      = "tp_window"
+	QhbenchMapTpZero        = "tp_zero"
+	QhbenchProgNsAcct       = "ns_acct"
+	QhbenchProgNsAcctQ      = "ns_acct_q"
+	QhbenchProgNsAcctQr     = "ns_acct_qr"
+	QhbenchProgQhAdd        = "qh_add"
+	QhbenchProgQhAddLinear  = "qh_add_linear"
+	QhbenchProgQhAddRefine  = "qh_add_refine"
+	QhbenchProgQhNone       = "qh_none"
+	QhbenchVarQhSink        = "qh_sink"
+	QhbenchVarTpCheckEvery  = "tp_check_every"
+	QhbenchVarTpClock       = "tp_clock"
+	QhbenchVarTpExact       = "tp_exact"
+	QhbenchVarTpFilterTgid  = "tp_filter_tgid"
+	QhbenchVarTpOneTarget   = "tp_one_target"
+	QhbenchVarTpQrefine     = "tp_qrefine"
+	QhbenchVarTpQuantiles   = "tp_quantiles"
+	QhbenchVarTpRecordNs    = "tp_record_ns"
+	QhbenchVarTpRecordShift = "tp_record_shift"
+	QhbenchVarTpStackBytes  = "tp_stack_bytes"
+	QhbenchVarTpTickNs      = "tp_tick_ns"
+	QhbenchVarTpWantRecords = "tp_want_records"
+	QhbenchVarTpWindowed    = "tp_windowed"
 )
 
 // LoadQhbench returns the embedded CollectionSpec for Qhbench.
@@ -95,6 +205,9 @@ type QhbenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchProgramSpecs struct {
+	NsAcct      *ebpf.ProgramSpec `ebpf:"ns_acct"`
+	NsAcctQ     *ebpf.ProgramSpec `ebpf:"ns_acct_q"`
+	NsAcctQr    *ebpf.ProgramSpec `ebpf:"ns_acct_qr"`
 	QhAdd       *ebpf.ProgramSpec `ebpf:"qh_add"`
 	QhAddLinear *ebpf.ProgramSpec `ebpf:"qh_add_linear"`
 	QhAddRefine *ebpf.ProgramSpec `ebpf:"qh_add_refine"`
@@ -105,19 +218,42 @@ type QhbenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchMapSpecs struct {
-	TpQhist  *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg  *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrCur  *ebpf.MapSpec `ebpf:"tp_qr_cur"`
-	TpQrPool *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // QhbenchVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchVariableSpecs struct {
-	QhSink      *ebpf.VariableSpec `ebpf:"qh_sink"`
-	TpQrefine   *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	QhSink        *ebpf.VariableSpec `ebpf:"qh_sink"`
+	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // QhbenchObjects contains all objects after they have been loaded into the kernel.
@@ -140,18 +276,42 @@ func (o *QhbenchObjects) Close() error {
 //
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchMaps struct {
-	TpQhist  *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg  *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrCur  *ebpf.Map `ebpf:"tp_qr_cur"`
-	TpQrPool *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpCheck    *ebpf.Map `ebpf:"tp_check"`
+	TpCounters *ebpf.Map `ebpf:"tp_counters"`
+	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords  *ebpf.Map `ebpf:"tp_records"`
+	TpRng      *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow   *ebpf.Map `ebpf:"tp_window"`
+	TpZero     *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *QhbenchMaps) Close() error {
 	return _QhbenchClose(
+		m.TpCheck,
+		m.TpCounters,
+		m.TpEntries,
+		m.TpFrames,
+		m.TpInflight,
 		m.TpQhist,
 		m.TpQrCfg,
-		m.TpQrCur,
 		m.TpQrPool,
+		m.TpRecords,
+		m.TpRng,
+		m.TpRunstats,
+		m.TpStacks,
+		m.TpTasks,
+		m.TpUstack,
+		m.TpWindow,
+		m.TpZero,
 	)
 }
 
@@ -159,15 +319,29 @@ func (m *QhbenchMaps) Close() error {
 //
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchVariables struct {
-	QhSink      *ebpf.Variable `ebpf:"qh_sink"`
-	TpQrefine   *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles *ebpf.Variable `ebpf:"tp_quantiles"`
+	QhSink        *ebpf.Variable `ebpf:"qh_sink"`
+	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
+	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // QhbenchPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchPrograms struct {
+	NsAcct      *ebpf.Program `ebpf:"ns_acct"`
+	NsAcctQ     *ebpf.Program `ebpf:"ns_acct_q"`
+	NsAcctQr    *ebpf.Program `ebpf:"ns_acct_qr"`
 	QhAdd       *ebpf.Program `ebpf:"qh_add"`
 	QhAddLinear *ebpf.Program `ebpf:"qh_add_linear"`
 	QhAddRefine *ebpf.Program `ebpf:"qh_add_refine"`
@@ -176,6 +350,9 @@ type QhbenchPrograms struct {
 
 func (p *QhbenchPrograms) Close() error {
 	return _QhbenchClose(
+		p.NsAcct,
+		p.NsAcctQ,
+		p.NsAcctQr,
 		p.QhAdd,
 		p.QhAddLinear,
 		p.QhAddRefine,

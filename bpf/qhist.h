@@ -2,7 +2,7 @@
 /*
  * qhist.h - per-target, per-CPU log-linear histograms of exact durations,
  * for quantiles with intervals (Go: package histogram, which merges the
- * per-CPU copies). Included by timing.h; tp_account calls tp_qh_add for
+ * per-CPU copies). Included by timing.h; tp_account calls tp_qh_add_to for
  * every call timed with the exact clock when tp_quantiles is set.
  *
  * Layout: qhist_math.h. Size: TP_QH_BUCKETS (529) x 8 bytes = 4232 bytes per target per CPU
@@ -50,20 +50,23 @@ static __always_inline void tp_qh_count(__u32 target, __u32 i)
  * below and above the window, so the interval's ends are known to a bin
  * instead of a bucket.
  *
- * Two configurations per target (tp_qr_cfg key 2 target + half) and two
- * bin pools (tp_qr_pool, same key): the programs use the half tp_qr_cur
- * names; Go writes the other half's configuration, zeroes its pool, flips
- * tp_qr_cur, then reads the half it left (no longer written: its counts
- * are final). A half's pool is thus never zeroed or reconfigured while
- * the programs use it, except by a program that read tp_qr_cur before a
- * flip and is still between that read and its increment a whole look
- * later (Go flips at most once per poll).
+ * Two configurations per target, in the target's tp_qr_cfg element (key
+ * target) beside the half in use, cur, and two bin pools (tp_qr_pool, key
+ * 2 target + half): the programs use the half cur names; Go writes the
+ * other half's configuration (rewriting the half in use with the same
+ * bytes), zeroes its pool, then flips cur by a second write (all other
+ * bytes unchanged), and reads the half it left (no longer written: its
+ * counts are final). The half in use is read from the element the
+ * programs look up anyway, so no lookup is spent on it. A half's pool is
+ * thus never zeroed or reconfigured while the programs use it, except by
+ * a program that read cur before a flip and is still between that read
+ * and its increment a whole look later (Go flips at most once per poll).
  *
  * A slot's bin of a duration in the window is off + 1 + ((dns - a) * mul) >> 31 (mul =
  * ceil(2^31 / bin width), so no division; Go computes the same edges).
  * Sizes: tp_qr_pool 2 x TP_QR_BINS x 4 = 2048 bytes per target per CPU
- * (u32 bins: a half is zeroed every other look); tp_qr_cfg 2 x 1304 bytes
- * per target, not per CPU.
+ * (u32 bins: a half is zeroed every other look); tp_qr_cfg 8 + 2 x 1304
+ * bytes per target, not per CPU.
  */
 #define TP_QR_SLOTS 32
 #define TP_QR_BINS 256
@@ -81,34 +84,27 @@ struct tp_qr_slot {
 };
 
 struct tp_qr_cfg {
-	__u8 pos[TP_QR_POS]; /* per bucket: 0, or its slot + 1 */
-	struct tp_qr_slot s[TP_QR_SLOTS];
+	__u32 cur; /* the half in use (bit 0) */
+	__u32 pad;
+	__u8 pos[2][TP_QR_POS]; /* per half and bucket: 0, or its slot + 1 */
+	struct tp_qr_slot s[2][TP_QR_SLOTS];
 };
 
 struct tp_qr_pool {
 	__u32 b[TP_QR_BINS];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} tp_qr_cur SEC(".maps");
+/* A per-target array: tp_qr_cfg (shared) and tp_qr_pool (per CPU). */
+#define TP_QR_MAP(name, kind, vtype)                      \
+	struct {                                          \
+		__uint(type, kind);                       \
+		__uint(max_entries, 2); /* loader-sized */ \
+		__type(key, __u32);                       \
+		__type(value, vtype);                     \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2); /* sized by the loader */
-	__type(key, __u32);
-	__type(value, struct tp_qr_cfg);
-} tp_qr_cfg SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2); /* sized by the loader */
-	__type(key, __u32);
-	__type(value, struct tp_qr_pool);
-} tp_qr_pool SEC(".maps");
+TP_QR_MAP(tp_qr_cfg, BPF_MAP_TYPE_ARRAY, struct tp_qr_cfg);
+TP_QR_MAP(tp_qr_pool, BPF_MAP_TYPE_PERCPU_ARRAY, struct tp_qr_pool);
 
 /* tp_qr_add counts a call of dns ns, in bucket i, in its bin when bucket i
  * of target is refined. Called after the
@@ -116,24 +112,20 @@ struct {
  * call it reads is in the buckets it reads. */
 static __always_inline void tp_qr_add(__u32 target, __u32 i, __u64 dns)
 {
-	__u32 zero = 0, *cur = bpf_map_lookup_elem(&tp_qr_cur, &zero);
-	struct tp_qr_cfg *c;
+	struct tp_qr_cfg *c = bpf_map_lookup_elem(&tp_qr_cfg, &target);
 	struct tp_qr_slot *s;
 	struct tp_qr_pool *pl;
-	__u32 key, p, k;
+	__u32 half, key, p, k;
 	__u64 d;
 
-	if (!cur)
-		return;
-	key = target * 2 + (*cur & 1);
-	c = bpf_map_lookup_elem(&tp_qr_cfg, &key);
 	asm volatile("" : "+r"(i));
 	if (!c || i >= TP_QH_BUCKETS)
 		return;
-	p = c->pos[i];
+	half = c->cur & 1;
+	p = c->pos[half][i];
 	if (!p)
 		return;
-	s = &c->s[(p - 1) & (TP_QR_SLOTS - 1)];
+	s = &c->s[half][(p - 1) & (TP_QR_SLOTS - 1)];
 	d = dns - s->a;
 	if (dns < s->a)
 		k = s->off; /* the bucket below the window */
@@ -141,27 +133,21 @@ static __always_inline void tp_qr_add(__u32 target, __u32 i, __u64 dns)
 		k = s->end; /* the bucket above it */
 	else
 		k = s->off + 1 + (__u32)((d * s->mul) >> 31);
+	key = target * 2 + half;
 	pl = bpf_map_lookup_elem(&tp_qr_pool, &key);
 	if (pl)
 		pl->b[k & (TP_QR_BINS - 1)]++;
 }
 
-/* tp_qh_add_to counts a call of dns ns in target's histogram and, when
- * refine, in its refined bin. */
-static __always_inline void tp_qh_add_to(__u32 target, __u64 dns, __u32 refine)
+/* tp_qh_add_to counts a call of dns ns (k = tp_log2(dns)) in target's
+ * histogram and, when refine, in its refined bin. */
+static __always_inline void tp_qh_add_to(__u32 target, __u64 dns, __u32 k, __u32 refine)
 {
-	__u32 i = tp_qh_index(dns);
+	__u32 i = tp_qh_index_log2(dns, k);
 
 	tp_qh_count(target, i);
 	if (refine)
 		tp_qr_add(target, i, dns);
-}
-
-/* tp_qh_add counts a call of dns ns in target's histogram (and refined
- * bins when tp_qrefine). */
-static __always_inline void tp_qh_add(__u32 target, __u64 dns)
-{
-	tp_qh_add_to(target, dns, tp_qrefine);
 }
 
 #endif /* TICKPROF_QHIST_H */

@@ -58,15 +58,14 @@ static __always_inline __u32 tp_qh_sub(__u64 m)
 	return (__u32)((z * TP_QH_LANES) >> 48);
 }
 
-/* tp_qh_index is the bucket of a duration of v ns, < TP_QH_BUCKETS. */
-static __always_inline __u32 tp_qh_index(__u64 v)
+/* tp_qh_index_log2 is the bucket of a duration of v ns, < TP_QH_BUCKETS,
+ * given k = tp_log2(v) (the caller has it from the log2 histogram). */
+static __always_inline __u32 tp_qh_index_log2(__u64 v, __u32 k)
 {
 	__u64 m;
-	__u32 k;
 
 	if (v < TP_QH_EXACT)
 		return (__u32)v;
-	k = tp_log2(v);
 	if (k > TP_QH_MAX_LOG2)
 		return TP_QH_BUCKETS - 1;
 	if (k >= TP_QH_MANT_BITS)
@@ -75,6 +74,12 @@ static __always_inline __u32 tp_qh_index(__u64 v)
 		m = v << (TP_QH_MANT_BITS - k);
 	return TP_QH_EXACT + ((k - TP_QH_EXACT_BITS) << TP_QH_SUB_BITS) +
 	       tp_qh_sub(m);
+}
+
+/* tp_qh_index is the bucket of a duration of v ns, < TP_QH_BUCKETS. */
+static __always_inline __u32 tp_qh_index(__u64 v)
+{
+	return tp_qh_index_log2(v, tp_log2(v));
 }
 
 #endif /* TICKPROF_QHIST_MATH_H */

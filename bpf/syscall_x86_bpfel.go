@@ -72,8 +72,10 @@ type SyscallTpQhist struct {
 
 type SyscallTpQrCfg struct {
 	_   structs.HostLayout
-	Pos [536]uint8
-	S   [32]struct {
+	Cur uint32
+	Pad uint32
+	Pos [2][536]uint8
+	S   [2][32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
@@ -139,7 +141,6 @@ const (
 	SyscallMapTpInflight    = "tp_inflight"
 	SyscallMapTpQhist       = "tp_qhist"
 	SyscallMapTpQrCfg       = "tp_qr_cfg"
-	SyscallMapTpQrCur       = "tp_qr_cur"
 	SyscallMapTpQrPool      = "tp_qr_pool"
 	SyscallMapTpRecords     = "tp_records"
 	SyscallMapTpRng         = "tp_rng"
@@ -234,7 +235,6 @@ type SyscallMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
@@ -295,7 +295,6 @@ type SyscallMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
@@ -318,7 +317,6 @@ func (m *SyscallMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpQrCfg,
-		m.TpQrCur,
 		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,

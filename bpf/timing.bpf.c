@@ -22,20 +22,9 @@ const struct tp_record *tp_unused_record __attribute__((unused));
 /* No tp_pid_ok() here: the loader attaches each u(ret)probe with the
  * target's PID, and the kernel's uprobe filter (by mm) already keeps out
  * every other process; a second check would cost a helper call (~20 ns
- * here) per event. */
-SEC("uprobe")
-int tp_uentry(struct pt_regs *ctx)
-{
-	return tp_frame_enter(tp_utarget(ctx), ctx->sp);
-}
-
-/* The exit finds its entry by the frame (tp_frame_uexit), without the
- * cookie. */
-SEC("uretprobe")
-int tp_uexit(struct pt_regs *ctx)
-{
-	return tp_frame_uexit(ctx, BPF_F_USER_STACK | TP_STACK_COPY, 1);
-}
+ * here) per event. The exit checks the process (a child forked inside a
+ * call returns through the single link's uretprobe). */
+TP_UPROBE_PAIR(tp_uentry, "uprobe", tp_uexit, "uretprobe", 1)
 
 /* Empty programs: the probe-pair floor for the benchmark and
  * `tickprof calibrate`. */

@@ -99,7 +99,9 @@ volatile const __u32 tp_record_shift = 0;
  * stays below 2^64 for far longer than that. */
 struct tp_counts {
 	__u64 calls;      /* completed entry/exit pairs */
-	__u64 ticks;      /* sum c_i: tick crossings */
+	__u64 ticks;      /* sum c_i: tick crossings (0 when
+			   * tp_ticks_are_ns: ns_sum is the sum, ns_sq the
+			   * squares) */
 	__u64 ticks_sq_lo;/* sum c_i^2, low 64 bits */
 	__u64 ticks_sq_hi;/* sum c_i^2, high 64 bits */
 	__u64 orphans;    /* entries or exits without their partner */
@@ -562,6 +564,39 @@ static __always_inline int tp_urecord_out(struct pt_regs *ctx, __u32 target, __u
 	return 0;
 }
 
+/* tp_ticks_are_ns reports whether a call's ticks are its exact ns (the ns
+ * clock: tick and ns are the same reading, so d == dns): tp_account then
+ * keeps only the ns sums, and Go reads them as the tick sums too
+ * (loader: Counters.ticksFromNs), which saves a second 128-bit square and
+ * its sums on every call. */
+static __always_inline int tp_ticks_are_ns(void)
+{
+	return tp_clock == TP_CLOCK_NS && tp_exact;
+}
+
+/* tp_account_ns adds a call of dns exact ns to c (target's counters): the
+ * sum, the 128-bit sum of squares, min, max, the log2 histogram and, when
+ * quantiles, the quantile histogram (qhist.h; refined when refine).
+ * bpf/qhbench_test.go measures it in a loop. */
+static __always_inline void tp_account_ns(struct tp_counts *c, __u32 target, __u64 dns,
+					  __u32 quantiles, __u32 refine)
+{
+	__u32 k = tp_log2(dns), b = k;
+
+	c->ns_sum += dns;
+	tp_add_sq(&c->ns_sq_lo, &c->ns_sq_hi, dns);
+	if (c->ns_min == 0 || dns + 1 < c->ns_min)
+		c->ns_min = dns + 1;
+	if (dns > c->ns_max)
+		c->ns_max = dns;
+	/* Keep the bound visible to older verifiers (6.1): clang drops
+	 * a mask it proves redundant. */
+	asm volatile("%0 &= 63" : "+r"(b));
+	c->hist[b]++;
+	if (quantiles)
+		tp_qh_add_to(target, dns, k, refine);
+}
+
 /* tp_account adds one call to tp_counters[target]: d ticks, dns exact ns
  * (exact mode), and, when rt > 0 (rt = d except on the ns clock, see
  * tp_record_ns), writes a tp_record of rt with the stack from
@@ -572,24 +607,12 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 				       __u64 d, __u64 dns, __u64 rt, __u64 stack_flags)
 {
 	c->calls++;
-	c->ticks += d;
-	tp_add_sq(&c->ticks_sq_lo, &c->ticks_sq_hi, d);
-	if (tp_exact) {
-		__u32 b = tp_log2(dns);
-
-		c->ns_sum += dns;
-		tp_add_sq(&c->ns_sq_lo, &c->ns_sq_hi, dns);
-		if (c->ns_min == 0 || dns + 1 < c->ns_min)
-			c->ns_min = dns + 1;
-		if (dns > c->ns_max)
-			c->ns_max = dns;
-		/* Keep the bound visible to older verifiers (6.1): clang drops
-		 * a mask it proves redundant. */
-		asm volatile("%0 &= 63" : "+r"(b));
-		c->hist[b]++;
-		if (tp_quantiles)
-			tp_qh_add(target, dns);
+	if (!tp_ticks_are_ns()) {
+		c->ticks += d;
+		tp_add_sq(&c->ticks_sq_lo, &c->ticks_sq_hi, d);
 	}
+	if (tp_exact)
+		tp_account_ns(c, target, dns, tp_quantiles, tp_qrefine);
 	if (rt == 0 || !tp_want_records)
 		return;
 	c->crossings++;
@@ -1090,5 +1113,22 @@ static __always_inline int tp_frame_uexit(struct pt_regs *ctx, __u64 stack_flags
 		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
 	return tp_uclose(ctx, target, flags, tick, ns, etick, ens, stack_flags);
 }
+
+/*
+ * TP_UPROBE_PAIR defines the entry and exit programs of user functions,
+ * entry in section esec and exit in xsec (timing.bpf.c on single links,
+ * umulti.bpf.c on multi-uprobe links): the entry keeps its readings by
+ * frame (tp_frame_enter) and the exit finds them by its frame, without
+ * the cookie (tp_frame_uexit); check_process as tp_frame_uexit's.
+ */
+#define TP_UPROBE_PAIR(entry, esec, exit, xsec, check_process)                         \
+	SEC(esec) int entry(struct pt_regs *ctx)                                       \
+	{                                                                              \
+		return tp_frame_enter(tp_utarget(ctx), ctx->sp);                       \
+	}                                                                              \
+	SEC(xsec) int exit(struct pt_regs *ctx)                                        \
+	{                                                                              \
+		return tp_frame_uexit(ctx, BPF_F_USER_STACK | TP_STACK_COPY, check_process); \
+	}
 
 #endif /* TICKPROF_TIMING_H */

@@ -64,8 +64,10 @@ type TimingTpQhist struct {
 
 type TimingTpQrCfg struct {
 	_   structs.HostLayout
-	Pos [536]uint8
-	S   [32]struct {
+	Cur uint32
+	Pad uint32
+	Pos [2][536]uint8
+	S   [2][32]struct {
 		_    structs.HostLayout
 		A    uint64
 		Span uint32
@@ -131,7 +133,6 @@ const (
 	TimingMapTpInflight     = "tp_inflight"
 	TimingMapTpQhist        = "tp_qhist"
 	TimingMapTpQrCfg        = "tp_qr_cfg"
-	TimingMapTpQrCur        = "tp_qr_cur"
 	TimingMapTpQrPool       = "tp_qr_pool"
 	TimingMapTpRecords      = "tp_records"
 	TimingMapTpRng          = "tp_rng"
@@ -220,7 +221,6 @@ type TimingMapSpecs struct {
 	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.MapSpec `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
 	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
@@ -279,7 +279,6 @@ type TimingMaps struct {
 	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
 	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
 	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrCur    *ebpf.Map `ebpf:"tp_qr_cur"`
 	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
 	TpRecords  *ebpf.Map `ebpf:"tp_records"`
 	TpRng      *ebpf.Map `ebpf:"tp_rng"`
@@ -300,7 +299,6 @@ func (m *TimingMaps) Close() error {
 		m.TpInflight,
 		m.TpQhist,
 		m.TpQrCfg,
-		m.TpQrCur,
 		m.TpQrPool,
 		m.TpRecords,
 		m.TpRng,

@@ -10,7 +10,9 @@
  * single uprobe links cost a perf event and a grace period each. The
  * cookie of each offset is given in the link's cookie array, so
  * bpf_get_attach_cookie returns the target index as for single links.
- * The bodies are tp_uentry's and tp_uexit's (timing.bpf.c).
+ * The bodies are tp_uentry's and tp_uexit's (TP_UPROBE_PAIR, timing.h);
+ * the exit needs no process check: the multi-uprobe link filters by
+ * process at return too.
  * The programs are a separate object so that kernels without multi-uprobe
  * links never load them; they share timing.h's maps with the session
  * (loader.Session.LoadShared).
@@ -19,17 +21,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-SEC("uprobe.multi")
-int tp_uentry_multi(struct pt_regs *ctx)
-{
-	return tp_frame_enter(tp_utarget(ctx), ctx->sp);
-}
-
-SEC("uretprobe.multi")
-int tp_uexit_multi(struct pt_regs *ctx)
-{
-	return tp_frame_uexit(ctx, BPF_F_USER_STACK | TP_STACK_COPY, 0);
-}
+TP_UPROBE_PAIR(tp_uentry_multi, "uprobe.multi", tp_uexit_multi, "uretprobe.multi", 0)
 
 /* An empty program: the loader attaches it, limited to its own process, at
  * every offset of a binary it has mapped (and never runs) to ask the

@@ -141,6 +141,13 @@ func sumCPUs(per []bpf.TimingTpCounts) Counters {
 	return c
 }
 
+// ticksFromNs sets the tick sums to the exact ns sums: with the ns clock a
+// call's ticks are its ns, and the BPF programs keep only the ns sums
+// (tp_ticks_are_ns in bpf/timing.h).
+func (c *Counters) ticksFromNs() {
+	c.Ticks, c.TicksSq = c.NsSum, c.NsSq
+}
+
 // RunStats are the session-wide BPF statistics, summed over CPUs.
 type RunStats struct {
 	// RingDrops counts crossing records lost to a full ring buffer.

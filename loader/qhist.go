@@ -160,34 +160,36 @@ func (s *Session) refineInit() *refineState {
 	return s.refine
 }
 
-// switchHalf makes next (per target) the windows in use (Refine).
+// switchHalf makes next (per target) the windows in use (Refine): per
+// target, the half not in use gets its windows and zeroed bins, then a
+// second write of the same element flips the half in use (bpf/qhist.h).
 func (s *Session) switchHalf(next [][]histogram.Window) error {
 	st := s.refine
-	half := 1 - st.cur
+	old, half := st.cur, 1-st.cur
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		return fmt.Errorf("count the CPUs: %w", err)
 	}
 	zero := make([]bpf.TimingTpQrPool, ncpu)
 	for i, t := range s.targets {
-		if len(next[i]) == 0 && len(st.wins[half][i]) == 0 {
-			// No window before or after: the half's table is empty and
-			// its bins zero (they were zeroed when it was written).
-			continue
+		var cfg bpf.TimingTpQrCfg
+		cfg.Cur = old
+		refineConfig(&cfg, old, st.wins[old][i])
+		refineConfig(&cfg, half, next[i])
+		if len(next[i]) != 0 || len(st.wins[half][i]) != 0 {
+			// The half had or gets windows: clear its bins first.
+			if err := s.objs.TpQrPool.Put(2*t.Index+half, zero); err != nil {
+				return fmt.Errorf("clear the refined bins of %s: %w", t.Name, err)
+			}
+			if err := s.objs.TpQrCfg.Put(t.Index, &cfg); err != nil {
+				return fmt.Errorf("write the refined windows of %s: %w", t.Name, err)
+			}
 		}
-		key := 2*t.Index + half
-		if err := s.objs.TpQrPool.Put(key, zero); err != nil {
-			return fmt.Errorf("clear the refined bins of %s: %w", t.Name, err)
-		}
-		cfg := refineConfig(next[i])
-		if err := s.objs.TpQrCfg.Put(key, &cfg); err != nil {
-			return fmt.Errorf("write the refined windows of %s: %w", t.Name, err)
+		cfg.Cur = half
+		if err := s.objs.TpQrCfg.Put(t.Index, &cfg); err != nil {
+			return fmt.Errorf("switch the refined windows of %s: %w", t.Name, err)
 		}
 	}
-	if err := s.objs.TpQrCur.Put(uint32(0), half); err != nil {
-		return fmt.Errorf("switch the refined windows: %w", err)
-	}
-	old := st.cur
 	st.cur, st.wins[half] = half, next
 	for i := range s.targets {
 		if len(st.wins[old][i]) == 0 {
@@ -204,15 +206,14 @@ func (s *Session) switchHalf(next [][]histogram.Window) error {
 	return nil
 }
 
-// refineConfig is the BPF configuration of windows.
-func refineConfig(ws []histogram.Window) bpf.TimingTpQrCfg {
-	var c bpf.TimingTpQrCfg
-	for k, w := range ws[:min(len(ws), len(c.S))] {
-		c.Pos[w.Bucket] = uint8(k + 1)
-		c.S[k].A, c.S[k].Span, c.S[k].Mul = w.A, uint32(w.Span), w.Mul
-		c.S[k].Off, c.S[k].End = uint32(w.Off), uint32(w.End())
+// refineConfig writes windows ws into half of the BPF configuration c.
+func refineConfig(c *bpf.TimingTpQrCfg, half uint32, ws []histogram.Window) {
+	for k, w := range ws[:min(len(ws), len(c.S[half]))] {
+		s := &c.S[half][k]
+		c.Pos[half][w.Bucket] = uint8(k + 1)
+		s.A, s.Span, s.Mul = w.A, uint32(w.Span), w.Mul
+		s.Off, s.End = uint32(w.Off), uint32(w.End())
 	}
-	return c
 }
 
 // readPool reads target i's refined bins of a half, summed over CPUs.

@@ -446,7 +446,7 @@ func (s *Session) loadTiming() error {
 		spec.Maps["tp_qhist"].MaxEntries = uint32(len(s.targets))
 	}
 	if s.refineOn() == 1 {
-		spec.Maps["tp_qr_cfg"].MaxEntries = uint32(2 * len(s.targets))
+		spec.Maps["tp_qr_cfg"].MaxEntries = uint32(len(s.targets))
 		spec.Maps["tp_qr_pool"].MaxEntries = uint32(2 * len(s.targets))
 	}
 	spec.Maps["tp_entries"].MaxEntries = uint32(s.maxInFlight())
@@ -570,7 +570,6 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		"tp_zero":     s.objs.TpZero,
 		"tp_tasks":    s.objs.TpTasks,
 		"tp_qhist":    s.objs.TpQhist,
-		"tp_qr_cur":   s.objs.TpQrCur,
 		"tp_qr_cfg":   s.objs.TpQrCfg,
 		"tp_qr_pool":  s.objs.TpQrPool,
 		"tp_inflight": s.objs.TpInflight,
@@ -695,6 +694,9 @@ func (s *Session) read() (Poll, error) {
 			return p, fmt.Errorf("read counters of %s: %w", t.Name, err)
 		}
 		p.Totals[i] = sumCPUs(per)
+		if s.opts.Clock.Kind == ClockNS {
+			p.Totals[i].ticksFromNs()
+		}
 	}
 	var st []bpf.TimingTpStats
 	if err := s.objs.TpRunstats.Lookup(uint32(0), &st); err != nil {

@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&perRun, "per-run", "median", "a run's time per call: median (the median over chunks of 1000 calls) or mean (the whole loop)")
 	flag.IntVar(&pinCPU, "cpu", -1, "pin the C target to this CPU (-1: not pinned)")
 	flag.StringVar(&base, "base", "0", "the empty pair the ratios compare with: 0 (single uprobe links) or 0m (a multi-uprobe link, as tickprof attaches)")
-	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq tf tr for tickprof jiffies without and with the clock check, ns, ns with quantiles, ns with refined quantiles, ns without crossing records); the unprobed run and the empty pair always run")
+	flag.StringVar(&only, "only", "", "comma-separated configuration numbers to run (0 1 1t 2 3 4 5 6 s; tj tc tn tq tf tr tg for tickprof jiffies without and with the clock check, ns, ns with quantiles, ns with refined quantiles, ns without crossing records, ns with a 1 ms record grid); the unprobed run and the empty pair always run")
 	flag.Parse()
 	if err := run(*calls, *reps, *rt, *goPair); err != nil {
 		fmt.Fprintln(os.Stderr, "bpfcost:", err)
@@ -177,6 +177,9 @@ var configs = []config{
 	{"tq tickprof ns+quantiles", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true, NoRefine: true})},
 	{"tf tickprof ns+quantiles, refined", "tq", tickprofRefined(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, Quantiles: true})},
 	{"tr tickprof ns, no records", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, NoRecords: true})},
+	// tn with a record grid 8 times coarser (2^20 ns): records, each with
+	// its stack copy, 8 times rarer.
+	{"tg tickprof ns, 1 ms record grid", "tn", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockNS}, Exact: true, RecordGrid: (1 << 20) * time.Nanosecond})},
 	// Caller stacks: tc's crossing records copy the user stack (the
 	// default); tp is tc with the kernel's frame-pointer walk instead (as
 	// before the copy). rc/rp write a record on every call (ns clock, a

@@ -8,7 +8,7 @@ echo "# BPF program time per call, piece by piece (run-time statistics on)"
 "$GO" run ./bench/bpfcost -reps 7
 echo
 echo "# Entry+exit against the empty pair, as users see it (run-time statistics off)"
-"$GO" run ./bench/bpfcost -stats=false -only 6,tc,tn -calls 300000 -reps 11
+"$GO" run ./bench/bpfcost -stats=false -only 0m,tc,tn -base 0m -calls 300000 -reps 21
 echo
 echo "# A Go function's entry+exit against the C pair"
 "$GO" run ./bench/bpfcost -go -reps 5
