@@ -25,98 +25,141 @@ func meanInterval(r estimate.Result) string {
 // WriteTimeTable prints a timing run's results: one row per target, then
 // the run; precision is the run's goal (0: none).
 func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
+	cols := timeColumnsOf(r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	conf := units.Percent(r.Confidence)
-	corrected := false
-	for _, t := range r.Targets {
-		corrected = corrected || t.Corrected
-	}
-	hdr := "TARGET\tCALLS\tMEAN\tINTERVAL (" + conf + ")\t±%\t"
-	levels, extremes := quantileColumns(r)
-	if extremes {
-		hdr += "MIN\tMAX\t"
-	}
-	for _, p := range levels {
-		hdr += strings.ToUpper(QuantileName(p)) + " [" + conf + "]\t"
-	}
-	if corrected {
-		hdr += "RAW MEAN [" + conf + "]\tOVERHEAD [" + conf + "]\t"
-	}
-	hdr += "METHOD\tCROSSINGS\tORPHANS\tDROPPED\t"
-	if r.Validate {
-		hdr += "EXACT MEAN [" + conf + "]\tCOVERED\t"
-	}
-	fmt.Fprintln(tw, hdr)
+	fmt.Fprintln(tw, cols.header())
 	for i := range r.Targets {
-		t := &r.Targets[i]
-		var mean, iv, pct, method string
-		if t.Err != "" {
-			mean, iv, pct, method = "-", "no estimate: "+ShortErr(t.Err), "-", "-"
-		} else {
-			m, lo, hi := units.Interval(t.Estimate.Mean, t.Estimate.Low, t.Estimate.High)
-			mean, iv = m, "["+lo+", "+hi+"]"
-			pct = "±" + units.Percent(t.Estimate.RelHalfWidth)
-			if math.IsInf(t.Estimate.RelHalfWidth, 0) || math.IsNaN(t.Estimate.RelHalfWidth) {
-				pct = "-" // a zero mean: only the upper bound says something
-			}
-			method = t.Estimate.Method
-		}
-		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t", t.Name, t.Calls, mean, iv, pct)
-		line += quantileCells(t, levels, extremes)
-		if corrected {
-			raw, ov := "-", "-"
-			if t.Err == "" {
-				raw = meanInterval(t.Raw)
-			}
-			if t.Corrected {
-				ov = meanInterval(t.Overhead)
-			}
-			line += raw + "\t" + ov + "\t"
-		}
-		line += fmt.Sprintf("%s\t%d\t%d\t%d\t", method, t.Crossings, t.Orphans, t.Dropped)
-		if r.Validate {
-			ex, cov := "-", "-"
-			if t.Exact != nil && t.Exact.Mean.Calls > 0 {
-				ex = meanInterval(t.Exact.Mean)
-			}
-			if t.Covered != nil {
-				cov = map[bool]string{true: "yes", false: "NO"}[*t.Covered]
-			}
-			line += ex + "\t" + cov + "\t"
-		}
-		fmt.Fprintln(tw, line)
+		fmt.Fprintln(tw, cols.row(&r.Targets[i]))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := writeQuantileNotes(w, r, levels); err != nil {
+	if err := writeQuantileNotes(w, r, cols.levels); err != nil {
 		return err
 	}
+	writeRunLine(w, r, precision, cols.conf)
+	writeRunNotes(w, r)
+	writeFewBatchesNote(w, r)
+	writeCorrectionNote(w, r, cols.corrected)
+	return nil
+}
+
+// timeColumns are the columns of the time table that depend on the run:
+// the quantiles, the extremes, the correction and the validation.
+type timeColumns struct {
+	conf      string    // the confidence, as a percentage
+	levels    []float64 // the quantile levels
+	extremes  bool      // MIN and MAX columns
+	corrected bool      // RAW MEAN and OVERHEAD columns
+	validate  bool      // EXACT MEAN and COVERED columns
+}
+
+// timeColumnsOf picks the columns for a run's table.
+func timeColumnsOf(r *timing.Result) timeColumns {
+	c := timeColumns{conf: units.Percent(r.Confidence), validate: r.Validate}
+	for _, t := range r.Targets {
+		c.corrected = c.corrected || t.Corrected
+	}
+	c.levels, c.extremes = quantileColumns(r)
+	return c
+}
+
+// header is the table's header line.
+func (c timeColumns) header() string {
+	hdr := "TARGET\tCALLS\tMEAN\tINTERVAL (" + c.conf + ")\t±%\t"
+	if c.extremes {
+		hdr += "MIN\tMAX\t"
+	}
+	for _, p := range c.levels {
+		hdr += strings.ToUpper(QuantileName(p)) + " [" + c.conf + "]\t"
+	}
+	if c.corrected {
+		hdr += "RAW MEAN [" + c.conf + "]\tOVERHEAD [" + c.conf + "]\t"
+	}
+	hdr += "METHOD\tCROSSINGS\tORPHANS\tDROPPED\t"
+	if c.validate {
+		hdr += "EXACT MEAN [" + c.conf + "]\tCOVERED\t"
+	}
+	return hdr
+}
+
+// row is a target's line of the table.
+func (c timeColumns) row(t *timing.TargetResult) string {
+	mean, iv, pct, method := estimateCells(t)
+	line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t", t.Name, t.Calls, mean, iv, pct)
+	line += quantileCells(t, c.levels, c.extremes)
+	if c.corrected {
+		line += correctionCells(t)
+	}
+	line += fmt.Sprintf("%s\t%d\t%d\t%d\t", method, t.Crossings, t.Orphans, t.Dropped)
+	if c.validate {
+		line += validationCells(t)
+	}
+	return line
+}
+
+// estimateCells are a target's MEAN, INTERVAL, ±% and METHOD cells, or
+// why it has no estimate.
+func estimateCells(t *timing.TargetResult) (mean, iv, pct, method string) {
+	if t.Err != "" {
+		return "-", "no estimate: " + ShortErr(t.Err), "-", "-"
+	}
+	m, lo, hi := units.Interval(t.Estimate.Mean, t.Estimate.Low, t.Estimate.High)
+	pct = "±" + units.Percent(t.Estimate.RelHalfWidth)
+	if math.IsInf(t.Estimate.RelHalfWidth, 0) || math.IsNaN(t.Estimate.RelHalfWidth) {
+		pct = "-" // a zero mean: only the upper bound says something
+	}
+	return m, "[" + lo + ", " + hi + "]", pct, t.Estimate.Method
+}
+
+// correctionCells are a target's RAW MEAN and OVERHEAD cells.
+func correctionCells(t *timing.TargetResult) string {
+	raw, ov := "-", "-"
+	if t.Err == "" {
+		raw = meanInterval(t.Raw)
+	}
+	if t.Corrected {
+		ov = meanInterval(t.Overhead)
+	}
+	return raw + "\t" + ov + "\t"
+}
+
+// validationCells are a target's EXACT MEAN and COVERED cells.
+func validationCells(t *timing.TargetResult) string {
+	ex, cov := "-", "-"
+	if t.Exact != nil && t.Exact.Mean.Calls > 0 {
+		ex = meanInterval(t.Exact.Mean)
+	}
+	if t.Covered != nil {
+		cov = map[bool]string{true: "yes", false: "NO"}[*t.Covered]
+	}
+	return ex + "\t" + cov + "\t"
+}
+
+// writeRunLine prints the run's line under the table: the clock, the
+// confidence, how long and why it stopped, the goal, what was lost.
+func writeRunLine(w io.Writer, r *timing.Result, precision float64, conf string) {
 	fmt.Fprintf(w, "clock %s (d = %s), %s confidence, %s, stopped: %s", r.Clock, units.Ns(r.Resolution), conf, units.Ns(float64(r.Duration)), r.StopReason)
 	if precision > 0 {
 		fmt.Fprintf(w, ", precision goal ±%s", units.Percent(precision))
 	}
 	fmt.Fprintf(w, "; dropped records %d, stack failures %d (caller stacks the kernel could not record: stack map full or the walk faulted)\n", r.RingDrops, r.StackFails)
+}
+
+// writeRunNotes prints the budget, the Go probes' counts, the validation
+// note, the clock warnings and the run's and targets' notes.
+func writeRunNotes(w io.Writer, r *timing.Result) {
 	if b := r.Budget; b != nil {
-		writeBudget(w, b, conf)
+		writeBudget(w, b, units.Percent(r.Confidence))
 	}
 	if g := r.Go; g != nil {
-		fmt.Fprintf(w, "Go: %d entry firings skipped for stack growth (counted on re-entry), %d entries expired without a RET (panic or Goexit, counted as orphans)",
-			g.Morestack, g.Expired)
-		if g.NoGoroutine > 0 {
-			fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
-		}
-		fmt.Fprintln(w)
+		writeGoCounts(w, g)
 	}
 	if r.Validate {
 		fmt.Fprintln(w, ValidateNote)
 	}
-	for i := range r.Targets {
-		for _, line := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
-			if line != "" {
-				fmt.Fprintln(w, line)
-			}
-		}
+	for _, line := range clockLines(r) {
+		fmt.Fprintln(w, line)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note: "+n)
@@ -126,6 +169,21 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 			fmt.Fprintf(w, "note: %s: %s\n", t.Name, n)
 		}
 	}
+}
+
+// writeGoCounts says what the Go probes skipped and dropped.
+func writeGoCounts(w io.Writer, g *timing.GoStats) {
+	fmt.Fprintf(w, "Go: %d entry firings skipped for stack growth (counted on re-entry), %d entries expired without a RET (panic or Goexit, counted as orphans)",
+		g.Morestack, g.Expired)
+	if g.NoGoroutine > 0 {
+		fmt.Fprintf(w, ", %d firings without a readable goroutine", g.NoGoroutine)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeFewBatchesNote names the targets whose calls fell in too few
+// batches (or budget windows) for their interval to be checked.
+func writeFewBatchesNote(w io.Writer, r *timing.Result) {
 	var few []string
 	for _, t := range r.Targets {
 		if t.Calls > 0 && t.Estimate.Batches < timing.MinCheckBatches {
@@ -139,6 +197,10 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 		fmt.Fprintf(w, "note: %s: fewer than %d polling batches, too few to check whether calls that overlap in time (several threads or goroutines in the function at once, crossing the same ticks) make the interval too narrow (Beilner eq. 11); time for at least %d x --interval, or shorten --interval\n",
 			strings.Join(few, ", "), timing.MinCheckBatches, timing.MinCheckBatches)
 	}
+}
+
+// writeCorrectionNote says whether the means include the probe overhead.
+func writeCorrectionNote(w io.Writer, r *timing.Result, corrected bool) {
 	for _, t := range r.Targets {
 		if r.Correction == "on" && (t.Kind == loader.KindSyscall.String() || t.Kind == loader.KindKernelFunc.String()) {
 			fmt.Fprintln(w, "syscall and kernel-function means are as measured: they include the tracepoint or probe dispatch inside the window (no empty kernel path exists to calibrate it against)")
@@ -153,7 +215,6 @@ func WriteTimeTable(w io.Writer, r *timing.Result, precision float64) error {
 	case r.Correction == "none":
 		fmt.Fprintln(w, "note: these means include tickprof's probe overhead; run `sudo tickprof calibrate` once and later runs subtract it")
 	}
-	return nil
 }
 
 // ShortErr shortens an error for a table cell: up to its first colon, or

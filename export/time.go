@@ -61,129 +61,172 @@ func sampleTarget(s *profile.Sample) string {
 func EncodeTime(r *timing.Result) (*profile.Profile, error) {
 	p := newTimeProfile(r.Clock, r.Resolution, r.Start, r.Duration,
 		fmt.Sprintf("confidence %.4g%% for every interval (labels mean_ns, low_ns, high_ns)", 100*r.Confidence))
-	if r.StopReason != "" {
-		p.Comments = append(p.Comments, "stopped: "+string(r.StopReason))
-	}
-	switch r.Correction {
-	case "on":
-		p.Comments = append(p.Comments, "mean_ns, low_ns, high_ns are corrected for the probe overhead (raw_mean_ns and overhead_ns beside them), and so are the quantile labels that carry pN_overhead_low_ns and pN_overhead_high_ns; wall and ticks are as measured")
-	case "none", "off":
-		p.Comments = append(p.Comments, "the means include the probe overhead (not corrected)")
-	}
-	if r.Validate {
-		p.Comments = append(p.Comments, ValidateNote)
-	}
+	p.Comments = append(p.Comments, timeComments(r)...)
+	b := newTimeBuilder(p, r)
 	for i := range r.Targets {
-		for _, w := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
-			if w != "" {
-				p.Comments = append(p.Comments, w)
-			}
-		}
-	}
-	for i := range r.Targets {
-		for _, n := range r.Targets[i].Notes {
-			p.Comments = append(p.Comments, "note: "+r.Targets[i].Name+": "+n)
-		}
-		p.Comments = append(p.Comments, r.Targets[i].StackComments()...)
-	}
-	funcs := map[string]*profile.Function{}
-	fn := func(name, file string) *profile.Function {
-		k := name + "\x00" + file
-		if f := funcs[k]; f != nil {
-			return f
-		}
-		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
-		funcs[k] = f
-		p.Function = append(p.Function, f)
-		return f
-	}
-	maps := map[string]*profile.Mapping{}
-	mapping := func(file string) *profile.Mapping {
-		if file == "" {
-			return nil
-		}
-		if m := maps[file]; m != nil {
-			return m
-		}
-		// Symbolized already: pprof need not look for the file.
-		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: file, HasFunctions: true}
-		maps[file] = m
-		p.Mapping = append(p.Mapping, m)
-		return m
-	}
-	locs := map[string]*profile.Location{}
-	loc := func(key string, addr uint64, f *profile.Function) *profile.Location {
-		if l := locs[key]; l != nil {
-			return l
-		}
-		l := &profile.Location{ID: uint64(len(p.Location) + 1), Address: addr, Mapping: mapping(f.Filename), Line: []profile.Line{{Function: f}}}
-		locs[key] = l
-		p.Location = append(p.Location, l)
-		return l
-	}
-	for i := range r.Targets {
-		t := &r.Targets[i]
-		leaf := loc("target\x00"+t.Name, 0, fn(t.Name, t.Binary))
-		labels := map[string][]int64{}
-		units := map[string][]string{}
-		if t.Err == "" {
-			labels["mean_ns"] = []int64{int64(math.Round(t.Estimate.Mean))}
-			labels["low_ns"] = []int64{int64(math.Round(t.Estimate.Low))}
-			labels["high_ns"] = []int64{int64(math.Round(t.Estimate.High))}
-			if t.Corrected {
-				labels["raw_mean_ns"] = []int64{int64(math.Round(t.Raw.Mean))}
-				labels["overhead_ns"] = []int64{int64(math.Round(t.Overhead.Mean))}
-			}
-		}
-		// Quantiles with their intervals, and the exact extremes.
-		QuantileLabels(t.Quantiles, labels)
-		if x := t.Exact; x != nil && t.Calls > 0 {
-			labels["min_ns"] = []int64{int64(x.Min)}
-			labels["max_ns"] = []int64{int64(x.Max)}
-		}
-		for k := range labels {
-			if strings.HasSuffix(k, "_ns") {
-				units[k] = []string{"nanoseconds"}
-			}
-		}
-		str := map[string][]string{"target": {t.Name}, "clock": {r.Clock}}
-		add := func(stack []*profile.Location, calls, ticks uint64) {
-			p.Sample = append(p.Sample, &profile.Sample{
-				Location: stack,
-				Value:    []int64{int64(calls), int64(ticks), int64(math.Round(r.Resolution * float64(ticks)))},
-				Label:    str,
-				NumLabel: labels,
-				NumUnit:  units,
-			})
-		}
-		var calls, ticks uint64
-		for _, c := range t.Callers {
-			stack := []*profile.Location{leaf}
-			for _, f := range c.Frames {
-				name := f.Func
-				if name == "" {
-					name = fmt.Sprintf("%#x", f.Addr)
-					if f.File != "" {
-						name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Off)
-					}
-				}
-				stack = append(stack, loc(fmt.Sprintf("%s\x00%#x", f.File, f.Addr), f.Addr, fn(name, f.File)))
-			}
-			if c.Cut {
-				stack = append(stack, loc("\x00truncated", 0, fn(TruncatedFrame, "")))
-			}
-			add(stack, c.Calls, c.Ticks)
-			calls += c.Calls
-			ticks += c.Ticks
-		}
-		if calls < t.Calls || ticks < t.Ticks || len(t.Callers) == 0 {
-			add([]*profile.Location{leaf}, sat(t.Calls, calls), sat(t.Ticks, ticks))
-		}
+		b.addTarget(&r.Targets[i])
 	}
 	if err := p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("build time profile: %w", err)
 	}
 	return p, nil
+}
+
+// timeComments are a time profile's comments after the header: why the
+// run stopped, whether the means are corrected, the validation note, the
+// clock warnings, and each target's notes and stack comments.
+func timeComments(r *timing.Result) []string {
+	var c []string
+	if r.StopReason != "" {
+		c = append(c, "stopped: "+string(r.StopReason))
+	}
+	switch r.Correction {
+	case "on":
+		c = append(c, "mean_ns, low_ns, high_ns are corrected for the probe overhead (raw_mean_ns and overhead_ns beside them), and so are the quantile labels that carry pN_overhead_low_ns and pN_overhead_high_ns; wall and ticks are as measured")
+	case "none", "off":
+		c = append(c, "the means include the probe overhead (not corrected)")
+	}
+	if r.Validate {
+		c = append(c, ValidateNote)
+	}
+	c = append(c, clockLines(r)...)
+	for i := range r.Targets {
+		for _, n := range r.Targets[i].Notes {
+			c = append(c, "note: "+r.Targets[i].Name+": "+n)
+		}
+		c = append(c, r.Targets[i].StackComments()...)
+	}
+	return c
+}
+
+// clockLines are the targets' clock warnings and notes, in target order.
+func clockLines(r *timing.Result) []string {
+	var out []string
+	for i := range r.Targets {
+		for _, line := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {
+			if line != "" {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+// timeBuilder adds a time run's targets to a profile as samples, sharing
+// the functions, mappings and locations between them.
+type timeBuilder struct {
+	p     *profile.Profile
+	r     *timing.Result
+	funcs *functionTable
+	maps  map[string]*profile.Mapping
+	locs  map[string]*profile.Location
+}
+
+// newTimeBuilder returns a builder adding r's samples to p.
+func newTimeBuilder(p *profile.Profile, r *timing.Result) *timeBuilder {
+	return &timeBuilder{p: p, r: r, funcs: newFunctionTable(p),
+		maps: map[string]*profile.Mapping{}, locs: map[string]*profile.Location{}}
+}
+
+// mapping returns the mapping of file (nil for none), adding it if new.
+func (b *timeBuilder) mapping(file string) *profile.Mapping {
+	if file == "" {
+		return nil
+	}
+	if m := b.maps[file]; m != nil {
+		return m
+	}
+	// Symbolized already: pprof need not look for the file.
+	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: file, HasFunctions: true}
+	b.maps[file] = m
+	b.p.Mapping = append(b.p.Mapping, m)
+	return m
+}
+
+// location returns the location known by key, adding it at addr in f if
+// new.
+func (b *timeBuilder) location(key string, addr uint64, f *profile.Function) *profile.Location {
+	if l := b.locs[key]; l != nil {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: addr, Mapping: b.mapping(f.Filename), Line: []profile.Line{{Function: f}}}
+	b.locs[key] = l
+	b.p.Location = append(b.p.Location, l)
+	return l
+}
+
+// addTarget adds a sample per caller stack of t, and one for the calls and
+// ticks no record attributes to a caller.
+func (b *timeBuilder) addTarget(t *timing.TargetResult) {
+	leaf := b.location("target\x00"+t.Name, 0, b.funcs.get(t.Name, t.Binary))
+	labels, numUnits := targetLabels(t)
+	str := map[string][]string{"target": {t.Name}, "clock": {b.r.Clock}}
+	add := func(stack []*profile.Location, calls, ticks uint64) {
+		b.p.Sample = append(b.p.Sample, &profile.Sample{
+			Location: stack,
+			Value:    []int64{int64(calls), int64(ticks), int64(math.Round(b.r.Resolution * float64(ticks)))},
+			Label:    str,
+			NumLabel: labels,
+			NumUnit:  numUnits,
+		})
+	}
+	var calls, ticks uint64
+	for _, c := range t.Callers {
+		add(b.callerStack(leaf, c), c.Calls, c.Ticks)
+		calls += c.Calls
+		ticks += c.Ticks
+	}
+	if calls < t.Calls || ticks < t.Ticks || len(t.Callers) == 0 {
+		add([]*profile.Location{leaf}, sat(t.Calls, calls), sat(t.Ticks, ticks))
+	}
+}
+
+// callerStack is the stack of a caller record, leaf first, with the
+// truncation frame at the root of a stack that was cut.
+func (b *timeBuilder) callerStack(leaf *profile.Location, c timing.Caller) []*profile.Location {
+	stack := []*profile.Location{leaf}
+	for _, f := range c.Frames {
+		name := f.Func
+		if name == "" {
+			name = fmt.Sprintf("%#x", f.Addr)
+			if f.File != "" {
+				name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Off)
+			}
+		}
+		stack = append(stack, b.location(fmt.Sprintf("%s\x00%#x", f.File, f.Addr), f.Addr, b.funcs.get(name, f.File)))
+	}
+	if c.Cut {
+		stack = append(stack, b.location("\x00truncated", 0, b.funcs.get(TruncatedFrame, "")))
+	}
+	return stack
+}
+
+// targetLabels are a target's numeric labels and their units: the mean
+// and interval (with the raw mean and overhead when corrected), the
+// quantiles with their intervals, and the exact extremes.
+func targetLabels(t *timing.TargetResult) (labels map[string][]int64, numUnits map[string][]string) {
+	labels = map[string][]int64{}
+	numUnits = map[string][]string{}
+	if t.Err == "" {
+		labels["mean_ns"] = []int64{int64(math.Round(t.Estimate.Mean))}
+		labels["low_ns"] = []int64{int64(math.Round(t.Estimate.Low))}
+		labels["high_ns"] = []int64{int64(math.Round(t.Estimate.High))}
+		if t.Corrected {
+			labels["raw_mean_ns"] = []int64{int64(math.Round(t.Raw.Mean))}
+			labels["overhead_ns"] = []int64{int64(math.Round(t.Overhead.Mean))}
+		}
+	}
+	QuantileLabels(t.Quantiles, labels)
+	if x := t.Exact; x != nil && t.Calls > 0 {
+		labels["min_ns"] = []int64{int64(x.Min)}
+		labels["max_ns"] = []int64{int64(x.Max)}
+	}
+	for k := range labels {
+		if strings.HasSuffix(k, "_ns") {
+			numUnits[k] = []string{"nanoseconds"}
+		}
+	}
+	return labels, numUnits
 }
 
 func sat(a, b uint64) uint64 {
