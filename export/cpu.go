@@ -33,6 +33,24 @@ func EncodeCPU(d *sampler.Profile) (*profile.Profile, error) {
 	if d.Period <= 0 {
 		return nil, fmt.Errorf("encode CPU profile: period %d ns is not positive", d.Period)
 	}
+	p := newCPUProfile(d)
+	funcs := newFunctionTable(p)
+	if err := addCPULocations(p, d, funcs); err != nil {
+		return nil, err
+	}
+	if err := addCPUSamples(p, d, funcs); err != nil {
+		return nil, err
+	}
+	p.Comments = append(callComments(d.Calls), d.Comments...)
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("encode CPU profile: %w", err)
+	}
+	return p, nil
+}
+
+// newCPUProfile returns a CPU profile with d's sample types, period,
+// window and mappings, and neither locations nor samples.
+func newCPUProfile(d *sampler.Profile) *profile.Profile {
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{
 			{Type: "samples", Unit: "count"},
@@ -58,46 +76,47 @@ func EncodeCPU(d *sampler.Profile) (*profile.Profile, error) {
 			HasInlineFrames: m.Inlines,
 		})
 	}
-	funcs := map[[2]string]*profile.Function{}
-	function := func(name, file string) *profile.Function {
-		k := [2]string{name, file}
-		if f, ok := funcs[k]; ok {
-			return f
-		}
-		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
-		funcs[k] = f
-		p.Function = append(p.Function, f)
-		return f
-	}
+	return p
+}
+
+// addCPULocations adds d's locations to p, each with its mapping and its
+// lines, inlined functions first.
+func addCPULocations(p *profile.Profile, d *sampler.Profile, funcs *functionTable) error {
 	for i, l := range d.Locations {
 		loc := &profile.Location{ID: uint64(i + 1), Address: l.Address}
 		if l.Mapping >= 0 {
 			if l.Mapping >= len(p.Mapping) {
-				return nil, fmt.Errorf("encode CPU profile: location %d names mapping %d of %d", i, l.Mapping, len(p.Mapping))
+				return fmt.Errorf("encode CPU profile: location %d names mapping %d of %d", i, l.Mapping, len(p.Mapping))
 			}
 			loc.Mapping = p.Mapping[l.Mapping]
 		}
 		if l.Function != "" {
 			for _, in := range l.Inlined {
-				loc.Line = append(loc.Line, profile.Line{Function: function(in.Function, in.File), Line: in.Line})
+				loc.Line = append(loc.Line, profile.Line{Function: funcs.get(in.Function, in.File), Line: in.Line})
 			}
-			loc.Line = append(loc.Line, profile.Line{Function: function(l.Function, l.File), Line: l.Line})
+			loc.Line = append(loc.Line, profile.Line{Function: funcs.get(l.Function, l.File), Line: l.Line})
 		}
 		p.Location = append(p.Location, loc)
 	}
+	return nil
+}
+
+// addCPUSamples adds d's samples to p; a truncated stack ends in one
+// shared truncation location added after d's.
+func addCPUSamples(p *profile.Profile, d *sampler.Profile, funcs *functionTable) error {
 	var trunc *profile.Location
 	for _, s := range d.Samples {
 		ps := &profile.Sample{Value: []int64{s.Count, s.Count * d.Period}}
 		for _, li := range s.Locations {
 			if li < 0 || li >= len(p.Location) {
-				return nil, fmt.Errorf("encode CPU profile: sample names location %d of %d", li, len(p.Location))
+				return fmt.Errorf("encode CPU profile: sample names location %d of %d", li, len(p.Location))
 			}
 			ps.Location = append(ps.Location, p.Location[li])
 		}
 		if s.Truncated {
 			if trunc == nil {
 				trunc = &profile.Location{ID: uint64(len(p.Location) + 1),
-					Line: []profile.Line{{Function: function(TruncatedFrame, "")}}}
+					Line: []profile.Line{{Function: funcs.get(TruncatedFrame, "")}}}
 				p.Location = append(p.Location, trunc)
 			}
 			ps.Location = append(ps.Location, trunc)
@@ -109,16 +128,19 @@ func EncodeCPU(d *sampler.Profile) (*profile.Profile, error) {
 		}
 		p.Sample = append(p.Sample, ps)
 	}
-	calls := append([]sampler.CallCount(nil), d.Calls...)
+	return nil
+}
+
+// callComments are the comments that carry the call counts, sorted by
+// function.
+func callComments(counts []sampler.CallCount) []string {
+	calls := append([]sampler.CallCount(nil), counts...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Function < calls[j].Function })
+	var out []string
 	for _, c := range calls {
-		p.Comments = append(p.Comments, callsComment+strconv.FormatInt(c.Calls, 10)+" "+c.Function)
+		out = append(out, callsComment+strconv.FormatInt(c.Calls, 10)+" "+c.Function)
 	}
-	p.Comments = append(p.Comments, d.Comments...)
-	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("encode CPU profile: %w", err)
-	}
-	return p, nil
+	return out
 }
 
 // CallCounts reads the call counts EncodeCPU stored in a profile's comments.
