@@ -156,11 +156,21 @@ func (t *Table) InlinedIntoAll(names []string) (map[string][]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s has no DWARF to tell where functions were inlined: %w", t.Path, err)
 	}
+	sc := &inlineScan{match: t.inlineMatcher(names), abstract: map[dwarf.Offset]string{}}
+	if err := sc.read(d); err != nil {
+		return nil, fmt.Errorf("read DWARF of %s: %w", t.Path, err)
+	}
+	return t.inlinedCallers(sc), nil
+}
+
+// inlineMatcher returns a function giving the asked name a DWARF name
+// stands for (as spelled, or as Go prints it), and whether it was asked.
+func (t *Table) inlineMatcher(names []string) func(string) (string, bool) {
 	want := map[string]string{} // DWARF spelling or display name -> asked name
 	for _, n := range names {
 		want[n] = n
 	}
-	match := func(n string) (string, bool) {
+	return func(n string) (string, bool) {
 		if a, ok := want[n]; ok {
 			return a, true
 		}
@@ -170,27 +180,35 @@ func (t *Table) InlinedIntoAll(names []string) (map[string][]string, error) {
 		}
 		return "", false
 	}
-	// Abstract subprograms (DW_AT_inline) of the wanted functions, by
-	// offset, to the asked name.
-	abstract := map[dwarf.Offset]string{}
-	type concrete struct {
-		name    string
-		origins []dwarf.Offset
-	}
-	var fns []concrete
+}
+
+// inlineScan gathers, in one pass over DWARF, the abstract subprograms of
+// the wanted functions and the concrete functions that inline anything.
+type inlineScan struct {
+	match func(string) (string, bool)
+	// abstract maps the offsets of the wanted functions' abstract
+	// subprograms (DW_AT_inline) to the asked name.
+	abstract map[dwarf.Offset]string
+	fns      []inliner // concrete functions with inlined subroutines
+	cur      *inliner  // the concrete function being read
+}
+
+// inliner is a concrete function and the abstract origins of the
+// subroutines inlined into it.
+type inliner struct {
+	name    string
+	origins []dwarf.Offset
+}
+
+// read walks d's entries, tracking their depth: compile units at 0,
+// functions at 1.
+func (sc *inlineScan) read(d *dwarf.Data) error {
 	r := d.Reader()
-	var cur *concrete
-	flush := func() {
-		if cur != nil && len(cur.origins) > 0 {
-			fns = append(fns, *cur)
-		}
-		cur = nil
-	}
-	depth := 0 // of the next entry: compile units at 0, functions at 1
+	depth := 0 // of the next entry
 	for {
 		e, err := r.Next()
 		if err != nil {
-			return nil, fmt.Errorf("read DWARF of %s: %w", t.Path, err)
+			return err
 		}
 		if e == nil {
 			break
@@ -203,31 +221,51 @@ func (t *Table) InlinedIntoAll(names []string) (map[string][]string, error) {
 		if e.Children {
 			depth++
 		}
-		if level <= 1 {
-			flush()
+		sc.entry(level, e)
+	}
+	sc.flush()
+	return nil
+}
+
+// entry takes one DWARF entry at its depth.
+func (sc *inlineScan) entry(level int, e *dwarf.Entry) {
+	if level <= 1 {
+		sc.flush()
+	}
+	switch {
+	case level == 1 && e.Tag == dwarf.TagSubprogram:
+		n, _ := e.Val(dwarf.AttrName).(string)
+		if _, ok := e.Val(dwarf.AttrInline).(int64); ok {
+			if a, ok := sc.match(n); ok {
+				sc.abstract[e.Offset] = a
+			}
+			return
 		}
-		switch {
-		case level == 1 && e.Tag == dwarf.TagSubprogram:
-			n, _ := e.Val(dwarf.AttrName).(string)
-			if _, ok := e.Val(dwarf.AttrInline).(int64); ok {
-				if a, ok := match(n); ok {
-					abstract[e.Offset] = a
-				}
-				continue
-			}
-			cur = &concrete{name: n}
-		case level > 1 && e.Tag == dwarf.TagInlinedSubroutine && cur != nil:
-			if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
-				cur.origins = append(cur.origins, o)
-			}
+		sc.cur = &inliner{name: n}
+	case level > 1 && e.Tag == dwarf.TagInlinedSubroutine && sc.cur != nil:
+		if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+			sc.cur.origins = append(sc.cur.origins, o)
 		}
 	}
-	flush()
+}
+
+// flush ends the concrete function being read, keeping it if it inlines
+// anything.
+func (sc *inlineScan) flush() {
+	if sc.cur != nil && len(sc.cur.origins) > 0 {
+		sc.fns = append(sc.fns, *sc.cur)
+	}
+	sc.cur = nil
+}
+
+// inlinedCallers maps each asked name to the sorted, distinct functions
+// (as Go prints them, in a Go binary) it was inlined into.
+func (t *Table) inlinedCallers(sc *inlineScan) map[string][]string {
 	out := map[string][]string{}
 	seen := map[[2]string]bool{}
-	for _, f := range fns {
+	for _, f := range sc.fns {
 		for _, o := range f.origins {
-			a, ok := abstract[o]
+			a, ok := sc.abstract[o]
 			if !ok {
 				continue
 			}
@@ -244,5 +282,5 @@ func (t *Table) InlinedIntoAll(names []string) (map[string][]string, error) {
 	for _, v := range out {
 		sort.Strings(v)
 	}
-	return out, nil
+	return out
 }
