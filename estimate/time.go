@@ -146,81 +146,118 @@ func Time(c Counts, o Options) (Result, error) {
 		return Result{}, err
 	}
 	if n == 0 {
-		if s > 0 {
-			return Result{}, inputf("%d ticks but no calls: ticks are counted inside calls, so calls must be at least 1", s)
-		}
-		return Result{}, inputf("no calls: nothing to estimate yet; measure longer or check that the probe fires")
+		return Result{}, noCallsError(s)
 	}
-	var varC float64 // sample variance of the c_i, ticks^2
-	if c.HasTicksSq {
-		q := new(big.Int).Lsh(new(big.Int).SetUint64(c.TicksSqHi), 64)
-		q.Or(q, new(big.Int).SetUint64(c.TicksSq))
-		if q.Cmp(new(big.Int).SetUint64(s)) < 0 {
-			return Result{}, inputf("sum of squared ticks %s is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", q, s, s)
-		}
-		if s2 := new(big.Int).Mul(new(big.Int).SetUint64(s), new(big.Int).SetUint64(s)); q.Cmp(s2) > 0 {
-			return Result{}, inputf("sum of squared ticks %s is above the tick sum squared %d^2 = %s (all ticks in one call): the counters are inconsistent: it must be at most %s", q, s, s2, s2)
-		}
-		v, ok := sampleVar(n, s, q)
-		if !ok {
-			return Result{}, inputf("sum of squared ticks %s is below (sum c)^2/n = %d^2/%d: the counters are inconsistent; it must be at least that", q, s, n)
-		}
-		varC = v
+	varC, err := ticksVariance(c, n, s)
+	if err != nil {
+		return Result{}, err
 	}
-	nf, sf := float64(n), float64(s)
-	mc := sf / nf
-	r := Result{Mean: d * mc, Confidence: conf, Calls: n, Events: s}
+	m := tickModel{d: d, n: n, s: s, nf: float64(n), mc: float64(s) / float64(n),
+		varC: varC, hasSq: c.HasTicksSq, batches: batches, conf: conf, iv: iv}
+	r := Result{Mean: d * m.mc, Confidence: conf, Calls: n, Events: s}
 	if len(batches) >= 2 {
 		r.Batches = len(batches)
 	}
-
-	twoPoint := func() Candidate { return twoPointCandidate(n, s, d, conf, iv) }
-	var cands []Candidate
-	if !c.Contiguous {
-		cands = append(cands, twoPoint())
-		if c.HasTicksSq && n >= 2 {
-			q, dist := meanQuantile(conf, n)
-			se := d * math.Sqrt(varC/nf)
-			shift := skewShift(batches, mc, q) * se
-			cands = append(cands, Candidate{Method: "observed", Dist: dist,
-				Low: r.Mean - q*se + shift, High: r.Mean + q*se + shift, StdErr: se})
-		}
-		if len(batches) >= 2 {
-			cands = append(cands, batchMeans(batches, mc, d, nf, r.Mean, conf))
-		}
-	} else {
-		// The tick total of a contiguous run is exact up to its two end
-		// phases (Beilner 10c): with constant durations the run's true
-		// length lies within one tick of d sum c, so ±d/n always holds
-		// the mean ("contiguous-bound", the simple measurement approach
-		// Beilner discusses, right when durations do not vary).
-		hb := d / nf
-		seB := d / (math.Sqrt(6) * nf) // Beilner 10c, 10d with VT = 0
-		cands = append(cands, Candidate{Method: "contiguous-bound", Dist: "bound",
-			Low: r.Mean - hb, High: r.Mean + hb, StdErr: seB})
-		switch b := len(batches); {
-		case b >= 2:
-			// Batch totals C_j = X_j + e_{j-1} - e_j (ticks): the
-			// durations' own variance n_j VT/d^2 plus 1/6 from the
-			// two boundary phases. Their batch-means variance counts
-			// the boundary term b times where the run has it once, so
-			// it errs on the safe side; the data cannot tell the two
-			// apart when n VT/d^2 is below a few ticks^2.
-			cands = append(cands, batchMeans(batches, mc, d, nf, r.Mean, conf))
-		case c.HasTicksSq && n >= 2:
-			// The per-call sample variance adds the quantization of
-			// both ends of every call to VT/d^2, and stands in for it.
-			q, dist := meanQuantile(conf, n)
-			se := d * math.Sqrt(varC/nf)
-			cands = append(cands, Candidate{Method: "contiguous", Dist: dist,
-				Low: r.Mean - q*se, High: r.Mean + q*se, StdErr: se})
-		default:
-			// Without a spread the two-point model (10a) is the
-			// safe predictor Beilner recommends.
-			cands = append(cands, twoPoint())
-		}
+	if c.Contiguous {
+		return widest(r, m.contiguousCandidates(r.Mean)), nil
 	}
-	return widest(r, cands), nil
+	return widest(r, m.separatedCandidates(r.Mean)), nil
+}
+
+// noCallsError says why counts without calls have no estimate.
+func noCallsError(s uint64) error {
+	if s > 0 {
+		return inputf("%d ticks but no calls: ticks are counted inside calls, so calls must be at least 1", s)
+	}
+	return inputf("no calls: nothing to estimate yet; measure longer or check that the probe fires")
+}
+
+// ticksVariance is the sample variance of the c_i (ticks^2) from sum c_i^2
+// when the counts have it (0 when not), after checking it against n calls
+// crossing s ticks.
+func ticksVariance(c Counts, n, s uint64) (float64, error) {
+	if !c.HasTicksSq {
+		return 0, nil
+	}
+	q := new(big.Int).Lsh(new(big.Int).SetUint64(c.TicksSqHi), 64)
+	q.Or(q, new(big.Int).SetUint64(c.TicksSq))
+	if q.Cmp(new(big.Int).SetUint64(s)) < 0 {
+		return 0, inputf("sum of squared ticks %s is below the tick sum %d: every c_i^2 >= c_i, so the counters are inconsistent: it must be at least %d", q, s, s)
+	}
+	if s2 := new(big.Int).Mul(new(big.Int).SetUint64(s), new(big.Int).SetUint64(s)); q.Cmp(s2) > 0 {
+		return 0, inputf("sum of squared ticks %s is above the tick sum squared %d^2 = %s (all ticks in one call): the counters are inconsistent: it must be at most %s", q, s, s2, s2)
+	}
+	v, ok := sampleVar(n, s, q)
+	if !ok {
+		return 0, inputf("sum of squared ticks %s is below (sum c)^2/n = %d^2/%d: the counters are inconsistent; it must be at least that", q, s, n)
+	}
+	return v, nil
+}
+
+// tickModel is what Time's candidates are computed from: n calls crossing
+// s ticks of d ns (mc = s/n per call), the sample variance of the c_i when
+// sum c_i^2 is known, the batches, and the interval's confidence and kind.
+type tickModel struct {
+	d       float64
+	n, s    uint64
+	nf, mc  float64
+	varC    float64
+	hasSq   bool
+	batches []Batch
+	conf    float64
+	iv      Interval
+}
+
+// separatedCandidates are the intervals for separated executions, around
+// mean: two-point, observed (with sum c^2), batch-means (with batches).
+func (m tickModel) separatedCandidates(mean float64) []Candidate {
+	cands := []Candidate{twoPointCandidate(m.n, m.s, m.d, m.conf, m.iv)}
+	if m.hasSq && m.n >= 2 {
+		q, dist := meanQuantile(m.conf, m.n)
+		se := m.d * math.Sqrt(m.varC/m.nf)
+		shift := skewShift(m.batches, m.mc, q) * se
+		cands = append(cands, Candidate{Method: "observed", Dist: dist,
+			Low: mean - q*se + shift, High: mean + q*se + shift, StdErr: se})
+	}
+	if len(m.batches) >= 2 {
+		cands = append(cands, batchMeans(m.batches, m.mc, m.d, m.nf, mean, m.conf))
+	}
+	return cands
+}
+
+// contiguousCandidates are the intervals for contiguous executions, around
+// mean: contiguous-bound, then batch-means, contiguous or two-point.
+func (m tickModel) contiguousCandidates(mean float64) []Candidate {
+	// The tick total of a contiguous run is exact up to its two end
+	// phases (Beilner 10c): with constant durations the run's true
+	// length lies within one tick of d sum c, so ±d/n always holds
+	// the mean ("contiguous-bound", the simple measurement approach
+	// Beilner discusses, right when durations do not vary).
+	hb := m.d / m.nf
+	seB := m.d / (math.Sqrt(6) * m.nf) // Beilner 10c, 10d with VT = 0
+	cands := []Candidate{{Method: "contiguous-bound", Dist: "bound",
+		Low: mean - hb, High: mean + hb, StdErr: seB}}
+	switch b := len(m.batches); {
+	case b >= 2:
+		// Batch totals C_j = X_j + e_{j-1} - e_j (ticks): the
+		// durations' own variance n_j VT/d^2 plus 1/6 from the
+		// two boundary phases. Their batch-means variance counts
+		// the boundary term b times where the run has it once, so
+		// it errs on the safe side; the data cannot tell the two
+		// apart when n VT/d^2 is below a few ticks^2.
+		return append(cands, batchMeans(m.batches, m.mc, m.d, m.nf, mean, m.conf))
+	case m.hasSq && m.n >= 2:
+		// The per-call sample variance adds the quantization of
+		// both ends of every call to VT/d^2, and stands in for it.
+		q, dist := meanQuantile(m.conf, m.n)
+		se := m.d * math.Sqrt(m.varC/m.nf)
+		return append(cands, Candidate{Method: "contiguous", Dist: dist,
+			Low: mean - q*se, High: mean + q*se, StdErr: se})
+	default:
+		// Without a spread the two-point model (10a) is the
+		// safe predictor Beilner recommends.
+		return append(cands, twoPointCandidate(m.n, m.s, m.d, m.conf, m.iv))
+	}
 }
 
 // twoPointCandidate is the two-point model's candidate (Beilner 10a) for n
