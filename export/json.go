@@ -147,69 +147,98 @@ func WriteTimeJSON(w io.Writer, r *timing.Result) error {
 		doc.Go = &goStatsJSON{Morestack: g.Morestack, Expired: g.Expired, NoGoroutine: g.NoGoroutine}
 	}
 	if b := r.Budget; b != nil {
-		bj := &budgetJSON{Budget: b.Budget, Duty: b.Duty, Windows: b.Windows, Binding: b.Binding,
-			Slowdown: b.Slowdown.Mean, SlowdownLow: b.Slowdown.Low, SlowdownHigh: b.Slowdown.High,
-			CostNs: b.Cost.Mean, Censored: b.Censored, Rates: []rateJSON{}}
-		for _, rt := range b.Rates {
-			bj.Rates = append(bj.Rates, rateJSON{PerSec: rt.Mean, Low: rt.Low, High: rt.High})
-		}
-		doc.Budget = bj
+		doc.Budget = budgetToJSON(b)
 	}
 	for i := range r.Targets {
-		t := &r.Targets[i]
-		j := timeTargetJSON{
-			Target: t.Name, Kind: t.Kind, Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
-			Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
-			WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
-			Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto, Notes: t.Notes,
-			ClockCheck: checkToJSON(t),
-		}
-		if t.Err == "" {
-			e := t.Estimate
-			j.MeanNs, j.LowNs, j.HighNs, j.RelHalfWidth = fp(e.Mean), fp(e.Low), fp(e.High), fp(e.RelHalfWidth)
-			j.Method = e.Method
-			if e.Dist != "" && e.Dist != e.Method {
-				j.Method += "/" + e.Dist
-			}
-			if t.Corrected {
-				raw, o := t.Raw, t.Overhead
-				j.Corrected = true
-				j.RawMeanNs, j.RawLowNs, j.RawHighNs = fp(raw.Mean), fp(raw.Low), fp(raw.High)
-				j.OverheadNs, j.OverheadLow, j.OverheadHigh = fp(o.Mean), fp(o.Low), fp(o.High)
-				j.OverheadKind = t.OverheadKind
-			}
-		}
-		if x := t.Exact; x != nil {
-			sum, mn, mx := x.Sum, x.Min, x.Max
-			j.NsSum, j.NsMin, j.NsMax = &sum, &mn, &mx
-			if x.Mean.Calls > 0 {
-				j.NsMean, j.NsLow, j.NsHigh = fp(x.Mean.Mean), fp(x.Mean.Low), fp(x.Mean.High)
-			}
-			j.NsLog2Hist = trimHist(x.Hist)
-		}
-		for _, q := range t.Quantiles {
-			j.Quantiles = append(j.Quantiles, NewQuantileJSON(q))
-		}
-		if t.Hist != nil {
-			j.Histogram = NewHistogramJSON(t.Hist)
-		}
-		for k, c := range t.Callers {
-			if k == maxJSONCallers {
-				break
-			}
-			cj := callerJSON{Calls: c.Calls, Ticks: c.Ticks, Stack: []string{}}
-			for _, f := range c.Frames {
-				name := f.Func
-				if name == "" {
-					name = fmt.Sprintf("%#x", f.Addr)
-				}
-				cj.Stack = append(cj.Stack, name)
-			}
-			j.Callers = append(j.Callers, cj)
-		}
-		doc.Targets = append(doc.Targets, j)
+		doc.Targets = append(doc.Targets, targetToJSON(r, &r.Targets[i]))
 	}
 	return WriteJSON(w, doc)
+}
+
+// budgetToJSON is the JSON of an overhead budget's outcome.
+func budgetToJSON(b *timing.BudgetResult) *budgetJSON {
+	bj := &budgetJSON{Budget: b.Budget, Duty: b.Duty, Windows: b.Windows, Binding: b.Binding,
+		Slowdown: b.Slowdown.Mean, SlowdownLow: b.Slowdown.Low, SlowdownHigh: b.Slowdown.High,
+		CostNs: b.Cost.Mean, Censored: b.Censored, Rates: []rateJSON{}}
+	for _, rt := range b.Rates {
+		bj.Rates = append(bj.Rates, rateJSON{PerSec: rt.Mean, Low: rt.Low, High: rt.High})
+	}
+	return bj
+}
+
+// targetToJSON is the JSON of one target of run r.
+func targetToJSON(r *timing.Result, t *timing.TargetResult) timeTargetJSON {
+	j := timeTargetJSON{
+		Target: t.Name, Kind: t.Kind, Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
+		Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
+		WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
+		Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto, Notes: t.Notes,
+		ClockCheck: checkToJSON(t),
+	}
+	if t.Err == "" {
+		estimateToJSON(&j, t)
+	}
+	if x := t.Exact; x != nil {
+		exactToJSON(&j, x)
+	}
+	for _, q := range t.Quantiles {
+		j.Quantiles = append(j.Quantiles, NewQuantileJSON(q))
+	}
+	if t.Hist != nil {
+		j.Histogram = NewHistogramJSON(t.Hist)
+	}
+	j.Callers = callersToJSON(t.Callers)
+	return j
+}
+
+// estimateToJSON fills in a target's mean and interval, method, and the
+// raw mean and overhead when corrected.
+func estimateToJSON(j *timeTargetJSON, t *timing.TargetResult) {
+	e := t.Estimate
+	j.MeanNs, j.LowNs, j.HighNs, j.RelHalfWidth = fp(e.Mean), fp(e.Low), fp(e.High), fp(e.RelHalfWidth)
+	j.Method = e.Method
+	if e.Dist != "" && e.Dist != e.Method {
+		j.Method += "/" + e.Dist
+	}
+	if t.Corrected {
+		raw, o := t.Raw, t.Overhead
+		j.Corrected = true
+		j.RawMeanNs, j.RawLowNs, j.RawHighNs = fp(raw.Mean), fp(raw.Low), fp(raw.High)
+		j.OverheadNs, j.OverheadLow, j.OverheadHigh = fp(o.Mean), fp(o.Low), fp(o.High)
+		j.OverheadKind = t.OverheadKind
+	}
+}
+
+// exactToJSON fills in what the exact clock measured: sum, extremes, mean
+// and log2 histogram.
+func exactToJSON(j *timeTargetJSON, x *timing.ExactNs) {
+	sum, mn, mx := x.Sum, x.Min, x.Max
+	j.NsSum, j.NsMin, j.NsMax = &sum, &mn, &mx
+	if x.Mean.Calls > 0 {
+		j.NsMean, j.NsLow, j.NsHigh = fp(x.Mean.Mean), fp(x.Mean.Low), fp(x.Mean.High)
+	}
+	j.NsLog2Hist = trimHist(x.Hist)
+}
+
+// callersToJSON is the JSON of the first maxJSONCallers caller stacks (nil
+// for none).
+func callersToJSON(callers []timing.Caller) []callerJSON {
+	var out []callerJSON
+	for k, c := range callers {
+		if k == maxJSONCallers {
+			break
+		}
+		cj := callerJSON{Calls: c.Calls, Ticks: c.Ticks, Stack: []string{}}
+		for _, f := range c.Frames {
+			name := f.Func
+			if name == "" {
+				name = fmt.Sprintf("%#x", f.Addr)
+			}
+			cj.Stack = append(cj.Stack, name)
+		}
+		out = append(out, cj)
+	}
+	return out
 }
 
 // WriteJSON writes v as one indented JSON document: every command's JSON
@@ -256,67 +285,100 @@ const maxDurationS = 100 * 365.25 * 86400
 // negative, each interval around its mean, a duration a time.Duration
 // holds. The error names the value.
 func (doc *timeJSON) validate() error {
-	bad := func(what string, v any, want string) error {
-		return fmt.Errorf("%s = %v: want %s", what, v, want)
-	}
-	okConf := func(c float64) bool { return c >= estimate.MinConfidence && c <= estimate.MaxConfidence }
-	if doc.Confidence != 0 && !okConf(doc.Confidence) {
-		return bad("confidence", doc.Confidence, "a level strictly between 0 and 1, such as 0.95")
+	if doc.Confidence != 0 && !okConfidence(doc.Confidence) {
+		return badField("confidence", doc.Confidence, "a level strictly between 0 and 1, such as 0.95")
 	}
 	if !(doc.DurationS >= 0 && doc.DurationS <= maxDurationS) {
-		return bad("duration_s", doc.DurationS, "a number of seconds from 0 to a century")
+		return badField("duration_s", doc.DurationS, "a number of seconds from 0 to a century")
 	}
 	if !(doc.ResolutionNs >= 0) {
-		return bad("resolution_ns", doc.ResolutionNs, "a clock resolution of at least 0 ns")
+		return badField("resolution_ns", doc.ResolutionNs, "a clock resolution of at least 0 ns")
 	}
-	for i, j := range doc.Targets {
-		name := fmt.Sprintf("targets[%d] (%s)", i, j.Target)
-		if j.Confidence != 0 && !okConf(j.Confidence) {
-			return bad(name+".confidence", j.Confidence, "a level strictly between 0 and 1, such as 0.95")
+	for i := range doc.Targets {
+		if err := doc.validateTarget(i); err != nil {
+			return err
 		}
-		if j.Confidence == 0 && doc.Confidence == 0 && j.MeanNs != nil {
-			return bad(name+".confidence", 0, "the level of its interval (or a document-level confidence)")
+	}
+	return nil
+}
+
+// badField says that the field what holds v where want was expected.
+func badField(what string, v any, want string) error {
+	return fmt.Errorf("%s = %v: want %s", what, v, want)
+}
+
+// okConfidence reports whether c is a confidence level tickprof accepts.
+func okConfidence(c float64) bool {
+	return c >= estimate.MinConfidence && c <= estimate.MaxConfidence
+}
+
+// validateTarget checks target i's confidence, resolution, wall time,
+// intervals and quantiles.
+func (doc *timeJSON) validateTarget(i int) error {
+	j := doc.Targets[i]
+	name := fmt.Sprintf("targets[%d] (%s)", i, j.Target)
+	if j.Confidence != 0 && !okConfidence(j.Confidence) {
+		return badField(name+".confidence", j.Confidence, "a level strictly between 0 and 1, such as 0.95")
+	}
+	if j.Confidence == 0 && doc.Confidence == 0 && j.MeanNs != nil {
+		return badField(name+".confidence", 0, "the level of its interval (or a document-level confidence)")
+	}
+	if !(j.ResolutionNs >= 0) || !(j.WallNs >= 0) {
+		return badField(name, "a negative resolution_ns or wall_ns", "values of at least 0")
+	}
+	if err := validateIntervals(name, &j); err != nil {
+		return err
+	}
+	for k, q := range j.Quantiles {
+		if err := validateQuantile(fmt.Sprintf("%s.quantiles[%d]", name, k), q); err != nil {
+			return err
 		}
-		if !(j.ResolutionNs >= 0) || !(j.WallNs >= 0) {
-			return bad(name, "a negative resolution_ns or wall_ns", "values of at least 0")
+	}
+	return nil
+}
+
+// validateIntervals checks that each of a target's intervals given whole
+// holds its mean, and that only an overhead reaches below 0.
+func validateIntervals(name string, j *timeTargetJSON) error {
+	for _, iv := range []struct {
+		what            string
+		mean, low, high *float64
+	}{
+		{"mean_ns, low_ns, high_ns", j.MeanNs, j.LowNs, j.HighNs},
+		{"raw_mean_ns, raw_low_ns, raw_high_ns", j.RawMeanNs, j.RawLowNs, j.RawHighNs},
+		{"overhead_ns, overhead_low_ns, overhead_high_ns", j.OverheadNs, j.OverheadLow, j.OverheadHigh},
+		{"ns_mean, ns_low, ns_high", j.NsMean, j.NsLow, j.NsHigh},
+	} {
+		if iv.mean == nil || iv.low == nil || iv.high == nil {
+			continue
 		}
-		for _, iv := range []struct {
-			what            string
-			mean, low, high *float64
-		}{
-			{"mean_ns, low_ns, high_ns", j.MeanNs, j.LowNs, j.HighNs},
-			{"raw_mean_ns, raw_low_ns, raw_high_ns", j.RawMeanNs, j.RawLowNs, j.RawHighNs},
-			{"overhead_ns, overhead_low_ns, overhead_high_ns", j.OverheadNs, j.OverheadLow, j.OverheadHigh},
-			{"ns_mean, ns_low, ns_high", j.NsMean, j.NsLow, j.NsHigh},
-		} {
-			if iv.mean == nil || iv.low == nil || iv.high == nil {
-				continue
-			}
-			m, lo, hi := *iv.mean, *iv.low, *iv.high
-			// An overhead's prediction interval may reach below 0; a time's not.
-			if !(lo <= m && m <= hi) || (lo < 0 && iv.what[0] != 'o') {
-				return bad(name+" "+iv.what, fmt.Sprintf("%g, %g, %g", m, lo, hi), "times of at least 0 ns with low <= mean <= high")
-			}
+		m, lo, hi := *iv.mean, *iv.low, *iv.high
+		// An overhead's prediction interval may reach below 0; a time's not.
+		if !(lo <= m && m <= hi) || (lo < 0 && iv.what[0] != 'o') {
+			return badField(name+" "+iv.what, fmt.Sprintf("%g, %g, %g", m, lo, hi), "times of at least 0 ns with low <= mean <= high")
 		}
-		for k, q := range j.Quantiles {
-			qn := fmt.Sprintf("%s.quantiles[%d]", name, k)
-			if !(q.Quantile > 0 && q.Quantile < 1) {
-				return bad(qn+".quantile", q.Quantile, "a level strictly between 0 and 1, such as 0.99")
-			}
-			if !okConf(q.Confidence) {
-				return bad(qn+".confidence", q.Confidence, "a level strictly between 0 and 1, such as 0.95")
-			}
-			lo, hi := q.ValueNs, q.ValueNs
-			if q.LowNs != nil {
-				lo = *q.LowNs
-			}
-			if q.HighNs != nil {
-				hi = *q.HighNs
-			}
-			if !(lo >= 0 && lo <= q.ValueNs && q.ValueNs <= hi && !math.IsInf(hi, 0)) {
-				return bad(qn, fmt.Sprintf("value %g in [%g, %g]", q.ValueNs, lo, hi), "times of at least 0 ns with low <= value <= high")
-			}
-		}
+	}
+	return nil
+}
+
+// validateQuantile checks a quantile's level, confidence and interval; qn
+// names it in the error.
+func validateQuantile(qn string, q QuantileJSON) error {
+	if !(q.Quantile > 0 && q.Quantile < 1) {
+		return badField(qn+".quantile", q.Quantile, "a level strictly between 0 and 1, such as 0.99")
+	}
+	if !okConfidence(q.Confidence) {
+		return badField(qn+".confidence", q.Confidence, "a level strictly between 0 and 1, such as 0.95")
+	}
+	lo, hi := q.ValueNs, q.ValueNs
+	if q.LowNs != nil {
+		lo = *q.LowNs
+	}
+	if q.HighNs != nil {
+		hi = *q.HighNs
+	}
+	if !(lo >= 0 && lo <= q.ValueNs && q.ValueNs <= hi && !math.IsInf(hi, 0)) {
+		return badField(qn, fmt.Sprintf("value %g in [%g, %g]", q.ValueNs, lo, hi), "times of at least 0 ns with low <= value <= high")
 	}
 	return nil
 }
@@ -346,51 +408,67 @@ func ReadTimeJSON(r io.Reader) (*timing.Result, error) {
 		Correction: timing.CorrectionMode(doc.Correction),
 	}
 	for _, j := range doc.Targets {
-		conf := j.Confidence
-		if conf == 0 {
-			conf = doc.Confidence
-		}
-		t := timing.TargetResult{
-			Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
-			Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
-			Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered, Notes: j.Notes,
-			ClockCheck: checkFromJSON(j.ClockCheck),
-		}
-		if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {
-			if t.Err == "" {
-				t.Err = "no estimate"
-			}
-		} else {
-			method, dist, _ := strings.Cut(j.Method, "/")
-			t.Estimate = estimate.Result{Mean: *j.MeanNs, Low: *j.LowNs, High: *j.HighNs,
-				Confidence: conf, Method: method, Dist: dist, Calls: j.Calls}
-			t.Raw = t.Estimate
-			if j.Corrected && j.RawMeanNs != nil && j.RawLowNs != nil && j.RawHighNs != nil {
-				t.Raw.Mean, t.Raw.Low, t.Raw.High = *j.RawMeanNs, *j.RawLowNs, *j.RawHighNs
-				t.Raw.Method = strings.TrimSuffix(method, "-minus-overhead")
-			}
-			if j.OverheadNs != nil && j.OverheadLow != nil && j.OverheadHigh != nil {
-				t.Overhead = estimate.Result{Mean: *j.OverheadNs, Low: *j.OverheadLow, High: *j.OverheadHigh, Confidence: conf}
-			}
-		}
-		if j.NsSum != nil && j.NsMean != nil && j.NsLow != nil && j.NsHigh != nil {
-			x := &timing.ExactNs{Sum: *j.NsSum, Mean: estimate.Result{Mean: *j.NsMean, Low: *j.NsLow, High: *j.NsHigh, Confidence: conf, Calls: j.Calls}}
-			if j.NsMin != nil && j.NsMax != nil {
-				x.Min, x.Max = *j.NsMin, *j.NsMax
-			}
-			t.Exact = x
-		}
-		for _, q := range j.Quantiles {
-			t.Quantiles = append(t.Quantiles, q.ToQuantile())
-		}
-		if j.Histogram != nil {
-			h, err := j.Histogram.Hist()
-			if err != nil {
-				return nil, fmt.Errorf("target %s: %w", j.Target, err)
-			}
-			t.Hist = h
+		t, err := targetFromJSON(&j, doc.Confidence)
+		if err != nil {
+			return nil, err
 		}
 		run.Targets = append(run.Targets, t)
 	}
 	return run, nil
+}
+
+// targetFromJSON reads one target back; docConf is the document's
+// confidence, for a target that gives none of its own.
+func targetFromJSON(j *timeTargetJSON, docConf float64) (timing.TargetResult, error) {
+	conf := j.Confidence
+	if conf == 0 {
+		conf = docConf
+	}
+	t := timing.TargetResult{
+		Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
+		Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
+		Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered, Notes: j.Notes,
+		ClockCheck: checkFromJSON(j.ClockCheck),
+	}
+	if j.MeanNs == nil || j.LowNs == nil || j.HighNs == nil {
+		if t.Err == "" {
+			t.Err = "no estimate"
+		}
+	} else {
+		estimateFromJSON(&t, j, conf)
+	}
+	if j.NsSum != nil && j.NsMean != nil && j.NsLow != nil && j.NsHigh != nil {
+		x := &timing.ExactNs{Sum: *j.NsSum, Mean: estimate.Result{Mean: *j.NsMean, Low: *j.NsLow, High: *j.NsHigh, Confidence: conf, Calls: j.Calls}}
+		if j.NsMin != nil && j.NsMax != nil {
+			x.Min, x.Max = *j.NsMin, *j.NsMax
+		}
+		t.Exact = x
+	}
+	for _, q := range j.Quantiles {
+		t.Quantiles = append(t.Quantiles, q.ToQuantile())
+	}
+	if j.Histogram != nil {
+		h, err := j.Histogram.Hist()
+		if err != nil {
+			return t, fmt.Errorf("target %s: %w", j.Target, err)
+		}
+		t.Hist = h
+	}
+	return t, nil
+}
+
+// estimateFromJSON reads a target's estimate back, with its raw mean and
+// overhead when the document has them.
+func estimateFromJSON(t *timing.TargetResult, j *timeTargetJSON, conf float64) {
+	method, dist, _ := strings.Cut(j.Method, "/")
+	t.Estimate = estimate.Result{Mean: *j.MeanNs, Low: *j.LowNs, High: *j.HighNs,
+		Confidence: conf, Method: method, Dist: dist, Calls: j.Calls}
+	t.Raw = t.Estimate
+	if j.Corrected && j.RawMeanNs != nil && j.RawLowNs != nil && j.RawHighNs != nil {
+		t.Raw.Mean, t.Raw.Low, t.Raw.High = *j.RawMeanNs, *j.RawLowNs, *j.RawHighNs
+		t.Raw.Method = strings.TrimSuffix(method, "-minus-overhead")
+	}
+	if j.OverheadNs != nil && j.OverheadLow != nil && j.OverheadHigh != nil {
+		t.Overhead = estimate.Result{Mean: *j.OverheadNs, Low: *j.OverheadLow, High: *j.OverheadHigh, Confidence: conf}
+	}
 }
