@@ -281,47 +281,68 @@ func CPUReport(p *profile.Profile, o estimate.Options) (*CPUTable, error) {
 		}
 		t.TotalLow, t.TotalHigh = tr.Low, tr.High
 	}
-	share := func(h uint64) (ShareEstimate, error) {
-		pr, err := estimate.Share(h, fc.n, o)
-		if err != nil {
-			return ShareEstimate{}, err
-		}
-		t.Confidence = pr.Confidence
-		se := ShareEstimate{Hits: h, Share: pr.Share, Low: pr.Low, High: pr.High}
-		if period > 0 {
-			tr, err := estimate.TimePerCall(h, period, 1, o)
-			if err != nil {
-				return ShareEstimate{}, err
-			}
-			se.Time, se.TimeLow, se.TimeHigh = tr.Mean, tr.Low, tr.High
-		}
-		return se, nil
-	}
-	for fn, c := range fc.cum {
-		r := FuncRow{Function: fn}
-		if r.Flat, err = share(fc.flat[fn]); err != nil {
-			return nil, err
-		}
-		if r.Cum, err = share(c); err != nil {
-			return nil, err
-		}
-		t.Rows = append(t.Rows, r)
+	if err := t.addRows(fc, o); err != nil {
+		return nil, err
 	}
 	sortRows(t.Rows, false)
 	markUncertain(t.Rows, false)
-	for _, cc := range CallCounts(p) {
-		if period <= 0 || cc.Calls <= 0 {
+	if err := t.addPerCall(CallCounts(p), fc, o); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// addRows adds a row per function with its flat and cumulative shares.
+func (t *CPUTable) addRows(fc funcCounts, o estimate.Options) error {
+	for fn, c := range fc.cum {
+		r := FuncRow{Function: fn}
+		var err error
+		if r.Flat, err = t.share(fc.flat[fn], o); err != nil {
+			return err
+		}
+		if r.Cum, err = t.share(c, o); err != nil {
+			return err
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	return nil
+}
+
+// share estimates the share of the samples that h hits are, and their
+// time when the period is known; it sets the table's confidence.
+func (t *CPUTable) share(h uint64, o estimate.Options) (ShareEstimate, error) {
+	pr, err := estimate.Share(h, t.Samples, o)
+	if err != nil {
+		return ShareEstimate{}, err
+	}
+	t.Confidence = pr.Confidence
+	se := ShareEstimate{Hits: h, Share: pr.Share, Low: pr.Low, High: pr.High}
+	if t.Period > 0 {
+		tr, err := estimate.TimePerCall(h, t.Period, 1, o)
+		if err != nil {
+			return ShareEstimate{}, err
+		}
+		se.Time, se.TimeLow, se.TimeHigh = tr.Mean, tr.Low, tr.High
+	}
+	return se, nil
+}
+
+// addPerCall adds the time per call of each function with a call count,
+// when the period is known.
+func (t *CPUTable) addPerCall(counts []CallCount, fc funcCounts, o estimate.Options) error {
+	for _, cc := range counts {
+		if t.Period <= 0 || cc.Calls <= 0 {
 			continue
 		}
 		hits := fc.cum[cc.Function]
-		r, err := estimate.TimePerCall(hits, period, uint64(cc.Calls), o)
+		r, err := estimate.TimePerCall(hits, t.Period, uint64(cc.Calls), o)
 		if err != nil {
-			return nil, fmt.Errorf("time per call of %s: %w", cc.Function, err)
+			return fmt.Errorf("time per call of %s: %w", cc.Function, err)
 		}
 		t.PerCall = append(t.PerCall, PerCallRow{Function: cc.Function, Calls: uint64(cc.Calls), Hits: hits,
 			Mean: r.Mean, Low: r.Low, High: r.High, Method: r.Method})
 	}
-	return t, nil
+	return nil
 }
 
 // SortByCum orders the rows by cumulative share and recomputes the rank
