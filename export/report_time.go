@@ -66,51 +66,13 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 	if !IsTimeProfile(p) {
 		return nil, fmt.Errorf("not a tickprof time profile (sample types are not calls, ticks, wall)")
 	}
-	t := &TimeTable{Duration: float64(p.DurationNanos)}
-	for _, c := range p.Comments {
-		if m := confComment.FindStringSubmatch(c); m != nil {
-			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v/100 >= estimate.MinConfidence && v/100 <= estimate.MaxConfidence {
-				t.Confidence = v / 100
-			}
-		}
-	}
+	t := &TimeTable{Duration: float64(p.DurationNanos), Confidence: commentConfidence(p.Comments)}
 	if err := negativeValues(p); err != nil {
 		return nil, err
 	}
-	rows := map[string]*TimeRow{}
-	var order []string
-	for _, s := range p.Sample {
-		name := sampleTarget(s)
-		if name == "" {
-			continue
-		}
-		r := rows[name]
-		if r == nil {
-			r = &TimeRow{Target: name}
-			rows[name] = r
-			order = append(order, name)
-		}
-		c, k := nonNeg(s.Value[0]), nonNeg(s.Value[1])
-		if r.Calls+c < r.Calls || r.Ticks+k < r.Ticks {
-			return nil, fmt.Errorf("target %s: %w", name, errOverflow)
-		}
-		r.Calls += c
-		r.Ticks += k
-		r.Wall += float64(nonNeg(s.Value[2]))
-		if r.qs == nil && r.MinNs == nil {
-			if mn, mx := s.NumLabel["min_ns"], s.NumLabel["max_ns"]; len(mn) == 1 && len(mx) == 1 {
-				r.MinNs, r.MaxNs = &mn[0], &mx[0]
-			}
-			r.qs = QuantilesFromLabels(s.NumLabel, t.Confidence, 0)
-		}
-		mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
-		if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 {
-			if lo[0] < 0 || !(lo[0] <= mean[0] && mean[0] <= hi[0]) {
-				return nil, fmt.Errorf("target %s: labels mean_ns %d, low_ns %d, high_ns %d are not an interval of times (want 0 <= low <= mean <= high): the profile was not written by tickprof time as is", name, mean[0], lo[0], hi[0])
-			}
-			r.HasEstimate = true
-			r.Mean, r.Low, r.High = float64(mean[0]), float64(lo[0]), float64(hi[0])
-		}
+	rows, order, err := timeRows(p, t.Confidence)
+	if err != nil {
+		return nil, err
 	}
 	if len(order) == 0 {
 		return nil, ErrNoSamples
@@ -128,6 +90,72 @@ func TimeReport(p *profile.Profile) (*TimeTable, error) {
 	}
 	sort.SliceStable(t.Rows, func(i, j int) bool { return t.Rows[i].Wall > t.Rows[j].Wall })
 	return t, nil
+}
+
+// commentConfidence is the confidence the last valid confidence comment
+// states (0 if none does).
+func commentConfidence(comments []string) float64 {
+	var conf float64
+	for _, c := range comments {
+		if m := confComment.FindStringSubmatch(c); m != nil {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v/100 >= estimate.MinConfidence && v/100 <= estimate.MaxConfidence {
+				conf = v / 100
+			}
+		}
+	}
+	return conf
+}
+
+// timeRows sums p's samples into a row per target, returned with the
+// targets in the order they first appear; conf is the quantiles'
+// confidence.
+func timeRows(p *profile.Profile, conf float64) (map[string]*TimeRow, []string, error) {
+	rows := map[string]*TimeRow{}
+	var order []string
+	for _, s := range p.Sample {
+		name := sampleTarget(s)
+		if name == "" {
+			continue
+		}
+		r := rows[name]
+		if r == nil {
+			r = &TimeRow{Target: name}
+			rows[name] = r
+			order = append(order, name)
+		}
+		if err := r.add(s, conf); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, order, nil
+}
+
+// add adds a sample's counts to the row, and takes its labels: the
+// extremes and quantiles from the first sample that has them, the mean
+// and interval from each.
+func (r *TimeRow) add(s *profile.Sample, conf float64) error {
+	c, k := nonNeg(s.Value[0]), nonNeg(s.Value[1])
+	if r.Calls+c < r.Calls || r.Ticks+k < r.Ticks {
+		return fmt.Errorf("target %s: %w", r.Target, errOverflow)
+	}
+	r.Calls += c
+	r.Ticks += k
+	r.Wall += float64(nonNeg(s.Value[2]))
+	if r.qs == nil && r.MinNs == nil {
+		if mn, mx := s.NumLabel["min_ns"], s.NumLabel["max_ns"]; len(mn) == 1 && len(mx) == 1 {
+			r.MinNs, r.MaxNs = &mn[0], &mx[0]
+		}
+		r.qs = QuantilesFromLabels(s.NumLabel, conf, 0)
+	}
+	mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
+	if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 {
+		if lo[0] < 0 || !(lo[0] <= mean[0] && mean[0] <= hi[0]) {
+			return fmt.Errorf("target %s: labels mean_ns %d, low_ns %d, high_ns %d are not an interval of times (want 0 <= low <= mean <= high): the profile was not written by tickprof time as is", r.Target, mean[0], lo[0], hi[0])
+		}
+		r.HasEstimate = true
+		r.Mean, r.Low, r.High = float64(mean[0]), float64(lo[0]), float64(hi[0])
+	}
+	return nil
 }
 
 // WriteText writes the time table.
