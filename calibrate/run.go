@@ -48,20 +48,40 @@ func Run(ctx context.Context, o Options) (*Calibration, error) {
 	defer p.Close()
 
 	say("clock resolutions")
+	if err := c.measureClocks(p, o); err != nil {
+		return nil, err
+	}
+	say("clock-read costs")
+	costs, err := p.ClockCosts(20, 10)
+	if err != nil {
+		c.Skipped = append(c.Skipped, "clock-read costs: "+err.Error())
+	}
+	c.ClockCosts = costs
+	say("probe overheads")
+	if err := c.measureOverheads(ctx, o); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// measureClocks adds the resolutions of the kernel's clocks (jiffies, the
+// ticks of o.Ticks, ns) and of the user-space clocks; a user clock that
+// cannot be read is skipped with the reason.
+func (c *Calibration) measureClocks(p *Probes, o Options) error {
 	r, err := p.MeasureJiffies(o.Changes)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.Clocks = append(c.Clocks, r)
 	for _, d := range o.Ticks {
 		r, err := p.MeasureTick(d, o.Changes)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Clocks = append(c.Clocks, r)
 	}
 	if r, err = p.MeasureNS(o.Changes * 4); err != nil {
-		return nil, err
+		return err
 	}
 	c.Clocks = append(c.Clocks, r)
 	for _, uc := range []struct {
@@ -75,25 +95,22 @@ func Run(ctx context.Context, o Options) (*Calibration, error) {
 		}
 		c.Clocks = append(c.Clocks, r)
 	}
+	return nil
+}
 
-	say("clock-read costs")
-	costs, err := p.ClockCosts(20, 10)
-	if err != nil {
-		c.Skipped = append(c.Skipped, "clock-read costs: "+err.Error())
-	}
-	c.ClockCosts = costs
-
-	say("probe overheads")
+// measureOverheads adds the probes' overheads, measured on a target built
+// in a temporary directory, and what was skipped.
+func (c *Calibration) measureOverheads(ctx context.Context, o Options) error {
 	dir, err := os.MkdirTemp("", "tickprof-calibrate-")
 	if err != nil {
-		return nil, fmt.Errorf("make a directory for the calibration target: %w", err)
+		return fmt.Errorf("make a directory for the calibration target: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	ovs, skipped, err := MeasureOverheads(ctx, dir, o.Overhead)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.Overheads = ovs
 	c.Skipped = append(c.Skipped, skipped...)
-	return c, nil
+	return nil
 }
