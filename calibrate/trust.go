@@ -102,68 +102,101 @@ func ParseCalibration(b []byte) (*Calibration, error) {
 // confidences strictly between 0 and 1, every figure finite. The error
 // names the value refused.
 func (c *Calibration) Validate() error {
-	bad := func(what string, v any, want string) error {
-		return fmt.Errorf("%s = %v: want %s: %w", what, v, want, ErrUntrusted)
-	}
 	if c.Version < 0 || c.Version > Version {
-		return bad("version", c.Version, fmt.Sprintf("1 to %d (a newer tickprof wrote it?)", Version))
+		return untrusted("version", c.Version, fmt.Sprintf("1 to %d (a newer tickprof wrote it?)", Version))
 	}
-	finite := func(v ...float64) bool {
-		for _, x := range v {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return false
-			}
-		}
-		return true
-	}
-	conf := func(c float64) bool { return c > 0 && c < 1 }
 	for i, o := range c.Overheads {
-		name := fmt.Sprintf("overheads[%d] (%s)", i, o.Kind)
-		switch {
-		case strings.TrimSpace(string(o.Kind)) == "":
-			return bad(fmt.Sprintf("overheads[%d].kind", i), `""`, "a probe kind such as user")
-		case !finite(o.MeanNs, o.LowNs, o.HighNs, o.StdErrNs, o.RunSDNs, o.MeanLowNs, o.MeanHighNs, o.BPFNsPerCall):
-			return bad(name, "a non-finite value", "finite numbers")
-		case o.MeanNs < 0:
-			return bad(name+".mean_ns", o.MeanNs, "an overhead of at least 0 ns")
-		case o.MeanNs >= MaxOverheadNs:
-			return bad(name+".mean_ns", o.MeanNs, fmt.Sprintf("below %g ns", MaxOverheadNs))
-		case !(o.LowNs <= o.MeanNs && o.MeanNs <= o.HighNs):
-			return bad(name+" interval", fmt.Sprintf("[%g, %g] around %g", o.LowNs, o.HighNs, o.MeanNs), "low_ns <= mean_ns <= high_ns")
-		case o.HighNs-o.LowNs > 2*MaxOverheadNs:
-			return bad(name+" interval width", o.HighNs-o.LowNs, fmt.Sprintf("below %g ns", 2*MaxOverheadNs))
-		case o.StdErrNs < 0 || o.RunSDNs < 0 || o.BPFNsPerCall < 0:
-			return bad(name, "a negative standard error or cost", "values of at least 0")
-		case !conf(o.Confidence):
-			return bad(name+".confidence", o.Confidence, "a level strictly between 0 and 1")
-		case o.DF < 0 || o.DF > 1e6 || o.Runs < 0:
-			return bad(name+".df/runs", fmt.Sprintf("%d/%d", o.DF, o.Runs), "non-negative counts")
-		}
-		for _, m := range o.RunMeansNs {
-			if !finite(m) || m < -MaxOverheadNs || m > MaxOverheadNs {
-				return bad(name+".run_means_ns", m, fmt.Sprintf("finite means within ±%g ns", MaxOverheadNs))
-			}
+		if err := validateOverhead(i, o); err != nil {
+			return err
 		}
 	}
 	for i, r := range c.Clocks {
-		name := fmt.Sprintf("clocks[%d] (%s)", i, r.Clock)
-		switch {
-		case !finite(r.IncMinNs, r.IncMeanNs, r.IncMaxNs, r.PeriodMinNs, r.PeriodMeanNs, r.PeriodMaxNs, r.PeriodLowNs, r.PeriodHighNs):
-			return bad(name, "a non-finite value", "finite numbers")
-		case r.IncMinNs < 0 || r.PeriodMinNs < 0 || r.Changes < 0:
-			return bad(name, "a negative increment, period or count", "values of at least 0")
-		case r.Confidence != 0 && !conf(r.Confidence):
-			return bad(name+".confidence", r.Confidence, "a level strictly between 0 and 1")
+		if err := validateClock(i, r); err != nil {
+			return err
 		}
 	}
 	for i, k := range c.ClockCosts {
-		name := fmt.Sprintf("clock_costs[%d] (%s)", i, k.Helper)
-		switch {
-		case !finite(k.NsPerRead, k.LowNs, k.HighNs):
-			return bad(name, "a non-finite value", "finite numbers")
-		case k.Confidence != 0 && !conf(k.Confidence):
-			return bad(name+".confidence", k.Confidence, "a level strictly between 0 and 1")
+		if err := validateClockCost(i, k); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// untrusted says that the value what is v where want was expected.
+func untrusted(what string, v any, want string) error {
+	return fmt.Errorf("%s = %v: want %s: %w", what, v, want, ErrUntrusted)
+}
+
+// allFinite reports whether no value is NaN or infinite.
+func allFinite(v ...float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validLevel reports whether c is a confidence strictly between 0 and 1.
+func validLevel(c float64) bool { return c > 0 && c < 1 }
+
+// validateOverhead checks overhead i: its kind, its figures finite, its
+// mean in range inside its interval, its counts and its run means.
+func validateOverhead(i int, o Overhead) error {
+	name := fmt.Sprintf("overheads[%d] (%s)", i, o.Kind)
+	switch {
+	case strings.TrimSpace(string(o.Kind)) == "":
+		return untrusted(fmt.Sprintf("overheads[%d].kind", i), `""`, "a probe kind such as user")
+	case !allFinite(o.MeanNs, o.LowNs, o.HighNs, o.StdErrNs, o.RunSDNs, o.MeanLowNs, o.MeanHighNs, o.BPFNsPerCall):
+		return untrusted(name, "a non-finite value", "finite numbers")
+	case o.MeanNs < 0:
+		return untrusted(name+".mean_ns", o.MeanNs, "an overhead of at least 0 ns")
+	case o.MeanNs >= MaxOverheadNs:
+		return untrusted(name+".mean_ns", o.MeanNs, fmt.Sprintf("below %g ns", MaxOverheadNs))
+	case !(o.LowNs <= o.MeanNs && o.MeanNs <= o.HighNs):
+		return untrusted(name+" interval", fmt.Sprintf("[%g, %g] around %g", o.LowNs, o.HighNs, o.MeanNs), "low_ns <= mean_ns <= high_ns")
+	case o.HighNs-o.LowNs > 2*MaxOverheadNs:
+		return untrusted(name+" interval width", o.HighNs-o.LowNs, fmt.Sprintf("below %g ns", 2*MaxOverheadNs))
+	case o.StdErrNs < 0 || o.RunSDNs < 0 || o.BPFNsPerCall < 0:
+		return untrusted(name, "a negative standard error or cost", "values of at least 0")
+	case !validLevel(o.Confidence):
+		return untrusted(name+".confidence", o.Confidence, "a level strictly between 0 and 1")
+	case o.DF < 0 || o.DF > 1e6 || o.Runs < 0:
+		return untrusted(name+".df/runs", fmt.Sprintf("%d/%d", o.DF, o.Runs), "non-negative counts")
+	}
+	for _, m := range o.RunMeansNs {
+		if !allFinite(m) || m < -MaxOverheadNs || m > MaxOverheadNs {
+			return untrusted(name+".run_means_ns", m, fmt.Sprintf("finite means within ±%g ns", MaxOverheadNs))
+		}
+	}
+	return nil
+}
+
+// validateClock checks clock resolution i: finite, non-negative, its
+// confidence (if any) a level.
+func validateClock(i int, r ClockResolution) error {
+	name := fmt.Sprintf("clocks[%d] (%s)", i, r.Clock)
+	switch {
+	case !allFinite(r.IncMinNs, r.IncMeanNs, r.IncMaxNs, r.PeriodMinNs, r.PeriodMeanNs, r.PeriodMaxNs, r.PeriodLowNs, r.PeriodHighNs):
+		return untrusted(name, "a non-finite value", "finite numbers")
+	case r.IncMinNs < 0 || r.PeriodMinNs < 0 || r.Changes < 0:
+		return untrusted(name, "a negative increment, period or count", "values of at least 0")
+	case r.Confidence != 0 && !validLevel(r.Confidence):
+		return untrusted(name+".confidence", r.Confidence, "a level strictly between 0 and 1")
+	}
+	return nil
+}
+
+// validateClockCost checks clock cost i: finite, its confidence (if any) a
+// level.
+func validateClockCost(i int, k ClockCost) error {
+	name := fmt.Sprintf("clock_costs[%d] (%s)", i, k.Helper)
+	switch {
+	case !allFinite(k.NsPerRead, k.LowNs, k.HighNs):
+		return untrusted(name, "a non-finite value", "finite numbers")
+	case k.Confidence != 0 && !validLevel(k.Confidence):
+		return untrusted(name+".confidence", k.Confidence, "a level strictly between 0 and 1")
 	}
 	return nil
 }
