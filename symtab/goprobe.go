@@ -192,11 +192,37 @@ func allPadding(b []byte) bool {
 // left out of the measured interval; a single-stepped probe would add
 // about 14 us to it.
 func (t *Table) entrySite(s Symbol, insts []inst) (addr uint64, check bool, text string) {
+	site := func(in inst, check bool) (uint64, bool, string) { return in.pc, check, in.Inst.String() }
 	first := insts[0]
-	fallback := func() (uint64, bool, string) { return first.pc, false, first.Inst.String() }
+	morestack := t.morestackCall(insts)
+	if morestack == 0 {
+		// No stack check (a leaf or NOSPLIT function). Its first
+		// instruction is often one the kernel must single-step; the first
+		// branch of the straight-line code from the entry is emulated, and
+		// every call reaches it with SP unchanged.
+		if in, ok := firstBranch(insts); ok {
+			return site(in, false)
+		}
+		return site(first, false)
+	}
+	lastCheck, nChecks := prologueChecks(insts, morestack)
+	if lastCheck < 0 || lastCheck+1 >= len(insts) {
+		return site(first, false)
+	}
+	if nChecks == 1 && insts[lastCheck].Op == x86asm.JBE {
+		return site(insts[lastCheck], true)
+	}
+	next := insts[lastCheck+1]
+	if branchTargetIn(insts, next.pc, next.pc) {
+		return site(first, false)
+	}
+	return site(next, false)
+}
 
-	// The morestack call: CALL runtime.morestack* (morestack_noctxt,
-	// morestackc) near the end of the function.
+// morestackCall returns the address of the morestack call: CALL
+// runtime.morestack* (morestack_noctxt, morestackc) near the end of the
+// function; 0 if there is none.
+func (t *Table) morestackCall(insts []inst) uint64 {
 	var morestack uint64
 	for _, in := range insts {
 		if in.Op != x86asm.CALL {
@@ -208,29 +234,35 @@ func (t *Table) entrySite(s Symbol, insts []inst) (addr uint64, check bool, text
 			}
 		}
 	}
-	if morestack == 0 {
-		// No stack check (a leaf or NOSPLIT function). Its first
-		// instruction is often one the kernel must single-step; the first
-		// branch of the straight-line code from the entry is emulated, and
-		// every call reaches it with SP unchanged.
-		for i, in := range insts {
-			if isJcc(in.Op) || in.Op == x86asm.JMP {
-				if i > 0 && !branchTargetIn(insts, first.pc+1, in.pc) {
-					return in.pc, false, in.Inst.String()
-				}
-				break
+	return morestack
+}
+
+// firstBranch returns the first branch of the straight-line code from the
+// entry, if it is not the first instruction and nothing branches back into
+// the code before it; it gives up at a write to SP, a call, a return or
+// after 16 instructions.
+func firstBranch(insts []inst) (inst, bool) {
+	first := insts[0]
+	for i, in := range insts {
+		if isJcc(in.Op) || in.Op == x86asm.JMP {
+			if i > 0 && !branchTargetIn(insts, first.pc+1, in.pc) {
+				return in, true
 			}
-			if writesSP(in.Inst) || in.Op == x86asm.CALL || in.Op == x86asm.RET || i >= 16 {
-				break
-			}
+			break
 		}
-		return fallback()
+		if writesSP(in.Inst) || in.Op == x86asm.CALL || in.Op == x86asm.RET || i >= 16 {
+			break
+		}
 	}
-	// Conditional jumps in the prologue into the morestack block. The
-	// prologue ends at the first instruction that is neither a comparison,
-	// a load nor such a jump.
-	lastCheck := -1
-	nChecks := 0
+	return inst{}, false
+}
+
+// prologueChecks finds the conditional jumps in the prologue into the
+// morestack block: the index of the last (-1 for none) and how many. The
+// prologue ends at the first instruction that is neither a comparison, a
+// load nor such a jump.
+func prologueChecks(insts []inst, morestack uint64) (lastCheck, nChecks int) {
+	lastCheck = -1
 	for i, in := range insts {
 		if in.pc >= morestack {
 			break
@@ -247,18 +279,7 @@ func (t *Table) entrySite(s Symbol, insts []inst) (addr uint64, check bool, text
 			break
 		}
 	}
-	if lastCheck < 0 || lastCheck+1 >= len(insts) {
-		return fallback()
-	}
-	if nChecks == 1 && insts[lastCheck].Op == x86asm.JBE {
-		in := insts[lastCheck]
-		return in.pc, true, in.Inst.String()
-	}
-	next := insts[lastCheck+1]
-	if branchTargetIn(insts, next.pc, next.pc) {
-		return fallback()
-	}
-	return next.pc, false, next.Inst.String()
+	return lastCheck, nChecks
 }
 
 // straight reports whether the instructions from from up to to contain no
