@@ -630,31 +630,15 @@ const (
 // the pclntab header's textStart zero, and stripped ones have no
 // runtime.text symbol; the moduledata is what the runtime itself uses.
 func moduledataText(f *elf.File, pclnAddr uint64) (uint64, bool) {
-	word := func(addr uint64) (uint64, bool) {
-		for _, s := range f.Sections {
-			if s.Type != elf.SHT_PROGBITS || addr < s.Addr || addr+8 > s.Addr+s.Size {
-				continue
-			}
-			var b [8]byte
-			if _, err := s.ReadAt(b[:], int64(addr-s.Addr)); err != nil {
-				return 0, false
-			}
-			if v := f.ByteOrder.Uint64(b[:]); v != 0 {
-				return v, true
-			}
-			return relaAddend(f, addr)
-		}
-		return 0, false
+	if v, ok := moduledataStored(f, pclnAddr); ok {
+		return v, true
 	}
-	check := func(md uint64) (uint64, bool) {
-		text, ok1 := word(md + moduledataText64)
-		minpc, ok2 := word(md + moduledataMinPC64)
-		if ok1 && ok2 && text != 0 && minpc >= text && minpc-text < 1<<30 {
-			return text, true
-		}
-		return 0, false
-	}
-	// Stored directly (non-PIE).
+	return moduledataRelocated(f, pclnAddr)
+}
+
+// moduledataStored looks for the pclntab's address stored directly in a
+// writable section (non-PIE).
+func moduledataStored(f *elf.File, pclnAddr uint64) (uint64, bool) {
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_WRITE == 0 {
 			continue
@@ -665,28 +649,60 @@ func moduledataText(f *elf.File, pclnAddr uint64) (uint64, bool) {
 		}
 		for off := 0; off+8 <= len(data); off += 8 {
 			if f.ByteOrder.Uint64(data[off:]) == pclnAddr {
-				if v, ok := check(s.Addr + uint64(off)); ok {
+				if v, ok := moduledataTextAt(f, s.Addr+uint64(off)); ok {
 					return v, true
 				}
 			}
 		}
 	}
-	// Relocated at load time (PIE): a relocation whose addend is the pclntab.
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_RELA || f.Class != elf.ELFCLASS64 {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			continue
-		}
+	return 0, false
+}
+
+// moduledataRelocated looks for the pclntab's address relocated at load
+// time (PIE): a relocation whose addend is the pclntab.
+func moduledataRelocated(f *elf.File, pclnAddr uint64) (uint64, bool) {
+	if f.Class != elf.ELFCLASS64 {
+		return 0, false
+	}
+	for data := range sectionsOf(f, elf.SHT_RELA) {
 		for ; len(data) >= 24; data = data[24:] {
 			if f.ByteOrder.Uint64(data[16:]) == pclnAddr {
-				if v, ok := check(f.ByteOrder.Uint64(data)); ok {
+				if v, ok := moduledataTextAt(f, f.ByteOrder.Uint64(data)); ok {
 					return v, true
 				}
 			}
 		}
+	}
+	return 0, false
+}
+
+// moduledataTextAt returns the text field of a moduledata candidate at md,
+// if its text and minpc fields are plausible (minpc at most 1 GiB above
+// text).
+func moduledataTextAt(f *elf.File, md uint64) (uint64, bool) {
+	text, ok1 := elfWord(f, md+moduledataText64)
+	minpc, ok2 := elfWord(f, md+moduledataMinPC64)
+	if ok1 && ok2 && text != 0 && minpc >= text && minpc-text < 1<<30 {
+		return text, true
+	}
+	return 0, false
+}
+
+// elfWord reads the 64-bit word at addr from the file's PROGBITS sections,
+// or, where the file holds zero, the addend of its relocation.
+func elfWord(f *elf.File, addr uint64) (uint64, bool) {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_PROGBITS || addr < s.Addr || addr+8 > s.Addr+s.Size {
+			continue
+		}
+		var b [8]byte
+		if _, err := s.ReadAt(b[:], int64(addr-s.Addr)); err != nil {
+			return 0, false
+		}
+		if v := f.ByteOrder.Uint64(b[:]); v != 0 {
+			return v, true
+		}
+		return relaAddend(f, addr)
 	}
 	return 0, false
 }
@@ -820,14 +836,7 @@ type dwarfLines struct {
 }
 
 func readDWARFLines(d *dwarf.Data) (*dwarfLines, error) {
-	dl := &dwarfLines{}
-	nameIdx := map[string]int32{}
-	type row struct {
-		addr uint64
-		file int32
-		line int32
-	}
-	var rows []row
+	b := &lineTableBuilder{dl: &dwarfLines{}, nameIdx: map[string]int32{}}
 	r := d.Reader()
 	for {
 		e, err := r.Next()
@@ -849,31 +858,59 @@ func readDWARFLines(d *dwarf.Data) (*dwarfLines, error) {
 		if lr == nil {
 			continue
 		}
-		var le dwarf.LineEntry
-		for {
-			if err := lr.Next(&le); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, err
-			}
-			if le.EndSequence {
-				rows = append(rows, row{le.Address, -1, 0})
-				continue
-			}
-			name := ""
-			if le.File != nil {
-				name = le.File.Name
-			}
-			fi, ok := nameIdx[name]
-			if !ok {
-				fi = int32(len(dl.names))
-				nameIdx[name] = fi
-				dl.names = append(dl.names, name)
-			}
-			rows = append(rows, row{le.Address, fi, int32(le.Line)})
+		if err := b.addUnit(lr); err != nil {
+			return nil, err
 		}
 	}
+	return b.finish(), nil
+}
+
+// lineTableBuilder gathers the rows of every compile unit's line table,
+// with the file names interned.
+type lineTableBuilder struct {
+	dl      *dwarfLines
+	nameIdx map[string]int32
+	rows    []lineRow
+}
+
+// lineRow is one row of a line table; file -1 ends a sequence.
+type lineRow struct {
+	addr uint64
+	file int32
+	line int32
+}
+
+// addUnit adds the rows of one compile unit's line table.
+func (b *lineTableBuilder) addUnit(lr *dwarf.LineReader) error {
+	var le dwarf.LineEntry
+	for {
+		if err := lr.Next(&le); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if le.EndSequence {
+			b.rows = append(b.rows, lineRow{le.Address, -1, 0})
+			continue
+		}
+		name := ""
+		if le.File != nil {
+			name = le.File.Name
+		}
+		fi, ok := b.nameIdx[name]
+		if !ok {
+			fi = int32(len(b.dl.names))
+			b.nameIdx[name] = fi
+			b.dl.names = append(b.dl.names, name)
+		}
+		b.rows = append(b.rows, lineRow{le.Address, fi, int32(le.Line)})
+	}
+}
+
+// finish sorts the rows by address and stores them in the table.
+func (b *lineTableBuilder) finish() *dwarfLines {
+	rows, dl := b.rows, b.dl
 	// At one address an end of sequence sorts before the start of the next.
 	sort.SliceStable(rows, func(i, j int) bool {
 		if rows[i].addr != rows[j].addr {
@@ -887,7 +924,7 @@ func readDWARFLines(d *dwarf.Data) (*dwarfLines, error) {
 	for i, r := range rows {
 		dl.addrs[i], dl.files[i], dl.lines[i] = r.addr, r.file, r.line
 	}
-	return dl, nil
+	return dl
 }
 
 func (dl *dwarfLines) line(addr uint64) (string, int, bool) {
