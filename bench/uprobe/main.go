@@ -95,6 +95,28 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 	if err := benchkit.BuildC(binEndbr, benchkit.UprobeSource(), "-fcf-protection=full"); err != nil {
 		return err
 	}
+	modes := selectModes(benchModes(useBpftrace), onlyModes)
+	all, err := runReps(modes, [2]string{bin, binEndbr}, calls, reps, iters)
+	if err != nil {
+		return err
+	}
+	med := make([]result, len(modes))
+	for i := range modes {
+		med[i] = median(all[i])
+	}
+	writeTable(modes, med)
+	fmt.Printf("median of %d runs; %d calls per probed run; function ~%.0f ns unprobed\n", reps, calls, med[0].nsPerCall)
+	writeProbeBias(modes, med)
+	writeQuantileCost(modes, all)
+	fmt.Println("BPF ns/call: entry+exit program run time (ebpf.EnableStats), including the ~100 ns the")
+	fmt.Println("statistics and program dispatch cost an empty pair; BPF over empty: tickprof's own code")
+	return nil
+}
+
+// benchModes are the modes measured: unprobed and the floor first, then
+// tickprof's clocks, bpftrace (if asked and installed) and the endbr64
+// target's.
+func benchModes(useBpftrace bool) []mode {
 	modes := []mode{
 		{name: "unprobed", attach: func(int, string) (func(int) result, error) {
 			return func(int) result { return result{bpfNs: -1, records: -1, meanNs: -1} }, nil
@@ -108,22 +130,33 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 	if _, err := exec.LookPath("bpftrace"); err == nil && useBpftrace {
 		modes = append(modes, mode{name: "bpftrace one-liner", attach: attachBpftrace})
 	}
-	modes = append(modes,
+	return append(modes,
 		mode{name: "endbr64: empty pair on it", attach: attachEmptyAt(-4), endbr: true},
 		mode{name: "endbr64: empty pair after", attach: attachEmptyAt(0), endbr: true},
 		mode{name: "endbr64: tickprof jiffies", attach: attachTickprof("jiffies"), endbr: true},
 	)
-	if onlyModes != "" {
-		keep := modes[:2]
-		for _, m := range modes[2:] {
-			for _, name := range strings.Split(onlyModes, ",") {
-				if strings.TrimSpace(name) == m.name {
-					keep = append(keep, m)
-				}
+}
+
+// selectModes keeps unprobed, the floor and the modes only names
+// (comma-separated; "": all).
+func selectModes(modes []mode, only string) []mode {
+	if only == "" {
+		return modes
+	}
+	keep := modes[:2]
+	for _, m := range modes[2:] {
+		for _, name := range strings.Split(only, ",") {
+			if strings.TrimSpace(name) == m.name {
+				keep = append(keep, m)
 			}
 		}
-		modes = keep
 	}
+	return keep
+}
+
+// runReps runs every mode reps times, interleaved, on bins[0] (bins[1]
+// for the endbr64 modes); the unprobed run makes ten times the calls.
+func runReps(modes []mode, bins [2]string, calls, reps, iters int) ([][]result, error) {
 	all := make([][]result, len(modes))
 	for r := 0; r < reps; r++ {
 		for i, m := range modes {
@@ -131,22 +164,24 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 			if i == 0 {
 				n = calls * 10
 			}
-			b := bin
+			b := bins[0]
 			if m.endbr {
-				b = binEndbr
+				b = bins[1]
 			}
 			res, err := runOnce(b, iters, n, m)
 			if err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
+				return nil, fmt.Errorf("%s: %w", m.name, err)
 			}
 			all[i] = append(all[i], res)
 			fmt.Fprintf(os.Stderr, "rep %d %-20s %8.0f ns/call %6.0f BPF ns/call\n", r+1, m.name, res.nsPerCall, res.bpfNs)
 		}
 	}
-	med := make([]result, len(modes))
-	for i := range modes {
-		med[i] = median(all[i])
-	}
+	return all, nil
+}
+
+// writeTable prints each mode's median cost, against unprobed (med[0])
+// and the floor (med[1]).
+func writeTable(modes []mode, med []result) {
 	base, floor := med[0].nsPerCall, med[1].nsPerCall-med[0].nsPerCall
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "mode\tns/call\tadded ns/call\tx floor\tBPF ns/call\tBPF over empty\trecords/call\t\n")
@@ -164,15 +199,23 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t\n", m.name, r.nsPerCall, added, ratio, opt(r.bpfNs, "%.0f"), opt(over, "%.0f"), opt(r.records, "%.4f"))
 	}
 	tw.Flush()
-	fmt.Printf("median of %d runs; %d calls per probed run; function ~%.0f ns unprobed\n", reps, calls, base)
+}
+
+// writeProbeBias prints, for each mode that reports a mean, how far it is
+// from the unprobed time per call.
+func writeProbeBias(modes []mode, med []result) {
+	base := med[0].nsPerCall
 	for i, m := range modes {
 		if med[i].meanNs >= 0 {
 			fmt.Printf("probe bias: %s reports the function at %.0f ns; unprobed it takes %.0f ns per loop iteration (call included): +%.0f ns\n",
 				m.name, med[i].meanNs, base, med[i].meanNs-base)
 		}
 	}
-	// The histogram update's cost, paired by repetition (the two modes run
-	// one after the other in every repetition).
+}
+
+// writeQuantileCost prints the histogram update's cost, paired by
+// repetition (the two modes run one after the other in every repetition).
+func writeQuantileCost(modes []mode, all [][]result) {
 	qi, ni := -1, -1
 	for i, m := range modes {
 		switch m.name {
@@ -182,20 +225,18 @@ func run(calls, reps, iters int, useBpftrace bool) error {
 			qi = i
 		}
 	}
-	if qi >= 0 && ni >= 0 {
-		var dBPF, dCall []float64
-		for r := range all[qi] {
-			dBPF = append(dBPF, all[qi][r].bpfNs-all[ni][r].bpfNs)
-			dCall = append(dCall, all[qi][r].nsPerCall-all[ni][r].nsPerCall)
-		}
-		sort.Float64s(dBPF)
-		sort.Float64s(dCall)
-		fmt.Printf("quantile histograms, paired by repetition (ns+quantiles - ns): BPF %+.0f ns/call (median; range %+.0f to %+.0f), whole call %+.0f ns (range %+.0f to %+.0f)\n",
-			dBPF[len(dBPF)/2], dBPF[0], dBPF[len(dBPF)-1], dCall[len(dCall)/2], dCall[0], dCall[len(dCall)-1])
+	if qi < 0 || ni < 0 {
+		return
 	}
-	fmt.Println("BPF ns/call: entry+exit program run time (ebpf.EnableStats), including the ~100 ns the")
-	fmt.Println("statistics and program dispatch cost an empty pair; BPF over empty: tickprof's own code")
-	return nil
+	var dBPF, dCall []float64
+	for r := range all[qi] {
+		dBPF = append(dBPF, all[qi][r].bpfNs-all[ni][r].bpfNs)
+		dCall = append(dCall, all[qi][r].nsPerCall-all[ni][r].nsPerCall)
+	}
+	sort.Float64s(dBPF)
+	sort.Float64s(dCall)
+	fmt.Printf("quantile histograms, paired by repetition (ns+quantiles - ns): BPF %+.0f ns/call (median; range %+.0f to %+.0f), whole call %+.0f ns (range %+.0f to %+.0f)\n",
+		dBPF[len(dBPF)/2], dBPF[0], dBPF[len(dBPF)-1], dCall[len(dCall)/2], dCall[0], dCall[len(dCall)-1])
 }
 
 func opt(v float64, f string) string {
