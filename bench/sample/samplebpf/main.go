@@ -75,22 +75,8 @@ func run(mode string, hz, pid int) error {
 	}
 	var records uint64
 	if mode == "ringbuf" {
-		rd, err := ringbuf.NewReader(objs.Samples)
-		if err != nil {
+		if records, err = drainUntil(objs.Samples, exited); err != nil {
 			return err
-		}
-		defer rd.Close()
-		var rec ringbuf.Record
-		for done := false; !done; {
-			select {
-			case <-exited:
-				done = true
-			default:
-			}
-			rd.SetDeadline(time.Now().Add(50 * time.Millisecond))
-			for rd.ReadInto(&rec) == nil {
-				records++
-			}
 		}
 	} else {
 		<-exited
@@ -102,7 +88,42 @@ func run(mode string, hz, pid int) error {
 	if err != nil {
 		return err
 	}
-	rt, cnt := ps.Runtime, ps.RunCount
+	if mode == "stackid" {
+		records += countStacks(&objs)
+	}
+	rt, cnt, kept := float64(ps.Runtime.Nanoseconds()), ps.RunCount, keptSamples(&objs)
+	fmt.Printf("  %-8s %6d runs, %6d target samples: BPF %5.0f ns per run, %5.0f ns per target sample; user space %5.0f ns per target sample (%d records/stacks)\n",
+		mode, cnt, kept, per(rt, cnt), per(rt, kept), per(cpuNs(ru0, ru1), kept), records)
+	return nil
+}
+
+// drainUntil reads the records of the ring buffer m until exited is
+// closed, and returns how many it read.
+func drainUntil(m *ebpf.Map, exited <-chan struct{}) (uint64, error) {
+	rd, err := ringbuf.NewReader(m)
+	if err != nil {
+		return 0, err
+	}
+	defer rd.Close()
+	var records uint64
+	var rec ringbuf.Record
+	for done := false; !done; {
+		select {
+		case <-exited:
+			done = true
+		default:
+		}
+		rd.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		for rd.ReadInto(&rec) == nil {
+			records++
+		}
+	}
+	return records, nil
+}
+
+// keptSamples sums the per-CPU count of the target's samples (0 if it
+// cannot be read).
+func keptSamples(objs *tpbpf.SampleObjects) uint64 {
 	var kept uint64
 	var vals []uint64
 	if err := objs.Stats.Lookup(uint32(1), &vals); err == nil {
@@ -110,23 +131,31 @@ func run(mode string, hz, pid int) error {
 			kept += v
 		}
 	}
-	if mode == "stackid" {
-		var k tpbpf.SampleStackKey
-		var v uint64
-		it := objs.StackCounts.Iterate()
-		for it.Next(&k, &v) {
-			records++
-		}
+	return kept
+}
+
+// countStacks counts the distinct stacks in the stack-count map.
+func countStacks(objs *tpbpf.SampleObjects) uint64 {
+	var n uint64
+	var k tpbpf.SampleStackKey
+	var v uint64
+	it := objs.StackCounts.Iterate()
+	for it.Next(&k, &v) {
+		n++
 	}
+	return n
+}
+
+// cpuNs is the user and system CPU time between two readings (ns).
+func cpuNs(ru0, ru1 syscall.Rusage) float64 {
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec)*1e9 + float64(t.Usec)*1e3 }
-	self := tv(ru1.Utime) - tv(ru0.Utime) + tv(ru1.Stime) - tv(ru0.Stime)
-	per := func(x float64, n uint64) float64 {
-		if n == 0 {
-			return 0
-		}
-		return x / float64(n)
+	return tv(ru1.Utime) - tv(ru0.Utime) + tv(ru1.Stime) - tv(ru0.Stime)
+}
+
+// per is x per n, 0 when n is 0.
+func per(x float64, n uint64) float64 {
+	if n == 0 {
+		return 0
 	}
-	fmt.Printf("  %-8s %6d runs, %6d target samples: BPF %5.0f ns per run, %5.0f ns per target sample; user space %5.0f ns per target sample (%d records/stacks)\n",
-		mode, cnt, kept, per(float64(rt.Nanoseconds()), cnt), per(float64(rt.Nanoseconds()), kept), per(self, kept), records)
-	return nil
+	return x / float64(n)
 }
