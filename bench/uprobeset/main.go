@@ -47,16 +47,11 @@ func measure(glob, singleGlob string, max, reps int, run time.Duration, only str
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "timed")
-	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "testdata/c/timed.c").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the target: %v: %s", err, out)
-	}
-	cmd := exec.Command(bin, "getpid", "0")
-	if err := cmd.Start(); err != nil {
+	cmd, err := startTarget(dir)
+	if err != nil {
 		return err
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	time.Sleep(200 * time.Millisecond)
 	pid := cmd.Process.Pid
 	specs, err := loader.ResolveUser(pid, glob, max)
 	if err != nil {
@@ -83,34 +78,59 @@ func measure(glob, singleGlob string, max, reps int, run time.Duration, only str
 			if single {
 				sp = singleSpecs
 			}
-			t0 := time.Now()
-			s, err := loader.OpenContext(context.Background(), loader.Options{
-				Clock: loader.Clock{Kind: loader.ClockNS}, PID: pid, SingleLinks: single, NoRecords: true,
-			}, sp)
-			if err != nil {
+			if err := measureOnce(r, pid, sp, single, run); err != nil {
 				return err
 			}
-			open := time.Since(t0)
-			time.Sleep(run)
-			t1 := time.Now()
-			s.Stop()
-			p, _ := s.Poll()
-			stop := time.Since(t1)
-			t2 := time.Now()
-			s.Detach(context.Background())
-			detach := time.Since(t2)
-			s.Close()
-			var calls uint64
-			for _, c := range p.Totals {
-				calls += c.Calls
-			}
-			n := 2 * len(s.Targets())
-			fmt.Printf("rep %d %-6s probes %4d (skipped %d): open+screen+attach %6.2fs  stop %5.3fs  detach %6.2fs (%5.1f ms a probe)  calls %d\n",
-				r, s.LinkKind(), n, len(s.Skipped()), open.Seconds(), stop.Seconds(), detach.Seconds(), 1000*detach.Seconds()/float64(n), calls)
-			if r == 0 && len(s.Skipped()) > 0 {
-				fmt.Println("  skipped:", loader.FormatSkipped(s.Skipped(), 8))
-			}
 		}
+	}
+	return nil
+}
+
+// startTarget builds testdata/c/timed.c in dir and starts it calling
+// getpid, giving it 200 ms to start.
+func startTarget(dir string) (*exec.Cmd, error) {
+	bin := filepath.Join(dir, "timed")
+	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "testdata/c/timed.c").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build the target: %v: %s", err, out)
+	}
+	cmd := exec.Command(bin, "getpid", "0")
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	time.Sleep(200 * time.Millisecond)
+	return cmd, nil
+}
+
+// measureOnce opens a session on the functions sp of pid (single or
+// multi-uprobe links), lets it run, and prints how long opening, stopping
+// and detaching took; repetition r is the first when 0.
+func measureOnce(r, pid int, sp []loader.Spec, single bool, run time.Duration) error {
+	t0 := time.Now()
+	s, err := loader.OpenContext(context.Background(), loader.Options{
+		Clock: loader.Clock{Kind: loader.ClockNS}, PID: pid, SingleLinks: single, NoRecords: true,
+	}, sp)
+	if err != nil {
+		return err
+	}
+	open := time.Since(t0)
+	time.Sleep(run)
+	t1 := time.Now()
+	s.Stop()
+	p, _ := s.Poll()
+	stop := time.Since(t1)
+	t2 := time.Now()
+	s.Detach(context.Background())
+	detach := time.Since(t2)
+	s.Close()
+	var calls uint64
+	for _, c := range p.Totals {
+		calls += c.Calls
+	}
+	n := 2 * len(s.Targets())
+	fmt.Printf("rep %d %-6s probes %4d (skipped %d): open+screen+attach %6.2fs  stop %5.3fs  detach %6.2fs (%5.1f ms a probe)  calls %d\n",
+		r, s.LinkKind(), n, len(s.Skipped()), open.Seconds(), stop.Seconds(), detach.Seconds(), 1000*detach.Seconds()/float64(n), calls)
+	if r == 0 && len(s.Skipped()) > 0 {
+		fmt.Println("  skipped:", loader.FormatSkipped(s.Skipped(), 8))
 	}
 	return nil
 }
