@@ -54,14 +54,9 @@ func run(mode string, hz, pid int) error {
 		return fmt.Errorf("load: %w", err)
 	}
 	defer objs.Close()
-	if err := objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
+	prog, err := sampleProgram(&objs, mode, pid)
+	if err != nil {
 		return err
-	}
-	prog := objs.SampleCpu
-	if mode == "stackid" {
-		prog = objs.SampleStackid
-	} else if mode != "ringbuf" {
-		return fmt.Errorf("unknown mode %q", mode)
 	}
 	exited, err := proc.ExitNotify(pid)
 	if err != nil {
@@ -95,6 +90,21 @@ func run(mode string, hz, pid int) error {
 	fmt.Printf("  %-8s %6d runs, %6d target samples: BPF %5.0f ns per run, %5.0f ns per target sample; user space %5.0f ns per target sample (%d records/stacks)\n",
 		mode, cnt, kept, per(rt, cnt), per(rt, kept), per(cpuNs(ru0, ru1), kept), records)
 	return nil
+}
+
+// sampleProgram marks pid as the target and returns the program of the
+// stack design mode names.
+func sampleProgram(objs *tpbpf.SampleObjects, mode string, pid int) (*ebpf.Program, error) {
+	if err := objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
+		return nil, err
+	}
+	switch mode {
+	case "ringbuf":
+		return objs.SampleCpu, nil
+	case "stackid":
+		return objs.SampleStackid, nil
+	}
+	return nil, fmt.Errorf("unknown mode %q", mode)
 }
 
 // drainUntil reads the records of the ring buffer m until exited is
