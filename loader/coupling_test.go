@@ -76,17 +76,24 @@ func coverRuns(t *testing.T, k, allowed int, what string, run func(i int) bool) 
 	}
 }
 
+// ditheredConfidence is the confidence of ditheredCovers' interval: an
+// honest interval misses in 0.01% of runs, so a test of k runs that
+// allows none fails by chance in about k/10,000 (0.03% for the 3 runs of
+// each test here; at 99.9% it was 0.3%, over a CI run's share). The
+// biases the tests guard against (a fixed grid: 3.5 ms reported for
+// 150 us, -7 to -16% in a burst) lie far outside it.
+const ditheredConfidence = 0.9999
+
 // ditheredCovers times with the dithered tick clock and the ns clock on
-// every call and reports whether the 99.9% tick interval holds the exact
-// mean of the same calls: an honest interval misses in 0.1% of runs, so
-// a test of k runs that allows none fails by chance in about k/1000.
+// every call and reports whether the ditheredConfidence tick interval
+// holds the exact mean of the same calls.
 func ditheredCovers(t *testing.T, tick time.Duration, run func(Options) (*Session, Poll)) bool {
 	t.Helper()
 	s, p := run(Options{Clock: Clock{Kind: ClockTick, Tick: tick}, Exact: true})
-	r, ns := tickInterval(t, s, p, 0)
+	r, ns := tickIntervalAt(t, s, p, 0, ditheredConfidence)
 	ok := r.Low <= ns && ns <= r.High
-	t.Logf("tick:%v: %.0f ns [%.0f, %.0f] (99.9%%, %s, %d calls) vs exact %.0f ns: covered %v",
-		tick, r.Mean, r.Low, r.High, r.Method, p.Totals[0].Calls, ns, ok)
+	t.Logf("tick:%v: %.0f ns [%.0f, %.0f] (%g%%, %s, %d calls) vs exact %.0f ns: covered %v",
+		tick, r.Mean, r.Low, r.High, 100*ditheredConfidence, r.Method, p.Totals[0].Calls, ns, ok)
 	return ok
 }
 

@@ -101,6 +101,12 @@ func coverCheck(t testing.TB, s *Session, p Poll, i int) (estimate.Result, float
 // batch-means intervals, as tickprof itself does.
 func tickInterval(t testing.TB, s *Session, p Poll, i int) (estimate.Result, float64) {
 	t.Helper()
+	return tickIntervalAt(t, s, p, i, 0.999)
+}
+
+// tickIntervalAt is tickInterval at confidence conf.
+func tickIntervalAt(t testing.TB, s *Session, p Poll, i int, conf float64) (estimate.Result, float64) {
+	t.Helper()
 	c := p.Totals[i]
 	var batches []estimate.Batch
 	for _, b := range s.Batches(i) {
@@ -114,7 +120,7 @@ func tickInterval(t testing.TB, s *Session, p Poll, i int) (estimate.Result, flo
 	r, err := estimate.Time(estimate.Counts{
 		Resolution: s.Clock().Resolution(), Calls: c.Calls, Ticks: c.Ticks,
 		TicksSq: c.TicksSq.Lo, HasTicksSq: c.TicksSq.Hi == 0, Batches: batches,
-	}, estimate.Options{Confidence: 0.999})
+	}, estimate.Options{Confidence: conf})
 	if err != nil {
 		t.Fatal(err)
 	}
