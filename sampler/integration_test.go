@@ -411,15 +411,20 @@ func describeStack(d *sampler.Profile, s sampler.Sample) string {
 }
 
 // TestSampleAll samples every process while a target burns CPU: the
-// target's samples are there, labelled with its pid.
+// target's samples are there, labelled with its pid. The target burns for
+// longer than the test and is killed at its end, so that the whole second
+// sampled holds it however long loading the programs took.
 func TestSampleAll(t *testing.T) {
 	bpftest.Require(t)
 	burn := buildC(t, "burn")
-	target := exec.Command(burn, "2", os.DevNull)
+	target := exec.Command(burn, "60", os.DevNull)
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer target.Wait()
+	defer func() {
+		target.Process.Kill()
+		target.Wait()
+	}()
 	sess, err := sampler.Start(sampler.Config{Frequency: 499, All: true})
 	if err != nil {
 		target.Process.Kill()
