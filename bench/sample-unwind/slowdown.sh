@@ -26,7 +26,7 @@
 #
 # Per-sample cost: the work's extra CPU time over the samples the run took
 # ((X - A)/n, n from tickprof's summary line, and perf's SAMPLE events in
-# `perf report --stats`), in microseconds with a Student t interval over
+# `perf report --stats` with the lost ones), in microseconds with a Student t interval over
 # rounds, and the slowdown it implies at 99 and 999 Hz (n/CPU second is the
 # rate: cost x rate). At 99-999 Hz the cost is far below the per-round
 # noise; at high rates (HZ="4999 19999", `make bench-unwind-rate`) it is
@@ -77,8 +77,14 @@ run_D() {
 	finish "$t" >"$tmp/cpu"
 	wait "$p" 2>/dev/null || true # perf ends by itself when the work exits
 	perf report --stats -i "$tmp/perf.data" 2>/dev/null >"$tmp/pstat"
-	awk '/THROTTLE events:/ { th += $3 } END { print th + 0 }' "$tmp/pstat" >>"$tmp/throttle"
-	echo "$(cat "$tmp/cpu") $(awk '/SAMPLE events:/ { print $3; exit }' "$tmp/pstat")"
+	# The event's own block (after "cpu-clock stats:"): its samples, and
+	# those lost when perf's ring was full (they took the interrupt, not
+	# the copy; counted, so that perf's cost per sample is not overstated).
+	awk '/stats:$/ && !/Aggregated/ { e = 1 } /THROTTLE events:/ { th += $3 }
+		e && /SAMPLE events:/ { n = $3 } e && /LOST_SAMPLES events:/ { l = $3 }
+		END { print th + 0, l + 0, n + l }' "$tmp/pstat" >"$tmp/pn"
+	cut -d' ' -f1-2 "$tmp/pn" >>"$tmp/throttle"
+	echo "$(cat "$tmp/cpu") $(cut -d' ' -f3 "$tmp/pn")"
 	rm -f "$tmp/perf.data"
 }
 
@@ -136,7 +142,7 @@ j=0
 for h in $HZ; do
 	b=$((6 + 3 * j)) c=$((7 + 3 * j)) d=$((8 + 3 * j))
 	echo
-	echo "Per sample at $h Hz ((X - A)/n, n the samples the run took; the slowdown this implies at 99 and 999 Hz is the cost times the rate):"
+	echo "Per sample at $h Hz ((X - A)/n, n the samples the run took, perf's lost ones included; the slowdown this implies at 99 and 999 Hz is the cost times the rate):"
 	echo
 	paired_table "$CONF" "$per" "frame pointers|$b|2|3" "stack copy, CFI|$c|2|3" "\`perf --call-graph dwarf\`|$d|2|3" \
 		"stack copy - frame pointers|$c|$b|3" "stack copy - perf|$c|$d|3" | sed 's/quantity (points)/µs per sample/'
@@ -167,5 +173,5 @@ echo
 awk -v k=$((1 + 3 * $(wc -w <<<"$HZ"))) '{ for (i = 3; i <= k + 1; i++) { n[i] += $i } r++ } END {
 	printf "Samples per run on average:"; for (i = 3; i <= k + 1; i++) printf " %.0f", n[i] / r; print " (B C D per rate)." }' "$raw.n"
 if [ "$N" -gt 0 ]; then
-	echo "perf: $(awk '{ s += $1 } END { print s + 0 }' "$tmp/throttle") THROTTLE events over its runs; kernel.perf_event_max_sample_rate $max0 at the start, $(cat /proc/sys/kernel/perf_event_max_sample_rate) at the end."
+	echo "perf: $(awk '{ s += $1; l += $2 } END { print s + 0 " THROTTLE events and " l + 0 " samples lost (ring full; counted in n)" }' "$tmp/throttle") over its runs; kernel.perf_event_max_sample_rate $max0 at the start, $(cat /proc/sys/kernel/perf_event_max_sample_rate) at the end."
 fi
