@@ -128,46 +128,45 @@ done
 echo
 awk '{ base += $2; n++ } END { printf "Unprofiled work: %.3f s of CPU on average over %d rounds.\n", base / n / 1e9, n }' "$raw"
 
-# The per-sample table: per round, (X - A)/n in microseconds for each
-# configuration, beside constant columns (0, 100, 1e6/99, 1e6/999) so that
-# paired_table's 100 (X - Y)/B gives microseconds (B = 100) or the points
-# of slowdown at 99 or 999 Hz (B = 1e6/rate).
+# per_tables FILE B C D: the per-sample tables from FILE, a round a line
+# with constant columns 2-5 (0, 100, 1e6/99, 1e6/999) and the cost per
+# sample in microseconds of frame pointers, the copy and perf in columns B,
+# C, D: paired_table's 100 (X - Y)/B gives microseconds (B = 100) or the
+# points of slowdown at 99 or 999 Hz (B = 1e6/rate).
+per_tables() {
+	local f=$1 b=$2 c=$3 d=$4
+	paired_table "$CONF" "$f" "frame pointers|$b|2|3" "stack copy, CFI|$c|2|3" "\`perf --call-graph dwarf\`|$d|2|3" \
+		"stack copy - frame pointers|$c|$b|3" "stack copy - perf|$c|$d|3" | sed 's/quantity (points)/µs per sample/'
+	echo
+	paired_table "$CONF" "$f" "frame pointers, at 99 Hz|$b|2|4" "stack copy, at 99 Hz|$c|2|4" "perf dwarf, at 99 Hz|$d|2|4" \
+		"stack copy - perf, at 99 Hz|$c|$d|4" "frame pointers, at 999 Hz|$b|2|5" "stack copy, at 999 Hz|$c|2|5" \
+		"perf dwarf, at 999 Hz|$d|2|5" "stack copy - perf, at 999 Hz|$c|$d|5" | sed 's/quantity (points)/slowdown implied (points)/'
+}
+consts='$1 " 0 100 " 1e6 / 99 " " 1e6 / 999'
 per="$tmp/per"
-paste -d' ' "$raw" "$raw.n" | awk -v k=$((1 + 3 * $(wc -w <<<"$HZ"))) '{
-	line = $1 " 0 100 " 1e6 / 99 " " 1e6 / 999
+# Per round, (X - A)/n for each configuration.
+paste -d' ' "$raw" "$raw.n" | awk -v k=$((1 + 3 * $(wc -w <<<"$HZ"))) "{ line = $consts"'
 	for (i = 3; i <= k + 1; i++) line = line " " ($i - $2) / $(i + k + 1) / 1000
-	print line
-}' >"$per"
+	print line }' >"$per"
 j=0
 for h in $HZ; do
-	b=$((6 + 3 * j)) c=$((7 + 3 * j)) d=$((8 + 3 * j))
 	echo
 	echo "Per sample at $h Hz ((X - A)/n, n the samples the run took, perf's lost ones included; the slowdown this implies at 99 and 999 Hz is the cost times the rate):"
 	echo
-	paired_table "$CONF" "$per" "frame pointers|$b|2|3" "stack copy, CFI|$c|2|3" "\`perf --call-graph dwarf\`|$d|2|3" \
-		"stack copy - frame pointers|$c|$b|3" "stack copy - perf|$c|$d|3" | sed 's/quantity (points)/µs per sample/'
-	echo
-	paired_table "$CONF" "$per" "frame pointers, at 99 Hz|$b|2|4" "stack copy, at 99 Hz|$c|2|4" "perf dwarf, at 99 Hz|$d|2|4" \
-		"stack copy - perf, at 99 Hz|$c|$d|4" "frame pointers, at 999 Hz|$b|2|5" "stack copy, at 999 Hz|$c|2|5" \
-		"perf dwarf, at 999 Hz|$d|2|5" "stack copy - perf, at 999 Hz|$c|$d|5" | sed 's/quantity (points)/slowdown implied (points)/'
+	per_tables "$per" $((6 + 3 * j)) $((7 + 3 * j)) $((8 + 3 * j))
 	j=$((j + 1))
 done
 # With two rates, the cost per added sample: per round (X2 - X1)/(n2 - n1)
 # for each configuration, free of what a run costs once (attaching, the
 # first sample's wakeup, the end), which (X - A)/n above includes.
 if [ "$(wc -w <<<"$HZ")" -eq 2 ]; then
-	paste -d' ' "$raw" "$raw.n" | awk '{ line = $1 " 0 100 " 1e6 / 99 " " 1e6 / 999
+	paste -d' ' "$raw" "$raw.n" | awk "{ line = $consts"'
 		for (i = 3; i <= 5; i++) line = line " " ($(i + 3) - $i) / ($(i + 11) - $(i + 8)) / 1000
 		print line }' >"$per"
 	echo
 	echo "Per added sample between $(tr ' ' '/' <<<"$HZ") Hz ((X2 - X1)/(n2 - n1) per round; the slowdown at 99 and 999 Hz is this cost times the rate, plus what a run costs once):"
 	echo
-	paired_table "$CONF" "$per" "frame pointers|6|2|3" "stack copy, CFI|7|2|3" "\`perf --call-graph dwarf\`|8|2|3" \
-		"stack copy - frame pointers|7|6|3" "stack copy - perf|7|8|3" | sed 's/quantity (points)/µs per sample/'
-	echo
-	paired_table "$CONF" "$per" "frame pointers, at 99 Hz|6|2|4" "stack copy, at 99 Hz|7|2|4" "perf dwarf, at 99 Hz|8|2|4" \
-		"stack copy - perf, at 99 Hz|7|8|4" "frame pointers, at 999 Hz|6|2|5" "stack copy, at 999 Hz|7|2|5" \
-		"perf dwarf, at 999 Hz|8|2|5" "stack copy - perf, at 999 Hz|7|8|5" | sed 's/quantity (points)/per-sample slowdown implied (points)/'
+	per_tables "$per" 6 7 8
 fi
 echo
 awk -v k=$((1 + 3 * $(wc -w <<<"$HZ"))) '{ for (i = 3; i <= k + 1; i++) { n[i] += $i } r++ } END {
