@@ -111,6 +111,15 @@ for r in $(seq "$N"); do
 	echo "round $r/$N ($(cut -d' ' -f1 /proc/loadavg)): $line" >&2
 done
 
+# A run whose samples could not be counted (n 0: perf's file unreadable)
+# leaves its round out of every table.
+awk '{ for (i = 3; i <= NF; i++) if ($i == 0) { print $1; next } }' "$raw.n" >"$tmp/bad"
+if [ -s "$tmp/bad" ]; then
+	awk 'NR == FNR { bad[$1] = 1; next } !($1 in bad)' "$tmp/bad" "$raw" >"$tmp/raw.ok"
+	awk 'NR == FNR { bad[$1] = 1; next } !($1 in bad)' "$tmp/bad" "$raw.n" >"$tmp/raw.ok.n"
+	echo "Left out: round(s) $(paste -sd' ' "$tmp/bad") (a run's samples not counted)." >&2
+	raw=$tmp/raw.ok
+fi
 echo "## Stack sampling: target slowdown of call-frame-information unwinding (paired rounds)"
 echo
 echo "bench/sample-unwind/slowdown.sh $N, $start, $(nproc) CPUs, kernel $(uname -r), $WORK sorts per run (workload/qsortwork.c); load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end. Each round runs the fixed work unprofiled (A) and, at each rate, under \`tickprof sample --user-stack 0\` (frame pointers only, B), \`tickprof sample\` (a copy of up to 28 KiB of the user stack unwound by call frame information, C) and \`perf record -e cpu-clock --call-graph dwarf -p\` (D), in a random order; the work's own CPU time is compared within the round, and the interval is Student's t over rounds."
