@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint generate check-generate bench bench-agent bench-unwind demo test-kernels clean
+.PHONY: all build test unit lint generate check-generate bench bench-agent bench-unwind bench-unwind-rate demo test-kernels clean
 
 all: build
 
@@ -56,6 +56,11 @@ bench-agent:
 # printed as a Markdown section. UNWIND_ROUNDS=N changes the rounds.
 bench-unwind:
 	bench/sample-unwind/slowdown.sh $${UNWIND_ROUNDS:-60}
+
+# The same at 4999 and 19999 Hz, where the per-sample cost of each is
+# visible above the rounds' noise (about 25 s a round).
+bench-unwind-rate:
+	HZ="4999 19999" bench/sample-unwind/slowdown.sh $${UNWIND_ROUNDS:-60}
 
 # A bundled workload timed and sampled, with the known truth beside each
 # interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.

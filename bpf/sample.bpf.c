@@ -187,10 +187,12 @@ static __always_inline long stack_frames(long n, __u32 *flags, __u32 err, __u32 
 }
 
 /* copy_user copies up to want bytes of user memory from addr into b->data
- * at pos (ustack_copy). */
+ * at pos, to the end of the live stack on the main thread (ustack_copy,
+ * ustack_end). */
 static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want)
 {
-	return ustack_copy(b->data, IPS_BYTES + MAX_STACK, MAX_STACK, pos, addr, want);
+	return ustack_copy(b->data, IPS_BYTES + MAX_STACK, MAX_STACK, pos, addr, want,
+			   ustack_end(addr, MAX_STACK));
 }
 
 /* copy_stacks copies up to stack_bytes of the user stack from sp into

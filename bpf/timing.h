@@ -543,7 +543,8 @@ static __always_inline int tp_urecord_out(struct pt_regs *ctx, __u32 target, __u
 	u->ip = ctx->ip;
 	u->sp = ctx->sp;
 	u->bp = ctx->bp;
-	u->stack_len = ustack_copy(u->data, TP_MAX_STACK, TP_MAX_STACK, 0, u->sp, tp_stack_bytes);
+	u->stack_len = ustack_copy(u->data, TP_MAX_STACK, TP_MAX_STACK, 0, u->sp, tp_stack_bytes,
+				    ustack_end(u->sp, TP_MAX_STACK));
 	if (u->stack_len == 0 || u->stack_len > TP_MAX_STACK)
 		return -1;
 	u->r.target = target;

@@ -85,172 +85,207 @@ func readConst(b []byte, signed bool) uint64 {
 // the stack copy; initial, if set, is pushed first (the CFA, for register
 // rules).
 func evalExpr(e []byte, regs *regFile, mem memory, initial *uint64) (uint64, error) {
-	var st []uint64
+	var s exprStack
 	if initial != nil {
-		st = append(st, *initial)
-	}
-	pop := func() (uint64, error) {
-		if len(st) == 0 {
-			return 0, fmt.Errorf("expression stack underflow")
-		}
-		v := st[len(st)-1]
-		st = st[:len(st)-1]
-		return v, nil
+		s.push(*initial)
 	}
 	for i := 0; i < len(e); {
 		op := e[i]
 		i++
-		need := func(n int) error {
-			if i+n > len(e) {
-				return fmt.Errorf("truncated expression")
-			}
-			return nil
+		n, err := s.step(op, e[i:], regs, mem)
+		if err != nil {
+			return 0, err
 		}
-		switch {
-		case op >= opLit0 && op <= opLit31:
-			st = append(st, uint64(op-opLit0))
-			continue
-		case op >= opBreg0 && op <= opBreg31 || op == opBregx:
-			reg := uint64(op - opBreg0)
-			if op == opBregx {
-				r, n := uleb(e[i:])
-				if n == 0 {
-					return 0, fmt.Errorf("truncated expression")
-				}
-				reg, i = r, i+n
-			}
-			off, n := sleb(e[i:])
-			if n == 0 {
-				return 0, fmt.Errorf("truncated expression")
-			}
-			i += n
-			v, ok := regs.get(reg)
-			if !ok {
-				return 0, fmt.Errorf("register %d unknown", reg)
-			}
-			st = append(st, v+uint64(off))
-			continue
-		}
-		switch op {
-		case opNop:
-		case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s:
-			n, signed := constOperand(op)
-			if err := need(n); err != nil {
-				return 0, err
-			}
-			st = append(st, readConst(e[i:i+n], signed))
-			i += n
-		case opConstu, opPlusUconst:
-			v, n := uleb(e[i:])
-			if n == 0 {
-				return 0, fmt.Errorf("truncated expression")
-			}
-			i += n
-			if op == opConstu {
-				st = append(st, v)
-			} else {
-				a, err := pop()
-				if err != nil {
-					return 0, err
-				}
-				st = append(st, a+v)
-			}
-		case opConsts:
-			v, n := sleb(e[i:])
-			if n == 0 {
-				return 0, fmt.Errorf("truncated expression")
-			}
-			i += n
-			st = append(st, uint64(v))
-		case opDup, opDrop, opOver, opSwap, opDeref, opAbs, opNeg, opNot:
-			a, err := pop()
-			if err != nil {
-				return 0, err
-			}
-			switch op {
-			case opDup:
-				st = append(st, a, a)
-			case opDrop:
-			case opOver:
-				b, err := pop()
-				if err != nil {
-					return 0, err
-				}
-				st = append(st, b, a, b)
-			case opSwap:
-				b, err := pop()
-				if err != nil {
-					return 0, err
-				}
-				st = append(st, a, b)
-			case opDeref:
-				v, ok := mem.word(a)
-				if !ok {
-					return 0, fmt.Errorf("read %#x: outside the stack copy", a)
-				}
-				st = append(st, v)
-			case opAbs:
-				if int64(a) < 0 {
-					a = -a
-				}
-				st = append(st, a)
-			case opNeg:
-				st = append(st, -a)
-			case opNot:
-				st = append(st, ^a)
-			}
-		default:
-			b, err := pop()
-			if err != nil {
-				return 0, err
-			}
-			a, err := pop()
-			if err != nil {
-				return 0, err
-			}
-			var v uint64
-			switch op {
-			case opAnd:
-				v = a & b
-			case opOr:
-				v = a | b
-			case opXor:
-				v = a ^ b
-			case opPlus:
-				v = a + b
-			case opMinus:
-				v = a - b
-			case opMul:
-				v = a * b
-			case opDiv:
-				if b == 0 {
-					return 0, fmt.Errorf("division by zero")
-				}
-				v = uint64(int64(a) / int64(b))
-			case opMod:
-				if b == 0 {
-					return 0, fmt.Errorf("division by zero")
-				}
-				v = a % b
-			case opShl:
-				v = a << b
-			case opShr:
-				v = a >> b
-			case opShra:
-				v = uint64(int64(a) >> b)
-			case opEq, opGe, opGt, opLe, opLt, opNe:
-				x, y := int64(a), int64(b)
-				t := map[byte]bool{opEq: x == y, opGe: x >= y, opGt: x > y, opLe: x <= y, opLt: x < y, opNe: x != y}[op]
-				if t {
-					v = 1
-				}
-			default:
-				return 0, fmt.Errorf("unsupported DWARF operation %#x", op)
-			}
-			st = append(st, v)
-		}
+		i += n
 	}
-	return pop()
+	return s.pop()
+}
+
+// exprStack is the stack of a DWARF expression being evaluated.
+type exprStack struct{ st []uint64 }
+
+func (s *exprStack) push(v ...uint64) { s.st = append(s.st, v...) }
+
+func (s *exprStack) pop() (uint64, error) {
+	if len(s.st) == 0 {
+		return 0, fmt.Errorf("expression stack underflow")
+	}
+	v := s.st[len(s.st)-1]
+	s.st = s.st[:len(s.st)-1]
+	return v, nil
+}
+
+func errTruncated() error { return fmt.Errorf("truncated expression") }
+
+// step runs operation op, whose operands start at rest, and returns the
+// operand bytes it used.
+func (s *exprStack) step(op byte, rest []byte, regs *regFile, mem memory) (int, error) {
+	switch {
+	case op >= opLit0 && op <= opLit31:
+		s.push(uint64(op - opLit0))
+		return 0, nil
+	case op >= opBreg0 && op <= opBreg31 || op == opBregx:
+		return s.breg(op, rest, regs)
+	}
+	switch op {
+	case opNop:
+		return 0, nil
+	case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s:
+		n, signed := constOperand(op)
+		if n > len(rest) {
+			return 0, errTruncated()
+		}
+		s.push(readConst(rest[:n], signed))
+		return n, nil
+	case opConstu, opPlusUconst, opConsts:
+		return s.leb(op, rest)
+	case opDup, opDrop, opOver, opSwap, opDeref, opAbs, opNeg, opNot:
+		return 0, s.unary(op, mem)
+	}
+	return 0, s.binary(op)
+}
+
+// breg pushes a register plus a signed offset (DW_OP_breg0..31, bregx).
+func (s *exprStack) breg(op byte, rest []byte, regs *regFile) (int, error) {
+	reg, used := uint64(op-opBreg0), 0
+	if op == opBregx {
+		r, n := uleb(rest)
+		if n == 0 {
+			return 0, errTruncated()
+		}
+		reg, used = r, n
+	}
+	off, n := sleb(rest[used:])
+	if n == 0 {
+		return 0, errTruncated()
+	}
+	v, ok := regs.get(reg)
+	if !ok {
+		return 0, fmt.Errorf("register %d unknown", reg)
+	}
+	s.push(v + uint64(off))
+	return used + n, nil
+}
+
+// leb runs the operations with one LEB128 operand: constu, consts and
+// plus_uconst.
+func (s *exprStack) leb(op byte, rest []byte) (int, error) {
+	if op == opConsts {
+		v, n := sleb(rest)
+		if n == 0 {
+			return 0, errTruncated()
+		}
+		s.push(uint64(v))
+		return n, nil
+	}
+	v, n := uleb(rest)
+	if n == 0 {
+		return 0, errTruncated()
+	}
+	if op == opPlusUconst {
+		a, err := s.pop()
+		if err != nil {
+			return 0, err
+		}
+		v += a
+	}
+	s.push(v)
+	return n, nil
+}
+
+// unary runs the operations on the stack's top: dup, drop, over, swap,
+// deref (a word of the stack copy), abs, neg, not.
+func (s *exprStack) unary(op byte, mem memory) error {
+	a, err := s.pop()
+	if err != nil {
+		return err
+	}
+	switch op {
+	case opDup:
+		s.push(a, a)
+	case opOver, opSwap:
+		b, err := s.pop()
+		if err != nil {
+			return err
+		}
+		if op == opOver {
+			s.push(b, a, b)
+		} else {
+			s.push(a, b)
+		}
+	case opDeref:
+		v, ok := mem.word(a)
+		if !ok {
+			return fmt.Errorf("read %#x: outside the stack copy", a)
+		}
+		s.push(v)
+	case opAbs:
+		if int64(a) < 0 {
+			a = -a
+		}
+		s.push(a)
+	case opNeg:
+		s.push(-a)
+	case opNot:
+		s.push(^a)
+	}
+	return nil
+}
+
+// binary runs an operation on the two top entries (a below b).
+func (s *exprStack) binary(op byte) error {
+	b, err := s.pop()
+	if err != nil {
+		return err
+	}
+	a, err := s.pop()
+	if err != nil {
+		return err
+	}
+	v, err := binop(op, a, b)
+	if err != nil {
+		return err
+	}
+	s.push(v)
+	return nil
+}
+
+func binop(op byte, a, b uint64) (uint64, error) {
+	switch op {
+	case opAnd:
+		return a & b, nil
+	case opOr:
+		return a | b, nil
+	case opXor:
+		return a ^ b, nil
+	case opPlus:
+		return a + b, nil
+	case opMinus:
+		return a - b, nil
+	case opMul:
+		return a * b, nil
+	case opDiv, opMod:
+		if b == 0 {
+			return 0, fmt.Errorf("division by zero")
+		}
+		if op == opMod {
+			return a % b, nil
+		}
+		return uint64(int64(a) / int64(b)), nil
+	case opShl:
+		return a << b, nil
+	case opShr:
+		return a >> b, nil
+	case opShra:
+		return uint64(int64(a) >> b), nil
+	case opEq, opGe, opGt, opLe, opLt, opNe:
+		x, y := int64(a), int64(b)
+		if map[byte]bool{opEq: x == y, opGe: x >= y, opGt: x > y, opLe: x <= y, opLt: x < y, opNe: x != y}[op] {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return 0, fmt.Errorf("unsupported DWARF operation %#x", op)
 }
 
 // leb128 reads the LEB128 number at the start of b: its bits, how many

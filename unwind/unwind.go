@@ -362,22 +362,9 @@ func step(m *Module, look uint64, exact bool, rf *regFile, mem memory) (next reg
 
 // apply runs one row's rules.
 func apply(r *row, rf *regFile, mem memory) (next regFile, stop Stop, detail string) {
-	var cfa uint64
-	switch r.cfa.Rule {
-	case frame.RuleCFA:
-		v, ok := rf.get(r.cfa.Reg)
-		if !ok {
-			return next, StopBadFrame, fmt.Sprintf("CFA register %d unknown", r.cfa.Reg)
-		}
-		cfa = v + uint64(r.cfa.Offset)
-	case frame.RuleExpression:
-		v, err := evalExpr(r.cfa.Expression, rf, mem, nil)
-		if err != nil {
-			return next, exprStop(err), "CFA expression: " + err.Error()
-		}
-		cfa = v
-	default:
-		return next, StopBadFrame, fmt.Sprintf("CFA rule %d", r.cfa.Rule)
+	cfa, stop, detail := frameCFA(r, rf, mem)
+	if stop != stopNone {
+		return next, stop, detail
 	}
 	next = *rf
 	next.known &= calleeSaved
@@ -387,64 +374,11 @@ func apply(r *row, rf *regFile, mem memory) (next regFile, stop Stop, detail str
 		if reg >= nRegs {
 			continue
 		}
-		switch rule.Rule {
-		case frame.RuleUndefined:
-			next.clear(reg)
-			continue
-		case frame.RuleSameVal:
-			if v, ok := rf.get(reg); ok {
-				next.set(reg, v)
-			}
-		case frame.RuleOffset:
-			addr := cfa + uint64(rule.Offset)
-			v, ok := mem.word(addr)
-			if !ok {
-				if reg == r.raReg {
-					return next, StopStackCopy, fmt.Sprintf("read %#x", addr)
-				}
-				if sp, _ := rf.get(regSP); addr < sp {
-					// In an epilogue the slot lies below the stack
-					// pointer: the register was popped already and
-					// holds the caller's value.
-					if v, ok := rf.get(reg); ok {
-						next.set(reg, v)
-						continue
-					}
-				}
-				next.clear(reg)
-				continue
-			}
-			next.set(reg, v)
-		case frame.RuleValOffset:
-			next.set(reg, cfa+uint64(rule.Offset))
-		case frame.RuleRegister:
-			if v, ok := rf.get(rule.Reg); ok {
-				next.set(reg, v)
-			} else {
-				next.clear(reg)
-			}
-		case frame.RuleExpression, frame.RuleValExpression:
-			c := cfa
-			v, err := evalExpr(rule.Expression, rf, mem, &c)
-			if err == nil && rule.Rule == frame.RuleExpression {
-				var ok bool
-				if v, ok = mem.word(v); !ok {
-					err = fmt.Errorf("read %#x: outside the stack copy", v)
-				}
-			}
-			if err != nil {
-				if reg == r.raReg {
-					return next, exprStop(err), "return address: " + err.Error()
-				}
-				next.clear(reg)
-				continue
-			}
-			next.set(reg, v)
-		default:
-			next.clear(reg)
-			continue
+		defined, stop, detail := applyRule(r, reg, rule, rf, &next, mem, cfa)
+		if stop != stopNone {
+			return next, stop, detail
 		}
-		if reg == r.raReg {
+		if defined && reg == r.raReg {
 			raDefined = true
 		}
 	}
@@ -458,6 +392,103 @@ func apply(r *row, rf *regFile, mem memory) (next regFile, stop Stop, detail str
 		next.clear(regRA) // undefined: the outermost frame
 	}
 	return next, stopNone, ""
+}
+
+// frameCFA computes a row's canonical frame address from the registers
+// rf, or the reason it cannot (stopNone when it can).
+func frameCFA(r *row, rf *regFile, mem memory) (uint64, Stop, string) {
+	switch r.cfa.Rule {
+	case frame.RuleCFA:
+		v, ok := rf.get(r.cfa.Reg)
+		if !ok {
+			return 0, StopBadFrame, fmt.Sprintf("CFA register %d unknown", r.cfa.Reg)
+		}
+		return v + uint64(r.cfa.Offset), stopNone, ""
+	case frame.RuleExpression:
+		v, err := evalExpr(r.cfa.Expression, rf, mem, nil)
+		if err != nil {
+			return 0, exprStop(err), "CFA expression: " + err.Error()
+		}
+		return v, stopNone, ""
+	}
+	return 0, StopBadFrame, fmt.Sprintf("CFA rule %d", r.cfa.Rule)
+}
+
+// applyRule sets or clears register reg in next by its rule, from the
+// callee's registers rf and the frame's cfa. defined says the rule gave
+// the register a value (an undefined return address ends the stack); a
+// stop other than stopNone ends the walk when the return address cannot be
+// recovered.
+func applyRule(r *row, reg uint64, rule frame.DWRule, rf, next *regFile, mem memory, cfa uint64) (defined bool, stop Stop, detail string) {
+	switch rule.Rule {
+	case frame.RuleUndefined:
+		next.clear(reg)
+		return false, stopNone, ""
+	case frame.RuleSameVal:
+		if v, ok := rf.get(reg); ok {
+			next.set(reg, v)
+		}
+	case frame.RuleOffset:
+		return offsetRule(r, reg, cfa+uint64(rule.Offset), rf, next, mem)
+	case frame.RuleValOffset:
+		next.set(reg, cfa+uint64(rule.Offset))
+	case frame.RuleRegister:
+		if v, ok := rf.get(rule.Reg); ok {
+			next.set(reg, v)
+		} else {
+			next.clear(reg)
+		}
+	case frame.RuleExpression, frame.RuleValExpression:
+		return exprRule(r, reg, rule, rf, next, mem, cfa)
+	default:
+		next.clear(reg)
+		return false, stopNone, ""
+	}
+	return true, stopNone, ""
+}
+
+// offsetRule restores register reg saved at addr (DW_CFA_offset).
+func offsetRule(r *row, reg, addr uint64, rf, next *regFile, mem memory) (bool, Stop, string) {
+	v, ok := mem.word(addr)
+	if ok {
+		next.set(reg, v)
+		return true, stopNone, ""
+	}
+	if reg == r.raReg {
+		return false, StopStackCopy, fmt.Sprintf("read %#x", addr)
+	}
+	if sp, _ := rf.get(regSP); addr < sp {
+		// In an epilogue the slot lies below the stack pointer: the
+		// register was popped already and holds the caller's value.
+		if v, ok := rf.get(reg); ok {
+			next.set(reg, v)
+			return false, stopNone, ""
+		}
+	}
+	next.clear(reg)
+	return false, stopNone, ""
+}
+
+// exprRule evaluates an expression rule (DW_CFA_expression, where the
+// register is saved, or DW_CFA_val_expression, its value) for register reg.
+func exprRule(r *row, reg uint64, rule frame.DWRule, rf, next *regFile, mem memory, cfa uint64) (bool, Stop, string) {
+	c := cfa
+	v, err := evalExpr(rule.Expression, rf, mem, &c)
+	if err == nil && rule.Rule == frame.RuleExpression {
+		var ok bool
+		if v, ok = mem.word(v); !ok {
+			err = fmt.Errorf("read %#x: outside the stack copy", v)
+		}
+	}
+	if err != nil {
+		if reg == r.raReg {
+			return false, exprStop(err), "return address: " + err.Error()
+		}
+		next.clear(reg)
+		return false, stopNone, ""
+	}
+	next.set(reg, v)
+	return true, stopNone, ""
 }
 
 func exprStop(err error) Stop {
