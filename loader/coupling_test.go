@@ -170,7 +170,14 @@ func TestCoupledPhaseLockedLoop(t *testing.T) {
 // threads wait behind the hogs and start when the scheduler tick preempts
 // one (the issue measured 47 of 74 runs covered, bias -7 to -16%, with
 // jiffies and with an undithered tick:4ms). Dithered tick:4ms must cover
-// in all of 3 runs; jiffies must cover or warn in all of 3.
+// in all of 3 runs; jiffies must cover or warn in 2 of 3. The bias sits at
+// the interval's edge here (README: "inside both the interval and the
+// check at these run lengths"), and the check sees about 1,100 of the 1,200
+// calls (the first at 1 in 64), so a run can miss by a percent while the
+// check, on its calls, agrees: 4 of 90 runs under load, 1 of 3 in a quiet
+// run. With p = 0.05 a run, 2 of 3 fail by chance with probability 3p^2,
+// about 0.7%. TestCoupledPhaseLockedLoop is the one that fails when the
+// check does not warn (jiffies missed there in 24 of 24 runs, all warned).
 func TestCoupledBurstWithHogs(t *testing.T) {
 	bpftest.Require(t)
 	hostOnly(t)
@@ -180,7 +187,7 @@ func TestCoupledBurstWithHogs(t *testing.T) {
 		return s, p
 	}
 	coverRuns(t, 3, 0, "burst tick:4ms", func(int) bool { return ditheredCovers(t, 4*time.Millisecond, run) })
-	coverRuns(t, 3, 0, "burst jiffies", func(int) bool {
+	coverRuns(t, 3, 1, "burst jiffies", func(int) bool {
 		s, p, inner := runCoupled(t, Options{Clock: Clock{Kind: ClockJiffies}}, "tp_burst_work", args...)
 		return jiffiesCoversOrWarns(t, inner, s, p)
 	})
