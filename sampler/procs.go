@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tickprof/tickprof/debuginfo"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/symtab"
@@ -37,6 +39,11 @@ type procImage struct {
 	exe    string             // the main executable's path
 	calls  map[[2]uint64]bool // isCallTo results by (return address, leaf function start)
 	readAt time.Time
+	// readNs is when the map was read on the clock of the samples'
+	// times (CLOCK_MONOTONIC); reads counts the reads of this process's
+	// map since its exec or first sample, this one included.
+	readNs uint64
+	reads  int
 	mods   []unwind.Module // maps with unwind tables, built on first use
 	// goInfo is the Go executable's cgo information (gocgo.go), read
 	// once (goDone); goOK says it was found; goNoted that the BPF
@@ -93,7 +100,7 @@ func (t *procTable) image(pid int) *procImage {
 	if img, ok := t.cur[pid]; ok {
 		return img
 	}
-	return t.load(pid)
+	return t.load(pid, 1)
 }
 
 // exec notes that pid replaced its image: its next sample reads the new
@@ -103,12 +110,24 @@ func (t *procTable) exec(pid int) {
 	delete(t.cur, pid)
 }
 
-// load reads /proc/PID/maps and opens the mapped files.
-func (t *procTable) load(pid int) *procImage {
-	t.nextID++
-	img := &procImage{t: t, id: t.nextID, pid: pid, readAt: time.Now()}
-	t.cur[pid] = img
+// load reads the map of pid (read) and makes it the process's current one.
+func (t *procTable) load(pid int, reads int) *procImage {
+	img := t.read(pid, reads)
+	t.install(img)
+	return img
+}
+
+// install makes img its process's current map.
+func (t *procTable) install(img *procImage) {
+	t.cur[img.pid] = img
 	t.all = append(t.all, img)
+}
+
+// read reads /proc/PID/maps and opens the mapped files; reads numbers the
+// read (procImage.reads).
+func (t *procTable) read(pid int, reads int) *procImage {
+	t.nextID++
+	img := &procImage{t: t, id: t.nextID, pid: pid, readAt: time.Now(), readNs: monotonicNs(), reads: reads}
 	maps, err := proc.ReadMaps(pid)
 	if err != nil {
 		img.err = err
@@ -183,17 +202,43 @@ func (img *procImage) callTarget(ra uint64) uint64 {
 	return ra + uint64(int64(rel))
 }
 
-// refresh re-reads the map of a live process whose sample fell outside it,
-// at most every 20 ms; it reports whether a new image was loaded.
-func (img *procImage) refresh() bool {
-	if time.Since(img.readAt) < 20*time.Millisecond {
+// quickRereads is how many reads of a process's map may follow each other
+// at once; later ones are at least rereadGap apart.
+const (
+	quickRereads = 4
+	rereadGap    = 20 * time.Millisecond
+)
+
+// refresh re-reads the map of a live process after a user address of the
+// sample taken at sampleNs (CLOCK_MONOTONIC) fell outside it, when a new
+// read can show more: the sample was taken after the map was read. That is
+// the case of a library mapped since: by the dynamic loader in the
+// process's first milliseconds (the first sample of a process, which wakes
+// the reader, often falls in the loader before libc is mapped), by dlopen,
+// or JIT code. After quickRereads reads of one process, rereads are
+// rereadGap apart, so that addresses which stay outside (a frame-pointer
+// walk through frameless code reads data as return addresses) do not
+// reread the map with every sample. A read that finds no executable
+// mapping is dropped: a process that is exiting has no map left some
+// milliseconds before it becomes a zombie, and the samples it took before
+// must keep the map they were taken in. It reports whether a new image was
+// loaded.
+func (img *procImage) refresh(sampleNs uint64) bool {
+	if sampleNs < img.readNs {
+		return false
+	}
+	if img.reads >= quickRereads && time.Since(img.readAt) < rereadGap {
 		return false
 	}
 	img.readAt = time.Now()
 	if !alive(img.pid) {
 		return false
 	}
-	img.t.load(img.pid)
+	next := img.t.read(img.pid, img.reads+1)
+	if next.err != nil || len(next.maps) == 0 {
+		return false
+	}
+	img.t.install(next)
 	return true
 }
 
@@ -262,6 +307,15 @@ func (b *binFile) close() {
 	if b.f != nil {
 		b.f.Close()
 	}
+}
+
+// monotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
+func monotonicNs() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
 }
 
 // alive reports whether pid exists (a zombie counts as gone).

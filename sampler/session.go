@@ -13,7 +13,9 @@
 // their separate debug files (package debuginfo; debugfiles.go).
 //
 // A process's memory map is read when its first sample arrives (the BPF
-// program wakes the reader for it) and again after exec, and the mapped
+// program wakes the reader for it), again after exec, and again when a
+// sample taken after the last read meets an address outside it (a library
+// the dynamic loader or dlopen mapped since; procs.go), and the mapped
 // files are opened at once, so a process that exits before the end keeps
 // symbolized samples. The vDSO, which has no file, is read from the
 // process's memory at the same moment and parsed as ELF (vdso.go).
@@ -396,16 +398,18 @@ func (s *Session) handle(b []byte) {
 	img := s.procs.image(pid)
 	s.noteGo(img)
 	addrs := b[hdrSize : hdrSize+8*(kn+un)]
-	// Re-read the map when a user address falls outside it (dlopen, JIT).
-	for i := kn; i < kn+un; i++ {
-		if _, ok := proc.FindMapping(img.maps, le.Uint64(addrs[8*i:])); !ok {
-			if img.refresh() {
-				img = s.procs.image(pid)
-			}
-			break
-		}
+	user, stop, copied, unwound := s.userStack(img, b, flags, kn, un)
+	// Re-read the map when the walk met a user address outside it (a
+	// library mapped after the map was read) and walk again.
+	if stoppedOutside(stop) && img.refresh(le.Uint64(b[16:])) {
+		img = s.procs.image(pid)
+		s.noteGo(img)
+		user, stop, copied, unwound = s.userStack(img, b, flags, kn, un)
 	}
-	user, stop, unwound := s.userStack(img, b, flags, kn, un)
+	if unwound {
+		s.copied += uint64(copied)
+		s.copies++
+	}
 	flags &^= flagSPWord | flagRegs | flagGoCgo
 	key := make([]byte, 0, 32+8*(kn+len(user)))
 	key = le.AppendUint64(key, img.id)
@@ -430,10 +434,10 @@ func (s *Session) handle(b []byte) {
 }
 
 // userStack is a sample record's user stack: unwound from its registers
-// and stack copy when it has them, else the frame-pointer walk (with the
-// frameless leaf's caller restored) cut at its first address outside the
-// process's executable mappings. unwound says which.
-func (s *Session) userStack(img *procImage, b []byte, flags uint32, kn, un int) (user []uint64, stop walkStop, unwound bool) {
+// and stack copy when it has them (unwound; copied is the copy's length),
+// else the frame-pointer walk (with the frameless leaf's caller restored)
+// cut at its first address outside the process's executable mappings.
+func (s *Session) userStack(img *procImage, b []byte, flags uint32, kn, un int) (user []uint64, stop walkStop, copied int, unwound bool) {
 	le := binary.LittleEndian
 	addrs := b[hdrSize : hdrSize+8*(kn+un)]
 	for i := kn; i < kn+un; i++ {
@@ -442,9 +446,7 @@ func (s *Session) userStack(img *procImage, b []byte, flags uint32, kn, un int) 
 	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
 		sw := img.cgoSwitch(b, flags, hdrSize+8*(kn+un)+len(stack))
 		user, stop = img.unwindUser(regs, stack, user, sw)
-		s.copied += uint64(len(stack))
-		s.copies++
-		return user, stop, true
+		return user, stop, len(stack), true
 	}
 	// A frameless user leaf (or one in its prologue) hides its caller
 	// from the frame-pointer walk; the word at the stack pointer is then
@@ -457,7 +459,7 @@ func (s *Session) userStack(img *procImage, b []byte, flags uint32, kn, un int) 
 		}
 	}
 	user, stop = img.checkFramePointers(user)
-	return user, stop, false
+	return user, stop, 0, false
 }
 
 // Stats reads the BPF counters.

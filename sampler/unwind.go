@@ -97,6 +97,12 @@ func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64, sw
 	return unwind.Walk(img.modules(), regs, stack, fp, sw)
 }
 
+// stoppedOutside reports whether a walk stopped at an address outside
+// every executable mapping.
+func stoppedOutside(w walkStop) bool {
+	return w.Reason == unwind.StopOutsideMapping.String()
+}
+
 // checkFramePointers cuts a frame-pointer stack at its first address
 // outside every executable mapping: frame-pointer walks through code that
 // keeps no frame pointer read data (text, counters) as return addresses.
