@@ -47,7 +47,8 @@ volatile const __u32 stack_bytes = 0;
 /* Set before load: sample every task except the idle task. */
 volatile const __u8 filter_all = 0;
 
-/* Header of a ring-buffer record; kernel then user addresses follow. */
+/* Header of a ring-buffer record; the kernel addresses, the user stack's
+ * copy, the goroutine stack's copy and the user addresses follow. */
 struct sample_hdr {
 	__u32 kind;
 	__u32 pid;
@@ -80,7 +81,9 @@ struct sample_hdr {
 
 struct sample_buf {
 	struct sample_hdr hdr;
-	/* Kernel then user addresses, then the copied user stack. */
+	/* Kernel addresses, the copied user stack (stack_len bytes) and
+	 * goroutine stack (go_len), then the user addresses of the
+	 * frame-pointer walk. */
 	__u8 data[IPS_BYTES + MAX_STACK];
 };
 
@@ -187,37 +190,76 @@ static __always_inline long stack_frames(long n, __u32 *flags, __u32 err, __u32 
 }
 
 /* copy_user copies up to want bytes of user memory from addr into b->data
- * at pos, to the end of the live stack on the main thread (ustack_copy,
- * ustack_end). */
-static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want)
+ * at pos, to end (ustack_end: the end of the live stack on the main
+ * thread). */
+static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want, __u64 end)
 {
-	return ustack_copy(b->data, IPS_BYTES + MAX_STACK, MAX_STACK, pos, addr, want,
-			   ustack_end(addr, MAX_STACK));
+	return ustack_copy(b->data, IPS_BYTES + MAX_STACK, MAX_STACK, pos, addr, want, end);
+}
+
+/* copy_whole says whether a copy of got bytes from addr holds the whole
+ * stack: it reached end (ustack_end) or memory that cannot be read (the
+ * stack mapping's end), rather than a limit of the copy. */
+static __always_inline int copy_whole(__u64 addr, __u32 got, __u64 end)
+{
+	__u8 next;
+
+	if (got == 0)
+		return 0;
+	if (addr + got >= end)
+		return 1;
+	return bpf_probe_read_user(&next, 1, (void *)(addr + got)) != 0;
 }
 
 /* copy_stacks copies up to stack_bytes of the user stack from sp into
- * b->data at pos. In a Go program's cgo or vDSO call (sample_go.h) the copy
+ * b->data at pos, and says whether the copy holds the whole stack. In a Go program's cgo or vDSO call (sample_go.h) the copy
  * is cut at the system stack's top and up to stack_bytes of the goroutine's stack
  * follow, as far as the buffer holds. (Both copies are asked for the
  * constant stack_bytes: a length the verifier cannot bound to one value
  * made it walk 70 times more instructions, and loading took a second.) */
-static __always_inline void copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12, __u32 pos, __u32 *flags)
+static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12, __u32 pos, __u32 *flags)
 {
 	__u32 got, n;
+	__u64 end = ustack_end(sp, MAX_STACK);
 	struct go_cgo c = {};
 
-	got = copy_user(b, pos, sp, stack_bytes);
+	got = copy_user(b, pos, sp, stack_bytes, end);
 	b->hdr.stack_len = got;
 	if (!go_cgo_call(tgid, sp, got, r12, &c))
-		return;
+		return copy_whole(sp, got, end);
 	n = c.frame - sp;
 	if (n > got || n > MAX_STACK)
-		return;
+		return copy_whole(sp, got, end);
 	b->hdr.stack_len = n;
-	b->hdr.go_len = copy_user(b, pos + n, c.sp, stack_bytes);
+	b->hdr.go_len = copy_user(b, pos + n, c.sp, stack_bytes, ustack_end(c.sp, MAX_STACK));
 	b->hdr.go_frame = c.frame;
 	b->hdr.go_sp = c.sp;
 	*flags |= FLAG_GO_CGO;
+	/* A goroutine stack's copy runs on into the heap around it: never
+	 * whole, so that frame pointers continue it. */
+	return 0;
+}
+
+/* user_walk is the kernel's frame-pointer walk of the user stack, after
+ * the copies in b->data, and its length in addresses. With a copy that holds
+ * the whole stack (whole) it is skipped: user space unwinds the copy, and
+ * the walk (about 2 us a sample through frameless code, more than the copy)
+ * would only continue a copy cut by its limit. It runs without a copy
+ * (frame pointers only, no user registers, an unreadable stack pointer) and
+ * after a cut one. */
+static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, int whole, __u32 *flags)
+{
+	__u64 pos;
+
+	if (whole)
+		return 0;
+	pos = kn * 8 + b->hdr.stack_len + b->hdr.go_len;
+	/* The empty asm keeps the checked copy of pos the one used. */
+	asm volatile("" : "+r"(pos));
+	if (pos > IPS_BYTES + MAX_STACK - MAX_DEPTH * 8)
+		return 0;
+	return stack_frames(bpf_get_stack(ctx, &b->data[pos], MAX_DEPTH * 8, BPF_F_USER_STACK), flags,
+			    FLAG_USER_ERR, FLAG_USER_FULL);
 }
 
 SEC("perf_event")
@@ -240,8 +282,6 @@ int sample_cpu(void *ctx)
 		return 0;
 
 	kn = stack_frames(bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0), &flags, FLAG_KERN_ERR, FLAG_KERN_FULL);
-	un = stack_frames(bpf_get_stack(ctx, &b->data[kn * 8], MAX_DEPTH * 8, BPF_F_USER_STACK), &flags,
-			  FLAG_USER_ERR, FLAG_USER_FULL);
 
 	b->hdr.kind = REC_SAMPLE;
 	b->hdr.pid = tgid;
@@ -249,7 +289,6 @@ int sample_cpu(void *ctx)
 	b->hdr.cpu = bpf_get_smp_processor_id();
 	b->hdr.time_ns = bpf_ktime_get_ns();
 	b->hdr.kern_len = kn;
-	b->hdr.user_len = un;
 	b->hdr.sp_word = 0;
 	b->hdr.user_ip = 0;
 	b->hdr.user_sp = 0;
@@ -263,6 +302,7 @@ int sample_cpu(void *ctx)
 		 * else the task's saved user registers (at kernel entry). */
 		struct sample_pt_regs *uregs = 0;
 		__u64 sp = 0, r12 = 0;
+		int whole = 0;
 		if ((((struct bpf_perf_event_data *)ctx)->regs.cs & 3) == 3) {
 			uregs = &((struct bpf_perf_event_data *)ctx)->regs;
 			b->hdr.user_ip = uregs->ip;
@@ -281,10 +321,12 @@ int sample_cpu(void *ctx)
 			}
 		}
 		sp = b->hdr.user_sp;
+		if ((flags & FLAG_REGS) && stack_bytes > 0 && sp)
+			whole = copy_stacks(b, tgid, sp, r12, kn * 8, &flags);
+		un = user_walk(ctx, b, kn, whole, &flags);
+		b->hdr.user_len = un;
 		if (un > 0 && sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 			flags |= FLAG_SP_WORD;
-		if ((flags & FLAG_REGS) && stack_bytes > 0 && sp)
-			copy_stacks(b, tgid, sp, r12, (kn + un) * 8, &flags);
 	}
 	b->hdr.flags = flags;
 

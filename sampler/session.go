@@ -389,22 +389,22 @@ func (s *Session) handle(b []byte) {
 	default:
 		return
 	}
-	kn := int(le.Uint16(b[24:]))
-	un := int(le.Uint16(b[26:]))
-	flags := le.Uint32(b[28:])
-	if len(b) < hdrSize+8*(kn+un) {
+	l, ok := layoutOf(b)
+	if !ok {
 		return
 	}
+	kn := l.kn
+	flags := le.Uint32(b[28:])
 	img := s.procs.image(pid)
 	s.noteGo(img)
-	addrs := b[hdrSize : hdrSize+8*(kn+un)]
-	user, stop, copied, unwound := s.userStack(img, b, flags, kn, un)
+	kern := b[hdrSize:l.stack]
+	user, stop, copied, unwound := s.userStack(img, b, flags, l)
 	// Re-read the map when the walk met a user address outside it (a
 	// library mapped after the map was read) and walk again.
 	if stoppedOutside(stop) && img.refresh(le.Uint64(b[16:])) {
 		img = s.procs.image(pid)
 		s.noteGo(img)
-		user, stop, copied, unwound = s.userStack(img, b, flags, kn, un)
+		user, stop, copied, unwound = s.userStack(img, b, flags, l)
 	}
 	if unwound {
 		s.copied += uint64(copied)
@@ -415,7 +415,7 @@ func (s *Session) handle(b []byte) {
 	key = le.AppendUint64(key, img.id)
 	key = le.AppendUint32(key, flags)
 	key = le.AppendUint16(key, uint16(kn))
-	key = append(key, addrs[:8*kn]...)
+	key = append(key, kern...)
 	for _, a := range user {
 		key = le.AppendUint64(key, a)
 	}
@@ -428,23 +428,43 @@ func (s *Session) handle(b []byte) {
 	}
 	st := &rawStack{proc: img, flags: flags, count: 1, user: user, unwound: unwound, stop: stop}
 	for i := 0; i < kn; i++ {
-		st.kern = append(st.kern, le.Uint64(addrs[8*i:]))
+		st.kern = append(st.kern, le.Uint64(kern[8*i:]))
 	}
 	s.stacks[string(key)] = st
+}
+
+// recordLayout gives where the parts of a sample record lie (bpf/sample.bpf.c
+// struct sample_buf): kn kernel addresses at hdrSize, then the copy of the
+// user stack at stack, the copy of a goroutine's stack at goStack, and un
+// user addresses (the frame-pointer walk) at user.
+type recordLayout struct {
+	kn, un               int
+	stack, goStack, user int
+}
+
+// layoutOf reads a sample record's layout; false if the record is shorter
+// than its header says.
+func layoutOf(b []byte) (recordLayout, bool) {
+	le := binary.LittleEndian
+	l := recordLayout{kn: int(le.Uint16(b[24:])), un: int(le.Uint16(b[26:]))}
+	l.stack = hdrSize + 8*l.kn
+	l.goStack = l.stack + int(le.Uint32(b[64:]))
+	l.user = l.goStack + int(le.Uint32(b[68:]))
+	return l, l.user+8*l.un <= len(b)
 }
 
 // userStack is a sample record's user stack: unwound from its registers
 // and stack copy when it has them (unwound; copied is the copy's length),
 // else the frame-pointer walk (with the frameless leaf's caller restored)
 // cut at its first address outside the process's executable mappings.
-func (s *Session) userStack(img *procImage, b []byte, flags uint32, kn, un int) (user []uint64, stop walkStop, copied int, unwound bool) {
+func (s *Session) userStack(img *procImage, b []byte, flags uint32, l recordLayout) (user []uint64, stop walkStop, copied int, unwound bool) {
 	le := binary.LittleEndian
-	addrs := b[hdrSize : hdrSize+8*(kn+un)]
-	for i := kn; i < kn+un; i++ {
-		user = append(user, le.Uint64(addrs[8*i:]))
+	un := l.un
+	for i := 0; i < un; i++ {
+		user = append(user, le.Uint64(b[l.user+8*i:]))
 	}
-	if regs, stack, ok := parseUserRegs(b, flags, hdrSize+8*(kn+un)); ok && len(img.maps) > 0 {
-		sw := img.cgoSwitch(b, flags, hdrSize+8*(kn+un)+len(stack))
+	if regs, stack, ok := parseUserRegs(b, flags, l.stack); ok && len(img.maps) > 0 {
+		sw := img.cgoSwitch(b, flags, l.goStack)
 		user, stop = img.unwindUser(regs, stack, user, sw)
 		return user, stop, len(stack), true
 	}

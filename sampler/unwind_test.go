@@ -279,3 +279,49 @@ func TestUnwindInterpreter(t *testing.T) {
 		}
 	}
 }
+
+// TestUnwindBeyondCopy samples testdata/sample/deepfp.c, whose stack (about
+// 60 KiB, built with frame pointers) is deeper than the stack copy: the
+// program then also walks the frame pointers, and the unwinder continues
+// with them where the copy ends, so samples in leaf must reach main through
+// all 101 levels of deep() in at least 99% of them (a one-sided bound at
+// 99.9% confidence: a sampler complete 99% of the time fails in at most
+// 0.05% of runs), and say that frame pointers continued them.
+func TestUnwindBeyondCopy(t *testing.T) {
+	bpftest.Require(t)
+	bin := testtarget.C(t, "sample/deepfp.c", "deepfp", "-O2", "-fno-omit-frame-pointer")
+	d, p, _ := sampleCommand(t, 999, nil, bin, "2")
+	var n, passed int64
+	for _, s := range p.Sample {
+		if !stackHas(s, func(f string) bool { return f == "leaf" }) {
+			continue
+		}
+		n += s.Value[0]
+		levels := 0
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				if ln.Function.Name == "deep" {
+					levels++
+				}
+			}
+		}
+		if levels == 101 && stackHas(s, func(f string) bool { return f == "main" }) {
+			passed += s.Value[0]
+		}
+	}
+	if n == 0 {
+		t.Fatal("no samples in leaf")
+	}
+	share, err := estimate.Share(uint64(passed), uint64(n), estimate.Options{Confidence: 0.998})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d samples in leaf reach main through 101 levels: %.4f [%.4f, %.4f]", passed, n, share.Share, share.Low, share.High)
+	comments := strings.Join(d.Comments, "\n")
+	if share.High < 0.99 {
+		t.Errorf("complete in %.2f%% [%.2f, %.2f] of samples, want at least 99%%\n%s", 100*share.Share, 100*share.Low, 100*share.High, comments)
+	}
+	if !strings.Contains(comments, "continued by frame pointers") {
+		t.Errorf("the profile does not say frame pointers continued the copy:\n%s", comments)
+	}
+}

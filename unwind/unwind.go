@@ -521,11 +521,12 @@ const continuedPrefix = "continued by frame pointers after the stack copy; "
 // Walk unwinds the stack (UnwindSwitch) and returns its frames' addresses,
 // leaf first, and where it stopped. fp is a frame-pointer walk of the same
 // stack (the kernel's, leaf first; nil if none): when the copy ended before
-// the walk did, fp's frames from the last unwound frame on are appended as
-// long as they lie in the modules, so that no address outside an
-// executable mapping is ever returned.
+// the walk did, fp's frames after the last unwound one (fpResume) are
+// appended as long as they lie in the modules, so that no address outside
+// an executable mapping is ever returned.
 func Walk(mods []Module, regs Regs, stack []byte, fp []uint64, sw *Switch) ([]uint64, Where) {
-	res := UnwindSwitch(mods, regs, Stack{Addr: regs.SP, Data: stack}, sw)
+	st := Stack{Addr: regs.SP, Data: stack}
+	res := UnwindSwitch(mods, regs, st, sw)
 	out := make([]uint64, 0, len(res.Frames)+8)
 	for _, f := range res.Frames {
 		out = append(out, f.PC)
@@ -537,25 +538,59 @@ func Walk(mods []Module, regs Regs, stack []byte, fp []uint64, sw *Switch) ([]ui
 	if res.Stop != StopStackCopy || len(out) == 0 {
 		return out, stop
 	}
-	last := out[len(out)-1]
-	for j := 1; j < len(fp); j++ {
-		if fp[j] != last {
-			continue
+	n := 0
+	for _, a := range fp[min(fpResume(regs, st, fp, res.Frames), len(fp)):] {
+		if find(mods, a) == nil {
+			break
 		}
-		n := 0
-		for _, a := range fp[j+1:] {
-			if find(mods, a) == nil {
-				break
-			}
-			out = append(out, a)
-			n++
-		}
-		if n > 0 {
-			stop.Reason = continuedPrefix + stop.Reason
-		}
-		break
+		out = append(out, a)
+		n++
+	}
+	if n > 0 {
+		stop.Reason = continuedPrefix + stop.Reason
 	}
 	return out, stop
+}
+
+// fpResume is the index in fp, the kernel's frame-pointer walk (fp[0] the
+// sampled address, fp[i] the return address it read at rbp+8 of the i-th
+// frame pointer along the chain from regs.BP), of the frame after the last
+// unwound one; len(fp) if none is found. The chain is followed through the
+// copy as the kernel did: the unwound frame whose stack pointer is 16 bytes
+// above a frame pointer is the one whose return address the kernel read
+// there. When the last frame is not on the chain (frameless code), the
+// frame after its address's c-th occurrence in fp is taken, c being its
+// occurrences among the unwound frames (in recursion an address recurs).
+func fpResume(regs Regs, st Stack, fp []uint64, frames []Frame) int {
+	last := frames[len(frames)-1]
+	if len(frames) > 1 {
+		bp := regs.BP
+		for i := 1; i < len(fp); i++ {
+			if bp+16 == last.SP && fp[i] == last.PC {
+				return i + 1
+			}
+			ra, ok1 := st.word(bp + 8)
+			next, ok2 := st.word(bp)
+			if !ok1 || !ok2 || ra != fp[i] || next <= bp {
+				break
+			}
+			bp = next
+		}
+	}
+	c := 0
+	for _, f := range frames {
+		if f.PC == last.PC {
+			c++
+		}
+	}
+	for j, a := range fp {
+		if a == last.PC {
+			if c--; c == 0 {
+				return j + 1
+			}
+		}
+	}
+	return len(fp)
 }
 
 // NoInfo reports whether the walk stopped in a file without call frame
