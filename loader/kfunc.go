@@ -55,22 +55,9 @@ func ResolveKernelFuncs(names []string, mode AttachMode) ([]Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	text, err := kernelTextSymbols()
+	c, err := newKfuncCheck(m)
 	if err != nil {
 		return nil, err
-	}
-	var blacklist, traceable map[string]bool
-	var kbtf *btf.Spec
-	switch m {
-	case AttachKprobe:
-		blacklist = kprobeBlacklist()
-	case AttachFentry:
-		if traceable, err = ftraceFunctions(); err != nil {
-			return nil, err
-		}
-		if kbtf, err = btf.LoadKernelSpec(); err != nil {
-			return nil, fmt.Errorf("fentry needs kernel BTF: %w", err)
-		}
 	}
 	var problems []string
 	var out []Spec
@@ -80,26 +67,9 @@ func ResolveKernelFuncs(names []string, mode AttachMode) ([]Spec, error) {
 			continue
 		}
 		seen[name] = true
-		switch {
-		case !text[name]:
-			p := name + ": not a function in /proc/kallsyms (inlined, static and renamed, or absent from this kernel)"
-			if c := closestNames(name, keys(text), 5); len(c) > 0 {
-				p += " (closest: " + strings.Join(c, ", ") + ")"
-			}
+		if p := c.problem(name); p != "" {
 			problems = append(problems, p)
 			continue
-		case blacklist[name]:
-			problems = append(problems, name+": on the kprobe blacklist (the kernel forbids probing it)")
-			continue
-		case traceable != nil && !traceable[name]:
-			problems = append(problems, name+": not in available_filter_functions (notrace or inlined), so fentry cannot attach; try kprobes on a kernel with kprobes")
-			continue
-		case kbtf != nil:
-			var fn *btf.Func
-			if err := kbtf.TypeByName(name, &fn); errors.Is(err, btf.ErrNotFound) {
-				problems = append(problems, name+": no BTF function record, so fentry cannot attach")
-				continue
-			}
 		}
 		arg := uint64(1)
 		if m == AttachFentry {
@@ -111,6 +81,58 @@ func ResolveKernelFuncs(names []string, mode AttachMode) ([]Spec, error) {
 		return nil, &KernelFuncError{Method: m, Problems: problems}
 	}
 	return out, nil
+}
+
+// kfuncCheck holds what says whether a kernel function can be probed by
+// one attach method: the kernel's text symbols, and the kprobe blacklist
+// (kprobes) or the ftrace-patchable functions and kernel BTF (fentry).
+type kfuncCheck struct {
+	text, blacklist, traceable map[string]bool
+	kbtf                       *btf.Spec
+}
+
+// newKfuncCheck reads what the method m's check needs.
+func newKfuncCheck(m AttachMode) (*kfuncCheck, error) {
+	text, err := kernelTextSymbols()
+	if err != nil {
+		return nil, err
+	}
+	c := &kfuncCheck{text: text}
+	switch m {
+	case AttachKprobe:
+		c.blacklist = kprobeBlacklist()
+	case AttachFentry:
+		if c.traceable, err = ftraceFunctions(); err != nil {
+			return nil, err
+		}
+		if c.kbtf, err = btf.LoadKernelSpec(); err != nil {
+			return nil, fmt.Errorf("fentry needs kernel BTF: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// problem says why the kernel function name cannot be probed ("" if it
+// can).
+func (c *kfuncCheck) problem(name string) string {
+	switch {
+	case !c.text[name]:
+		p := name + ": not a function in /proc/kallsyms (inlined, static and renamed, or absent from this kernel)"
+		if cl := closestNames(name, keys(c.text), 5); len(cl) > 0 {
+			p += " (closest: " + strings.Join(cl, ", ") + ")"
+		}
+		return p
+	case c.blacklist[name]:
+		return name + ": on the kprobe blacklist (the kernel forbids probing it)"
+	case c.traceable != nil && !c.traceable[name]:
+		return name + ": not in available_filter_functions (notrace or inlined), so fentry cannot attach; try kprobes on a kernel with kprobes"
+	case c.kbtf != nil:
+		var fn *btf.Func
+		if err := c.kbtf.TypeByName(name, &fn); errors.Is(err, btf.ErrNotFound) {
+			return name + ": no BTF function record, so fentry cannot attach"
+		}
+	}
+	return ""
 }
 
 func keys(m map[string]bool) []string {

@@ -226,53 +226,12 @@ func Open(opts Options, specs []Spec) (*Session, error) {
 // while probes are being attached, what was attached is detached and Open
 // returns ctx's error.
 func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, error) {
-	if len(specs) == 0 {
-		return nil, errors.New("no targets to time")
-	}
-	if err := CheckPrivileges(); err != nil {
+	if err := checkOpen(opts, specs); err != nil {
 		return nil, err
 	}
-	if opts.PID != 0 {
-		// The access check perf applies: CAP_BPF and CAP_PERFMON alone do
-		// not let a user time another user's process.
-		if err := proc.CheckAccess(opts.PID); err != nil {
-			return nil, err
-		}
-	}
-	for _, sp := range specs {
-		if attacher(sp.Kind) == nil {
-			return nil, fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
-		}
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raise the memlock limit: %w", err)
-	}
-	if opts.Clock.Kind == ClockJiffies && opts.Clock.Tick == 0 {
-		d, err := tick.Period(200 * time.Millisecond)
-		if err != nil {
-			return nil, err
-		}
-		opts.Clock.Tick = d
-	}
-	if opts.Clock.Kind == ClockNS {
-		opts.Clock.Tick = time.Nanosecond
-		opts.Exact = true
-		if opts.RecordGrid <= 0 {
-			opts.RecordGrid = DefaultRecordGrid
-		}
-	} else {
-		opts.RecordGrid = 0
-	}
-	if opts.Clock.Tick <= 0 {
-		return nil, fmt.Errorf("clock %s has no resolution", opts.Clock)
-	}
-	switch {
-	case opts.Clock.Kind != ClockJiffies || opts.Exact || opts.CheckEvery < 0:
-		opts.CheckEvery = 0
-	case opts.CheckEvery == 0:
-		opts.CheckEvery = DefaultCheckEvery
-	case opts.CheckEvery&(opts.CheckEvery-1) != 0 || opts.CheckEvery > 1<<30:
-		return nil, fmt.Errorf("check every %d calls: want a power of two", opts.CheckEvery)
+	opts, err := settleClock(opts)
+	if err != nil {
+		return nil, err
 	}
 	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil)
 	if err != nil {
@@ -303,6 +262,81 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		s.procs = newProcMaps(opts.PID)
 		s.procs.refresh()
 	}
+	if err := s.attachAll(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.startReading(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkOpen checks what a session needs before anything is loaded: targets
+// of known kinds, the privileges, the caller's access to the process, and
+// a memlock limit that BPF maps fit in.
+func checkOpen(opts Options, specs []Spec) error {
+	if len(specs) == 0 {
+		return errors.New("no targets to time")
+	}
+	if err := CheckPrivileges(); err != nil {
+		return err
+	}
+	if opts.PID != 0 {
+		// The access check perf applies: CAP_BPF and CAP_PERFMON alone do
+		// not let a user time another user's process.
+		if err := proc.CheckAccess(opts.PID); err != nil {
+			return err
+		}
+	}
+	for _, sp := range specs {
+		if attacher(sp.Kind) == nil {
+			return fmt.Errorf("%s: unknown target kind %v", sp.Name, sp.Kind)
+		}
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("raise the memlock limit: %w", err)
+	}
+	return nil
+}
+
+// settleClock fills in the clock's resolution (the measured tick for
+// jiffies, 1 ns for the ns clock), the record grid (ns clock only) and
+// how often jiffies calls are checked against the ns clock.
+func settleClock(opts Options) (Options, error) {
+	if opts.Clock.Kind == ClockJiffies && opts.Clock.Tick == 0 {
+		d, err := tick.Period(200 * time.Millisecond)
+		if err != nil {
+			return opts, err
+		}
+		opts.Clock.Tick = d
+	}
+	if opts.Clock.Kind == ClockNS {
+		opts.Clock.Tick = time.Nanosecond
+		opts.Exact = true
+		if opts.RecordGrid <= 0 {
+			opts.RecordGrid = DefaultRecordGrid
+		}
+	} else {
+		opts.RecordGrid = 0
+	}
+	if opts.Clock.Tick <= 0 {
+		return opts, fmt.Errorf("clock %s has no resolution", opts.Clock)
+	}
+	switch {
+	case opts.Clock.Kind != ClockJiffies || opts.Exact || opts.CheckEvery < 0:
+		opts.CheckEvery = 0
+	case opts.CheckEvery == 0:
+		opts.CheckEvery = DefaultCheckEvery
+	case opts.CheckEvery&(opts.CheckEvery-1) != 0 || opts.CheckEvery > 1<<30:
+		return opts, fmt.Errorf("check every %d calls: want a power of two", opts.CheckEvery)
+	}
+	return opts, nil
+}
+
+// attachAll attaches the targets' probes, kind by kind.
+func (s *Session) attachAll(ctx context.Context) error {
 	kinds, byKind := groupByKind(s.targets)
 	for _, k := range kinds {
 		err := ctx.Err()
@@ -310,17 +344,22 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 			err = attacher(k)(s, byKind[k])
 		}
 		if err != nil {
-			s.Close()
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("interrupted while attaching, before timing: %w", ctx.Err())
+				return fmt.Errorf("interrupted while attaching, before timing: %w", ctx.Err())
 			}
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// startReading starts draining the crossing records and takes the
+// counters at the start, whose orphans are the calls in flight while the
+// probes were attached.
+func (s *Session) startReading() error {
 	rd, err := ringbuf.NewReader(s.objs.TpRecords)
 	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open the crossing-record ring buffer: %w", err)
+		return fmt.Errorf("open the crossing-record ring buffer: %w", err)
 	}
 	s.reader = rd
 	s.drain.Add(1)
@@ -338,7 +377,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		}
 		s.attachNoEntry = p.Stats.NoEntry
 	}
-	return s, nil
+	return nil
 }
 
 // constants returns the load-time constants of timing.h.

@@ -129,35 +129,8 @@ func (s *Session) attachUprobes(ctx context.Context, reqs []uprobeReq, ret, entr
 		s.linkKind = "multi"
 		bins, byBin := groupBy(reqs, func(r uprobeReq) string { return r.binary })
 		for _, bin := range bins {
-			ex, err := link.OpenExecutable(bin)
-			if err != nil {
-				return fmt.Errorf("open %s for uprobes: %w", bin, err)
-			}
-			all := byBin[bin]
-			for len(all) > 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				rs := all[:min(multiChunk, len(all))]
-				all = all[len(rs):]
-				opts := &link.UprobeMultiOptions{PID: uint32(s.opts.PID)}
-				for _, r := range rs {
-					opts.Addresses = append(opts.Addresses, r.offset)
-					opts.Cookies = append(opts.Cookies, r.cookie)
-				}
-				var l link.Link
-				if ret {
-					l, err = ex.UretprobeMulti(nil, multiProg, opts)
-				} else {
-					l, err = ex.UprobeMulti(nil, multiProg, opts)
-				}
-				if err != nil {
-					if len(rs) == 1 {
-						return uprobeError(rs[0].t, rs[0].offset, err)
-					}
-					return fmt.Errorf("attach %d uprobes to %s in one multi-uprobe link: %w", len(rs), bin, linkErr(err))
-				}
-				s.addRoleLink(l, entry)
+			if err := s.attachMulti(ctx, bin, byBin[bin], ret, entry, multiProg); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -187,6 +160,41 @@ func (s *Session) attachUprobes(ctx context.Context, reqs []uprobeReq, ret, entr
 		}
 		if err != nil {
 			return uprobeError(r.t, r.offset, err)
+		}
+		s.addRoleLink(l, entry)
+	}
+	return nil
+}
+
+// attachMulti attaches multiProg at the requests all of binary bin, in
+// multi-uprobe links of at most multiChunk addresses.
+func (s *Session) attachMulti(ctx context.Context, bin string, all []uprobeReq, ret, entry bool, multiProg *ebpf.Program) error {
+	ex, err := link.OpenExecutable(bin)
+	if err != nil {
+		return fmt.Errorf("open %s for uprobes: %w", bin, err)
+	}
+	for len(all) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rs := all[:min(multiChunk, len(all))]
+		all = all[len(rs):]
+		opts := &link.UprobeMultiOptions{PID: uint32(s.opts.PID)}
+		for _, r := range rs {
+			opts.Addresses = append(opts.Addresses, r.offset)
+			opts.Cookies = append(opts.Cookies, r.cookie)
+		}
+		var l link.Link
+		if ret {
+			l, err = ex.UretprobeMulti(nil, multiProg, opts)
+		} else {
+			l, err = ex.UprobeMulti(nil, multiProg, opts)
+		}
+		if err != nil {
+			if len(rs) == 1 {
+				return uprobeError(rs[0].t, rs[0].offset, err)
+			}
+			return fmt.Errorf("attach %d uprobes to %s in one multi-uprobe link: %w", len(rs), bin, linkErr(err))
 		}
 		s.addRoleLink(l, entry)
 	}
@@ -418,6 +426,30 @@ func kernelScreen(ctx context.Context, checker *ebpf.Program, bin string, specs 
 	if len(idx) == 0 {
 		return out, nil
 	}
+	mem, err := mapExecutable(bin)
+	if err != nil || mem == nil {
+		return out, err
+	}
+	defer unix.Munmap(mem)
+	ex, err := link.OpenExecutable(bin)
+	if err != nil {
+		return nil, fmt.Errorf("open %s for uprobes: %w", bin, err)
+	}
+	sc := &siteScreen{ctx: ctx, ex: ex, checker: checker, bin: bin, specs: specs, pid: uint32(os.Getpid()), refused: out}
+	for len(idx) > 0 {
+		n := min(screenChunk, len(idx))
+		if err := sc.bisect(idx[:n]); err != nil {
+			return nil, err
+		}
+		idx = idx[n:]
+	}
+	return out, nil
+}
+
+// mapExecutable maps bin into this process, executable, so that uprobes
+// limited to this process can be tried on it; nil without an error when
+// the file system forbids it (mounted noexec: the kernel cannot be asked).
+func mapExecutable(bin string) ([]byte, error) {
 	f, err := os.Open(bin)
 	if err != nil {
 		return nil, fmt.Errorf("open %s to check its probe sites: %w", bin, err)
@@ -429,56 +461,59 @@ func kernelScreen(ctx context.Context, checker *ebpf.Program, bin string, specs 
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE)
 	if err != nil {
-		// A file system mounted noexec: the kernel cannot be asked.
-		return out, nil
+		return nil, nil
 	}
-	defer unix.Munmap(mem)
-	ex, err := link.OpenExecutable(bin)
+	return mem, nil
+}
+
+// siteScreen tries probe sites of one binary in multi-uprobe links on this
+// process (pid); refused collects the sites the kernel refuses, by index
+// in specs, with the reason.
+type siteScreen struct {
+	ctx     context.Context
+	ex      *link.Executable
+	checker *ebpf.Program
+	bin     string
+	specs   []Spec
+	pid     uint32
+	refused map[int]string
+}
+
+// try attaches one link at the sites set and closes it.
+func (sc *siteScreen) try(set []int) error {
+	opts := &link.UprobeMultiOptions{PID: sc.pid}
+	for _, i := range set {
+		opts.Addresses = append(opts.Addresses, sc.specs[i].Offset)
+	}
+	l, err := sc.ex.UprobeMulti(nil, sc.checker, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open %s for uprobes: %w", bin, err)
+		return err
 	}
-	pid := uint32(os.Getpid())
-	try := func(set []int) error {
-		opts := &link.UprobeMultiOptions{PID: pid}
-		for _, i := range set {
-			opts.Addresses = append(opts.Addresses, specs[i].Offset)
-		}
-		l, err := ex.UprobeMulti(nil, checker, opts)
-		if err != nil {
-			return err
-		}
-		return l.Close()
+	return l.Close()
+}
+
+// bisect finds the refused sites of set by halving the sets the kernel
+// refuses.
+func (sc *siteScreen) bisect(set []int) error {
+	if err := sc.ctx.Err(); err != nil {
+		return err
 	}
-	var bisect func(set []int) error
-	bisect = func(set []int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		err := try(set)
-		if err == nil {
-			return nil
-		}
-		if !refused(err) {
-			return fmt.Errorf("check the probe sites in %s: %w", bin, err)
-		}
-		if len(set) == 1 {
-			out[set[0]] = refusalReason(err)
-			return nil
-		}
-		h := len(set) / 2
-		if err := bisect(set[:h]); err != nil {
-			return err
-		}
-		return bisect(set[h:])
+	err := sc.try(set)
+	if err == nil {
+		return nil
 	}
-	for len(idx) > 0 {
-		n := min(screenChunk, len(idx))
-		if err := bisect(idx[:n]); err != nil {
-			return nil, err
-		}
-		idx = idx[n:]
+	if !refused(err) {
+		return fmt.Errorf("check the probe sites in %s: %w", sc.bin, err)
 	}
-	return out, nil
+	if len(set) == 1 {
+		sc.refused[set[0]] = refusalReason(err)
+		return nil
+	}
+	h := len(set) / 2
+	if err := sc.bisect(set[:h]); err != nil {
+		return err
+	}
+	return sc.bisect(set[h:])
 }
 
 // refused reports whether a link error is the kernel refusing to probe an

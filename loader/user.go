@@ -55,43 +55,74 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := symtab.Open(path)
+	t, err := openSymbols(path, display)
 	if err != nil {
-		var fe *elf.FormatError
-		if errors.As(err, &fe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%s is not an ELF executable or library: give the binary that holds the function", display)
-		}
-		return nil, fmt.Errorf("read symbols of %s: %w (check that the file exists and is readable)", display, err)
+		return nil, err
 	}
 	defer t.Close()
-	kind := KindUser
-	if t.IsGo {
-		kind = KindGoUser
-	}
-	var syms []symtab.Symbol
-	glob := ""
-	if strings.ContainsAny(sym, "*?[") {
-		glob = arg
-		syms, err = t.Glob(sym, maxProbes)
-		if err != nil {
-			return nil, fmt.Errorf("%w (raise the most probes a glob may expand to)", err)
-		}
-		if len(syms) == 0 {
-			return nil, &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(strings.Trim(sym, "*?"), 5)}
-		}
-	} else {
-		syms = t.Lookup(sym)
-		if len(syms) == 0 {
-			se := &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(sym, 5)}
-			if t.IsGo {
-				se.Hint = GoNotFoundHint(path, sym)
-			}
-			return nil, se
-		}
+	syms, glob, err := findSymbols(t, arg, sym, path, display, maxProbes)
+	if err != nil {
+		return nil, err
 	}
 	prefix := ""
 	if binPart != "" {
 		prefix = filepath.Base(display) + ":"
+	}
+	out, err := userSpecs(t, syms, path, display, prefix, glob)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(sym, 5)}
+	}
+	distinctNames(out, prefix)
+	return out, nil
+}
+
+// openSymbols opens the symbol table of the binary at path (display is
+// how the user named it).
+func openSymbols(path, display string) (*symtab.Table, error) {
+	t, err := symtab.Open(path)
+	if err == nil {
+		return t, nil
+	}
+	var fe *elf.FormatError
+	if errors.As(err, &fe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("%s is not an ELF executable or library: give the binary that holds the function", display)
+	}
+	return nil, fmt.Errorf("read symbols of %s: %w (check that the file exists and is readable)", display, err)
+}
+
+// findSymbols looks sym up in t, or expands it as a glob (then glob is
+// arg) to at most maxProbes functions.
+func findSymbols(t *symtab.Table, arg, sym, path, display string, maxProbes int) (syms []symtab.Symbol, glob string, err error) {
+	if strings.ContainsAny(sym, "*?[") {
+		syms, err = t.Glob(sym, maxProbes)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w (raise the most probes a glob may expand to)", err)
+		}
+		if len(syms) == 0 {
+			return nil, "", &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(strings.Trim(sym, "*?"), 5)}
+		}
+		return syms, arg, nil
+	}
+	syms = t.Lookup(sym)
+	if len(syms) == 0 {
+		se := &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(sym, 5)}
+		if t.IsGo {
+			se.Hint = GoNotFoundHint(path, sym)
+		}
+		return nil, "", se
+	}
+	return syms, "", nil
+}
+
+// userSpecs makes one spec per distinct function address of syms, with
+// the file offset its probes go on.
+func userSpecs(t *symtab.Table, syms []symtab.Symbol, path, display, prefix, glob string) ([]Spec, error) {
+	kind := KindUser
+	if t.IsGo {
+		kind = KindGoUser
 	}
 	seen := map[uint64]bool{}
 	var out []Spec
@@ -120,10 +151,6 @@ func ResolveUser(pid int, arg string, maxProbes int) ([]Spec, error) {
 			Offset: off, Addr: s.Value, Size: s.Size, Stepped: stepped, Glob: glob,
 		})
 	}
-	if len(out) == 0 {
-		return nil, &SymbolError{Symbol: sym, Binary: display, Closest: t.Closest(sym, 5)}
-	}
-	distinctNames(out, prefix)
 	return out, nil
 }
 

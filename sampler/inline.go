@@ -50,31 +50,10 @@ func newInliner(r io.ReaderAt) *inliner {
 	return &inliner{d: d, units: map[dwarf.Offset]*unitIndex{}, names: map[dwarf.Offset]string{}}
 }
 
-// frames returns the inlined bodies pc lies in, innermost first: each with
-// its function name and the call site (file, line) in the function it was
-// inlined into, which is frames[i+1] or, for the last, the real function
-// that holds pc.
-func (in *inliner) frames(pc uint64) []inlineFrame {
-	r := in.d.Reader()
-	cu, err := r.SeekPC(pc)
-	if err != nil || cu == nil {
-		return nil
-	}
-	u := in.unit(cu)
-	if u == nil {
-		return nil
-	}
-	i := sort.Search(len(u.subs), func(i int) bool { return u.subs[i].lo > pc }) - 1
-	if i < 0 || pc >= u.subs[i].hi {
-		return nil
-	}
-	r.Seek(u.subs[i].off)
-	sub, err := r.Next()
-	if err != nil || sub == nil || !sub.Children {
-		return nil
-	}
-	// Walk the subprogram's tree, descending into inlined subroutines that
-	// hold pc; record them outermost first.
+// inlinedAt walks the tree of the subprogram whose children r reads next,
+// descending into the inlined subroutines and lexical blocks that hold pc,
+// and returns the inlined subroutines, outermost first.
+func (in *inliner) inlinedAt(r *dwarf.Reader, pc uint64) []*dwarf.Entry {
 	var chain []*dwarf.Entry
 	depth := 1
 	for depth > 0 {
@@ -101,6 +80,33 @@ func (in *inliner) frames(pc uint64) []inlineFrame {
 			r.SkipChildren()
 		}
 	}
+	return chain
+}
+
+// frames returns the inlined bodies pc lies in, innermost first: each with
+// its function name and the call site (file, line) in the function it was
+// inlined into, which is frames[i+1] or, for the last, the real function
+// that holds pc.
+func (in *inliner) frames(pc uint64) []inlineFrame {
+	r := in.d.Reader()
+	cu, err := r.SeekPC(pc)
+	if err != nil || cu == nil {
+		return nil
+	}
+	u := in.unit(cu)
+	if u == nil {
+		return nil
+	}
+	i := sort.Search(len(u.subs), func(i int) bool { return u.subs[i].lo > pc }) - 1
+	if i < 0 || pc >= u.subs[i].hi {
+		return nil
+	}
+	r.Seek(u.subs[i].off)
+	sub, err := r.Next()
+	if err != nil || sub == nil || !sub.Children {
+		return nil
+	}
+	chain := in.inlinedAt(r, pc)
 	out := make([]inlineFrame, 0, len(chain))
 	for k := len(chain) - 1; k >= 0; k-- {
 		e := chain[k]

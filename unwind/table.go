@@ -68,36 +68,16 @@ func NewTable(r io.ReaderAt, debug io.ReaderAt) (*Table, error) {
 		ptr = 4
 	}
 	var errs []error
-	add := func(f *elf.File, name string) {
-		s := f.Section(name)
-		if s == nil || s.Type == elf.SHT_NOBITS {
-			return
+	for _, name := range []string{".eh_frame", ".debug_frame"} {
+		if err := t.addSection(f, name, ptr); err != nil {
+			errs = append(errs, err)
 		}
-		data, err := s.Data()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read %s: %w", name, err))
-			return
-		}
-		ehAddr := uint64(0)
-		if name == ".eh_frame" {
-			ehAddr = s.Addr
-			if ehAddr == 0 {
-				ehAddr = s.Offset // relocatable: any nonzero base parses as .eh_frame
-			}
-		}
-		fdes, err := parse(data, f.ByteOrder, ptr, ehAddr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("parse %s: %w", name, err))
-			return
-		}
-		t.fdes = append(t.fdes, fdes...)
-		t.Sources = append(t.Sources, name)
 	}
-	add(f, ".eh_frame")
-	add(f, ".debug_frame")
 	if debug != nil {
 		if df, err := elf.NewFile(debug); err == nil {
-			add(df, ".debug_frame")
+			if err := t.addSection(df, ".debug_frame", ptr); err != nil {
+				errs = append(errs, err)
+			}
 			df.Close()
 		}
 	}
@@ -109,6 +89,33 @@ func NewTable(r io.ReaderAt, debug io.ReaderAt) (*Table, error) {
 		return t, ErrNoCFI
 	}
 	return t, nil
+}
+
+// addSection adds the entries of the call frame information section name
+// of f (.eh_frame or .debug_frame; ptr is the address size), if f has it.
+func (t *Table) addSection(f *elf.File, name string, ptr int) error {
+	s := f.Section(name)
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil
+	}
+	data, err := s.Data()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	ehAddr := uint64(0)
+	if name == ".eh_frame" {
+		ehAddr = s.Addr
+		if ehAddr == 0 {
+			ehAddr = s.Offset // relocatable: any nonzero base parses as .eh_frame
+		}
+	}
+	fdes, err := parse(data, f.ByteOrder, ptr, ehAddr)
+	if err != nil {
+		return fmt.Errorf("parse %s: %w", name, err)
+	}
+	t.fdes = append(t.fdes, fdes...)
+	t.Sources = append(t.Sources, name)
+	return nil
 }
 
 // parse runs Delve's parser, which panics on some malformed input.
