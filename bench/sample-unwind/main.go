@@ -175,22 +175,18 @@ func waitPort(port int) error {
 // profileTickprof samples the workload with tickprof and reads the profile.
 func (b *bench) profileTickprof(name string, freq int) (*stackSet, time.Duration, error) {
 	out := filepath.Join(b.tmp, name+".pb.gz")
-	cmd, wait, cleanup, err := b.workload(name)
+	r, cleanup, err := b.runUnder(name, func(pid string) *exec.Cmd {
+		args := append([]string{"sample", "-F", strconv.Itoa(freq), "-p", pid, "-o", out, "--top", "0"}, b.extra...)
+		return exec.Command(b.tickprof, args...)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
 	defer cleanup()
-	t0 := time.Now()
-	args := append([]string{"sample", "-F", strconv.Itoa(freq), "-p", strconv.Itoa(cmd.Process.Pid), "-o", out, "--top", "0"}, b.extra...)
-	tp := exec.Command(b.tickprof, args...)
-	r, err := underProfiler(tp, cmd, wait, t0)
-	if err != nil {
-		return nil, 0, err
-	}
 	if name == "redis-server" {
-		tp.Process.Signal(syscall.SIGINT)
+		r.prof.Process.Signal(syscall.SIGINT)
 	}
-	if err := tp.Wait(); err != nil {
+	if err := r.prof.Wait(); err != nil {
 		return nil, 0, fmt.Errorf("tickprof sample: %v: %s", err, r.log.String())
 	}
 	if r.werr != nil {
@@ -200,8 +196,26 @@ func (b *bench) profileTickprof(name string, freq int) (*stackSet, time.Duration
 	return ss, r.cpu, err
 }
 
+// runUnder starts the workload name and the profiler mk makes for its PID,
+// and waits for the workload to end (the profiler is left running);
+// cleanup ends what the workload left.
+func (b *bench) runUnder(name string, mk func(pid string) *exec.Cmd) (r *profiled, cleanup func(), err error) {
+	cmd, wait, cleanup, err := b.workload(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	t0 := time.Now()
+	r, err = underProfiler(mk(strconv.Itoa(cmd.Process.Pid)), cmd, wait, t0)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return r, cleanup, nil
+}
+
 // profiled is what underProfiler saw.
 type profiled struct {
+	prof *exec.Cmd     // the profiler, still running
 	log  bytes.Buffer  // the profiler's output
 	cpu  time.Duration // the workload's CPU time (wall time when unknown)
 	werr error         // the workload's exit
@@ -210,7 +224,7 @@ type profiled struct {
 // underProfiler starts the profiler prof on the workload cmd, started at
 // t0, and waits (wait) for the workload to end.
 func underProfiler(prof, cmd *exec.Cmd, wait func() error, t0 time.Time) (*profiled, error) {
-	r := &profiled{}
+	r := &profiled{prof: prof}
 	prof.Stdout, prof.Stderr = &r.log, &r.log
 	if err := prof.Start(); err != nil {
 		return nil, err
@@ -227,19 +241,15 @@ func underProfiler(prof, cmd *exec.Cmd, wait func() error, t0 time.Time) (*profi
 // cost (the stacks are not read).
 func (b *bench) profilePerf(name string, freq int) (*stackSet, time.Duration, error) {
 	data := filepath.Join(b.tmp, name+".perf.data")
-	cmd, wait, cleanup, err := b.workload(name)
+	r, cleanup, err := b.runUnder(name, func(pid string) *exec.Cmd {
+		return exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.Itoa(freq), "--call-graph", "dwarf", "-o", data, "-p", pid)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
 	defer cleanup()
-	t0 := time.Now()
-	pr := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.Itoa(freq), "--call-graph", "dwarf", "-o", data, "-p", strconv.Itoa(cmd.Process.Pid))
-	r, err := underProfiler(pr, cmd, wait, t0)
-	if err != nil {
-		return nil, 0, err
-	}
-	pr.Process.Signal(syscall.SIGINT)
-	if err := pr.Wait(); err != nil && !strings.Contains(err.Error(), "interrupt") {
+	r.prof.Process.Signal(syscall.SIGINT)
+	if err := r.prof.Wait(); err != nil && !strings.Contains(err.Error(), "interrupt") {
 		log.Printf("perf record: %v: %s", err, r.log.String())
 	}
 	if r.werr != nil {
