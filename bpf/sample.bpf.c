@@ -212,9 +212,10 @@ static __always_inline int copy_whole(__u64 addr, __u32 got, __u64 end)
 }
 
 /* copy_stacks copies up to stack_bytes of the user stack from sp into
- * b->data at pos, and says whether the copy holds the whole stack. In a Go program's cgo or vDSO call (sample_go.h) the copy
- * is cut at the system stack's top and up to stack_bytes of the goroutine's stack
- * follow, as far as the buffer holds. (Both copies are asked for the
+ * b->data at pos, and says whether the copy holds the whole stack. In a Go
+ * program's cgo or vDSO call (sample_go.h) the copy is cut at the system
+ * stack's top and up to stack_bytes of the goroutine's stack follow, as far
+ * as the buffer holds. (Both copies are asked for the
  * constant stack_bytes: a length the verifier cannot bound to one value
  * made it walk 70 times more instructions, and loading took a second.) */
 static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12, __u32 pos, __u32 *flags)

@@ -236,6 +236,7 @@ func (img *procImage) refresh(sampleNs uint64) bool {
 	}
 	next := img.t.read(img.pid, img.reads+1)
 	if next.err != nil || len(next.maps) == 0 {
+		img.reads++ // a failed read counts, so that failing ones are spaced too
 		return false
 	}
 	img.t.install(next)

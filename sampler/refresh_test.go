@@ -57,10 +57,18 @@ func TestRefreshKeepsMapOfExitingProcess(t *testing.T) {
 		t.Fatalf("no executable mapping in this process: %v", img.err)
 	}
 	img.pid = 2
-	if img.refresh(img.readNs + 1) {
-		t.Fatal("an empty reread replaced the map")
+	img.readAt = time.Now().Add(time.Hour) // no stall of the test can make the gap
+	for i := 1; i <= quickRereads; i++ {
+		if img.refresh(img.readNs + 1) {
+			t.Fatal("an empty reread replaced the map")
+		}
 	}
 	if tab.cur[os.Getpid()] != img || len(tab.all) != 1 {
 		t.Fatalf("the table changed: %d images", len(tab.all))
+	}
+	// Failed rereads count: after quickRereads of them the next waits
+	// for the gap (a reread now would still fail, but cost a read).
+	if img.reads < quickRereads {
+		t.Errorf("%d reads counted after %d failed rereads, want at least %d", img.reads, quickRereads, quickRereads)
 	}
 }
