@@ -21,7 +21,7 @@ import (
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/testtarget"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/push/pushtest"
 	"github.com/tickprof/tickprof/sampler"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // Serve is the whole run of an agent: it checks the configuration and the

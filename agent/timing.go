@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/histogram"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 

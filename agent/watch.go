@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/internal/symtab"
 )
 
 // procInfo is what the agent knows of a watched process.

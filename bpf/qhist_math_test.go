@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/estimate/histogram"
 )
 
 // qhHarness prints tp_qh_index(v) for every v read, after the layout

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 

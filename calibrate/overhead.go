@@ -17,7 +17,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/internal/symtab"
 )
 
 // ProbeKind names a kind of probe pair whose overhead is calibrated: the

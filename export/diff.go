@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // DiffTable is what changed between two profiles: for CPU profiles each

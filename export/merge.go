@@ -14,7 +14,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/estimate/histogram"
 	"github.com/tickprof/tickprof/sampler"
 )
 

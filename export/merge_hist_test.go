@@ -11,7 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/estimate/histogram"
 )
 
 // histWindows simulates n windows of a target timed with the ns clock,

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/timing"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // Progress shows live estimates while `tickprof time` runs: redrawn in

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // Quantiles: the table cells, terminal histogram, JSON and pprof labels of

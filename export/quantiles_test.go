@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/estimate/histogram"
 )
 
 func testHist(n int, scale float64) *histogram.Hist {

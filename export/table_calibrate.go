@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/calibrate"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // WriteCalibration prints a calibration's tables: clock resolutions, clock

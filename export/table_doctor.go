@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // DoctorMethod is the attach method one target kind will use, or why it

@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // TimeEstimate is a mean time estimated from clock counts, as estimate

@@ -6,7 +6,7 @@ import (
 	"math"
 	"text/tabwriter"
 
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // PilotRow is one target's plan from a pilot.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // Plan is how many executions (and how long) to measure for a precision,

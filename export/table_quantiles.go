@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/tickprof/tickprof/timing"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // quantileColumns are the quantile levels of a run's table (those of its

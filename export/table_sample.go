@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/sampler"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // WriteSampleStats prints one line about a sampling run: samples kept and

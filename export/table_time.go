@@ -11,9 +11,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // meanInterval formats a mean with its interval: "1.23µs [1.20µs, 1.26µs]".

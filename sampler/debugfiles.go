@@ -3,8 +3,8 @@ package sampler
 import (
 	"context"
 
-	"github.com/tickprof/tickprof/debuginfo"
-	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/internal/debuginfo"
+	"github.com/tickprof/tickprof/internal/symtab"
 )
 
 // debugSymbols returns the symbols of the file's separate debug file (found

@@ -4,7 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 
-	"github.com/tickprof/tickprof/unwind"
+	"github.com/tickprof/tickprof/internal/unwind"
 )
 
 // goCgo is what following a Go program's cgo and vDSO calls needs of its

@@ -9,10 +9,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tickprof/tickprof/debuginfo"
+	"github.com/tickprof/tickprof/internal/debuginfo"
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/symtab"
-	"github.com/tickprof/tickprof/unwind"
+	"github.com/tickprof/tickprof/internal/symtab"
+	"github.com/tickprof/tickprof/internal/unwind"
 )
 
 // procTable holds what is known of every sampled process: its memory map as

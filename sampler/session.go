@@ -39,7 +39,7 @@ import (
 
 	tpbpf "github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/internal/symtab"
 )
 
 // Config says what to sample.

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/symtab"
-	"github.com/tickprof/tickprof/unwind"
+	"github.com/tickprof/tickprof/internal/symtab"
+	"github.com/tickprof/tickprof/internal/unwind"
 )
 
 // symbolizer turns raw stacks into profile locations and mappings.

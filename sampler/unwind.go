@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/unwind"
+	"github.com/tickprof/tickprof/internal/unwind"
 )
 
 // DefaultStackBytes is the user stack copied per sample when Config leaves

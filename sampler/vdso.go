@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/internal/symtab"
 )
 
 // VDSOPath is how /proc/PID/maps names the vDSO, the ELF image the kernel

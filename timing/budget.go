@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickprof/tickprof/budget"
+	"github.com/tickprof/tickprof/internal/budget"
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // BudgetResult is what a run under an overhead budget (Config.Overhead)

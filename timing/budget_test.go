@@ -12,7 +12,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/testtarget"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 func TestMain(m *testing.M) { testtarget.Main(m) }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // Targets names what to time, as a user writes it.

@@ -2,7 +2,7 @@ package timing
 
 import (
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // Corrector subtracts the probe overhead measured on this machine (Lilja

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/estimate/histogram"
 )
 
 // qdistDraw is a duration (ns) from testdata/c/qdist.c's law: 80%

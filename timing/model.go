@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
+	"github.com/tickprof/tickprof/estimate/histogram"
 )
 
 // Result is the outcome of a timing run: run metadata and one

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // DefaultQuantiles are the quantile levels `time` reports with the exact

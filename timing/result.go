@@ -5,7 +5,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/rank"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // buildRun gathers the final results from the last poll p.

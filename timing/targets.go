@@ -3,7 +3,7 @@ package timing
 import (
 	"syscall"
 
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // Resolve turns the targets into loader specs for process pid (0: every

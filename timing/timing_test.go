@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // nsCounters are the counters of n calls of mean ns each with per-call

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // MaterialUntimed is the share of a target's calls left untimed (orphans

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
-	"github.com/tickprof/tickprof/loader"
-	"github.com/tickprof/tickprof/symtab"
+	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/symtab"
 )
 
 // goConfig is one way of probing the Go target's main.target.

@@ -31,8 +31,8 @@ import (
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/histogram"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // config is one configuration: attach returns the programs whose run time

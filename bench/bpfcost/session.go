@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/bpf"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // attachTraceUprobeSession is BPF_TRACE_UPROBE_SESSION (include/uapi/linux/

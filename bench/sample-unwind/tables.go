@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tickprof/tickprof/unwind"
+	"github.com/tickprof/tickprof/internal/unwind"
 )
 
 // tableCost measures how long unwind.NewTable takes on libc, libstdc++ and

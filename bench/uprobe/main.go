@@ -33,7 +33,7 @@ import (
 
 	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/bpf"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 

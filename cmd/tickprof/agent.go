@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/agent"
-	"github.com/tickprof/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/push"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // agentFlags are the options of `tickprof agent`: most go straight into

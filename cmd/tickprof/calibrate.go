@@ -12,8 +12,8 @@ import (
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // calibrateFlags are the options of `tickprof calibrate`.

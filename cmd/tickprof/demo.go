@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/internal/demo"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/demo"
 	"github.com/tickprof/tickprof/sampler"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // demoFlags are the options of `tickprof demo`.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // TestDoctor runs `tickprof doctor --json` and `tickprof doctor` and checks

@@ -7,8 +7,8 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // estimateFlags are the raw values of the estimate command's flags.

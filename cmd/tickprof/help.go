@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/tickprof/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 )
 
 // helpFiles holds the commands' long help and examples, one text file

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 func newRootCmd() *cobra.Command {

@@ -6,10 +6,10 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/pilot"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/plan"
 	"github.com/tickprof/tickprof/timing"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // planFlags are the raw values of the plan command's flags.
@@ -52,7 +52,7 @@ func newPlanCmd() *cobra.Command {
 // runPlan validates the flags and computes the plan.
 func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 	fl := cmd.Flags()
-	var e pilot.Expected
+	var e plan.Expected
 	var resErr, expErr, goalErr error
 	e.Resolution, resErr = positiveDuration("--resolution", f.resolution)
 	e.Expect, expErr = positiveDuration("--expect", f.expect)
@@ -76,7 +76,7 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 
 // planRun reads what turns executions into a run time: --rate (with
 // --overhead and --cost) or --loop.
-func planRun(cmd *cobra.Command, f planFlags, e *pilot.Expected) error {
+func planRun(cmd *cobra.Command, f planFlags, e *plan.Expected) error {
 	fl := cmd.Flags()
 	var err error
 	switch {
@@ -124,7 +124,7 @@ func planGoal(cmd *cobra.Command, f planFlags) (estimate.Goal, error) {
 // is held against: --cost, or the whole pair's cost from this machine's
 // calibrated user probe cost (the high end of its 95% interval; see
 // timing.PairCost).
-func planBudget(f planFlags, e *pilot.Expected) error {
+func planBudget(f planFlags, e *plan.Expected) error {
 	var err error
 	if e.Budget, err = fractionFlag("--overhead", f.overhead, "a slowdown budget such as 1%"); err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/tickprof/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 )
 
 // runCommandInProcess executes a freshly built command with args and

@@ -6,9 +6,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/pilot"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/plan"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // addPlanFrom adds `--from FILE` to the plan command: planning from a pilot
@@ -60,14 +60,14 @@ func runPlanFrom(cmd *cobra.Command, path string) error {
 	); err != nil {
 		return err
 	}
-	plan, err := pilot.FromFile(path, out, rate)
-	if errors.Is(err, pilot.ErrSharesNeedRelative) {
+	p, err := plan.FromFile(path, out, rate)
+	if errors.Is(err, plan.ErrSharesNeedRelative) {
 		return cli.Usagef("--abs-error: a CPU profile gives shares; give --precision")
 	}
 	if err != nil {
 		return err
 	}
-	return export.Write(cmd.OutOrStdout(), asJSON, *plan, export.WritePilotPlan)
+	return export.Write(cmd.OutOrStdout(), asJSON, *p, export.WritePilotPlan)
 }
 
 // planNotFrom are the plan flags a pilot run replaces.

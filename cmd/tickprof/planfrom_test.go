@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/timing"
 )
 

@@ -4,9 +4,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/pilot"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/plan"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // addPlanQuantile adds `--quantile Q` (and --shape) to the plan command:
@@ -61,7 +61,7 @@ func runPlanQuantile(cmd *cobra.Command, quantile string, shape float64) (export
 			return export.QuantilePlan{}, cli.Usagef("--%s does not go with --quantile: give --precision (and --rate or --from)", name)
 		}
 	}
-	var g pilot.QuantileGoal
+	var g plan.QuantileGoal
 	var err error
 	if g.P, err = parseQuantile(quantile); err != nil {
 		return export.QuantilePlan{}, cli.Usagef("--quantile: %v", err)
@@ -84,12 +84,12 @@ func runPlanQuantile(cmd *cobra.Command, quantile string, shape float64) (export
 		}
 	}
 	if !fl.Changed("from") {
-		p, err := pilot.QuantileAssumed(g, shape)
+		p, err := plan.QuantileAssumed(g, shape)
 		if err != nil {
 			return p, cli.Usagef("--shape: %v", err)
 		}
 		return p, nil
 	}
 	path, _ := fl.GetString("from")
-	return pilot.QuantileFromFile(path, g)
+	return plan.QuantileFromFile(path, g)
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/internal/testtarget"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // TestPrivilegesAgree runs doctor and time as an unprivileged user holding

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 

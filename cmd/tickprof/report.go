@@ -8,7 +8,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 )
 
 func newReportCmd() *cobra.Command {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 

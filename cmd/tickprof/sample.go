@@ -12,12 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/internal/console"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/sampler"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // sampleFlags are the options of `tickprof sample`.

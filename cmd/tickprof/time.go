@@ -14,10 +14,10 @@ import (
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/internal/console"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/proc"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 

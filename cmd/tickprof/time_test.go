@@ -20,9 +20,9 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/testtarget"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // TestMain also runs the detach helper when this test binary is started as

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
-	"github.com/tickprof/tickprof/units"
+	"github.com/tickprof/tickprof/internal/units"
 )
 
 // parseTimeFlags validates the flags of `tickprof time` into a timing

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/testtarget"
-	"github.com/tickprof/tickprof/loader"
+	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // TestTimeCommandCallerStacks runs `time -u tp_frameless_work` on

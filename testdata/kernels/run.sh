@@ -30,7 +30,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${TICKPROF_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickprof/kernels}
 kernels=${TICKPROF_KERNELS:-"linux-image-amd64 linux-image-6.12-amd64"}
-pkgs=${TICKPROF_KERNEL_PKGS:-"./loader ./sampler:TestKernelFrames ./cmd/tickprof:Doctor|Kernel|Syscall"}
+pkgs=${TICKPROF_KERNEL_PKGS:-"./internal/loader ./sampler:TestKernelFrames ./cmd/tickprof:Doctor|Kernel|Syscall"}
 # Windows under an overhead budget on kernel functions (a timing run).
 [ -n "${TICKPROF_KERNEL_PKGS:-}" ] || pkgs="$pkgs ./timing:BudgetedKernelFunc"
 guest_timeout=${TICKPROF_KERNEL_TIMEOUT:-480}
@@ -129,7 +129,7 @@ done
 mkdir -p "$img/lib64" "$img/lib/x86_64-linux-gnu"
 # unwind's programs are linked from several files with their own flags by
 # its tests, which run on the host only.
-find "$root" -path "$root/.git" -prune -o -path "$root/unwind/testdata" -prune -o -path '*/testdata/*' -name '*.c' -print | while read -r src; do
+find "$root" -path "$root/.git" -prune -o -path "$root/internal/unwind/testdata" -prune -o -path '*/testdata/*' -name '*.c' -print | while read -r src; do
 	out=$img/testbin/$(basename "$src" .c)
 	# A source may name flags its tests build it with (frameless code) on a
 	# line " * matrix-cflags: FLAGS"; they come last, so they win.

@@ -1,0 +1,123 @@
+// Package console runs a timing or sampling session for a person at a
+// terminal, the way the commands time, sample and demo show it: it says
+// what it measures, shows the live progress, writes the outputs before the
+// probes come off, and says how detaching went.
+//
+// console may import timing, sampler, export, estimate and units; it must
+// not import cmd or internal/demo.
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/sampler"
+	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/internal/units"
+)
+
+// selfHelper starts this binary as the helper the probes are handed to
+// once attached (timing.Config.DetachHelper, loader.Session.HandOff):
+// whatever ends the program from then on, SIGKILL included, the helper
+// detaches them, and the program never waits for the kernel to close
+// links at its exit. The program must run loader.DetachHelper when
+// loader.IsDetachHelper says it was started as one.
+func selfHelper() *exec.Cmd { return exec.Command("/proc/self/exe") }
+
+// Timing runs a timing session, saying on errOut what it times and
+// showing its progress there, calls write with the result and then
+// detaches the probes (by a helper process, see selfHelper). Warnings go
+// to errOut.
+func Timing(ctx context.Context, errOut io.Writer, cfg timing.Config, write func(*timing.Result) error) (*timing.Result, error) {
+	cfg.Warn = func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }
+	cfg.DetachHelper = selfHelper
+	s, err := timing.OpenContext(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	clk := s.Clock()
+	where := "every process"
+	if s.PID() != 0 {
+		where = fmt.Sprintf("process %d", s.PID())
+	}
+	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
+		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
+	prog := export.NewProgress(errOut)
+	run, err := s.Run(ctx, prog.Update)
+	prog.Clear()
+	if err != nil {
+		return nil, err
+	}
+	// The results are written before the probes come off (a large probe
+	// set takes a while to detach, and nothing is lost if the program is
+	// killed meanwhile).
+	werr := write(run)
+	detach(s, errOut)
+	return run, werr
+}
+
+// detach removes the probes after the results are out; Ctrl-C or SIGTERM
+// meanwhile ends the wait, and the helper finishes alone.
+func detach(s *timing.Session, errOut io.Writer) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := s.Detach(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintln(errOut, "tickprof: interrupted while detaching: the results are written; the probes are removed as tickprof exits")
+	case err != nil:
+		fmt.Fprintf(errOut, "tickprof: warning: detach: %v\n", err)
+	}
+}
+
+// SampleOutput says what a sampling run writes and prints.
+type SampleOutput struct {
+	File       string  // the pprof profile ("": none)
+	Top        int     // table rows (0: all)
+	Confidence float64 // confidence of the table's intervals
+	JSON       bool    // the table as JSON
+}
+
+// ErrNoSamples is returned by Sample when no sample fell in the target.
+var ErrNoSamples = errors.New("no samples of the target: it was idle or exited at once")
+
+// Sample records a sampling run, writes its profile, and prints a line of
+// statistics on errw and the function table on w. What was gathered is
+// written also when the run ends in an error.
+func Sample(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o SampleOutput) error {
+	res, runErr := sampler.Record(ctx, rc)
+	if res == nil {
+		return runErr
+	}
+	data, st := res.Profile, res.Stats
+	prof, err := export.EncodeCPU(data)
+	if err != nil {
+		return err
+	}
+	if o.File != "" {
+		if err := export.WriteProfileFile(o.File, prof); err != nil {
+			return err
+		}
+	}
+	export.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.File)
+	if runErr != nil {
+		return runErr
+	}
+	if st.Kept == 0 {
+		return ErrNoSamples
+	}
+	tab, err := export.CPUReport(prof, estimate.Options{Confidence: o.Confidence})
+	if err != nil {
+		return err
+	}
+	return export.WriteCPUTable(w, tab, o.Top, o.JSON)
+}

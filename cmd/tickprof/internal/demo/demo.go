@@ -1,0 +1,141 @@
+// Package demo owns the workload of `tickprof demo` (c/workload.c): three
+// functions of known duration, each measuring itself, built with the
+// machine's gcc when the demo runs; the measurements it writes (its truth);
+// the probe overhead the demo subtracts; and the demo's run (Run: time,
+// sample, and the intervals beside the truth). demo may import calibrate,
+// timing, sampler, export and internal/console; it must not import cmd.
+package demo
+
+import (
+	"bufio"
+	"context"
+	_ "embed" // for the workload source
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/internal/loader"
+)
+
+// Source is c/workload.c.
+//
+//go:embed c/workload.c
+var Source []byte
+
+// Functions returns the workload's timed functions, in the order it
+// reports them.
+func Functions() []string { return []string{"demo_short", "demo_medium", "demo_sleep"} }
+
+// GCCArgs returns gcc's arguments around the source file: frame pointers
+// for the sampled stacks, -g for file and line, pthreads and libm.
+func GCCArgs(src, out string) []string {
+	return []string{"-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out, src, "-lm"}
+}
+
+// Truth is one line the workload writes: its own measurement of a
+// function (calls, mean and standard deviation in ns).
+type Truth struct {
+	Calls      uint64
+	Mean, SDev float64
+}
+
+// Build compiles the bundled workload with gcc into dir.
+func Build(dir string) (string, error) {
+	src := filepath.Join(dir, "workload.c")
+	exe := filepath.Join(dir, "workload")
+	args := GCCArgs(src, exe)
+	// BuildC takes the flags before and the libraries after the source.
+	var flags, libs []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-o" || args[i] == src:
+			if args[i] == "-o" {
+				i++
+			}
+		case strings.HasPrefix(args[i], "-l"):
+			libs = append(libs, args[i])
+		default:
+			flags = append(flags, args[i])
+		}
+	}
+	got, err := calibrate.BuildC(dir, "workload", Source, flags, libs)
+	if err != nil {
+		return "", fmt.Errorf("build the demo workload: %w", err)
+	}
+	return got, nil
+}
+
+// Overhead returns the uprobe T_ovhd of this machine's calibration,
+// or measures it now (not saved: `tickprof calibrate` does the full job).
+func Overhead(ctx context.Context, dir string, errOut io.Writer) (calibrate.Overhead, string, error) {
+	if c, err := calibrate.Load(); err == nil {
+		if o, ok := c.Overhead("user"); ok {
+			return o, "from this machine's calibration of " + c.Date.Format("2006-01-02 15:04 MST"), nil
+		}
+	}
+	fmt.Fprintln(errOut, "tickprof: no calibration for this machine: measuring the uprobe overhead on an empty function (2s)...")
+	ovs, _, err := calibrate.MeasureOverheads(ctx, dir, calibrate.OverheadOptions{Duration: 2 * time.Second, Kinds: []calibrate.ProbeKind{calibrate.KindUser}})
+	if err != nil {
+		return calibrate.Overhead{}, "", err
+	}
+	if len(ovs) != 1 {
+		return calibrate.Overhead{}, "", errors.New("demo: the probe overhead could not be measured on the empty function: run `sudo tickprof calibrate` to see why")
+	}
+	return ovs[0], "measured just now (run tickprof calibrate to keep one)", nil
+}
+
+// ReadTruth parses the workload's "truth func=F calls=N mean_ns=X sd_ns=S"
+// lines.
+func ReadTruth(path string) (map[string]Truth, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("demo: the workload wrote no measurements of its own (%w)", err)
+	}
+	defer fh.Close()
+	out := map[string]Truth{}
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		var fn string
+		var t Truth
+		if _, err := fmt.Sscanf(sc.Text(), "truth func=%s calls=%d mean_ns=%g sd_ns=%g", &fn, &t.Calls, &t.Mean, &t.SDev); err != nil {
+			return nil, fmt.Errorf("demo: workload output %q: %w", sc.Text(), err)
+		}
+		out[fn] = t
+	}
+	return out, sc.Err()
+}
+
+// Means are the truth's mean times per function (ns).
+func Means(truth map[string]Truth) map[string]float64 {
+	out := make(map[string]float64, len(truth))
+	for fn, t := range truth {
+		out[fn] = t.Mean
+	}
+	return out
+}
+
+// Requirements says, in one line, everything the demo lacks: root (or
+// CAP_BPF and CAP_PERFMON), gcc, kernel BTF.
+func Requirements() error {
+	var missing []string
+	if err := loader.CheckPrivileges(); errors.Is(err, loader.ErrNotRoot) {
+		missing = append(missing, "root (or CAP_BPF and CAP_PERFMON) to load BPF programs: run `sudo tickprof demo`")
+	} else if errors.Is(err, loader.ErrNoBTF) {
+		missing = append(missing, "a kernel with BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y)")
+	} else if err != nil {
+		missing = append(missing, err.Error())
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		missing = append(missing, "gcc to build the workload: apt-get install gcc")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("demo needs %s", strings.Join(missing, "; and "))
+	}
+	return nil
+}
