@@ -89,7 +89,7 @@ func timeComments(r *timing.Result) []string {
 	if r.Validate {
 		c = append(c, ValidateNote)
 	}
-	c = append(c, clockLines(r)...)
+	c = append(c, ClockLines(r)...)
 	for i := range r.Targets {
 		for _, n := range r.Targets[i].Notes {
 			c = append(c, "note: "+r.Targets[i].Name+": "+n)
@@ -99,8 +99,8 @@ func timeComments(r *timing.Result) []string {
 	return c
 }
 
-// clockLines are the targets' clock warnings and notes, in target order.
-func clockLines(r *timing.Result) []string {
+// ClockLines are the targets' clock warnings and notes, in target order.
+func ClockLines(r *timing.Result) []string {
 	var out []string
 	for i := range r.Targets {
 		for _, line := range []string{ClockWarning(&r.Targets[i], r.Clock), ClockNote(&r.Targets[i], r.Clock)} {

@@ -1,9 +1,8 @@
 package plan
 
 import (
-	"github.com/tickprof/tickprof/internal/budget"
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/budget"
 )
 
 // Expected is a plan made before any run, from an expected duration.
@@ -28,12 +27,12 @@ type Expected struct {
 // (estimate.DutyForBudget, one thread: the safe case) and the time the
 // executions take at that duty in windows of budget.DefaultWindow
 // (estimate.PlanUnderBudget). Invalid inputs wrap estimate.ErrInvalid.
-func (e Expected) Plan() (export.Plan, error) {
+func (e Expected) Plan() (Result, error) {
 	p, err := estimate.PlanExecutions(e.Expect, e.Resolution, e.Goal, e.Options)
 	if err != nil {
-		return export.Plan{}, err
+		return Result{}, err
 	}
-	out := export.Plan{Executions: p.Executions, ResolutionNs: e.Resolution, ExpectNs: e.Expect,
+	out := Result{Executions: p.Executions, ResolutionNs: e.Resolution, ExpectNs: e.Expect,
 		Confidence: p.Confidence, HalfWidthNs: p.HalfWidth, RelHalfWidth: p.RelHalfWidth}
 	switch {
 	case e.Rate > 0:

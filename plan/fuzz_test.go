@@ -2,7 +2,6 @@ package plan
 
 import (
 	"bytes"
-	"io"
 	"math"
 	"testing"
 
@@ -31,7 +30,7 @@ func FuzzFromData(f *testing.F) {
 		if !(rel > 0 && rel < 1) || !(rate >= 0) || math.IsInf(rate, 0) {
 			return
 		}
-		plan, err := FromData(data, "fuzz", export.PilotPlan{Confidence: 0.95, RelHalfWidth: rel}, rate)
+		plan, err := FromData(data, "fuzz", Pilot{Confidence: 0.95, RelHalfWidth: rel}, rate)
 		if err != nil {
 			return
 		}
@@ -43,6 +42,5 @@ func FuzzFromData(f *testing.F) {
 				t.Fatalf("row %+v out of range", r)
 			}
 		}
-		export.WritePilotPlan(io.Discard, *plan)
 	})
 }

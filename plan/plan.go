@@ -44,10 +44,10 @@ func readTimeJSON(data []byte, path string) ([]target, error) {
 // planTargets plans every timed target from its pilot estimate:
 // estimate.PlanFromPilot (Lilja eq. 4.21) on the pilot's standard error,
 // recovered from its interval as half-width / z.
-func planTargets(ts []target, goal export.PilotPlan, rate float64) []export.PilotRow {
-	var rows []export.PilotRow
+func planTargets(ts []target, goal Pilot, rate float64) []PilotRow {
+	var rows []PilotRow
 	for _, t := range ts {
-		row := export.PilotRow{Target: t.name, Unit: "calls", Have: t.calls, Mean: t.mean, Low: t.low, High: t.high, PilotConfidence: t.conf}
+		row := PilotRow{Target: t.name, Unit: "calls", Have: t.calls, Mean: t.mean, Low: t.low, High: t.high, PilotConfidence: t.conf}
 		if !t.ok {
 			row.Error = t.err
 			rows = append(rows, row)
@@ -80,13 +80,13 @@ const maxPlanShares = 10
 // planShares plans the samples needed to know each top function's flat
 // share p to a relative half-width e: n = z^2 (1-p) / (p e^2) (Lilja eq.
 // 4.28), which is estimate.PlanExecutions with ET/d = p (k = 0).
-func planShares(tab *export.CPUTable, goal export.PilotPlan, rate float64) []export.PilotRow {
-	var rows []export.PilotRow
+func planShares(tab *export.CPUTable, goal Pilot, rate float64) []PilotRow {
+	var rows []PilotRow
 	for i, f := range tab.Rows {
 		if i == maxPlanShares {
 			break
 		}
-		row := export.PilotRow{Target: f.Function, Unit: "samples", Have: tab.Samples, Mean: f.Flat.Share, Low: f.Flat.Low, High: f.Flat.High, PilotConfidence: tab.Confidence}
+		row := PilotRow{Target: f.Function, Unit: "samples", Have: tab.Samples, Mean: f.Flat.Share, Low: f.Flat.Low, High: f.Flat.High, PilotConfidence: tab.Confidence}
 		if f.Flat.Share > 0 {
 			row.RelHalfWidthNow = (f.Flat.High - f.Flat.Low) / 2 / f.Flat.Share
 		}
@@ -122,7 +122,7 @@ var ErrSharesNeedRelative = errors.New("a CPU profile gives shares: give a relat
 // The file must be a regular file of at most export.MaxProfileFile bytes
 // (/dev/zero and FIFOs fail at once), and every value read from it is
 // checked as export's readers check them.
-func FromFile(path string, goal export.PilotPlan, rate float64) (*export.PilotPlan, error) {
+func FromFile(path string, goal Pilot, rate float64) (*Pilot, error) {
 	data, err := safefile.ReadFile(path, "pilot", export.MaxProfileFile)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func FromFile(path string, goal export.PilotPlan, rate float64) (*export.PilotPl
 }
 
 // FromData is FromFile on the file's content; path names it in errors.
-func FromData(data []byte, path string, goal export.PilotPlan, rate float64) (*export.PilotPlan, error) {
+func FromData(data []byte, path string, goal Pilot, rate float64) (*Pilot, error) {
 	out := goal
 	out.From = path
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
@@ -180,7 +180,7 @@ func FromData(data []byte, path string, goal export.PilotPlan, rate float64) (*e
 // need completes a row: the count needed, the count still to gather beyond
 // have, and the time that takes at rate (0: the pilot's own rate, have
 // over its seconds).
-func need(row *export.PilotRow, executions, have uint64, rate, seconds float64) {
+func need(row *PilotRow, executions, have uint64, rate, seconds float64) {
 	row.Need = executions
 	if executions > have {
 		row.More = executions - have

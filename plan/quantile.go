@@ -6,8 +6,8 @@ import (
 	"math"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/safefile"
 )
 
@@ -31,14 +31,14 @@ type QuantileGoal struct {
 // standard deviation of the log durations; relative precisions do not
 // depend on the median), with buckets of average width
 // (histogram.MeanWidth).
-func QuantileAssumed(g QuantileGoal, sigma float64) (export.QuantilePlan, error) {
-	out := export.QuantilePlan{Quantile: g.P, RelHalfWidth: g.Rel, Confidence: g.Confidence}
+func QuantileAssumed(g QuantileGoal, sigma float64) (Quantile, error) {
+	out := Quantile{Quantile: g.P, RelHalfWidth: g.Rel, Confidence: g.Confidence}
 	if !(sigma > 0) || math.IsInf(sigma, 0) {
 		return out, fmt.Errorf("lognormal shape %v is not positive: want, e.g., 1 (p99/p50 = 10)", sigma)
 	}
 	out.Assumption = fmt.Sprintf("durations assumed lognormal with shape %.3g (p99/p50 = %.3g), buckets of average width", sigma, math.Exp(2.326*sigma))
 	qf := estimate.LogNormalQuantiles(sigma)
-	out.Rows = []export.QuantilePlanRow{quantileRow(g, "", g.Rate, func(o estimate.Options) (estimate.QuantilePlan, error) {
+	out.Rows = []QuantileRow{quantileRow(g, "", g.Rate, func(o estimate.Options) (estimate.QuantilePlan, error) {
 		return estimate.PlanQuantile(g.P, g.Rel, qf, histogram.MeanWidth, o)
 	})}
 	return out, nil
@@ -49,8 +49,8 @@ func QuantileAssumed(g QuantileGoal, sigma float64) (export.QuantilePlan, error)
 // buckets (histogram.Hist.PlanQuantile), and its call rate unless g.Rate
 // is set. A target without a histogram, or with too few calls beyond the
 // quantile to know the law's shape there, gets a row saying so.
-func QuantileFromFile(path string, g QuantileGoal) (export.QuantilePlan, error) {
-	out := export.QuantilePlan{Quantile: g.P, RelHalfWidth: g.Rel, Confidence: g.Confidence}
+func QuantileFromFile(path string, g QuantileGoal) (Quantile, error) {
+	out := Quantile{Quantile: g.P, RelHalfWidth: g.Rel, Confidence: g.Confidence}
 	data, err := safefile.ReadFile(path, "pilot", export.MaxProfileFile)
 	if err != nil {
 		return out, err
@@ -63,7 +63,7 @@ func QuantileFromFile(path string, g QuantileGoal) (export.QuantilePlan, error) 
 	for i := range run.Targets {
 		t := &run.Targets[i]
 		if t.Hist == nil || t.Hist.Total() == 0 {
-			out.Rows = append(out.Rows, export.QuantilePlanRow{Target: t.Name, Err: "no duration histogram in the run: time it with the exact clock"})
+			out.Rows = append(out.Rows, QuantileRow{Target: t.Name, Err: "no duration histogram in the run: time it with the exact clock"})
 			continue
 		}
 		rate := g.Rate
@@ -80,8 +80,8 @@ func QuantileFromFile(path string, g QuantileGoal) (export.QuantilePlan, error) 
 
 // quantileRow is one row of a plan: plan's calls, and the run time at
 // rate when rate is known.
-func quantileRow(g QuantileGoal, name string, rate float64, plan func(o estimate.Options) (estimate.QuantilePlan, error)) export.QuantilePlanRow {
-	r := export.QuantilePlanRow{Target: name, MinCalls: estimate.MinCallsForQuantile(g.P, g.Confidence)}
+func quantileRow(g QuantileGoal, name string, rate float64, plan func(o estimate.Options) (estimate.QuantilePlan, error)) QuantileRow {
+	r := QuantileRow{Target: name, MinCalls: estimate.MinCallsForQuantile(g.P, g.Confidence)}
 	pl, err := plan(estimate.Options{Confidence: g.Confidence})
 	if err != nil {
 		r.Err = err.Error()

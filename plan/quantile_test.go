@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/timing"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tickprof/tickprof/agent"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/push"
 )
 
 // agentFlags are the options of `tickprof agent`: most go straight into

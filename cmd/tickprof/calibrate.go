@@ -11,8 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/calibrate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
@@ -83,7 +84,7 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 			return err
 		}
 	}
-	if err := export.Write(cmd.OutOrStdout(), f.json, c, export.WriteCalibration); err != nil || f.json || path == "" {
+	if err := export.Write(cmd.OutOrStdout(), f.json, c, table.WriteCalibration); err != nil || f.json || path == "" {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "saved %s: the probe overheads that correct measured means on this machine\n", path)

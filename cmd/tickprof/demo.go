@@ -11,8 +11,8 @@ import (
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/demo"
-	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/sampler"
 )
 
 // demoFlags are the options of `tickprof demo`.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/loader"
 )
@@ -16,7 +17,7 @@ func newDoctorCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("probe kernel features: %w", err)
 		}
-		return export.Write(cmd.OutOrStdout(), asJSON, export.NewDoctorReport(f), export.WriteDoctor)
+		return export.Write(cmd.OutOrStdout(), asJSON, table.NewDoctorReport(f), table.WriteDoctor)
 	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd

@@ -5,9 +5,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/units"
 )
 
@@ -67,17 +68,17 @@ func runEstimate(cmd *cobra.Command, f estimateFlags) error {
 		if err != nil {
 			return err
 		}
-		return export.Write(cmd.OutOrStdout(), f.json, out, export.WriteShareEstimate)
+		return export.Write(cmd.OutOrStdout(), f.json, out, table.WriteShareEstimate)
 	}
 	out, err := estimateTime(cmd, f, o)
 	if err != nil {
 		return err
 	}
-	return export.Write(cmd.OutOrStdout(), f.json, out, export.WriteTimeEstimate)
+	return export.Write(cmd.OutOrStdout(), f.json, out, table.WriteTimeEstimate)
 }
 
 // estimateTime handles clock counts.
-func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (export.TimeEstimate, error) {
+func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (table.TimeEstimate, error) {
 	fl := cmd.Flags()
 	calls, ticks, batches := fl.Changed("calls"), fl.Changed("ticks"), fl.Changed("batches")
 	res, resErr := positiveDuration("--resolution", f.resolution)
@@ -89,18 +90,18 @@ func estimateTime(cmd *cobra.Command, f estimateFlags, o estimate.Options) (expo
 		cli.UsageIf(!batches && ticks && !calls, "--ticks needs --calls: the number of executions timed, e.g. --calls 2000"),
 		cli.UsageIf(!batches && !calls && !ticks, "clock counts need --calls and --ticks, or --batches FILE"),
 	); err != nil {
-		return export.TimeEstimate{}, err
+		return table.TimeEstimate{}, err
 	}
 	c, err := timeCounts(cmd, f)
 	if err != nil {
-		return export.TimeEstimate{}, err
+		return table.TimeEstimate{}, err
 	}
 	c.Resolution, c.Contiguous = res, f.contiguous
 	r, err := estimate.Time(c, o)
 	if err != nil {
-		return export.TimeEstimate{}, estimateErr(err)
+		return table.TimeEstimate{}, estimateErr(err)
 	}
-	return export.NewTimeEstimate(r, res), nil
+	return table.NewTimeEstimate(r, res), nil
 }
 
 // timeCounts reads the counts of --batches or --calls, --ticks and
@@ -122,8 +123,8 @@ func timeCounts(cmd *cobra.Command, f estimateFlags) (c estimate.Counts, err err
 }
 
 // estimateShare handles sample counts.
-func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (export.SampleShare, error) {
-	var out export.SampleShare
+func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (table.SampleShare, error) {
+	var out table.SampleShare
 	fl := cmd.Flags()
 	n, nErr := countFlag("samples", f.samples)
 	h, hErr := countFlag("hits", f.hits)
@@ -138,7 +139,7 @@ func estimateShare(cmd *cobra.Command, f estimateFlags, o estimate.Options) (exp
 	if err != nil {
 		return out, estimateErr(err)
 	}
-	out = export.SampleShare{Share: p.Share, ShareLow: p.Low, ShareHigh: p.High,
+	out = table.SampleShare{Share: p.Share, ShareLow: p.Low, ShareHigh: p.High,
 		Confidence: p.Confidence, Method: p.Method, Hits: h, Samples: n}
 	var total float64
 	switch {

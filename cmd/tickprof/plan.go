@@ -4,12 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/plan"
 	"github.com/tickprof/tickprof/timing"
-	"github.com/tickprof/tickprof/internal/units"
 )
 
 // planFlags are the raw values of the plan command's flags.
@@ -29,7 +30,7 @@ func newPlanCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return export.Write(cmd.OutOrStdout(), f.json, out, export.WritePlan)
+		return export.Write(cmd.OutOrStdout(), f.json, out, table.WritePlan)
 	})
 	cmd.Args = cli.NoArgs
 	fl := cmd.Flags()
@@ -50,7 +51,7 @@ func newPlanCmd() *cobra.Command {
 }
 
 // runPlan validates the flags and computes the plan.
-func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
+func runPlan(cmd *cobra.Command, f planFlags) (plan.Result, error) {
 	fl := cmd.Flags()
 	var e plan.Expected
 	var resErr, expErr, goalErr error
@@ -64,11 +65,11 @@ func runPlan(cmd *cobra.Command, f planFlags) (export.Plan, error) {
 		resErr, expErr, confErr, goalErr,
 		cli.UsageIf(fl.Changed("rate") && fl.Changed("loop"), "give --rate or --loop, not both: the run time follows from one of them"),
 	); err != nil {
-		return export.Plan{}, err
+		return plan.Result{}, err
 	}
 	e.Options = estimate.Options{Confidence: conf}
 	if err := planRun(cmd, f, &e); err != nil {
-		return export.Plan{}, err
+		return plan.Result{}, err
 	}
 	out, err := e.Plan()
 	return out, estimateErr(err)

@@ -5,10 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/plan"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/plan"
 )
 
 // addPlanFrom adds `--from FILE` to the plan command: planning from a pilot
@@ -36,7 +37,7 @@ func runPlanFrom(cmd *cobra.Command, path string) error {
 	confS, _ := fl.GetString("confidence")
 	rateS, _ := fl.GetString("rate")
 	asJSON, _ := fl.GetBool("json")
-	out := export.PilotPlan{From: path}
+	out := plan.Pilot{From: path}
 	var confErr, goalErr, rateErr error
 	out.Confidence, confErr = parseConfidence(confS)
 	if fl.Changed("abs-error") {
@@ -67,7 +68,7 @@ func runPlanFrom(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
-	return export.Write(cmd.OutOrStdout(), asJSON, *p, export.WritePilotPlan)
+	return export.Write(cmd.OutOrStdout(), asJSON, *p, table.WritePilotPlan)
 }
 
 // planNotFrom are the plan flags a pilot run replaces.

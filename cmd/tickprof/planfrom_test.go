@@ -11,14 +11,15 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/plan"
 	"github.com/tickprof/tickprof/timing"
 )
 
 // runPlanFromArgs runs `plan` (which has --from) and returns the JSON.
-func runPlanFromArgs(t *testing.T, args ...string) (export.PilotPlan, error) {
+func runPlanFromArgs(t *testing.T, args ...string) (plan.Pilot, error) {
 	t.Helper()
 	cmd := newPlanCmd()
 	var out bytes.Buffer
@@ -27,9 +28,9 @@ func runPlanFromArgs(t *testing.T, args ...string) (export.PilotPlan, error) {
 	cmd.SetArgs(append(args, "--json"))
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	if err := cmd.Execute(); err != nil {
-		return export.PilotPlan{}, err
+		return plan.Pilot{}, err
 	}
-	var p export.PilotPlan
+	var p plan.Pilot
 	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
 		t.Fatalf("plan --from printed %q: %v", out.String(), err)
 	}

@@ -3,10 +3,11 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/plan"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/plan"
 )
 
 // addPlanQuantile adds `--quantile Q` (and --shape) to the plan command:
@@ -48,39 +49,39 @@ measured histogram and call rate.`
 		if asJSON, _ := c.Flags().GetBool("json"); asJSON {
 			return export.WriteJSON(c.OutOrStdout(), p)
 		}
-		return export.WriteQuantilePlan(c.OutOrStdout(), p)
+		return table.WriteQuantilePlan(c.OutOrStdout(), p)
 	}
 }
 
 // runPlanQuantile checks plan's flags for --quantile and plans through
 // package pilot.
-func runPlanQuantile(cmd *cobra.Command, quantile string, shape float64) (export.QuantilePlan, error) {
+func runPlanQuantile(cmd *cobra.Command, quantile string, shape float64) (plan.Quantile, error) {
 	fl := cmd.Flags()
 	for _, name := range []string{"resolution", "expect", "digits", "loop", "abs-error"} {
 		if fl.Changed(name) {
-			return export.QuantilePlan{}, cli.Usagef("--%s does not go with --quantile: give --precision (and --rate or --from)", name)
+			return plan.Quantile{}, cli.Usagef("--%s does not go with --quantile: give --precision (and --rate or --from)", name)
 		}
 	}
 	var g plan.QuantileGoal
 	var err error
 	if g.P, err = parseQuantile(quantile); err != nil {
-		return export.QuantilePlan{}, cli.Usagef("--quantile: %v", err)
+		return plan.Quantile{}, cli.Usagef("--quantile: %v", err)
 	}
 	precS, _ := fl.GetString("precision")
 	if precS == "" {
-		return export.QuantilePlan{}, cli.Usagef("--quantile needs --precision, e.g. --precision 5%%")
+		return plan.Quantile{}, cli.Usagef("--quantile needs --precision, e.g. --precision 5%%")
 	}
 	if g.Rel, err = units.ParsePercent(precS); err != nil || !(g.Rel > 0 && g.Rel < 1) {
-		return export.QuantilePlan{}, cli.Usagef("--precision %q: want a relative half-width such as 5%%", precS)
+		return plan.Quantile{}, cli.Usagef("--precision %q: want a relative half-width such as 5%%", precS)
 	}
 	confS, _ := fl.GetString("confidence")
 	if g.Confidence, err = units.ParseConfidence(confS); err != nil {
-		return export.QuantilePlan{}, cli.Usagef("--confidence: %v", err)
+		return plan.Quantile{}, cli.Usagef("--confidence: %v", err)
 	}
 	if fl.Changed("rate") {
 		r, _ := fl.GetString("rate")
 		if g.Rate, err = units.ParseRate(r); err != nil {
-			return export.QuantilePlan{}, cli.Usagef("--rate: %v", err)
+			return plan.Quantile{}, cli.Usagef("--rate: %v", err)
 		}
 	}
 	if !fl.Changed("from") {

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // TestPrivilegesAgree runs doctor and time as an unprivileged user holding

@@ -19,8 +19,8 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // The probe-set tests run tickprof as its own process (a SIGKILL must not

@@ -14,10 +14,10 @@ import (
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
-	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/loader"
-	"github.com/tickprof/tickprof/sampler"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/sampler"
 )
 
 // sampleFlags are the options of `tickprof sample`.

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/calibrate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
-	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -92,7 +92,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 		fmt.Fprintf(errOut, "tickprof: warning: %v; means are not corrected for the probe overhead\n", err)
 	}
 	_, err = console.Timing(ctx, errOut, cfg, func(run *timing.Result) error {
-		return export.WriteTimeOutputs(out, run, cfg.Precision, f.jsonOut, f.pprofOut)
+		return table.WriteTimeOutputs(out, run, cfg.Precision, f.jsonOut, f.pprofOut)
 	})
 	if errors.Is(err, proc.ErrNeedProcess) {
 		return cli.Usagef("%v: add -p PID or -- CMD", err)

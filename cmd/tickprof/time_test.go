@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // TestMain also runs the detach helper when this test binary is started as

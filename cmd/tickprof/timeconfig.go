@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/loader"
-	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // parseTimeFlags validates the flags of `tickprof time` into a timing

@@ -12,8 +12,8 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // TestTimeCommandCallerStacks runs `time -u tp_frameless_work` on

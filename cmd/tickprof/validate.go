@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/safefile"
 	"github.com/tickprof/tickprof/internal/units"
 )

@@ -17,11 +17,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/timing"
-	"github.com/tickprof/tickprof/internal/units"
 )
 
 // selfHelper starts this binary as the helper the probes are handed to
@@ -51,7 +52,7 @@ func Timing(ctx context.Context, errOut io.Writer, cfg timing.Config, write func
 	}
 	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
 		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
-	prog := export.NewProgress(errOut)
+	prog := table.NewProgress(errOut)
 	run, err := s.Run(ctx, prog.Update)
 	prog.Clear()
 	if err != nil {
@@ -108,7 +109,7 @@ func Sample(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o Samp
 			return err
 		}
 	}
-	export.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.File)
+	table.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.File)
 	if runErr != nil {
 		return runErr
 	}

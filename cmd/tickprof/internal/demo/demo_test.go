@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/calibrate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/demo"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
+	"github.com/tickprof/tickprof/export"
 )
 
 func TestDemoTruthAndTable(t *testing.T) {
@@ -47,7 +48,7 @@ func TestDemoTruthAndTable(t *testing.T) {
 	}
 	o := calibrate.Overhead{Kind: "user", MeanNs: 2200, LowNs: 2100, HighNs: 2300, StdErrNs: 100 / 1.959963984540054, Confidence: 0.95}
 	var out bytes.Buffer
-	if err := export.WriteDemoTable(&out, ts, demo.Means(truth), o); err != nil {
+	if err := table.WriteDemoTable(&out, ts, demo.Means(truth), o); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
+	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/timing"
@@ -63,7 +64,7 @@ func Run(ctx context.Context, out, errOut io.Writer, o Options) error {
 	if err := runSample(ctx, out, errOut, o, exe, filepath.Join(work, "truth-sample.txt"), cpuOut); err != nil {
 		return fmt.Errorf("demo: sampling: %w", err)
 	}
-	return export.WriteDemoSummary(out, targets, Means(truth), ovhd, ovhdFrom, timeOut, cpuOut)
+	return table.WriteDemoSummary(out, targets, Means(truth), ovhd, ovhdFrom, timeOut, cpuOut)
 }
 
 // runSample samples the workload for o.SampleFor and prints the top
@@ -88,7 +89,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, o Options, exe, truthFi
 	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s --no-correct -o %s -u %s -- %s\n",
 		o.PrecText, o.Limit, timeOut, strings.Join(Functions(), " -u "), strings.Join(argv, " "))
 	return console.Timing(ctx, errOut, cfg, func(run *timing.Result) error {
-		if err := export.WriteTimeTable(out, run, o.Precision); err != nil {
+		if err := table.WriteTimeTable(out, run, o.Precision); err != nil {
 			return err
 		}
 		return export.WriteTimeProfile(timeOut, run)

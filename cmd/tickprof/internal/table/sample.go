@@ -1,12 +1,12 @@
-package export
+package table
 
 import (
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/sampler"
 )
 
 // WriteSampleStats prints one line about a sampling run: samples kept and

@@ -1,4 +1,4 @@
-package export
+package table
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // Progress shows live estimates while `tickprof time` runs: redrawn in

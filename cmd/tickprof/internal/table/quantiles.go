@@ -1,11 +1,13 @@
-package export
+package table
 
 import (
 	"fmt"
 	"io"
 
-	"github.com/tickprof/tickprof/timing"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/plan"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // quantileColumns are the quantile levels of a run's table (those of its
@@ -40,7 +42,7 @@ func quantileCells(t *timing.TargetResult, levels []float64, extremes bool) stri
 		cell := "-"
 		for _, q := range t.Quantiles {
 			if q.P == p {
-				cell = QuantileCell(q)
+				cell = export.QuantileCell(q)
 			}
 		}
 		s += cell + "\t"
@@ -79,40 +81,9 @@ func writeQuantileNotes(w io.Writer, r *timing.Result, levels []float64) error {
 	return err
 }
 
-// QuantilePlan is how many calls a quantile's interval needs for a
-// relative precision (plan --quantile), per target when planned from a
-// run, and the run time at a call rate (JSON keys are part of the
-// interface).
-type QuantilePlan struct {
-	Quantile     float64 `json:"quantile"`
-	RelHalfWidth float64 `json:"rel_half_width"`
-	Confidence   float64 `json:"confidence"`
-	// Assumption states the duration law planned under.
-	Assumption string `json:"assumption"`
-	// Rows: one without a target name when planned from an assumed law.
-	Rows []QuantilePlanRow `json:"plans"`
-}
-
-// QuantilePlanRow is one plan.
-type QuantilePlanRow struct {
-	Target string `json:"target,omitempty"`
-	// Calls is the number of calls needed in all; MinCalls the fewest for
-	// any two-sided interval at this confidence.
-	Calls    uint64 `json:"calls"`
-	MinCalls uint64 `json:"min_calls"`
-	// ExpectedRelHalfWidth is the relative half-width expected at Calls.
-	ExpectedRelHalfWidth float64 `json:"expected_rel_half_width"`
-	// RatePerSec and RunTimeNs: the run time at a call rate, when known.
-	RatePerSec *float64 `json:"rate_per_sec,omitempty"`
-	RunTimeNs  *float64 `json:"run_time_ns,omitempty"`
-	// Err says why there is no plan (e.g. a precision finer than the
-	// histogram's buckets).
-	Err string `json:"error,omitempty"`
-}
-
 // WriteQuantilePlan prints a quantile plan for a person.
-func WriteQuantilePlan(w io.Writer, p QuantilePlan) error {
-	fmt.Fprintf(w, "%s within ±%s at %s confidence, %s\n", QuantileName(p.Quantile), units.Percent(p.RelHalfWidth), units.Percent(p.Confidence), p.Assumption)
+func WriteQuantilePlan(w io.Writer, p plan.Quantile) error {
+	fmt.Fprintf(w, "%s within ±%s at %s confidence, %s\n", export.QuantileName(p.Quantile), units.Percent(p.RelHalfWidth), units.Percent(p.Confidence), p.Assumption)
 	for _, r := range p.Rows {
 		name := ""
 		if r.Target != "" {

@@ -1,4 +1,4 @@
-package export
+package table
 
 import (
 	"fmt"
@@ -11,9 +11,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/loader"
-	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // meanInterval formats a mean with its interval: "1.23µs [1.20µs, 1.26µs]".
@@ -71,7 +72,7 @@ func (c timeColumns) header() string {
 		hdr += "MIN\tMAX\t"
 	}
 	for _, p := range c.levels {
-		hdr += strings.ToUpper(QuantileName(p)) + " [" + c.conf + "]\t"
+		hdr += strings.ToUpper(export.QuantileName(p)) + " [" + c.conf + "]\t"
 	}
 	if c.corrected {
 		hdr += "RAW MEAN [" + c.conf + "]\tOVERHEAD [" + c.conf + "]\t"
@@ -156,9 +157,9 @@ func writeRunNotes(w io.Writer, r *timing.Result) {
 		writeGoCounts(w, g)
 	}
 	if r.Validate {
-		fmt.Fprintln(w, ValidateNote)
+		fmt.Fprintln(w, export.ValidateNote)
 	}
-	for _, line := range clockLines(r) {
+	for _, line := range export.ClockLines(r) {
 		fmt.Fprintln(w, line)
 	}
 	for _, n := range r.Notes {
@@ -244,12 +245,12 @@ func WriteTimeOutputs(out io.Writer, run *timing.Result, precision float64, json
 	}
 	var errs []string
 	if jsonPath != "" {
-		if err := WriteTimeJSONFile(jsonPath, run); err != nil {
+		if err := export.WriteTimeJSONFile(jsonPath, run); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
 	if pprofPath != "" {
-		if err := WriteTimeProfile(pprofPath, run); err != nil {
+		if err := export.WriteTimeProfile(pprofPath, run); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}

@@ -1,4 +1,4 @@
-package export
+package table
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/timing"
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // demoResult is a target's measured estimate, with the normal standard error

@@ -1,38 +1,15 @@
-package export
+package table
 
 import (
 	"fmt"
 	"io"
 
 	"github.com/tickprof/tickprof/internal/units"
+	"github.com/tickprof/tickprof/plan"
 )
 
-// Plan is how many executions (and how long) to measure for a precision,
-// as plan prints it (JSON keys are part of the interface).
-type Plan struct {
-	Executions   uint64   `json:"executions"`
-	ResolutionNs float64  `json:"resolution_ns"`
-	ExpectNs     float64  `json:"expect_ns"`
-	Confidence   float64  `json:"confidence"`
-	HalfWidthNs  float64  `json:"half_width_ns"`
-	RelHalfWidth float64  `json:"rel_half_width"`
-	RunTimeNs    *float64 `json:"run_time_ns,omitempty"`
-	// RatePerSec or LoopNs echo how the run time was computed.
-	RatePerSec *float64 `json:"rate_per_sec,omitempty"`
-	LoopNs     *float64 `json:"loop_ns,omitempty"`
-	// Budget (a fraction), Duty and BudgetRunTimeNs: the run time under an
-	// overhead budget at the duty cycle that holds it, for a probe cost of
-	// CostNs per call (plan --overhead).
-	Budget          *float64 `json:"overhead_budget,omitempty"`
-	Duty            *float64 `json:"duty_cycle,omitempty"`
-	BudgetRunTimeNs *float64 `json:"budget_run_time_ns,omitempty"`
-	CostNs          *float64 `json:"probe_cost_ns,omitempty"`
-	// Note warns when the plan rests on a degenerate model.
-	Note string `json:"note,omitempty"`
-}
-
 // WritePlan prints a plan for a person.
-func WritePlan(w io.Writer, p Plan) error {
+func WritePlan(w io.Writer, p plan.Result) error {
 	goal := "±" + units.Percent(p.RelHalfWidth) + " (±" + units.Ns(p.HalfWidthNs) + ")"
 	noun := "executions"
 	if p.Executions == 1 {
