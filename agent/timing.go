@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/tick"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/tick"
 )
 
 // needBPF skips a test that needs root and BPF, or fails it when

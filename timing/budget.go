@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickprof/tickprof/internal/budget"
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/budget"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // TestQuantilePrecisionStop times testdata/c/qdist (a known bimodal law)

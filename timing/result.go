@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/rank"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/rank"
 )
 
 // buildRun gathers the final results from the last poll p.

@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tickprof/tickprof/internal/budget"
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/budget"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/proc"
 )
 
 var sprintf = fmt.Sprintf

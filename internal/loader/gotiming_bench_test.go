@@ -15,8 +15,8 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/symtab"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // BenchmarkGoProbeCost measures what probes add to a call of a small Go

@@ -14,8 +14,8 @@ import (
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/symtab"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // buildGoTarget builds testdata/go/timed with extra go build arguments.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/internal/symtab"
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 // prologueBinary returns testdata/c/prologue.c built.
