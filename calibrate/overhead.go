@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -297,7 +298,7 @@ func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, sym
 	var t timing.Targets
 	switch kind {
 	case KindKernel:
-		t.Kernel, t.KernelAttach = []string{symbol}, loader.AttachAuto
+		t.Kernel, t.KernelAttach = []string{symbol}, features.AttachAuto
 	case KindSyscall:
 		t.Syscalls = []string{symbol}
 	default:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
 func TestParseMaps(t *testing.T) {
@@ -51,7 +52,7 @@ ffffffff81000010 t do_thing
 ffffffff81000100 D some_data
 ffffffffc0000000 t mod_func	[mymod]
 `
-	k, err := ParseKallsyms(strings.NewReader(in))
+	k, err := symbolize.ParseKallsyms(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ ffffffffc0000000 t mod_func	[mymod]
 	if _, ok := k.Lookup(0x1000); ok {
 		t.Error("Lookup below the first symbol succeeded")
 	}
-	if _, err := ParseKallsyms(strings.NewReader("0000000000000000 T _stext\n")); err == nil {
+	if _, err := symbolize.ParseKallsyms(strings.NewReader("0000000000000000 T _stext\n")); err == nil {
 		t.Error("hidden addresses accepted")
 	}
 }
@@ -105,7 +106,7 @@ func FuzzParseKallsyms(f *testing.F) {
 	f.Add("ffffffff81000000 T _stext\nffffffff81000010 t x [m]\n")
 	f.Add("zz T a")
 	f.Fuzz(func(t *testing.T, s string) {
-		k, err := ParseKallsyms(strings.NewReader(s))
+		k, err := symbolize.ParseKallsyms(strings.NewReader(s))
 		if err != nil {
 			return
 		}

@@ -39,6 +39,7 @@ import (
 
 	tpbpf "github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/symtab"
 )
 
@@ -123,7 +124,7 @@ type Session struct {
 	// CPU time of this process spent in Run and in Result (ns).
 	drainCPU, symCPU float64
 	// ksyms is /proc/kallsyms as read at ksymsAt (see kernelSyms).
-	ksyms   *Kallsyms
+	ksyms   *symbolize.Kallsyms
 	ksymsAt time.Time
 }
 

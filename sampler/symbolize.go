@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/symtab"
 	"github.com/tickprof/tickprof/internal/unwind"
 )
@@ -13,7 +14,7 @@ import (
 // symbolizer turns raw stacks into profile locations and mappings.
 type symbolizer struct {
 	d        *Profile
-	kallsyms *Kallsyms
+	kallsyms *symbolize.Kallsyms
 	kernMap  int
 	maps     map[string]int
 	locs     map[locKey]int

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
 // RunWindows drains samples like Run and, every window, symbolizes what was
@@ -150,11 +151,11 @@ const kallsymsMaxAge = 10 * time.Minute
 
 // kernelSyms returns the kernel's symbols, read at most every
 // kallsymsMaxAge.
-func (s *Session) kernelSyms() (*Kallsyms, error) {
+func (s *Session) kernelSyms() (*symbolize.Kallsyms, error) {
 	if s.ksyms != nil && time.Since(s.ksymsAt) < kallsymsMaxAge {
 		return s.ksyms, nil
 	}
-	ks, err := ReadKallsyms()
+	ks, err := symbolize.ReadKallsyms()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
@@ -154,7 +155,7 @@ func TestBudgetedSyscall(t *testing.T) {
 // matrix).
 func TestBudgetedKernelFunc(t *testing.T) {
 	bpftest.Require(t)
-	specs, err := loader.ResolveKernelFuncs([]string{"__x64_sys_nanosleep"}, loader.AttachAuto)
+	specs, err := loader.ResolveKernelFuncs([]string{"__x64_sys_nanosleep"}, features.AttachAuto)
 	if err != nil {
 		var ke *loader.KernelFuncError
 		if os.Getenv("TICKPROF_IN_MATRIX") == "1" || errors.As(err, &ke) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
@@ -16,7 +17,7 @@ type Targets struct {
 	Syscalls []string
 	// Kernel are kernel functions, probed by KernelAttach.
 	Kernel       []string
-	KernelAttach loader.AttachMode
+	KernelAttach features.AttachMode
 	// MaxProbes is the most functions one glob may expand to.
 	MaxProbes int
 }

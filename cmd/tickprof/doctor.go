@@ -7,13 +7,13 @@ import (
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/features"
 )
 
 func newDoctorCmd() *cobra.Command {
 	var asJSON bool
 	cmd := command("doctor", "doctor", "What this kernel and these privileges allow, and how each target kind is timed", func(cmd *cobra.Command, _ []string) error {
-		f, err := loader.ProbeFeatures()
+		f, err := features.ProbeFeatures()
 		if err != nil {
 			return fmt.Errorf("probe kernel features: %w", err)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/features"
 )
 
 // TestDoctor runs `tickprof doctor --json` and `tickprof doctor` and checks
@@ -44,9 +44,9 @@ func TestDoctor(t *testing.T) {
 	for _, f := range rep.Features {
 		ok[f.ID] = f.OK
 	}
-	for _, id := range []loader.FeatureID{loader.FeatBTF, loader.FeatUprobe, loader.FeatKprobe, loader.FeatFentry,
-		loader.FeatSyscallTP, loader.FeatRawTP, loader.FeatPerfEvent, loader.FeatRingBuf, loader.FeatCookie,
-		loader.FeatTaskStorage, loader.FeatJiffies64, loader.FeatTickPeriod} {
+	for _, id := range []features.FeatureID{features.FeatBTF, features.FeatUprobe, features.FeatKprobe, features.FeatFentry,
+		features.FeatSyscallTP, features.FeatRawTP, features.FeatPerfEvent, features.FeatRingBuf, features.FeatCookie,
+		features.FeatTaskStorage, features.FeatJiffies64, features.FeatTickPeriod} {
 		if _, found := ok[string(id)]; !found {
 			t.Errorf("doctor --json lacks %s", id)
 		}

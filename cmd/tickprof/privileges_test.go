@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
@@ -75,7 +76,7 @@ func privilegeChild(t *testing.T) {
 	}
 	doctorOK := false
 	for _, r := range rep.Results {
-		if r.ID == string(loader.FeatPrivileges) {
+		if r.ID == string(features.FeatPrivileges) {
 			doctorOK = r.OK
 		}
 	}

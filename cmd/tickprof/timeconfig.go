@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/timing"
@@ -57,7 +58,7 @@ func attachMode(mode string, t *timing.Targets) error {
 	if mode == "" && len(t.Kernel) == 0 {
 		return nil
 	}
-	m, err := loader.ParseAttachMode(mode)
+	m, err := features.ParseAttachMode(mode)
 	if len(t.Kernel) > 0 {
 		t.KernelAttach = m
 	}

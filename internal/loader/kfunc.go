@@ -11,12 +11,14 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/features"
+	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
 // KernelFuncError lists kernel functions that cannot be probed, each with
 // the reason, found before anything is attached.
 type KernelFuncError struct {
-	Method   AttachMode
+	Method   features.AttachMode
 	Problems []string
 }
 
@@ -24,34 +26,20 @@ func (e *KernelFuncError) Error() string {
 	return fmt.Sprintf("kernel functions not attachable with %s: %s", e.Method, strings.Join(e.Problems, "; "))
 }
 
-// kernelFuncMethods probes only what -k needs: kprobes and fentry.
-func kernelFuncMethods() *Features {
-	f := &Features{Kernel: kernelRelease()}
-	f.KernelConfig, f.ConfigSource = readKernelConfig(kernelConfigKeys)
-	_, _ = EnsureTracefs()
-	_, btfErr := btf.LoadKernelSpec()
-	f.add(FeatBTF, btfErr, "")
-	f.add(FeatKprobe, probeKprobe(f, false), "")
-	f.add(FeatKretprobe, probeKprobe(f, true), "")
-	f.add(FeatFentry, probeFentry(f, ebpf.AttachTraceFEntry, btfErr), "")
-	f.add(FeatFexit, probeFentry(f, ebpf.AttachTraceFExit, btfErr), "")
-	return f
-}
-
 // ResolveKernelFuncs turns the -k arguments into specs, after picking the
-// attach method (mode, or for AttachAuto kprobes where the kernel has them,
+// attach method (mode, or for features.AttachAuto kprobes where the kernel has them,
 // else fentry) and checking that every function can be probed that way:
 // present in /proc/kallsyms as a function, not on the kprobe blacklist
 // (kprobes), present in BTF and patchable by ftrace (fentry). All problems
 // are reported together, by name, before anything starts.
-func ResolveKernelFuncs(names []string, mode AttachMode) ([]Spec, error) {
+func ResolveKernelFuncs(names []string, mode features.AttachMode) ([]Spec, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	if mode == "" {
-		mode = AttachAuto
+		mode = features.AttachAuto
 	}
-	m, err := kernelFuncMethods().KernelFuncMethod(mode)
+	m, err := features.ProbeKernelFuncs().KernelFuncMethod(mode)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +60,7 @@ func ResolveKernelFuncs(names []string, mode AttachMode) ([]Spec, error) {
 			continue
 		}
 		arg := uint64(1)
-		if m == AttachFentry {
+		if m == features.AttachFentry {
 			arg = 2
 		}
 		out = append(out, Spec{Kind: KindKernelFunc, Name: "kernel:" + name, Symbol: name, Arg: arg})
@@ -92,16 +80,16 @@ type kfuncCheck struct {
 }
 
 // newKfuncCheck reads what the method m's check needs.
-func newKfuncCheck(m AttachMode) (*kfuncCheck, error) {
+func newKfuncCheck(m features.AttachMode) (*kfuncCheck, error) {
 	text, err := kernelTextSymbols()
 	if err != nil {
 		return nil, err
 	}
 	c := &kfuncCheck{text: text}
 	switch m {
-	case AttachKprobe:
+	case features.AttachKprobe:
 		c.blacklist = kprobeBlacklist()
-	case AttachFentry:
+	case features.AttachFentry:
 		if c.traceable, err = ftraceFunctions(); err != nil {
 			return nil, err
 		}
@@ -147,7 +135,7 @@ func keys(m map[string]bool) []string {
 // symbols of vmlinux; module symbols are left out).
 func kernelTextSymbols() (map[string]bool, error) {
 	out := map[string]bool{}
-	err := eachKallsym(func(f []string) bool {
+	err := symbolize.EachKallsym(func(f []string) bool {
 		if len(f) == 3 && (f[1] == "T" || f[1] == "t") {
 			out[f[2]] = true
 		}
@@ -163,7 +151,7 @@ func kernelTextSymbols() (map[string]bool, error) {
 // list is not readable: the attach itself then reports the refusal).
 func kprobeBlacklist() map[string]bool {
 	out := map[string]bool{}
-	eachFields("/sys/kernel/debug/kprobes/blacklist", func(f []string) bool {
+	symbolize.EachFields("/sys/kernel/debug/kprobes/blacklist", func(f []string) bool {
 		if len(f) == 2 {
 			out[f[1]] = true
 		}
@@ -175,13 +163,13 @@ func kprobeBlacklist() map[string]bool {
 // ftraceFunctions returns the functions ftrace can patch (the ones BPF
 // trampolines can attach to).
 func ftraceFunctions() (map[string]bool, error) {
-	tfs, err := EnsureTracefs()
+	tfs, err := features.EnsureTracefs()
 	if err != nil {
 		return nil, err
 	}
 	p := filepath.Join(tfs, "available_filter_functions")
 	out := map[string]bool{}
-	err = eachFields(p, func(f []string) bool {
+	err = symbolize.EachFields(p, func(f []string) bool {
 		if len(f) >= 1 {
 			out[f[0]] = true
 		}
@@ -213,7 +201,7 @@ func (o *kfFentryObjects) Close() error { return errors.Join(o.Entry.Close(), o.
 // function target, with the method ResolveKernelFuncs chose (Spec.Arg 1:
 // kprobe, 2: fentry).
 func attachKernelFuncs(s *Session, ts []*Target) error {
-	if _, err := EnsureTracefs(); err != nil {
+	if _, err := features.EnsureTracefs(); err != nil {
 		return err
 	}
 	var kp, fe []*Target

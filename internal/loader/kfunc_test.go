@@ -13,15 +13,16 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/features"
 )
 
 // requireKernelMethod skips when this kernel lacks the attach mechanism m
 // (the host has neither kprobes nor fentry); inside the kernel matrix
 // (TICKPROF_IN_MATRIX=1), whose kernels have both, it fails instead.
-func requireKernelMethod(t *testing.T, m AttachMode) {
+func requireKernelMethod(t *testing.T, m features.AttachMode) {
 	t.Helper()
 	bpftest.Require(t)
-	f := kernelFuncMethods()
+	f := features.ProbeKernelFuncs()
 	if _, err := f.KernelFuncMethod(m); err != nil {
 		if os.Getenv("TICKPROF_IN_MATRIX") == "1" {
 			t.Fatalf("matrix kernel must support %s: %v", m, err)
@@ -32,8 +33,8 @@ func requireKernelMethod(t *testing.T, m AttachMode) {
 
 // eachKernelMethod runs body as a subtest per attach method (kprobes,
 // fentry) that this kernel has, with fn resolved for it.
-func eachKernelMethod(t *testing.T, fn string, body func(t *testing.T, m AttachMode, specs []Spec)) {
-	for _, m := range []AttachMode{AttachKprobe, AttachFentry} {
+func eachKernelMethod(t *testing.T, fn string, body func(t *testing.T, m features.AttachMode, specs []Spec)) {
+	for _, m := range []features.AttachMode{features.AttachKprobe, features.AttachFentry} {
 		t.Run(string(m), func(t *testing.T) {
 			requireKernelMethod(t, m)
 			specs, err := ResolveKernelFuncs([]string{fn}, m)
@@ -47,8 +48,8 @@ func eachKernelMethod(t *testing.T, fn string, body func(t *testing.T, m AttachM
 
 // eachVfsRead runs f as eachKernelMethod does for vfs_read, with a file
 // holding content for the target to read.
-func eachVfsRead(t *testing.T, content string, f func(t *testing.T, m AttachMode, specs []Spec, file string)) {
-	eachKernelMethod(t, "vfs_read", func(t *testing.T, m AttachMode, specs []Spec) {
+func eachVfsRead(t *testing.T, content string, f func(t *testing.T, m features.AttachMode, specs []Spec, file string)) {
+	eachKernelMethod(t, "vfs_read", func(t *testing.T, m features.AttachMode, specs []Spec) {
 		file := filepath.Join(t.TempDir(), "data")
 		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -58,7 +59,7 @@ func eachVfsRead(t *testing.T, content string, f func(t *testing.T, m AttachMode
 }
 
 func TestKernelFuncVfsRead(t *testing.T) {
-	eachVfsRead(t, strings.Repeat("tickprof ", 100), func(t *testing.T, m AttachMode, specs []Spec, file string) {
+	eachVfsRead(t, strings.Repeat("tickprof ", 100), func(t *testing.T, m features.AttachMode, specs []Spec, file string) {
 		const n = 3000
 		// Two clocks on the same calls as the ns clock: jiffies (exact
 		// counts; its interval is logged) and tick:2us (ET/d about 1-3
@@ -92,12 +93,12 @@ func TestKernelFuncVfsRead(t *testing.T) {
 
 func TestResolveKernelFuncsErrors(t *testing.T) {
 	bpftest.Require(t)
-	f := kernelFuncMethods()
-	_, err := ResolveKernelFuncs([]string{"vfs_read", "no_such_function_xyz", "vfs_raed"}, AttachAuto)
+	f := features.ProbeKernelFuncs()
+	_, err := ResolveKernelFuncs([]string{"vfs_read", "no_such_function_xyz", "vfs_raed"}, features.AttachAuto)
 	if err == nil {
 		t.Fatal("no error for missing functions")
 	}
-	if _, merr := f.KernelFuncMethod(AttachAuto); merr != nil {
+	if _, merr := f.KernelFuncMethod(features.AttachAuto); merr != nil {
 		// Neither kprobes nor fentry (the host): the error names the options.
 		for _, want := range []string{"CONFIG_KPROBES", "CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"} {
 			if !strings.Contains(err.Error(), want) {
@@ -123,7 +124,7 @@ func TestResolveKernelFuncsErrors(t *testing.T) {
 // that blocks across the window's close (a pipe) is counted with its whole
 // duration, and no exit is left an orphan.
 func TestWindowedKernelFunc(t *testing.T) {
-	eachKernelMethod(t, "vfs_read", func(t *testing.T, _ AttachMode, specs []Spec) {
+	eachKernelMethod(t, "vfs_read", func(t *testing.T, _ features.AttachMode, specs []Spec) {
 		s := openFor(t, Options{Clock: Clock{Kind: ClockNS}, Windowed: true}, os.Getpid(), specs)
 		s.DetachProbes()
 		fd := openReadable(t)

@@ -9,6 +9,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/estimate/histogram"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -206,7 +207,7 @@ func TestQuantilesSyscall(t *testing.T) {
 // TestQuantilesKernelFunc: the kernel-function paths fill the histogram
 // (where kprobes or fentry exist: the kernel matrix).
 func TestQuantilesKernelFunc(t *testing.T) {
-	eachVfsRead(t, "tickprof", func(t *testing.T, m AttachMode, specs []Spec, file string) {
+	eachVfsRead(t, "tickprof", func(t *testing.T, m features.AttachMode, specs []Spec, file string) {
 		s, p := timeSysloop(t, Options{Clock: Clock{Kind: ClockNS}, Quantiles: true}, specs, "readfile", "500", file)
 		checkHist(t, s, p, "vfs_read "+string(m))
 	})

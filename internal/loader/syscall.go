@@ -14,6 +14,8 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/features"
+	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
 // SyscallAttach is how system calls are probed.
@@ -104,7 +106,7 @@ func KernelSyscalls() ([]SyscallInfo, error) {
 // kernelSyscallEntries lists the kernel's syscall entry names.
 func kernelSyscallEntries() (map[string]bool, error) {
 	have := map[string]bool{}
-	tfs, _ := EnsureTracefs()
+	tfs, _ := features.EnsureTracefs()
 	if ents, err := os.ReadDir(filepath.Join(tfs, "events/syscalls")); err == nil {
 		for _, e := range ents {
 			if n, ok := strings.CutPrefix(e.Name(), "sys_enter_"); ok {
@@ -115,7 +117,7 @@ func kernelSyscallEntries() (map[string]bool, error) {
 			return have, nil
 		}
 	}
-	err := eachKallsym(func(f []string) bool {
+	err := symbolize.EachKallsym(func(f []string) bool {
 		if len(f) >= 3 {
 			if n, ok := strings.CutPrefix(f[2], "__x64_sys_"); ok {
 				have[n] = true
@@ -179,7 +181,7 @@ func ResolveSyscall(arg string, m SyscallAttach) ([]Spec, error) {
 			return []Spec{mk(s)}, nil
 		}
 	}
-	e := &SyscallError{Name: arg, Kernel: kernelRelease()}
+	e := &SyscallError{Name: arg, Kernel: features.KernelRelease()}
 	for _, n := range syscallTableAMD64 {
 		if n == name {
 			e.InTable = true
@@ -309,7 +311,7 @@ func sizeSlots(spec *ebpf.CollectionSpec) error {
 
 // attachSyscalls attaches the syscall programs for every syscall target.
 func attachSyscalls(s *Session, ts []*Target) error {
-	tfs, tfsErr := EnsureTracefs()
+	tfs, tfsErr := features.EnsureTracefs()
 	want := SyscallAuto
 	for _, t := range ts {
 		if _, m := splitSyscallArg(t.Spec.Arg); m != SyscallAuto {
@@ -327,7 +329,7 @@ func attachSyscalls(s *Session, ts []*Target) error {
 	if err == nil || want == SyscallRaw {
 		return err
 	}
-	if tfsErr != nil || !pathExists(filepath.Join(tfs, "events/syscalls")) {
+	if tfsErr != nil || !fileExists(filepath.Join(tfs, "events/syscalls")) {
 		return fmt.Errorf("time system calls: raw tracepoints failed (%v) and the kernel has no syscall tracepoints (CONFIG_FTRACE_SYSCALLS); check `tickprof doctor`", err)
 	}
 	spec, err2 := bpf.LoadSyscall()
@@ -415,4 +417,10 @@ func attachSyscallTracepoints(s *Session, spec *ebpf.CollectionSpec, ts []*Targe
 		}
 		return nil
 	})
+}
+
+// fileExists says whether p names something that exists.
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/features"
 )
 
 func mustSyscall(t testing.TB, name string, m SyscallAttach) []Spec {
@@ -20,7 +21,7 @@ func mustSyscall(t testing.TB, name string, m SyscallAttach) []Spec {
 }
 
 func TestResolveSyscall(t *testing.T) {
-	if _, err := EnsureTracefs(); err != nil && !pathExists("/proc/kallsyms") {
+	if _, err := features.EnsureTracefs(); err != nil && !fileExists("/proc/kallsyms") {
 		t.Skipf("skipping: neither tracefs (%v) nor /proc/kallsyms", err)
 	}
 	all, err := ResolveSyscall("all", SyscallAuto)

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/features"
+	ebpffeatures "github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
@@ -82,7 +82,7 @@ var ErrUnprobeable = errors.New("the kernel cannot place a uprobe there")
 // HaveUprobeMulti reports whether the kernel has multi-uprobe links
 // (Linux 6.6+), with the reason when it has not.
 func HaveUprobeMulti() error {
-	return features.HaveBPFLinkUprobeMulti()
+	return ebpffeatures.HaveBPFLinkUprobeMulti()
 }
 
 // multiObjects loads the uprobe.multi programs into the session once; nil

@@ -1,7 +1,7 @@
 // Package tick measures the kernel's tick: the jiffy period, the
 // resolution of bpf_jiffies64, which every jiffies-clock estimate rests
 // on. It is the one tick measurer: loader uses it for the jiffies clock,
-// doctor (loader.ProbeFeatures) to report the period. tick may import only
+// doctor (features.ProbeFeatures) to report the period. tick may import only
 // the standard library.
 package tick
 

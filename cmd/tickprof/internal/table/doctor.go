@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/features"
 )
 
 // DoctorMethod is the attach method one target kind will use, or why it
@@ -18,7 +18,7 @@ type DoctorMethod struct {
 // DoctorReport is what doctor found: the kernel's features and the
 // method of each target kind.
 type DoctorReport struct {
-	*loader.Features
+	*features.Features
 	Methods []DoctorMethod `json:"methods"`
 }
 
@@ -59,13 +59,13 @@ func WriteDoctor(w io.Writer, rep DoctorReport) error {
 
 // NewDoctorReport is the report on f: the features and the method each
 // target kind will use.
-func NewDoctorReport(f *loader.Features) DoctorReport {
+func NewDoctorReport(f *features.Features) DoctorReport {
 	return DoctorReport{Features: f, Methods: doctorMethods(f)}
 }
 
 // doctorMethods are the attach methods of every target kind, or why each
 // cannot be used.
-func doctorMethods(f *loader.Features) []DoctorMethod {
+func doctorMethods(f *features.Features) []DoctorMethod {
 	one := func(kind string, m string, err error) DoctorMethod {
 		if err != nil {
 			return DoctorMethod{Kind: kind, Error: err.Error()}
@@ -74,15 +74,15 @@ func doctorMethods(f *loader.Features) []DoctorMethod {
 	}
 	um, uerr := f.UserFuncMethod()
 	sm, serr := f.SyscallMethod()
-	km, kerr := f.KernelFuncMethod(loader.AttachAuto)
+	km, kerr := f.KernelFuncMethod(features.AttachAuto)
 	kdesc := ""
 	switch km {
-	case loader.AttachKprobe:
+	case features.AttachKprobe:
 		kdesc = "kprobe + kretprobe"
-		if f.Has(loader.FeatFentry) {
+		if f.Has(features.FeatFentry) {
 			kdesc += " (fentry/fexit also available: --attach fentry)"
 		}
-	case loader.AttachFentry:
+	case features.AttachFentry:
 		kdesc = "fentry + fexit (BPF trampolines)"
 	}
 	pm, perr := f.SamplingMethod()

@@ -1,4 +1,4 @@
-package loader
+package features
 
 import (
 	"bufio"
@@ -14,12 +14,13 @@ import (
 	"unsafe"
 
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/tick"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/features"
+	ebpffeatures "github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -116,7 +117,7 @@ var kernelConfigKeys = []string{
 // mounts tracefs when it is not mounted, raises the memlock limit, then loads
 // and attaches tiny programs; it leaves nothing attached behind.
 func ProbeFeatures() (*Features, error) {
-	f := &Features{Kernel: kernelRelease()}
+	f := &Features{Kernel: KernelRelease()}
 	f.KernelConfig, f.ConfigSource = readKernelConfig(kernelConfigKeys)
 
 	tfs, tfsErr := EnsureTracefs()
@@ -150,11 +151,11 @@ func ProbeFeatures() (*Features, error) {
 	f.add(FeatSyscallTP, probeSyscallTracepoint(), "syscalls:sys_enter_getppid")
 	f.add(FeatRawTP, probeRawTracepoint(), "raw_syscalls sys_enter")
 	f.add(FeatPerfEvent, probePerfEvent(), "cpu-clock on CPU 0")
-	f.add(FeatRingBuf, features.HaveMapType(ebpf.RingBuf), "")
-	f.add(FeatCookie, features.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie), "")
+	f.add(FeatRingBuf, ebpffeatures.HaveMapType(ebpf.RingBuf), "")
+	f.add(FeatCookie, ebpffeatures.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie), "")
 	f.add(FeatTaskStorage, probeTaskStorage(), "")
-	f.add(FeatJiffies64, features.HaveProgramHelper(ebpf.Kprobe, asm.FnJiffies64), "")
-	f.add(FeatKtimeGetNs, features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetNs), "")
+	f.add(FeatJiffies64, ebpffeatures.HaveProgramHelper(ebpf.Kprobe, asm.FnJiffies64), "")
+	f.add(FeatKtimeGetNs, ebpffeatures.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetNs), "")
 
 	period, perr := tick.Period(200 * time.Millisecond)
 	detail := ""
@@ -458,13 +459,13 @@ func attachPerfEvent(prog *ebpf.Program) error {
 // probeTaskStorage checks both the map type and that a tracepoint-type
 // program may call bpf_task_storage_get (what the syscall programs use).
 func probeTaskStorage() error {
-	if err := features.HaveMapType(ebpf.TaskStorage); err != nil {
+	if err := ebpffeatures.HaveMapType(ebpf.TaskStorage); err != nil {
 		return err
 	}
-	return features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnTaskStorageGet)
+	return ebpffeatures.HaveProgramHelper(ebpf.RawTracepoint, asm.FnTaskStorageGet)
 }
 
-func kernelRelease() string {
+func KernelRelease() string {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
 		return "unknown"
@@ -485,7 +486,7 @@ func readKernelConfig(keys []string) (map[string]string, string) {
 		}
 	}
 	if r == nil {
-		src = "/boot/config-" + kernelRelease()
+		src = "/boot/config-" + KernelRelease()
 		fh, err := os.Open(src)
 		if err != nil {
 			return map[string]string{}, ""
@@ -541,7 +542,7 @@ func fileReadable(p string, prior error) error {
 // unprivileged as zeros).
 func kallsymsReadable() error {
 	verdict := errors.New("/proc/kallsyms lists no kernel function")
-	err := eachKallsym(func(f []string) bool {
+	err := symbolize.EachKallsym(func(f []string) bool {
 		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
 			return true
 		}
@@ -563,4 +564,18 @@ func oneLine(s string) string {
 		s = s[:197] + "..."
 	}
 	return s
+}
+
+// ProbeKernelFuncs probes only what timing kernel functions needs: kprobes and fentry.
+func ProbeKernelFuncs() *Features {
+	f := &Features{Kernel: KernelRelease()}
+	f.KernelConfig, f.ConfigSource = readKernelConfig(kernelConfigKeys)
+	_, _ = EnsureTracefs()
+	_, btfErr := btf.LoadKernelSpec()
+	f.add(FeatBTF, btfErr, "")
+	f.add(FeatKprobe, probeKprobe(f, false), "")
+	f.add(FeatKretprobe, probeKprobe(f, true), "")
+	f.add(FeatFentry, probeFentry(f, ebpf.AttachTraceFEntry, btfErr), "")
+	f.add(FeatFexit, probeFentry(f, ebpf.AttachTraceFExit, btfErr), "")
+	return f
 }

@@ -1,4 +1,4 @@
-package sampler
+package symbolize
 
 import (
 	"bufio"
@@ -93,4 +93,28 @@ func (k *Kallsyms) Lookup(addr uint64) (KernelSym, bool) {
 // Range returns the lowest and highest symbol addresses.
 func (k *Kallsyms) Range() (lo, hi uint64) {
 	return k.syms[0].Addr, k.syms[len(k.syms)-1].Addr
+}
+
+// EachKallsym calls fn with the fields of each line of /proc/kallsyms
+// (address, type, name and, for a module's symbol, the module) until fn
+// returns false.
+func EachKallsym(fn func(f []string) bool) error {
+	return EachFields("/proc/kallsyms", fn)
+}
+
+// EachFields calls fn with the fields of each line of the file at path
+// until fn returns false.
+func EachFields(path string, fn func(f []string) bool) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if !fn(strings.Fields(sc.Text())) {
+			break
+		}
+	}
+	return sc.Err()
 }
