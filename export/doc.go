@@ -1,10 +1,12 @@
-// Package export is tickprof's presentation: it encodes timing and
-// sampling results as pprof profiles and JSON, reads them back (report,
-// diff, plan --from), and prints every text table (time, sample, report,
-// diff, plan, estimate, calibrate, doctor, demo) and the live progress of a
-// run, with the one number format of package units and one JSON writer
-// (WriteJSON).
+// Package export owns tickprof's file formats: it encodes timing and
+// sampling results as pprof profiles and JSON, reads them back, merges
+// windows, and turns a profile into the report and diff models (the rows
+// with their intervals that `report`, `diff` and `plan --from` print), with
+// the one number format of package internal/units and one JSON writer
+// (WriteJSON). The text tables of the commands live with the command
+// (cmd/tickprof/internal/table).
 //
-// export may import the libraries it presents (timing, sampler, calibrate,
-// loader, estimate, histogram) and units; none of them may import export.
+// export may import the libraries whose results it encodes (timing,
+// sampler, calibrate), estimate and its histogram, and internal/units and
+// internal/safefile; none of them may import export.
 package export

@@ -1,4 +1,4 @@
-// Package pilot plans a measurement from a pilot run: for every target of
+// Package plan plans a measurement from a pilot run: for every target of
 // a time result (its JSON or its profile), the calls and the run time still
 // needed for a precision, from the pilot's observed spread and call rate
 // (Lilja eq. 4.21); for a CPU profile, the samples needed to know each top
@@ -8,8 +8,9 @@
 // budget), and the plan for a quantile's precision (from a pilot's
 // histogram or from an assumed law).
 //
-// pilot may import estimate, budget (the default window), histogram (a
-// quantile plan from a pilot's buckets), export (to read the pilot files
-// and for the plan's model) and internal/safefile (bounded reads); it must
-// not import cmd.
+// The plans are this package's own model (Result, Pilot, Quantile: what
+// `tickprof plan` prints and writes as JSON). plan may import estimate,
+// internal/budget (the default window), estimate/histogram (a quantile
+// plan from a pilot's buckets), export (to read the pilot files) and
+// internal/safefile (bounded reads); it must not import cmd.
 package plan
