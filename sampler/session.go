@@ -38,6 +38,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tpbpf "github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/symtab"
@@ -228,6 +229,11 @@ func (s *Session) attach() error {
 		if err := s.objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
 			return fmt.Errorf("mark process %d as target: %w", pid, err)
 		}
+	}
+	// A tracepoint is found through tracefs, which a machine fresh from
+	// boot may not have mounted yet.
+	if _, err := features.EnsureTracefs(); err != nil {
+		return fmt.Errorf("attach the scheduler tracepoints: %w", err)
 	}
 	if !s.cfg.All {
 		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
