@@ -6,6 +6,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // fixedCost is a timing.Corrector with one probe cost for every kind.
@@ -16,6 +17,10 @@ func (f fixedCost) Overhead(string, float64) (estimate.Result, bool) {
 	return f.cost, true
 }
 func (fixedCost) Correct(_ string, r estimate.Result) (estimate.Result, error) { return r, nil }
+
+func (fixedCost) Calibration(string) (timing.OverheadCalibration, bool) {
+	return timing.OverheadCalibration{}, false
+}
 
 // TestAgentOverheadBudget times burn_a (about 600 calls a second) under a
 // 5% budget with a stated probe cost of 110-130 us a call, which makes the

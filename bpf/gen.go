@@ -8,4 +8,4 @@
 // bpf may import only cilium/ebpf.
 package bpf
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall" -target amd64 -type tp_counts -type tp_stats -type tp_record -type tp_key -type tp_entry Timing timing.bpf.c
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall" -target amd64 -type tp_counts -type tp_stats -type tp_record -type tp_key -type tp_entry -type tp_echo_counts -type tp_echo_state -type tp_echo_model Timing timing.bpf.c

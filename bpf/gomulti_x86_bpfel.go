@@ -40,6 +40,40 @@ type GomultiTpCounts struct {
 	ChkNs      uint64
 }
 
+type GomultiTpEchoCounts struct {
+	_        structs.HostLayout
+	N        uint64
+	G_sum    uint64
+	G_sqLo   uint64
+	G_sqHi   uint64
+	P_sum    uint64
+	P_sqLo   uint64
+	P_sqHi   uint64
+	GpSum    uint64
+	O_sum    uint64
+	O_sqLo   uint64
+	O_sqHi   uint64
+	O_max    uint64
+	Missed   uint64
+	Window   uint64
+	Excluded uint64
+	Hist     [529]uint64
+}
+
+type GomultiTpEchoModel struct {
+	_ structs.HostLayout
+	A int64
+	B uint64
+}
+
+type GomultiTpEchoState struct {
+	_      structs.HostLayout
+	Phase  uint32
+	Pad    uint32
+	ExclLo uint64
+	ExclHi uint64
+}
+
 type GomultiTpEntry struct {
 	_     structs.HostLayout
 	Depth uint32
@@ -134,6 +168,9 @@ const (
 	GomultiMapGoStats       = "go_stats"
 	GomultiMapTpCheck       = "tp_check"
 	GomultiMapTpCounters    = "tp_counters"
+	GomultiMapTpEcho        = "tp_echo"
+	GomultiMapTpEchoModels  = "tp_echo_models"
+	GomultiMapTpEchoes      = "tp_echoes"
 	GomultiMapTpEntries     = "tp_entries"
 	GomultiMapTpFrames      = "tp_frames"
 	GomultiMapTpInflight    = "tp_inflight"
@@ -157,6 +194,7 @@ const (
 	GomultiVarGoUnusedStats = "go_unused_stats"
 	GomultiVarTpCheckEvery  = "tp_check_every"
 	GomultiVarTpClock       = "tp_clock"
+	GomultiVarTpEchoOn      = "tp_echo_on"
 	GomultiVarTpExact       = "tp_exact"
 	GomultiVarTpFilterTgid  = "tp_filter_tgid"
 	GomultiVarTpOneTarget   = "tp_one_target"
@@ -222,23 +260,26 @@ type GomultiProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GomultiMapSpecs struct {
-	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
-	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
-	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
-	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
-	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
-	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
-	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
-	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
-	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
+	GoStats      *ebpf.MapSpec `ebpf:"go_stats"`
+	TpCheck      *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters   *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEcho       *ebpf.MapSpec `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.MapSpec `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.MapSpec `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames     *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight   *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng        *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // GomultiVariableSpecs contains global variables before they are loaded into the kernel.
@@ -250,6 +291,7 @@ type GomultiVariableSpecs struct {
 	GoUnusedStats *ebpf.VariableSpec `ebpf:"go_unused_stats"`
 	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
@@ -283,23 +325,26 @@ func (o *GomultiObjects) Close() error {
 //
 // It can be passed to LoadGomultiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GomultiMaps struct {
-	GoStats    *ebpf.Map `ebpf:"go_stats"`
-	TpCheck    *ebpf.Map `ebpf:"tp_check"`
-	TpCounters *ebpf.Map `ebpf:"tp_counters"`
-	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
-	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
-	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.Map `ebpf:"tp_records"`
-	TpRng      *ebpf.Map `ebpf:"tp_rng"`
-	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.Map `ebpf:"tp_window"`
-	TpZero     *ebpf.Map `ebpf:"tp_zero"`
+	GoStats      *ebpf.Map `ebpf:"go_stats"`
+	TpCheck      *ebpf.Map `ebpf:"tp_check"`
+	TpCounters   *ebpf.Map `ebpf:"tp_counters"`
+	TpEcho       *ebpf.Map `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.Map `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.Map `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames     *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight   *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.Map `ebpf:"tp_records"`
+	TpRng        *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.Map `ebpf:"tp_window"`
+	TpZero       *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *GomultiMaps) Close() error {
@@ -307,6 +352,9 @@ func (m *GomultiMaps) Close() error {
 		m.GoStats,
 		m.TpCheck,
 		m.TpCounters,
+		m.TpEcho,
+		m.TpEchoModels,
+		m.TpEchoes,
 		m.TpEntries,
 		m.TpFrames,
 		m.TpInflight,
@@ -333,6 +381,7 @@ type GomultiVariables struct {
 	GoUnusedStats *ebpf.Variable `ebpf:"go_unused_stats"`
 	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`

@@ -40,6 +40,40 @@ type GoTimingTpCounts struct {
 	ChkNs      uint64
 }
 
+type GoTimingTpEchoCounts struct {
+	_        structs.HostLayout
+	N        uint64
+	G_sum    uint64
+	G_sqLo   uint64
+	G_sqHi   uint64
+	P_sum    uint64
+	P_sqLo   uint64
+	P_sqHi   uint64
+	GpSum    uint64
+	O_sum    uint64
+	O_sqLo   uint64
+	O_sqHi   uint64
+	O_max    uint64
+	Missed   uint64
+	Window   uint64
+	Excluded uint64
+	Hist     [529]uint64
+}
+
+type GoTimingTpEchoModel struct {
+	_ structs.HostLayout
+	A int64
+	B uint64
+}
+
+type GoTimingTpEchoState struct {
+	_      structs.HostLayout
+	Phase  uint32
+	Pad    uint32
+	ExclLo uint64
+	ExclHi uint64
+}
+
 type GoTimingTpEntry struct {
 	_     structs.HostLayout
 	Depth uint32
@@ -134,6 +168,9 @@ const (
 	GoTimingMapGoStats       = "go_stats"
 	GoTimingMapTpCheck       = "tp_check"
 	GoTimingMapTpCounters    = "tp_counters"
+	GoTimingMapTpEcho        = "tp_echo"
+	GoTimingMapTpEchoModels  = "tp_echo_models"
+	GoTimingMapTpEchoes      = "tp_echoes"
 	GoTimingMapTpEntries     = "tp_entries"
 	GoTimingMapTpFrames      = "tp_frames"
 	GoTimingMapTpInflight    = "tp_inflight"
@@ -155,6 +192,7 @@ const (
 	GoTimingVarGoUnusedStats = "go_unused_stats"
 	GoTimingVarTpCheckEvery  = "tp_check_every"
 	GoTimingVarTpClock       = "tp_clock"
+	GoTimingVarTpEchoOn      = "tp_echo_on"
 	GoTimingVarTpExact       = "tp_exact"
 	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
 	GoTimingVarTpOneTarget   = "tp_one_target"
@@ -218,23 +256,26 @@ type GoTimingProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GoTimingMapSpecs struct {
-	GoStats    *ebpf.MapSpec `ebpf:"go_stats"`
-	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
-	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
-	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
-	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
-	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
-	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
-	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
-	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
+	GoStats      *ebpf.MapSpec `ebpf:"go_stats"`
+	TpCheck      *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters   *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEcho       *ebpf.MapSpec `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.MapSpec `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.MapSpec `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames     *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight   *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng        *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // GoTimingVariableSpecs contains global variables before they are loaded into the kernel.
@@ -246,6 +287,7 @@ type GoTimingVariableSpecs struct {
 	GoUnusedStats *ebpf.VariableSpec `ebpf:"go_unused_stats"`
 	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
@@ -279,23 +321,26 @@ func (o *GoTimingObjects) Close() error {
 //
 // It can be passed to LoadGoTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GoTimingMaps struct {
-	GoStats    *ebpf.Map `ebpf:"go_stats"`
-	TpCheck    *ebpf.Map `ebpf:"tp_check"`
-	TpCounters *ebpf.Map `ebpf:"tp_counters"`
-	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
-	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
-	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.Map `ebpf:"tp_records"`
-	TpRng      *ebpf.Map `ebpf:"tp_rng"`
-	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.Map `ebpf:"tp_window"`
-	TpZero     *ebpf.Map `ebpf:"tp_zero"`
+	GoStats      *ebpf.Map `ebpf:"go_stats"`
+	TpCheck      *ebpf.Map `ebpf:"tp_check"`
+	TpCounters   *ebpf.Map `ebpf:"tp_counters"`
+	TpEcho       *ebpf.Map `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.Map `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.Map `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames     *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight   *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.Map `ebpf:"tp_records"`
+	TpRng        *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.Map `ebpf:"tp_window"`
+	TpZero       *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *GoTimingMaps) Close() error {
@@ -303,6 +348,9 @@ func (m *GoTimingMaps) Close() error {
 		m.GoStats,
 		m.TpCheck,
 		m.TpCounters,
+		m.TpEcho,
+		m.TpEchoModels,
+		m.TpEchoes,
 		m.TpEntries,
 		m.TpFrames,
 		m.TpInflight,
@@ -329,6 +377,7 @@ type GoTimingVariables struct {
 	GoUnusedStats *ebpf.Variable `ebpf:"go_unused_stats"`
 	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`

@@ -33,6 +33,40 @@ type KfuncTpCounts struct {
 	ChkNs      uint64
 }
 
+type KfuncTpEchoCounts struct {
+	_        structs.HostLayout
+	N        uint64
+	G_sum    uint64
+	G_sqLo   uint64
+	G_sqHi   uint64
+	P_sum    uint64
+	P_sqLo   uint64
+	P_sqHi   uint64
+	GpSum    uint64
+	O_sum    uint64
+	O_sqLo   uint64
+	O_sqHi   uint64
+	O_max    uint64
+	Missed   uint64
+	Window   uint64
+	Excluded uint64
+	Hist     [529]uint64
+}
+
+type KfuncTpEchoModel struct {
+	_ structs.HostLayout
+	A int64
+	B uint64
+}
+
+type KfuncTpEchoState struct {
+	_      structs.HostLayout
+	Phase  uint32
+	Pad    uint32
+	ExclLo uint64
+	ExclHi uint64
+}
+
 type KfuncTpEntry struct {
 	_     structs.HostLayout
 	Depth uint32
@@ -126,6 +160,9 @@ type KfuncTpUrecord struct {
 const (
 	KfuncMapTpCheck        = "tp_check"
 	KfuncMapTpCounters     = "tp_counters"
+	KfuncMapTpEcho         = "tp_echo"
+	KfuncMapTpEchoModels   = "tp_echo_models"
+	KfuncMapTpEchoes       = "tp_echoes"
 	KfuncMapTpEntries      = "tp_entries"
 	KfuncMapTpFrames       = "tp_frames"
 	KfuncMapTpInflight     = "tp_inflight"
@@ -147,6 +184,7 @@ const (
 	KfuncVarKfTarget       = "kf_target"
 	KfuncVarTpCheckEvery   = "tp_check_every"
 	KfuncVarTpClock        = "tp_clock"
+	KfuncVarTpEchoOn       = "tp_echo_on"
 	KfuncVarTpExact        = "tp_exact"
 	KfuncVarTpFilterTgid   = "tp_filter_tgid"
 	KfuncVarTpOneTarget    = "tp_one_target"
@@ -212,22 +250,25 @@ type KfuncProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncMapSpecs struct {
-	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
-	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
-	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
-	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
-	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
-	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
-	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
-	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
+	TpCheck      *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters   *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEcho       *ebpf.MapSpec `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.MapSpec `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.MapSpec `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames     *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight   *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng        *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // KfuncVariableSpecs contains global variables before they are loaded into the kernel.
@@ -237,6 +278,7 @@ type KfuncVariableSpecs struct {
 	KfTarget      *ebpf.VariableSpec `ebpf:"kf_target"`
 	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
@@ -270,28 +312,34 @@ func (o *KfuncObjects) Close() error {
 //
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncMaps struct {
-	TpCheck    *ebpf.Map `ebpf:"tp_check"`
-	TpCounters *ebpf.Map `ebpf:"tp_counters"`
-	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
-	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
-	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.Map `ebpf:"tp_records"`
-	TpRng      *ebpf.Map `ebpf:"tp_rng"`
-	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.Map `ebpf:"tp_window"`
-	TpZero     *ebpf.Map `ebpf:"tp_zero"`
+	TpCheck      *ebpf.Map `ebpf:"tp_check"`
+	TpCounters   *ebpf.Map `ebpf:"tp_counters"`
+	TpEcho       *ebpf.Map `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.Map `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.Map `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames     *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight   *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.Map `ebpf:"tp_records"`
+	TpRng        *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.Map `ebpf:"tp_window"`
+	TpZero       *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *KfuncMaps) Close() error {
 	return _KfuncClose(
 		m.TpCheck,
 		m.TpCounters,
+		m.TpEcho,
+		m.TpEchoModels,
+		m.TpEchoes,
 		m.TpEntries,
 		m.TpFrames,
 		m.TpInflight,
@@ -316,6 +364,7 @@ type KfuncVariables struct {
 	KfTarget      *ebpf.Variable `ebpf:"kf_target"`
 	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`

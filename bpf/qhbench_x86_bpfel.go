@@ -33,6 +33,40 @@ type QhbenchTpCounts struct {
 	ChkNs      uint64
 }
 
+type QhbenchTpEchoCounts struct {
+	_        structs.HostLayout
+	N        uint64
+	G_sum    uint64
+	G_sqLo   uint64
+	G_sqHi   uint64
+	P_sum    uint64
+	P_sqLo   uint64
+	P_sqHi   uint64
+	GpSum    uint64
+	O_sum    uint64
+	O_sqLo   uint64
+	O_sqHi   uint64
+	O_max    uint64
+	Missed   uint64
+	Window   uint64
+	Excluded uint64
+	Hist     [529]uint64
+}
+
+type QhbenchTpEchoModel struct {
+	_ structs.HostLayout
+	A int64
+	B uint64
+}
+
+type QhbenchTpEchoState struct {
+	_      structs.HostLayout
+	Phase  uint32
+	Pad    uint32
+	ExclLo uint64
+	ExclHi uint64
+}
+
 type QhbenchTpEntry struct {
 	_     structs.HostLayout
 	Depth uint32
@@ -126,6 +160,9 @@ type QhbenchTpUrecord struct {
 const (
 	QhbenchMapTpCheck       = "tp_check"
 	QhbenchMapTpCounters    = "tp_counters"
+	QhbenchMapTpEcho        = "tp_echo"
+	QhbenchMapTpEchoModels  = "tp_echo_models"
+	QhbenchMapTpEchoes      = "tp_echoes"
 	QhbenchMapTpEntries     = "tp_entries"
 	QhbenchMapTpFrames      = "tp_frames"
 	QhbenchMapTpInflight    = "tp_inflight"
@@ -150,6 +187,7 @@ const (
 	QhbenchVarQhSink        = "qh_sink"
 	QhbenchVarTpCheckEvery  = "tp_check_every"
 	QhbenchVarTpClock       = "tp_clock"
+	QhbenchVarTpEchoOn      = "tp_echo_on"
 	QhbenchVarTpExact       = "tp_exact"
 	QhbenchVarTpFilterTgid  = "tp_filter_tgid"
 	QhbenchVarTpOneTarget   = "tp_one_target"
@@ -218,22 +256,25 @@ type QhbenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchMapSpecs struct {
-	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
-	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
-	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
-	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
-	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
-	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
-	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
-	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
+	TpCheck      *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters   *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEcho       *ebpf.MapSpec `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.MapSpec `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.MapSpec `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames     *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight   *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng        *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // QhbenchVariableSpecs contains global variables before they are loaded into the kernel.
@@ -243,6 +284,7 @@ type QhbenchVariableSpecs struct {
 	QhSink        *ebpf.VariableSpec `ebpf:"qh_sink"`
 	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
@@ -276,28 +318,34 @@ func (o *QhbenchObjects) Close() error {
 //
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchMaps struct {
-	TpCheck    *ebpf.Map `ebpf:"tp_check"`
-	TpCounters *ebpf.Map `ebpf:"tp_counters"`
-	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
-	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
-	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.Map `ebpf:"tp_records"`
-	TpRng      *ebpf.Map `ebpf:"tp_rng"`
-	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.Map `ebpf:"tp_window"`
-	TpZero     *ebpf.Map `ebpf:"tp_zero"`
+	TpCheck      *ebpf.Map `ebpf:"tp_check"`
+	TpCounters   *ebpf.Map `ebpf:"tp_counters"`
+	TpEcho       *ebpf.Map `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.Map `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.Map `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames     *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight   *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.Map `ebpf:"tp_records"`
+	TpRng        *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.Map `ebpf:"tp_window"`
+	TpZero       *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *QhbenchMaps) Close() error {
 	return _QhbenchClose(
 		m.TpCheck,
 		m.TpCounters,
+		m.TpEcho,
+		m.TpEchoModels,
+		m.TpEchoes,
 		m.TpEntries,
 		m.TpFrames,
 		m.TpInflight,
@@ -322,6 +370,7 @@ type QhbenchVariables struct {
 	QhSink        *ebpf.Variable `ebpf:"qh_sink"`
 	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`

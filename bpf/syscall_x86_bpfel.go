@@ -41,6 +41,40 @@ type SyscallTpCounts struct {
 	ChkNs      uint64
 }
 
+type SyscallTpEchoCounts struct {
+	_        structs.HostLayout
+	N        uint64
+	G_sum    uint64
+	G_sqLo   uint64
+	G_sqHi   uint64
+	P_sum    uint64
+	P_sqLo   uint64
+	P_sqHi   uint64
+	GpSum    uint64
+	O_sum    uint64
+	O_sqLo   uint64
+	O_sqHi   uint64
+	O_max    uint64
+	Missed   uint64
+	Window   uint64
+	Excluded uint64
+	Hist     [529]uint64
+}
+
+type SyscallTpEchoModel struct {
+	_ structs.HostLayout
+	A int64
+	B uint64
+}
+
+type SyscallTpEchoState struct {
+	_      structs.HostLayout
+	Phase  uint32
+	Pad    uint32
+	ExclLo uint64
+	ExclHi uint64
+}
+
 type SyscallTpEntry struct {
 	_     structs.HostLayout
 	Depth uint32
@@ -136,6 +170,9 @@ const (
 	SyscallMapScTargets     = "sc_targets"
 	SyscallMapTpCheck       = "tp_check"
 	SyscallMapTpCounters    = "tp_counters"
+	SyscallMapTpEcho        = "tp_echo"
+	SyscallMapTpEchoModels  = "tp_echo_models"
+	SyscallMapTpEchoes      = "tp_echoes"
 	SyscallMapTpEntries     = "tp_entries"
 	SyscallMapTpFrames      = "tp_frames"
 	SyscallMapTpInflight    = "tp_inflight"
@@ -159,6 +196,7 @@ const (
 	SyscallVarScSlotMask    = "sc_slot_mask"
 	SyscallVarTpCheckEvery  = "tp_check_every"
 	SyscallVarTpClock       = "tp_clock"
+	SyscallVarTpEchoOn      = "tp_echo_on"
 	SyscallVarTpExact       = "tp_exact"
 	SyscallVarTpFilterTgid  = "tp_filter_tgid"
 	SyscallVarTpOneTarget   = "tp_one_target"
@@ -226,24 +264,27 @@ type SyscallProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SyscallMapSpecs struct {
-	ScSlots    *ebpf.MapSpec `ebpf:"sc_slots"`
-	ScTargets  *ebpf.MapSpec `ebpf:"sc_targets"`
-	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
-	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
-	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
-	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
-	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
-	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
-	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
-	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
+	ScSlots      *ebpf.MapSpec `ebpf:"sc_slots"`
+	ScTargets    *ebpf.MapSpec `ebpf:"sc_targets"`
+	TpCheck      *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters   *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEcho       *ebpf.MapSpec `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.MapSpec `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.MapSpec `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames     *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight   *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng        *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // SyscallVariableSpecs contains global variables before they are loaded into the kernel.
@@ -253,6 +294,7 @@ type SyscallVariableSpecs struct {
 	ScSlotMask    *ebpf.VariableSpec `ebpf:"sc_slot_mask"`
 	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
@@ -286,24 +328,27 @@ func (o *SyscallObjects) Close() error {
 //
 // It can be passed to LoadSyscallObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SyscallMaps struct {
-	ScSlots    *ebpf.Map `ebpf:"sc_slots"`
-	ScTargets  *ebpf.Map `ebpf:"sc_targets"`
-	TpCheck    *ebpf.Map `ebpf:"tp_check"`
-	TpCounters *ebpf.Map `ebpf:"tp_counters"`
-	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
-	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
-	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.Map `ebpf:"tp_records"`
-	TpRng      *ebpf.Map `ebpf:"tp_rng"`
-	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.Map `ebpf:"tp_window"`
-	TpZero     *ebpf.Map `ebpf:"tp_zero"`
+	ScSlots      *ebpf.Map `ebpf:"sc_slots"`
+	ScTargets    *ebpf.Map `ebpf:"sc_targets"`
+	TpCheck      *ebpf.Map `ebpf:"tp_check"`
+	TpCounters   *ebpf.Map `ebpf:"tp_counters"`
+	TpEcho       *ebpf.Map `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.Map `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.Map `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames     *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight   *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.Map `ebpf:"tp_records"`
+	TpRng        *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.Map `ebpf:"tp_window"`
+	TpZero       *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *SyscallMaps) Close() error {
@@ -312,6 +357,9 @@ func (m *SyscallMaps) Close() error {
 		m.ScTargets,
 		m.TpCheck,
 		m.TpCounters,
+		m.TpEcho,
+		m.TpEchoModels,
+		m.TpEchoes,
 		m.TpEntries,
 		m.TpFrames,
 		m.TpInflight,
@@ -336,6 +384,7 @@ type SyscallVariables struct {
 	ScSlotMask    *ebpf.Variable `ebpf:"sc_slot_mask"`
 	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`

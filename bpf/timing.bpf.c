@@ -26,6 +26,14 @@ const struct tp_record *tp_unused_record __attribute__((unused));
  * call returns through the single link's uretprobe). */
 TP_UPROBE_PAIR(tp_uentry, "uprobe", tp_uexit, "uretprobe", 1)
 
+/* The echo of an entry probe (echo.h): attached in echo windows on the
+ * instruction after the entry probe's. */
+SEC("uprobe")
+int tp_uecho(struct pt_regs *ctx)
+{
+	return tp_echo_hit(ctx);
+}
+
 /* Empty programs: the probe-pair floor for the benchmark and
  * `tickprof calibrate`. */
 SEC("uprobe")

@@ -45,6 +45,7 @@
 #include "timing_math.h"
 #include "qhist.h"
 #include "ustack.h"
+#include "echo.h"
 
 #define TP_CLOCK_JIFFIES 0
 #define TP_CLOCK_TICK 1
@@ -821,13 +822,21 @@ static __always_inline int tp_task_enter_frame(__u32 target, __u64 frame)
 	__u64 ns, tick;
 	__u32 slot;
 
+	__u64 tag = tp_echo_tag();
+
 	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return 0;
-	slot = tp_task_push(st, target, frame | tp_window_flag(target), 0, 0);
-	tick = tp_entry_readings(target, &ns);
+	slot = tp_task_push(st, target, frame | tp_window_flag(target) | tag, 0, 0);
 	slot &= TP_MAX_DEPTH - 1;
+	if (tag) {
+		/* An echo-window call is not timed: its tick holds run_delay. */
+		st->tick[slot] = tp_run_delay();
+		st->ns[slot] = bpf_ktime_get_ns();
+		return 0;
+	}
+	tick = tp_entry_readings(target, &ns);
 	st->tick[slot] = tick;
 	st->ns[slot] = ns; /* check: 0 for an unchecked call */
 	return 0;
@@ -908,6 +917,8 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 		return 0; /* entered outside a window */
 	if (tp_windowed)
 		tp_inflight_add(target, -1);
+	if (tp_echo_skip(target, st->frame[slot], st->ns[slot], ns))
+		return 0;
 	tp_close(ctx, c, target, tick, ns, st->tick[slot], st->ns[slot], stack_flags);
 	return 0;
 }
@@ -932,6 +943,8 @@ static __always_inline int tp_uclose(void *ctx, __u32 target, __u64 frame, __u64
 
 	if (frame & TP_FRAME_UNCOUNTED)
 		return 0; /* entered outside a window */
+	if (tp_echo_skip(target, frame, ens, ns))
+		return 0;
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
 		return 0;
@@ -961,7 +974,7 @@ static __always_inline int tp_task_uexit_at(struct pt_regs *ctx, __u64 stack_fla
 		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
 		__u64 frame = st->frame[slot];
 
-		if (frame != 0 && (frame & ~TP_FRAME_UNCOUNTED) + 8 == ctx->sp) {
+		if (frame != 0 && (frame & ~TP_FRAME_TAGS) + 8 == ctx->sp) {
 			st->depth--;
 			return tp_uclose(ctx, st->target[slot], frame, tick, ns, st->tick[slot],
 					 st->ns[slot], stack_flags);
@@ -1060,13 +1073,14 @@ static __always_inline int tp_frame_enter(__u32 target, __u64 sp)
 {
 	struct tp_frame *f;
 	struct tp_tstack *st;
-	__u64 old, ns;
+	__u64 old, ns, tag;
 
 	if (tp_filter_tgid == 0)
 		return tp_task_enter_frame(target, sp);
 	f = tp_frame_slot(sp);
 	if (!f)
 		return tp_task_enter_frame(target, sp);
+	tag = tp_echo_tag();
 	old = __sync_val_compare_and_swap(&f->frame, 0, sp);
 	if (old != 0 && old != sp)
 		return tp_task_enter_frame(target, sp); /* another call's slot */
@@ -1080,7 +1094,13 @@ static __always_inline int tp_frame_enter(__u32 target, __u64 sp)
 			tp_orphan(f->target);
 	}
 	f->target = target;
-	f->flags = (__u32)tp_window_flag(target);
+	f->flags = (__u32)(tp_window_flag(target) | tag);
+	if (tag) {
+		/* An echo-window call is not timed: its tick holds run_delay. */
+		f->tick = tp_run_delay();
+		f->ns = bpf_ktime_get_ns();
+		return 0;
+	}
 	f->tick = tp_entry_readings(target, &ns);
 	f->ns = ns;
 	return 0;
@@ -1113,6 +1133,48 @@ static __always_inline int tp_frame_uexit(struct pt_regs *ctx, __u64 stack_flags
 	if (__sync_val_compare_and_swap(&f->frame, key, 0) != key)
 		return tp_task_uexit_at(ctx, stack_flags, tick, ns);
 	return tp_uclose(ctx, target, flags, tick, ns, etick, ens, stack_flags);
+}
+
+/* tp_echo_hit is the echo of a user function's entry (echo.h): the cookie
+ * holds the target in its low 32 bits and, in its high 32, the bytes the
+ * instruction under the entry probe moved sp down, so that sp plus those
+ * bytes is the entry's frame. It accounts the gap from the entry's reading
+ * to its own, which it reads first. */
+static __always_inline int tp_echo_hit(struct pt_regs *ctx)
+{
+	__u64 t2 = bpf_ktime_get_ns(), cookie, key, rd, tag;
+	struct tp_tstack *st;
+	struct tp_frame *f;
+	__u32 target, slot;
+
+	cookie = bpf_get_attach_cookie(ctx);
+	target = (__u32)cookie;
+	key = ctx->sp + (cookie >> 32);
+	rd = tp_run_delay();
+	if (tp_filter_tgid != 0) {
+		f = tp_frame_slot(key);
+		if (f && f->frame == key && f->target == target) {
+			if ((f->flags & (TP_FRAME_ECHO | TP_FRAME_ECHOED)) != TP_FRAME_ECHO)
+				return 0; /* entered before the window opened */
+			f->flags |= TP_FRAME_ECHOED;
+			tp_echo_account(target, t2 - f->ns, rd - f->tick);
+			return 0;
+		}
+	}
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->depth != st->floor) {
+		slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+		tag = st->frame[slot];
+		if ((tag & ~TP_FRAME_TAGS) == key && st->target[slot] == target) {
+			if ((tag & (TP_FRAME_ECHO | TP_FRAME_ECHOED)) != TP_FRAME_ECHO)
+				return 0;
+			st->frame[slot] = tag | TP_FRAME_ECHOED;
+			tp_echo_account(target, t2 - st->ns[slot], rd - st->tick[slot]);
+			return 0;
+		}
+	}
+	tp_echo_missed(target);
+	return 0;
 }
 
 /*

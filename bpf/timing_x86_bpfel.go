@@ -33,6 +33,40 @@ type TimingTpCounts struct {
 	ChkNs      uint64
 }
 
+type TimingTpEchoCounts struct {
+	_        structs.HostLayout
+	N        uint64
+	G_sum    uint64
+	G_sqLo   uint64
+	G_sqHi   uint64
+	P_sum    uint64
+	P_sqLo   uint64
+	P_sqHi   uint64
+	GpSum    uint64
+	O_sum    uint64
+	O_sqLo   uint64
+	O_sqHi   uint64
+	O_max    uint64
+	Missed   uint64
+	Window   uint64
+	Excluded uint64
+	Hist     [529]uint64
+}
+
+type TimingTpEchoModel struct {
+	_ structs.HostLayout
+	A int64
+	B uint64
+}
+
+type TimingTpEchoState struct {
+	_      structs.HostLayout
+	Phase  uint32
+	Pad    uint32
+	ExclLo uint64
+	ExclHi uint64
+}
+
 type TimingTpEntry struct {
 	_     structs.HostLayout
 	Depth uint32
@@ -128,6 +162,9 @@ type TimingTpUrecord struct {
 const (
 	TimingMapTpCheck        = "tp_check"
 	TimingMapTpCounters     = "tp_counters"
+	TimingMapTpEcho         = "tp_echo"
+	TimingMapTpEchoModels   = "tp_echo_models"
+	TimingMapTpEchoes       = "tp_echoes"
 	TimingMapTpEntries      = "tp_entries"
 	TimingMapTpFrames       = "tp_frames"
 	TimingMapTpInflight     = "tp_inflight"
@@ -144,10 +181,12 @@ const (
 	TimingMapTpZero         = "tp_zero"
 	TimingProgTpEmptyEntry  = "tp_empty_entry"
 	TimingProgTpEmptyExit   = "tp_empty_exit"
+	TimingProgTpUecho       = "tp_uecho"
 	TimingProgTpUentry      = "tp_uentry"
 	TimingProgTpUexit       = "tp_uexit"
 	TimingVarTpCheckEvery   = "tp_check_every"
 	TimingVarTpClock        = "tp_clock"
+	TimingVarTpEchoOn       = "tp_echo_on"
 	TimingVarTpExact        = "tp_exact"
 	TimingVarTpFilterTgid   = "tp_filter_tgid"
 	TimingVarTpOneTarget    = "tp_one_target"
@@ -206,6 +245,7 @@ type TimingSpecs struct {
 type TimingProgramSpecs struct {
 	TpEmptyEntry *ebpf.ProgramSpec `ebpf:"tp_empty_entry"`
 	TpEmptyExit  *ebpf.ProgramSpec `ebpf:"tp_empty_exit"`
+	TpUecho      *ebpf.ProgramSpec `ebpf:"tp_uecho"`
 	TpUentry     *ebpf.ProgramSpec `ebpf:"tp_uentry"`
 	TpUexit      *ebpf.ProgramSpec `ebpf:"tp_uexit"`
 }
@@ -214,22 +254,25 @@ type TimingProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TimingMapSpecs struct {
-	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
-	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
-	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
-	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
-	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
-	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
-	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
-	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
+	TpCheck      *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters   *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEcho       *ebpf.MapSpec `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.MapSpec `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.MapSpec `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames     *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight   *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng        *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // TimingVariableSpecs contains global variables before they are loaded into the kernel.
@@ -238,6 +281,7 @@ type TimingMapSpecs struct {
 type TimingVariableSpecs struct {
 	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
 	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
@@ -272,28 +316,34 @@ func (o *TimingObjects) Close() error {
 //
 // It can be passed to LoadTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TimingMaps struct {
-	TpCheck    *ebpf.Map `ebpf:"tp_check"`
-	TpCounters *ebpf.Map `ebpf:"tp_counters"`
-	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
-	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
-	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.Map `ebpf:"tp_records"`
-	TpRng      *ebpf.Map `ebpf:"tp_rng"`
-	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.Map `ebpf:"tp_window"`
-	TpZero     *ebpf.Map `ebpf:"tp_zero"`
+	TpCheck      *ebpf.Map `ebpf:"tp_check"`
+	TpCounters   *ebpf.Map `ebpf:"tp_counters"`
+	TpEcho       *ebpf.Map `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.Map `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.Map `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames     *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight   *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.Map `ebpf:"tp_records"`
+	TpRng        *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.Map `ebpf:"tp_window"`
+	TpZero       *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *TimingMaps) Close() error {
 	return _TimingClose(
 		m.TpCheck,
 		m.TpCounters,
+		m.TpEcho,
+		m.TpEchoModels,
+		m.TpEchoes,
 		m.TpEntries,
 		m.TpFrames,
 		m.TpInflight,
@@ -317,6 +367,7 @@ func (m *TimingMaps) Close() error {
 type TimingVariables struct {
 	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
 	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
@@ -337,6 +388,7 @@ type TimingVariables struct {
 type TimingPrograms struct {
 	TpEmptyEntry *ebpf.Program `ebpf:"tp_empty_entry"`
 	TpEmptyExit  *ebpf.Program `ebpf:"tp_empty_exit"`
+	TpUecho      *ebpf.Program `ebpf:"tp_uecho"`
 	TpUentry     *ebpf.Program `ebpf:"tp_uentry"`
 	TpUexit      *ebpf.Program `ebpf:"tp_uexit"`
 }
@@ -345,6 +397,7 @@ func (p *TimingPrograms) Close() error {
 	return _TimingClose(
 		p.TpEmptyEntry,
 		p.TpEmptyExit,
+		p.TpUecho,
 		p.TpUentry,
 		p.TpUexit,
 	)

@@ -23,6 +23,13 @@ char LICENSE[] SEC("license") = "GPL";
 
 TP_UPROBE_PAIR(tp_uentry_multi, "uprobe.multi", tp_uexit_multi, "uretprobe.multi", 0)
 
+/* The echo of an entry probe (echo.h) on multi-uprobe links. */
+SEC("uprobe.multi")
+int tp_uecho_multi(struct pt_regs *ctx)
+{
+	return tp_echo_hit(ctx);
+}
+
 /* An empty program: the loader attaches it, limited to its own process, at
  * every offset of a binary it has mapped (and never runs) to ask the
  * kernel which instructions it can probe, before attaching the timing

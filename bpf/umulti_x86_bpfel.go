@@ -33,6 +33,40 @@ type UmultiTpCounts struct {
 	ChkNs      uint64
 }
 
+type UmultiTpEchoCounts struct {
+	_        structs.HostLayout
+	N        uint64
+	G_sum    uint64
+	G_sqLo   uint64
+	G_sqHi   uint64
+	P_sum    uint64
+	P_sqLo   uint64
+	P_sqHi   uint64
+	GpSum    uint64
+	O_sum    uint64
+	O_sqLo   uint64
+	O_sqHi   uint64
+	O_max    uint64
+	Missed   uint64
+	Window   uint64
+	Excluded uint64
+	Hist     [529]uint64
+}
+
+type UmultiTpEchoModel struct {
+	_ structs.HostLayout
+	A int64
+	B uint64
+}
+
+type UmultiTpEchoState struct {
+	_      structs.HostLayout
+	Phase  uint32
+	Pad    uint32
+	ExclLo uint64
+	ExclHi uint64
+}
+
 type UmultiTpEntry struct {
 	_     structs.HostLayout
 	Depth uint32
@@ -126,6 +160,9 @@ type UmultiTpUrecord struct {
 const (
 	UmultiMapTpCheck        = "tp_check"
 	UmultiMapTpCounters     = "tp_counters"
+	UmultiMapTpEcho         = "tp_echo"
+	UmultiMapTpEchoModels   = "tp_echo_models"
+	UmultiMapTpEchoes       = "tp_echoes"
 	UmultiMapTpEntries      = "tp_entries"
 	UmultiMapTpFrames       = "tp_frames"
 	UmultiMapTpInflight     = "tp_inflight"
@@ -141,10 +178,12 @@ const (
 	UmultiMapTpWindow       = "tp_window"
 	UmultiMapTpZero         = "tp_zero"
 	UmultiProgTpCheckMulti  = "tp_check_multi"
+	UmultiProgTpUechoMulti  = "tp_uecho_multi"
 	UmultiProgTpUentryMulti = "tp_uentry_multi"
 	UmultiProgTpUexitMulti  = "tp_uexit_multi"
 	UmultiVarTpCheckEvery   = "tp_check_every"
 	UmultiVarTpClock        = "tp_clock"
+	UmultiVarTpEchoOn       = "tp_echo_on"
 	UmultiVarTpExact        = "tp_exact"
 	UmultiVarTpFilterTgid   = "tp_filter_tgid"
 	UmultiVarTpOneTarget    = "tp_one_target"
@@ -201,6 +240,7 @@ type UmultiSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type UmultiProgramSpecs struct {
 	TpCheckMulti  *ebpf.ProgramSpec `ebpf:"tp_check_multi"`
+	TpUechoMulti  *ebpf.ProgramSpec `ebpf:"tp_uecho_multi"`
 	TpUentryMulti *ebpf.ProgramSpec `ebpf:"tp_uentry_multi"`
 	TpUexitMulti  *ebpf.ProgramSpec `ebpf:"tp_uexit_multi"`
 }
@@ -209,22 +249,25 @@ type UmultiProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type UmultiMapSpecs struct {
-	TpCheck    *ebpf.MapSpec `ebpf:"tp_check"`
-	TpCounters *ebpf.MapSpec `ebpf:"tp_counters"`
-	TpEntries  *ebpf.MapSpec `ebpf:"tp_entries"`
-	TpFrames   *ebpf.MapSpec `ebpf:"tp_frames"`
-	TpInflight *ebpf.MapSpec `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.MapSpec `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.MapSpec `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.MapSpec `ebpf:"tp_records"`
-	TpRng      *ebpf.MapSpec `ebpf:"tp_rng"`
-	TpRunstats *ebpf.MapSpec `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.MapSpec `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.MapSpec `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.MapSpec `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.MapSpec `ebpf:"tp_window"`
-	TpZero     *ebpf.MapSpec `ebpf:"tp_zero"`
+	TpCheck      *ebpf.MapSpec `ebpf:"tp_check"`
+	TpCounters   *ebpf.MapSpec `ebpf:"tp_counters"`
+	TpEcho       *ebpf.MapSpec `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.MapSpec `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.MapSpec `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.MapSpec `ebpf:"tp_entries"`
+	TpFrames     *ebpf.MapSpec `ebpf:"tp_frames"`
+	TpInflight   *ebpf.MapSpec `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.MapSpec `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.MapSpec `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.MapSpec `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.MapSpec `ebpf:"tp_records"`
+	TpRng        *ebpf.MapSpec `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.MapSpec `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.MapSpec `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.MapSpec `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
+	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
 }
 
 // UmultiVariableSpecs contains global variables before they are loaded into the kernel.
@@ -233,6 +276,7 @@ type UmultiMapSpecs struct {
 type UmultiVariableSpecs struct {
 	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
 	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
@@ -266,28 +310,34 @@ func (o *UmultiObjects) Close() error {
 //
 // It can be passed to LoadUmultiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type UmultiMaps struct {
-	TpCheck    *ebpf.Map `ebpf:"tp_check"`
-	TpCounters *ebpf.Map `ebpf:"tp_counters"`
-	TpEntries  *ebpf.Map `ebpf:"tp_entries"`
-	TpFrames   *ebpf.Map `ebpf:"tp_frames"`
-	TpInflight *ebpf.Map `ebpf:"tp_inflight"`
-	TpQhist    *ebpf.Map `ebpf:"tp_qhist"`
-	TpQrCfg    *ebpf.Map `ebpf:"tp_qr_cfg"`
-	TpQrPool   *ebpf.Map `ebpf:"tp_qr_pool"`
-	TpRecords  *ebpf.Map `ebpf:"tp_records"`
-	TpRng      *ebpf.Map `ebpf:"tp_rng"`
-	TpRunstats *ebpf.Map `ebpf:"tp_runstats"`
-	TpStacks   *ebpf.Map `ebpf:"tp_stacks"`
-	TpTasks    *ebpf.Map `ebpf:"tp_tasks"`
-	TpUstack   *ebpf.Map `ebpf:"tp_ustack"`
-	TpWindow   *ebpf.Map `ebpf:"tp_window"`
-	TpZero     *ebpf.Map `ebpf:"tp_zero"`
+	TpCheck      *ebpf.Map `ebpf:"tp_check"`
+	TpCounters   *ebpf.Map `ebpf:"tp_counters"`
+	TpEcho       *ebpf.Map `ebpf:"tp_echo"`
+	TpEchoModels *ebpf.Map `ebpf:"tp_echo_models"`
+	TpEchoes     *ebpf.Map `ebpf:"tp_echoes"`
+	TpEntries    *ebpf.Map `ebpf:"tp_entries"`
+	TpFrames     *ebpf.Map `ebpf:"tp_frames"`
+	TpInflight   *ebpf.Map `ebpf:"tp_inflight"`
+	TpQhist      *ebpf.Map `ebpf:"tp_qhist"`
+	TpQrCfg      *ebpf.Map `ebpf:"tp_qr_cfg"`
+	TpQrPool     *ebpf.Map `ebpf:"tp_qr_pool"`
+	TpRecords    *ebpf.Map `ebpf:"tp_records"`
+	TpRng        *ebpf.Map `ebpf:"tp_rng"`
+	TpRunstats   *ebpf.Map `ebpf:"tp_runstats"`
+	TpStacks     *ebpf.Map `ebpf:"tp_stacks"`
+	TpTasks      *ebpf.Map `ebpf:"tp_tasks"`
+	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
+	TpWindow     *ebpf.Map `ebpf:"tp_window"`
+	TpZero       *ebpf.Map `ebpf:"tp_zero"`
 }
 
 func (m *UmultiMaps) Close() error {
 	return _UmultiClose(
 		m.TpCheck,
 		m.TpCounters,
+		m.TpEcho,
+		m.TpEchoModels,
+		m.TpEchoes,
 		m.TpEntries,
 		m.TpFrames,
 		m.TpInflight,
@@ -311,6 +361,7 @@ func (m *UmultiMaps) Close() error {
 type UmultiVariables struct {
 	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
 	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
 	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
 	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
 	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
@@ -329,6 +380,7 @@ type UmultiVariables struct {
 // It can be passed to LoadUmultiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type UmultiPrograms struct {
 	TpCheckMulti  *ebpf.Program `ebpf:"tp_check_multi"`
+	TpUechoMulti  *ebpf.Program `ebpf:"tp_uecho_multi"`
 	TpUentryMulti *ebpf.Program `ebpf:"tp_uentry_multi"`
 	TpUexitMulti  *ebpf.Program `ebpf:"tp_uexit_multi"`
 }
@@ -336,6 +388,7 @@ type UmultiPrograms struct {
 func (p *UmultiPrograms) Close() error {
 	return _UmultiClose(
 		p.TpCheckMulti,
+		p.TpUechoMulti,
 		p.TpUentryMulti,
 		p.TpUexitMulti,
 	)

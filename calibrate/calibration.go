@@ -157,6 +157,9 @@ type Overhead struct {
 	// BPFNsPerCall is the run time of tickprof's entry and exit programs
 	// per timed call (run-time statistics); 0 when not measured.
 	BPFNsPerCall float64 `json:"bpf_ns_per_call"`
+	// InCall is the in-call overhead model of the kind (incall.go); absent
+	// for kinds without one and from older files.
+	InCall *InCallModel `json:"in_call,omitempty"`
 }
 
 // Result returns the overhead as an estimate at its own confidence.

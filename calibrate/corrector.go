@@ -58,6 +58,17 @@ func (c Corrector) Correct(kind string, r estimate.Result) (estimate.Result, err
 	return Correct(r, o)
 }
 
+// Calibration is kind's in-call overhead model and its patterns' range;
+// false when the calibration has none for it.
+func (c Corrector) Calibration(kind string) (timing.OverheadCalibration, bool) {
+	o, ok := c.Cal.Overhead(ProbeKind(kind))
+	if !ok || o.InCall == nil {
+		return timing.OverheadCalibration{}, false
+	}
+	m := o.InCall
+	return timing.OverheadCalibration{Model: m.Model(), Typical: m.TypicalNs, Low: m.LowNs, High: m.HighNs}, true
+}
+
 // LoadCorrector loads this machine's calibration from dir ("": Dir()) as
 // a Corrector.
 func LoadCorrector(dir string) (Corrector, error) {

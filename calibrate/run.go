@@ -112,5 +112,21 @@ func (c *Calibration) measureOverheads(ctx context.Context, o Options) error {
 	}
 	c.Overheads = ovs
 	c.Skipped = append(c.Skipped, skipped...)
+	if o.Progress != nil {
+		o.Progress("in-call overhead model")
+	}
+	exe, err := BuildTarget(dir)
+	if err != nil {
+		return err
+	}
+	models, err := MeasureInCall(ctx, dir, exe, o.Overhead.Kinds, o.Overhead)
+	if err != nil {
+		return err
+	}
+	for i := range c.Overheads {
+		if m, ok := models[c.Overheads[i].Kind]; ok {
+			c.Overheads[i].InCall = &m
+		}
+	}
 	return nil
 }

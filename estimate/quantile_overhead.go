@@ -49,3 +49,108 @@ func CorrectQuantile(q Quantile, o Result) (Quantile, error) {
 	}
 	return c, nil
 }
+
+// Correcting quantiles by the overhead's distribution (docs/overhead.md).
+//
+// The overhead O is not the same for every call (a call after a sleep
+// carries several times a warm one's), so a shift by one value moves the
+// tails too little. With the measured duration D = B + O (B the call's own
+// duration), for any o:
+//
+//	P(B <= x) >= P(D <= x + o) - P(O < o)   ({D <= x+o} ⊆ {B <= x} ∪ {O < o})
+//	P(B <= x) <= P(D <= x + o) + P(O > o)   ({B <= x} ⊆ {D <= x+o} ∪ {O > o})
+//
+// so, whatever the dependence between B and O (Fréchet's bounds),
+//
+//	max_o [ξ_D(p - P(O > o)) - o] <= ξ_B(p) <= min_o [ξ_D(p + P(O < o)) - o].
+//
+// The interval's ends take the measured quantiles' own interval ends at
+// those levels, and O's distribution function within a
+// Dvoretzky-Kiefer-Wolfowitz band of its sample of echoed calls, with the
+// model's error (its spread at the confidence level) moving O's values
+// outward: the corrected interval covers when D's intervals and O's band
+// hold (Bonferroni: at least 1 - 3α in the worst case).
+
+// OverheadDist is the distribution of the per-call overhead: its values'
+// histogram (ns), the number of calls behind it and the model's error
+// (ns, at the confidence level) that widens each value.
+type OverheadDist struct {
+	Hist  Bucketed
+	N     uint64
+	Error float64
+}
+
+// CorrectQuantileByDist returns the p-quantile of the calls' own durations
+// from the measured durations' quantile function dq (its value at any level
+// with its interval) and the overhead's distribution od, at confidence conf.
+// mean is the overhead's mean: the point estimate is dq(p)'s minus it, kept
+// inside the interval.
+func CorrectQuantileByDist(p float64, dq func(p float64) (Quantile, error), od OverheadDist, mean, conf float64) (Quantile, error) {
+	q, err := dq(p)
+	if err != nil {
+		return q, err
+	}
+	if od.N == 0 || od.Hist == nil {
+		return q, inputf("no overhead distribution")
+	}
+	steps := overheadSteps(od)
+	band := math.Sqrt(math.Log(2/(1-conf)) / (2 * float64(od.N)))
+	lo, hi := 0.0, math.Inf(1)
+	for _, st := range steps {
+		// Lower end: o at the bucket's top plus the model error; P(O > o)
+		// at most the share above, plus the band.
+		if l := p - math.Min(1, st.above+band); l > 0 {
+			if d, err := dq(l); err == nil {
+				lo = math.Max(lo, d.Low-(st.hi+od.Error))
+			}
+		}
+		// Upper end: o at the bucket's bottom minus the model error;
+		// P(O < o) at most the share below, plus the band.
+		if u := p + math.Min(1, st.below+band); u < 1 {
+			if d, err := dq(u); err == nil && !d.TooFew {
+				hi = math.Min(hi, d.High-math.Max(0, st.lo-od.Error))
+			}
+		}
+	}
+	if q.High < hi {
+		hi = q.High // the o = 0 term: B <= D
+	}
+	c := q
+	c.Corrected = true
+	c.OverheadLow, c.OverheadHigh = steps[0].lo, steps[len(steps)-1].hi
+	c.Low, c.High = math.Max(0, lo), math.Max(0, hi)
+	if c.High < c.Low {
+		c.High = c.Low
+	}
+	c.Value = math.Min(math.Max(q.Value-mean, c.Low), c.High)
+	c.ValueLow, c.ValueHigh = c.Value, c.Value
+	return c, nil
+}
+
+// overheadStep is one non-empty bucket of the overhead's histogram: its
+// bounds and the shares of calls strictly below and above it.
+type overheadStep struct {
+	lo, hi       float64
+	below, above float64
+}
+
+// overheadSteps lists od's non-empty buckets in order.
+func overheadSteps(od OverheadDist) []overheadStep {
+	var total uint64
+	for i := 0; i < od.Hist.Buckets(); i++ {
+		total += od.Hist.Count(i)
+	}
+	var out []overheadStep
+	var cum uint64
+	for i := 0; i < od.Hist.Buckets(); i++ {
+		n := od.Hist.Count(i)
+		if n == 0 {
+			continue
+		}
+		lo, hi := od.Hist.Bounds(i)
+		out = append(out, overheadStep{lo: lo, hi: hi, below: float64(cum) / float64(total),
+			above: float64(total-cum-n) / float64(total)})
+		cum += n
+	}
+	return out
+}

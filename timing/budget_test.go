@@ -33,6 +33,10 @@ func (f fixedCost) Overhead(string, float64) (estimate.Result, bool) {
 }
 func (fixedCost) Correct(_ string, r estimate.Result) (estimate.Result, error) { return r, nil }
 
+func (fixedCost) Calibration(string) (OverheadCalibration, bool) {
+	return OverheadCalibration{}, false
+}
+
 // runBudgeted times targets of the gated process p with the clock clk
 // under a 5% budget in 20 ms windows, charging the probe cost cost
 // (fixedCost), and returns the result, which must hold budget figures. It

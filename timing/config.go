@@ -68,6 +68,10 @@ type Config struct {
 	// no calibration).
 	Corrector  Corrector
 	Correction CorrectionMode
+	// Echo sets the echo windows that measure the probes' own cost inside
+	// the calls of native user functions (echo.go); they need a Corrector
+	// (its model) and a clock read in ns (ns, tick:DUR).
+	Echo EchoConfig
 	// Overhead is a budget on the target's slowdown, a fraction (0.01 for
 	// 1%; 0: none): the probes are then attached only in random windows,
 	// at the duty cycle that holds it (package budget). User functions

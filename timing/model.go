@@ -71,6 +71,10 @@ type TargetResult struct {
 	// "user-stepped", "go", "syscall", "kernel"). Set when Corrected.
 	Overhead     estimate.Result
 	OverheadKind string
+	// Echo is what the echoes measured of the probes' own cost inside this
+	// target's calls (nil without echoes: the overhead subtracted is then
+	// the calibration's).
+	Echo *EchoResult
 	// InlinedInto names the functions a Go target was also inlined into:
 	// calls there run no probe and are not counted.
 	InlinedInto []string
@@ -124,6 +128,10 @@ type ExactNs struct {
 	Min, Max uint64
 	// Hist is the log2 histogram: Hist[b] calls took [2^b, 2^(b+1)) ns.
 	Hist []uint64
+	// CorrectedMin and CorrectedMax are Min and Max with the overhead's
+	// mean subtracted, as from the quantiles' point estimates (0 when the
+	// mean was not corrected).
+	CorrectedMin, CorrectedMax float64
 }
 
 // Caller is the share of a target's ticks from one caller stack.

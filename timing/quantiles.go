@@ -130,13 +130,35 @@ func correctQuantiles(t *TargetResult, o estimate.Result) {
 	}
 	cs := make([]estimate.Quantile, 0, len(t.Quantiles))
 	for _, q := range t.Quantiles {
-		c, err := estimate.CorrectQuantile(q, o)
+		c, err := correctQuantile(t, q, o)
 		if err != nil {
 			return
 		}
 		cs = append(cs, c)
 	}
 	t.RawQuantiles, t.Quantiles = t.Quantiles, cs
+}
+
+// correctQuantile corrects one quantile of t: by the distribution of the
+// overheads its echoes measured (estimate.CorrectQuantileByDist), or, without
+// echoes, by shifting its interval by o's (estimate.CorrectQuantile).
+func correctQuantile(t *TargetResult, q estimate.Quantile, o estimate.Result) (estimate.Quantile, error) {
+	e := t.Echo
+	if e == nil || o.Method != "echo" || e.Hist == nil || t.Hist == nil {
+		return estimate.CorrectQuantile(q, o)
+	}
+	conf := q.Confidence
+	// The level asked for keeps its refined interval; the others come
+	// from the buckets.
+	dq := func(p float64) (estimate.Quantile, error) {
+		if p == q.P {
+			return q, nil
+		}
+		return t.Hist.Quantile(p, estimate.Options{Confidence: conf})
+	}
+	gbar := e.Sums.G / math.Max(1, e.Sums.N)
+	od := estimate.OverheadDist{Hist: e.Hist, N: uint64(e.Sums.N), Error: estimate.Z(conf) * e.Model.Spread(gbar)}
+	return estimate.CorrectQuantileByDist(q.P, dq, od, o.Mean, conf)
 }
 
 // refine plans the refined buckets around the quantiles asked for

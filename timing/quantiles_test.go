@@ -107,7 +107,7 @@ func TestCorrectedQuantiles(t *testing.T) {
 		{Name: "a", Quantiles: []estimate.Quantile{q}},
 		{Name: "b", Quantiles: []estimate.Quantile{q}},
 	}}
-	s.correct(run)
+	s.correct(run, nil)
 	a, b := run.Targets[0], run.Targets[1]
 	if !a.Corrected || len(a.RawQuantiles) != 1 || a.RawQuantiles[0] != q {
 		t.Fatalf("target a: corrected %v, raw %+v", a.Corrected, a.RawQuantiles)

@@ -38,6 +38,8 @@ type Session struct {
 	qrules []quantileRule
 	// refineOff: refining the quantiles' buckets failed (quantiles.go).
 	refineOff bool
+	// echo runs the echo windows (echo.go).
+	echo echoRunner
 }
 
 // Open is OpenContext without a context.
@@ -90,7 +92,8 @@ func (s *Session) open(ctx context.Context) error {
 		}
 	}
 	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
-		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes, NoRefine: s.cfg.NoRefine || s.cfg.Overhead > 0}, specs)
+		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes, NoRefine: s.cfg.NoRefine || s.cfg.Overhead > 0,
+		Echo: s.echoModels()}, specs)
 	if err != nil {
 		return err
 	}
@@ -235,7 +238,7 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 		s.applyBudget(run, *bst)
 	}
 	run.Notes = append(run.Notes, s.watch.Hints(s.ls, p)...)
-	s.correct(run)
+	s.correct(run, s.echoResults(run.Confidence))
 	return run, nil
 }
 
@@ -250,6 +253,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 	}
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
+	defer s.startEchoes(ctx)()
 	early := newRefineSchedule(s.cfg.Interval)
 	defer early.Stop()
 	var lastGood *loader.Poll
@@ -274,6 +278,7 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			return StopReason("error: " + err.Error()), lastGood
 		}
 		lastGood = &p
+		s.pollEchoes()
 		s.refine()
 		s.watch.Update(s.ls, p)
 		rows := s.Rows(p)

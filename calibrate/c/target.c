@@ -19,6 +19,13 @@
  *            same code under another name, timed in blocks of 64 calls;
  *            the mean (ns per call) and the count are written to OUTFILE
  *            every 50 ms: usage target spin SECONDS OUTFILE
+ *   pattern FUNC GAP_NS HOW SECONDS OUTFILE
+ *            call FUNC (empty: cal_empty; stepped: cal_empty_stepped;
+ *            handler: cal_handler, about 5 us of work that times itself)
+ *            once per gap of GAP_NS, spent sleeping (HOW sleep) or
+ *            spinning (HOW spin): the call patterns of the in-call
+ *            overhead model. OUTFILE gets "MEAN_NS CALLS", cal_handler's
+ *            own mean duration (0 0 for the empty functions).
  * Every 50 ms it sleeps 5 ms (outside any timed call), so that when
  * calibrate runs it at a real-time priority (no preemption by ordinary
  * tasks) it never uses up the kernel's real-time budget and gets throttled.
@@ -143,6 +150,67 @@ static int spin_loop(double seconds, const char *out)
 	return 0;
 }
 
+volatile unsigned long cal_handler_sink;
+static double handler_sum;
+static long handler_calls;
+
+/* About 5 us of work that measures its own duration from its first
+ * instruction's clock read to its last: the truth that the in-call
+ * overhead of a call with a body is measured against. */
+__attribute__((noinline)) void cal_handler(void)
+{
+	long t0 = now_ns();
+	while (now_ns() - t0 < 5000)
+		cal_handler_sink++;
+	handler_sum += now_ns() - t0;
+	handler_calls++;
+}
+
+/* pattern_loop runs mode pattern. */
+static int pattern_loop(const char *func, long gap, const char *how, double seconds, const char *out)
+{
+	void (*fn)(void);
+	int spin = strcmp(how, "spin") == 0;
+	if (strcmp(func, "empty") == 0)
+		fn = cal_empty;
+	else if (strcmp(func, "stepped") == 0)
+		fn = cal_empty_stepped;
+	else if (strcmp(func, "handler") == 0)
+		fn = cal_handler;
+	else {
+		fprintf(stderr, "pattern: unknown function %s\n", func);
+		return 2;
+	}
+	if (!spin && strcmp(how, "sleep") != 0) {
+		fprintf(stderr, "pattern: unknown gap %s: want sleep or spin\n", how);
+		return 2;
+	}
+	long end = now_ns() + (long)(seconds * 1e9), write = 0;
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	while (now_ns() < end) {
+		if (gap > 0 && spin) {
+			long t0 = now_ns();
+			while (now_ns() - t0 < gap)
+				;
+		} else if (gap > 0) {
+			struct timespec ts = { gap / 1000000000L, gap % 1000000000L };
+			nanosleep(&ts, NULL);
+		}
+		fn();
+		if (now_ns() >= write) {
+			FILE *f = fopen(tmp, "w");
+			double mean = handler_calls ? handler_sum / handler_calls : 0;
+			if (!f || fprintf(f, "%.3f %ld\n", mean, handler_calls) < 0 || fclose(f) != 0 || rename(tmp, out) != 0) {
+				perror(out);
+				return 1;
+			}
+			write = now_ns() + 50000000L;
+		}
+	}
+	return 0;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -154,8 +222,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "spin") == 0)
 		return spin_loop(atof(argv[2]), argv[3]);
+	if (argc == 7 && strcmp(argv[1], "pattern") == 0)
+		return pattern_loop(argv[2], atol(argv[3]), argv[4], atof(argv[5]), argv[6]);
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s user|stepped|small|syscall SECONDS, or %s spin SECONDS OUTFILE\n", argv[0], argv[0]);
+		fprintf(stderr, "usage: %s user|stepped|small|syscall SECONDS, or %s spin SECONDS OUTFILE, or %s pattern FUNC GAP_NS sleep|spin SECONDS OUTFILE\n", argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	double end = now() + atof(argv[2]);

@@ -104,6 +104,12 @@ type Options struct {
 	// caller stacks are then the kernel's frame-pointer walks. Only with
 	// PID set.
 	StackBytes int
+	// Echo, when set (one model per spec, in order), measures the probes'
+	// own cost inside the timed calls with echo windows (EchoWindow), the
+	// overhead of each echoed call computed with its target's model:
+	// native user functions, with a clock read in ns (ns, tick:DUR), one
+	// process (PID), not Windowed.
+	Echo []EchoModel
 }
 
 // DefaultCheckEvery is the jiffies clock's default check rate: about 1 in
@@ -140,6 +146,7 @@ type Session struct {
 	opts    Options
 	objs    bpf.TimingObjects
 	targets []*Target
+	echo    echoState
 
 	links   []link.Link
 	closers []io.Closer
@@ -255,6 +262,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		}
 		s.targets = append(s.targets, &Target{Index: uint32(i), Spec: sp, Name: name})
 	}
+	s.findEchoSites()
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -393,7 +401,7 @@ func (s *Session) constants() map[string]any {
 	if s.opts.Clock.Kind == ClockTick {
 		tick = uint64(s.opts.Clock.Tick)
 	}
-	return map[string]any{
+	c := map[string]any{
 		"tp_clock":        uint32(s.opts.Clock.Kind),
 		"tp_exact":        exact,
 		"tp_tick_ns":      tick,
@@ -408,6 +416,8 @@ func (s *Session) constants() map[string]any {
 		"tp_record_shift": recordShift(s.opts.RecordGrid),
 		"tp_stack_bytes":  s.opts.stackBytes(),
 	}
+	s.echoConstants(c)
+	return c
 }
 
 // oneUserTarget is tp_one_target: the index + 1 of the only native user
@@ -459,6 +469,9 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
+	if err := s.setEchoModels(); err != nil {
+		return err
+	}
 	// The first calls are checked 1 in 8 (at most), so that a few checked
 	// calls soon tell how long the calls are; adaptCheck then sets the rate.
 	s.checkEvery = make([]uint32, len(s.targets))
@@ -491,6 +504,10 @@ func (s *Session) loadTiming() error {
 	spec.Maps["tp_entries"].MaxEntries = uint32(s.maxInFlight())
 	spec.Maps["tp_inflight"].MaxEntries = uint32(len(s.targets))
 	spec.Maps["tp_check"].MaxEntries = uint32(len(s.targets))
+	if s.echoOn() {
+		spec.Maps["tp_echoes"].MaxEntries = uint32(len(s.targets))
+		spec.Maps["tp_echo_models"].MaxEntries = uint32(len(s.targets))
+	}
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
 	} else if s.opts.stackBytes() > 0 {
@@ -601,21 +618,24 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		return err
 	}
 	shared := map[string]*ebpf.Map{
-		"tp_counters": s.objs.TpCounters,
-		"tp_entries":  s.objs.TpEntries,
-		"tp_records":  s.objs.TpRecords,
-		"tp_runstats": s.objs.TpRunstats,
-		"tp_stacks":   s.objs.TpStacks,
-		"tp_zero":     s.objs.TpZero,
-		"tp_tasks":    s.objs.TpTasks,
-		"tp_qhist":    s.objs.TpQhist,
-		"tp_qr_cfg":   s.objs.TpQrCfg,
-		"tp_qr_pool":  s.objs.TpQrPool,
-		"tp_inflight": s.objs.TpInflight,
-		"tp_window":   s.objs.TpWindow,
-		"tp_check":    s.objs.TpCheck,
-		"tp_frames":   s.objs.TpFrames,
-		"tp_ustack":   s.objs.TpUstack,
+		"tp_counters":    s.objs.TpCounters,
+		"tp_entries":     s.objs.TpEntries,
+		"tp_records":     s.objs.TpRecords,
+		"tp_runstats":    s.objs.TpRunstats,
+		"tp_stacks":      s.objs.TpStacks,
+		"tp_zero":        s.objs.TpZero,
+		"tp_tasks":       s.objs.TpTasks,
+		"tp_qhist":       s.objs.TpQhist,
+		"tp_qr_cfg":      s.objs.TpQrCfg,
+		"tp_qr_pool":     s.objs.TpQrPool,
+		"tp_inflight":    s.objs.TpInflight,
+		"tp_window":      s.objs.TpWindow,
+		"tp_check":       s.objs.TpCheck,
+		"tp_frames":      s.objs.TpFrames,
+		"tp_ustack":      s.objs.TpUstack,
+		"tp_echo":        s.objs.TpEcho,
+		"tp_echoes":      s.objs.TpEchoes,
+		"tp_echo_models": s.objs.TpEchoModels,
 	}
 	repl := map[string]*ebpf.Map{}
 	for name, m := range shared {
@@ -837,6 +857,7 @@ func (s *Session) Detach(ctx context.Context) error {
 	if s.detached {
 		return nil
 	}
+	s.detachEchoes()
 	var err error
 	if s.entryLinks, err = closeParallel(ctx, s.entryLinks); err != nil {
 		return err
