@@ -50,7 +50,7 @@ func reachMain(t *testing.T, cs []Caller) (main, cut, records uint64) {
 		}
 		var got []string
 		for _, f := range c.Stack {
-			got = append(got, f.Func)
+			got = append(got, f.Function())
 		}
 		i := 0
 		for _, fn := range got {

@@ -5,7 +5,8 @@
 // makes its calls, reads the "key value" lines a target writes about its
 // own measurements (ReadKV), gives a test what it needs to run a child as
 // another user (Setpriv, SelfCopy), reads a target's symbol table
-// (Symbols), and profiles a spin of the test itself with runtime/pprof
+// (Symbols), asks binutils' addr2line what a target's addresses are
+// (Addr2line), and profiles a spin of the test itself with runtime/pprof
 // (CPUProfile). A missing gcc has one policy: the test is skipped with the
 // reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
 //

@@ -1,4 +1,4 @@
-package sampler
+package symbolize
 
 import (
 	"debug/dwarf"
@@ -23,6 +23,9 @@ type inliner struct {
 	d     *dwarf.Data
 	units map[dwarf.Offset]*unitIndex
 	names map[dwarf.Offset]string
+	// closer is the file the DWARF is read from when the inliner owns
+	// it (a separate debug file), else nil.
+	closer io.Closer
 }
 
 // unitIndex holds a compile unit's subprograms sorted by start address and
@@ -66,7 +69,9 @@ func (in *inliner) inlinedAt(r *dwarf.Reader, pc uint64) []*dwarf.Entry {
 			continue
 		}
 		if e.Tag == dwarf.TagInlinedSubroutine || e.Tag == dwarf.TagLexDwarfBlock {
-			if in.contains(e, pc) {
+			// A lexical block without addresses of its own (GCC
+			// emits those) may still hold inlined calls.
+			if in.contains(e, pc) || e.Tag == dwarf.TagLexDwarfBlock && !hasRanges(e) {
 				if e.Tag == dwarf.TagInlinedSubroutine {
 					chain = append(chain, e)
 				}
@@ -135,29 +140,45 @@ func (in *inliner) contains(e *dwarf.Entry, pc uint64) bool {
 	return false
 }
 
-// name returns the name of an inlined subroutine from its abstract origin.
+// hasRanges reports whether e has addresses of its own.
+func hasRanges(e *dwarf.Entry) bool {
+	return e.Val(dwarf.AttrLowpc) != nil || e.Val(dwarf.AttrRanges) != nil
+}
+
+// name returns the name of an inlined subroutine: its own, else its
+// abstract origin's, following the origin's own origin or specification
+// (a C++ method's declaration) a few steps.
 func (in *inliner) name(e *dwarf.Entry) string {
-	if n, ok := e.Val(dwarf.AttrName).(string); ok {
-		return n
-	}
-	off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
-	if !ok {
-		return ""
-	}
-	if n, ok := in.names[off]; ok {
-		return n
-	}
-	r := in.d.Reader()
-	r.Seek(off)
-	n := ""
-	if o, err := r.Next(); err == nil && o != nil {
-		n, _ = o.Val(dwarf.AttrName).(string)
-		if n == "" {
-			n, _ = o.Val(dwarf.AttrLinkageName).(string)
+	for range 4 {
+		if n, ok := e.Val(dwarf.AttrName).(string); ok {
+			return n
 		}
+		off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+		if !ok {
+			if off, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset); !ok {
+				return ""
+			}
+		}
+		if n, ok := in.names[off]; ok {
+			return n
+		}
+		r := in.d.Reader()
+		r.Seek(off)
+		o, err := r.Next()
+		if err != nil || o == nil {
+			return ""
+		}
+		if n, ok := o.Val(dwarf.AttrLinkageName).(string); ok && o.Val(dwarf.AttrName) == nil {
+			in.names[off] = n
+			return n
+		}
+		if n, ok := o.Val(dwarf.AttrName).(string); ok {
+			in.names[off] = n
+			return n
+		}
+		e = o
 	}
-	in.names[off] = n
-	return n
+	return ""
 }
 
 // unit indexes the subprograms of compile unit cu.
