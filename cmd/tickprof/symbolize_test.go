@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
+)
+
+// readProfile parses the pprof file at path.
+func readProfile(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// stackString spells locations the way a comparison needs them: address,
+// then each line (inlined functions first) as function file:line.
+func stackString(locs []*profile.Location) string {
+	var b strings.Builder
+	for _, l := range locs {
+		fmt.Fprintf(&b, "%#x", l.Address)
+		for _, ln := range l.Line {
+			fmt.Fprintf(&b, " %s %s:%d;", ln.Function.Name, filepath.Base(ln.Function.Filename), ln.Line)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestTimeAndSampleStacksAgree times work in testdata/c/inlined.c (built
+// -O2 -g) and then samples the same process: the caller stack of the
+// timed calls and the sampled stacks above work are the same locations,
+// with the same frames, names, files and lines, the function step inlined
+// into level at the return address of work's call included (the two
+// commands use one symbolizer).
+func TestTimeAndSampleStacksAgree(t *testing.T) {
+	bpftest.Require(t)
+	bin := testtarget.C(t, "c/inlined.c", "inlined", "-O2")
+	tp := testtarget.Start(t, exec.Command(bin, "60"), testtarget.ReadyPrefix, nil)
+	pid := strconv.Itoa(tp.Pid())
+	dir := t.TempDir()
+	timeOut, sampleOut := filepath.Join(dir, "time.pb.gz"), filepath.Join(dir, "sample.pb.gz")
+	if _, stderr, code := runTickprof(t, "time", "-p", pid, "-u", "work", "--duration", "2s", "--no-correct", "-o", timeOut); code != 0 {
+		t.Fatalf("time exited %d:\n%s", code, stderr)
+	}
+	if _, stderr, code := runTickprof(t, "sample", "-p", pid, "-F", "499", "--duration", "2s", "-o", sampleOut); code != 0 {
+		t.Fatalf("sample exited %d:\n%s", code, stderr)
+	}
+
+	// Time: the heaviest caller stack, below the target's own location.
+	tprof := readProfile(t, timeOut)
+	timed, timedCalls, allCalls := "", int64(0), int64(0)
+	for _, s := range tprof.Sample {
+		if len(s.Location) < 2 {
+			continue
+		}
+		allCalls += s.Value[0]
+		if s.Value[0] > timedCalls {
+			timed, timedCalls = stackString(s.Location[1:]), s.Value[0]
+		}
+	}
+	if timed == "" || timedCalls < allCalls*9/10 {
+		t.Fatalf("time: the heaviest caller stack holds %d of %d calls, want 90%%:\n%s", timedCalls, allCalls, timed)
+	}
+	for _, want := range []string{" step inlined.c:", " level inlined.c:", " main inlined.c:"} {
+		if !strings.Contains(timed, want) {
+			t.Errorf("time's caller stack lacks%s:\n%s", want, timed)
+		}
+	}
+	if strings.Contains(timed, export.TruncatedFrame) {
+		t.Errorf("time's caller stack was cut:\n%s", timed)
+	}
+
+	// Sample: the part of each stack above work's location.
+	sprof := readProfile(t, sampleOut)
+	var through, same int64
+	other := map[string]int64{}
+	for _, s := range sprof.Sample {
+		for j, l := range s.Location {
+			if n := len(l.Line); n == 0 || l.Line[n-1].Function.Name != "work" {
+				continue
+			}
+			through += s.Value[0]
+			if above := stackString(s.Location[j+1:]); above == timed {
+				same += s.Value[0]
+			} else {
+				other[above] += s.Value[0]
+			}
+			break
+		}
+	}
+	t.Logf("time: %d of %d calls from\n%s", timedCalls, allCalls, timed)
+	t.Logf("sample: %d of %d samples through work have the same stack above it", same, through)
+	if through < 100 || same < through*9/10 {
+		for st, n := range other {
+			t.Logf("%d samples above work:\n%s", n, st)
+		}
+		t.Errorf("%d of %d sampled stacks through work agree with time's caller stack, want 90%% of at least 100", same, through)
+	}
+}
