@@ -1,8 +1,6 @@
 package sampler_test
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,36 +42,6 @@ func framesString(fs []testtarget.Frame) string {
 	return strings.Join(s, " < ")
 }
 
-// stripWithDebugFile writes bin stripped and its debug file in the layout
-// of a debuginfod client cache (DIR/BUILDID/debuginfo), and points the
-// cache of this test there; it returns the stripped binary and the debug
-// file.
-func stripWithDebugFile(t *testing.T, bin string) (string, string) {
-	t.Helper()
-	dir := t.TempDir()
-	stripped, debug := filepath.Join(dir, "inlined-stripped"), filepath.Join(dir, "inlined.debug")
-	for _, args := range [][]string{{"--only-keep-debug", bin, debug}, {"--strip-all", bin, stripped}} {
-		if b, err := exec.Command("objcopy", args...).CombinedOutput(); err != nil {
-			t.Fatalf("objcopy %v: %v\n%s", args, err, b)
-		}
-	}
-	id, err := debuginfo.BuildID(stripped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := filepath.Join(dir, "cache")
-	if err := os.MkdirAll(filepath.Join(cache, id), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	final := filepath.Join(cache, id, "debuginfo")
-	if err := os.Rename(debug, final); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("DEBUGINFOD_CACHE_PATH", cache)
-	t.Setenv("DEBUGINFOD_URLS", "")
-	return stripped, final
-}
-
 // TestSampleInlined samples testdata/c/inlined.c built -O2 -g, whose hot
 // loop mix is inlined into work, as built and stripped with its DWARF in a
 // debug file: most samples lie in mix, which is a frame of its own with
@@ -83,11 +51,15 @@ func stripWithDebugFile(t *testing.T, bin string) (string, string) {
 // address minus one above the leaf), on the binary or the debug file.
 func TestSampleInlined(t *testing.T) {
 	bpftest.Require(t)
-	bin := testtarget.C(t, "c/inlined.c", "inlined", "-O2")
+	bin := testtarget.Inlined(t)
 	t.Run("dwarf", func(t *testing.T) { checkSampledInlines(t, bin, bin) })
 	t.Run("debugfile", func(t *testing.T) {
-		stripped, debug := stripWithDebugFile(t, bin)
-		checkSampledInlines(t, stripped, debug)
+		stripped, debug := testtarget.Strip(t, bin)
+		id, err := debuginfo.BuildID(stripped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSampledInlines(t, stripped, testtarget.DebuginfodCache(t, id, debug))
 	})
 }
 
@@ -97,12 +69,8 @@ func checkSampledInlines(t *testing.T, exe, dwarfFile string) {
 	_, p, _ := sampleCommand(t, 999, nil, exe, "2")
 	var total, inMix int64
 	vaddrs := map[uint64]bool{}
-	type seen struct {
-		loc *profile.Location
-		va  uint64
-	}
-	var locs []seen
-	done := map[seen]bool{}
+	var locs []seenLoc
+	done := map[seenLoc]bool{}
 	for _, s := range p.Sample {
 		total += s.Value[0]
 		got := framesOf(s.Location)
@@ -124,7 +92,7 @@ func checkSampledInlines(t *testing.T, exe, dwarfFile string) {
 			if !ok {
 				t.Fatalf("%#x lies in no segment of %s", l.Address, exe)
 			}
-			if k := (seen{l, va}); !done[k] {
+			if k := (seenLoc{l, va}); !done[k] {
 				done[k] = true
 				vaddrs[va] = true
 				locs = append(locs, k)
@@ -139,6 +107,19 @@ func checkSampledInlines(t *testing.T, exe, dwarfFile string) {
 		t.Logf("addr2line (binutils) not installed: locations not compared with it")
 		return
 	}
+	compareLocations(t, dwarfFile, locs, vaddrs)
+}
+
+// seenLoc is a location of a sampled stack with the file address looked
+// up for it (the address, or the return address minus one).
+type seenLoc struct {
+	loc *profile.Location
+	va  uint64
+}
+
+// compareLocations compares each location's lines with addr2line's frames
+// on dwarfFile.
+func compareLocations(t *testing.T, dwarfFile string, locs []seenLoc, vaddrs map[uint64]bool) {
 	var list []uint64
 	for va := range vaddrs {
 		list = append(list, va)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/debuginfo"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -50,10 +51,26 @@ func stackString(locs []*profile.Location) string {
 // timed calls and the sampled stacks above work are the same locations,
 // with the same frames, names, files and lines, the function step inlined
 // into level at the return address of work's call included (the two
-// commands use one symbolizer).
+// commands use one symbolizer). It does so with the DWARF in the binary,
+// and with the binary stripped and its DWARF in a debug file found by
+// build ID.
 func TestTimeAndSampleStacksAgree(t *testing.T) {
 	bpftest.Require(t)
-	bin := testtarget.C(t, "c/inlined.c", "inlined", "-O2")
+	bin := testtarget.Inlined(t)
+	t.Run("dwarf", func(t *testing.T) { checkStacksAgree(t, bin) })
+	t.Run("debugfile", func(t *testing.T) {
+		stripped, debug := testtarget.Strip(t, bin)
+		id, err := debuginfo.BuildID(stripped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testtarget.DebuginfodCache(t, id, debug)
+		checkStacksAgree(t, stripped)
+	})
+}
+
+// checkStacksAgree runs time and sample on one process of bin.
+func checkStacksAgree(t *testing.T, bin string) {
 	tp := testtarget.Start(t, exec.Command(bin, "60"), testtarget.ReadyPrefix, nil)
 	pid := strconv.Itoa(tp.Pid())
 	dir := t.TempDir()
@@ -64,11 +81,33 @@ func TestTimeAndSampleStacksAgree(t *testing.T) {
 	if _, stderr, code := runTickprof(t, "sample", "-p", pid, "-F", "499", "--duration", "2s", "-o", sampleOut); code != 0 {
 		t.Fatalf("sample exited %d:\n%s", code, stderr)
 	}
+	timed := timedCallerStack(t, readProfile(t, timeOut))
+	var through, same int64
+	other := map[string]int64{}
+	for above, n := range stacksAbove(readProfile(t, sampleOut), "work") {
+		through += n
+		if above == timed {
+			same += n
+		} else {
+			other[above] += n
+		}
+	}
+	t.Logf("sample: %d of %d samples through work have the same stack above it", same, through)
+	if through < 100 || same < through*9/10 {
+		for st, n := range other {
+			t.Logf("%d samples above work:\n%s", n, st)
+		}
+		t.Errorf("%d of %d sampled stacks through work agree with time's caller stack, want 90%% of at least 100", same, through)
+	}
+}
 
-	// Time: the heaviest caller stack, below the target's own location.
-	tprof := readProfile(t, timeOut)
+// timedCallerStack is the heaviest caller stack of a time profile, below
+// the target's own location, which must hold 90% of the calls and pass
+// step and level (with lines) to main.
+func timedCallerStack(t *testing.T, p *profile.Profile) string {
+	t.Helper()
 	timed, timedCalls, allCalls := "", int64(0), int64(0)
-	for _, s := range tprof.Sample {
+	for _, s := range p.Sample {
 		if len(s.Location) < 2 {
 			continue
 		}
@@ -80,6 +119,7 @@ func TestTimeAndSampleStacksAgree(t *testing.T) {
 	if timed == "" || timedCalls < allCalls*9/10 {
 		t.Fatalf("time: the heaviest caller stack holds %d of %d calls, want 90%%:\n%s", timedCalls, allCalls, timed)
 	}
+	t.Logf("time: %d of %d calls from\n%s", timedCalls, allCalls, timed)
 	for _, want := range []string{" step inlined.c:", " level inlined.c:", " main inlined.c:"} {
 		if !strings.Contains(timed, want) {
 			t.Errorf("time's caller stack lacks%s:\n%s", want, timed)
@@ -88,31 +128,20 @@ func TestTimeAndSampleStacksAgree(t *testing.T) {
 	if strings.Contains(timed, export.TruncatedFrame) {
 		t.Errorf("time's caller stack was cut:\n%s", timed)
 	}
+	return timed
+}
 
-	// Sample: the part of each stack above work's location.
-	sprof := readProfile(t, sampleOut)
-	var through, same int64
-	other := map[string]int64{}
-	for _, s := range sprof.Sample {
+// stacksAbove counts the samples of a CPU profile by the part of their
+// stack above the location of fn (those not through fn are left out).
+func stacksAbove(p *profile.Profile, fn string) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range p.Sample {
 		for j, l := range s.Location {
-			if n := len(l.Line); n == 0 || l.Line[n-1].Function.Name != "work" {
-				continue
+			if n := len(l.Line); n > 0 && l.Line[n-1].Function.Name == fn {
+				out[stackString(s.Location[j+1:])] += s.Value[0]
+				break
 			}
-			through += s.Value[0]
-			if above := stackString(s.Location[j+1:]); above == timed {
-				same += s.Value[0]
-			} else {
-				other[above] += s.Value[0]
-			}
-			break
 		}
 	}
-	t.Logf("time: %d of %d calls from\n%s", timedCalls, allCalls, timed)
-	t.Logf("sample: %d of %d samples through work have the same stack above it", same, through)
-	if through < 100 || same < through*9/10 {
-		for st, n := range other {
-			t.Logf("%d samples above work:\n%s", n, st)
-		}
-		t.Errorf("%d of %d sampled stacks through work agree with time's caller stack, want 90%% of at least 100", same, through)
-	}
+	return out
 }

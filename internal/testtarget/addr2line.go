@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -116,4 +117,39 @@ func FileOffset(t testing.TB, bin string, va uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Strip splits bin into a copy stripped of its symbol table and DWARF and
+// a debug file holding them (objcopy --only-keep-debug), both in a
+// temporary directory of the test; both keep bin's build ID.
+func Strip(t testing.TB, bin string) (stripped, debug string) {
+	t.Helper()
+	dir := t.TempDir()
+	base := filepath.Base(bin)
+	stripped, debug = filepath.Join(dir, base+"-stripped"), filepath.Join(dir, base+".debug")
+	for _, args := range [][]string{{"--only-keep-debug", bin, debug}, {"--strip-all", bin, stripped}} {
+		if b, err := exec.Command("objcopy", args...).CombinedOutput(); err != nil {
+			t.Fatalf("objcopy %v: %v\n%s", args, err, b)
+		}
+	}
+	return stripped, debug
+}
+
+// DebuginfodCache puts the debug file of the build id where a debuginfod
+// client's cache keeps it (DIR/ID/debuginfo) in a temporary directory, and
+// points this test's environment there (DEBUGINFOD_CACHE_PATH, no
+// DEBUGINFOD_URLS); it returns the file's new path.
+func DebuginfodCache(t *testing.T, id, debug string) string {
+	t.Helper()
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, id), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(cache, id, "debuginfo")
+	if err := os.Rename(debug, p); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DEBUGINFOD_CACHE_PATH", cache)
+	t.Setenv("DEBUGINFOD_URLS", "")
+	return p
 }

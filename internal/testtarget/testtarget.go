@@ -134,6 +134,14 @@ func Timed(t testing.TB) string {
 	return C(t, "c/timed.c", "timed", "-fno-omit-frame-pointer", "-pthread", "-pie")
 }
 
+// Inlined returns testdata/c/inlined.c built -O2 -g (its hot function
+// inlined into its caller) and -rdynamic (its functions stay named in
+// .dynsym when the binary is stripped).
+func Inlined(t testing.TB) string {
+	t.Helper()
+	return C(t, "c/inlined.c", "inlined", "-O2", "-rdynamic")
+}
+
 // Burn returns testdata/sample/burn.c built for sampling.
 func Burn(t testing.TB) string {
 	t.Helper()

@@ -8,7 +8,9 @@
  * inlined SECONDS [ROUNDS]: print "ready pid=N", then call work (ROUNDS
  * rounds of mix each, 4096 by default) through level and step for SECONDS
  * seconds, and print "calls=N".
- * matrix-cflags: -O2
+ * Also built -rdynamic, so that work and level keep their names in .dynsym
+ * when the binary is stripped (the tests put its DWARF in a debug file).
+ * matrix-cflags: -O2 -rdynamic
  */
 #include <stdio.h>
 #include <stdlib.h>
