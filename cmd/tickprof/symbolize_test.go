@@ -145,3 +145,39 @@ func stacksAbove(p *profile.Profile, fn string) map[string]int64 {
 	}
 	return out
 }
+
+// TestTimeCallerStacksAcrossExec times work in testdata/c/inlined.c, which
+// execs itself once, so that the same process runs in two memory maps: the
+// records of each map have their caller stacks symbolized in it, each
+// reaching main through step and level, and none is cut (the records
+// after the exec meet addresses outside the first map, which rereads it).
+func TestTimeCallerStacksAcrossExec(t *testing.T) {
+	bpftest.Require(t)
+	bin := testtarget.Inlined(t)
+	out := filepath.Join(t.TempDir(), "time.pb.gz")
+	if _, stderr, code := runTickprof(t, "time", "-u", "work", "--no-correct", "-o", out, "--", bin, "1", "4096", "1"); code != 0 {
+		t.Fatalf("time exited %d:\n%s", code, stderr)
+	}
+	p := readProfile(t, out)
+	layouts := map[uint64]int64{} // by the address of the first caller frame
+	for _, s := range p.Sample {
+		if len(s.Location) < 2 {
+			continue
+		}
+		st := stackString(s.Location[1:])
+		layouts[s.Location[1].Address] += s.Value[0]
+		if !strings.Contains(st, " step inlined.c:") || !strings.Contains(st, " level inlined.c:") || !strings.Contains(st, " main inlined.c:") ||
+			strings.Contains(st, export.TruncatedFrame) {
+			t.Errorf("%d calls from a stack that does not reach main through step and level:\n%s", s.Value[0], st)
+		}
+	}
+	for a, n := range layouts {
+		t.Logf("%d calls with work's caller at %#x", n, a)
+	}
+	if len(layouts) < 2 {
+		t.Errorf("caller stacks from %d memory maps, want one before and one after the exec", len(layouts))
+	}
+	if c := strings.Join(p.Comments, "\n"); strings.Contains(c, "ended before their outermost frame") {
+		t.Errorf("caller stacks were cut:\n%s", c)
+	}
+}

@@ -164,7 +164,7 @@ func (img *Image) Refresh(sampleNs uint64) bool {
 		return false
 	}
 	img.readAt = time.Now()
-	if !Alive(img.pid) {
+	if !alive(img.pid) {
 		return false
 	}
 	next := img.t.read(img.pid, img.reads+1)
@@ -208,7 +208,7 @@ func (t *Procs) file(pid int, m proc.Mapping) *binFile {
 func (t *Procs) Exited() int {
 	n := 0
 	for pid := range t.cur {
-		if !Alive(pid) {
+		if !alive(pid) {
 			n++
 		}
 	}
@@ -219,7 +219,7 @@ func (t *Procs) Exited() int {
 // by newer reads: call it once the addresses taken in them are symbolized.
 func (t *Procs) Prune() {
 	for pid := range t.cur {
-		if !Alive(pid) {
+		if !alive(pid) {
 			delete(t.cur, pid)
 		}
 	}
@@ -254,8 +254,8 @@ func MonotonicNs() uint64 {
 	return uint64(ts.Nano())
 }
 
-// Alive reports whether pid exists (a zombie counts as gone).
-func Alive(pid int) bool {
+// alive reports whether pid exists (a zombie counts as gone).
+func alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
 		return false
 	}

@@ -5,9 +5,10 @@
  * lies in mix inside work, and the return address of work's call lies in
  * step inside level.
  *
- * inlined SECONDS [ROUNDS]: print "ready pid=N", then call work (ROUNDS
- * rounds of mix each, 4096 by default) through level and step for SECONDS
- * seconds, and print "calls=N".
+ * inlined SECONDS [ROUNDS [EXECS]]: print "ready pid=N", then call work
+ * (ROUNDS rounds of mix each, 4096 by default) through level and step for
+ * SECONDS seconds, print "calls=N", and, while EXECS is positive, exec
+ * itself again with EXECS one less (the same process in a new memory map).
  * Also built -rdynamic, so that work and level keep their names in .dynsym
  * when the binary is stripped (the tests put its DWARF in a debug file).
  * matrix-cflags: -O2 -rdynamic
@@ -60,7 +61,8 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 1, end;
-	long calls = 0;
+	long calls = 0, execs = argc > 3 ? atol(argv[3]) : 0;
+	char left[32];
 
 	if (argc > 2)
 		rounds = atol(argv[2]);
@@ -72,5 +74,12 @@ int main(int argc, char **argv)
 		calls += 64;
 	}
 	printf("calls=%ld\n", calls);
+	fflush(stdout);
+	if (execs > 0) {
+		snprintf(left, sizeof(left), "%ld", execs - 1);
+		execl("/proc/self/exe", argv[0], argv[1], argv[2], left, (char *)NULL);
+		perror("exec");
+		return 1;
+	}
 	return 0;
 }
