@@ -113,27 +113,25 @@ func (b *binFile) localDebugPath(fd *debuginfo.Finder) string {
 }
 
 // inliner returns the reader of the inlined calls: from the separate debug
-// file when one was found (the file itself then has no DWARF), else from
-// the file. It is built once, after debugSymbols looked; nil when there is
-// no DWARF.
+// file's DWARF when one was found (the file itself then has none), else
+// from the file's. The DWARF is the symbol table's, read once for lines
+// and inlined calls both. It is built once, after debugSymbols looked; nil
+// when there is no DWARF.
 func (b *binFile) inliner() *inliner {
 	if b.inlDone {
 		return b.inl
 	}
 	b.inlDone = true
-	if b.debugPath != "" {
-		if fh, err := os.Open(b.debugPath); err == nil {
-			if b.inl = newInliner(fh); b.inl != nil {
-				b.inl.closer = fh
-				return b.inl
-			}
-			fh.Close()
+	for _, t := range []*symtab.Table{b.dbg, b.table} {
+		if t == nil {
+			continue
+		}
+		if d, err := t.DWARF(); err == nil {
+			b.inl = newInliner(d)
+			return b.inl
 		}
 	}
-	if b.f != nil {
-		b.inl = newInliner(b.f)
-	}
-	return b.inl
+	return nil
 }
 
 // cfiTable returns the file's call frame information (with its separate
@@ -162,9 +160,6 @@ func (b *binFile) close() {
 	}
 	if b.dbg != nil {
 		b.dbg.Close()
-	}
-	if b.inl != nil && b.inl.closer != nil {
-		b.inl.closer.Close()
 	}
 	if b.f != nil {
 		b.f.Close()

@@ -2,8 +2,6 @@ package symbolize
 
 import (
 	"debug/dwarf"
-	"debug/elf"
-	"io"
 	"sort"
 )
 
@@ -23,9 +21,6 @@ type inliner struct {
 	d     *dwarf.Data
 	units map[dwarf.Offset]*unitIndex
 	names map[dwarf.Offset]string
-	// closer is the file the DWARF is read from when the inliner owns
-	// it (a separate debug file), else nil.
-	closer io.Closer
 }
 
 // unitIndex holds a compile unit's subprograms sorted by start address and
@@ -40,16 +35,8 @@ type subRange struct {
 	off    dwarf.Offset
 }
 
-// newInliner reads the DWARF data of an open ELF file; nil when it has none.
-func newInliner(r io.ReaderAt) *inliner {
-	f, err := elf.NewFile(r)
-	if err != nil {
-		return nil
-	}
-	d, err := f.DWARF()
-	if err != nil {
-		return nil
-	}
+// newInliner reads the inlined calls of DWARF data d.
+func newInliner(d *dwarf.Data) *inliner {
 	return &inliner{d: d, units: map[dwarf.Offset]*unitIndex{}, names: map[dwarf.Offset]string{}}
 }
 
