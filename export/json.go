@@ -104,6 +104,8 @@ type timeTargetJSON struct {
 	Notes        []string       `json:"notes,omitempty"`
 }
 
+// callerJSON is a caller stack: its functions innermost first, those
+// inlined at an address before the function they were inlined into.
 type callerJSON struct {
 	Stack []string `json:"stack"`
 	Calls uint64   `json:"calls"`
@@ -230,6 +232,9 @@ func callersToJSON(callers []timing.Caller) []callerJSON {
 		}
 		cj := callerJSON{Calls: c.Calls, Ticks: c.Ticks, Stack: []string{}}
 		for _, f := range c.Frames {
+			for _, in := range f.Inlined {
+				cj.Stack = append(cj.Stack, in.Func)
+			}
 			name := f.Func
 			if name == "" {
 				name = fmt.Sprintf("%#x", f.Addr)

@@ -143,13 +143,19 @@ func (b *timeBuilder) mapping(file string) *profile.Mapping {
 	return m
 }
 
-// location returns the location known by key, adding it at addr in f if
-// new.
+// location returns the location known by key, adding it at addr in f (and
+// the mapping of f's file) if new.
 func (b *timeBuilder) location(key string, addr uint64, f *profile.Function) *profile.Location {
+	return b.locationLines(key, addr, f.Filename, []profile.Line{{Function: f}})
+}
+
+// locationLines returns the location known by key, adding it at addr in
+// the mapping of file with lines (inlined functions first) if new.
+func (b *timeBuilder) locationLines(key string, addr uint64, file string, lines []profile.Line) *profile.Location {
 	if l := b.locs[key]; l != nil {
 		return l
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: addr, Mapping: b.mapping(f.Filename), Line: []profile.Line{{Function: f}}}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: addr, Mapping: b.mapping(file), Line: lines}
 	b.locs[key] = l
 	b.p.Location = append(b.p.Location, l)
 	return l
@@ -186,19 +192,40 @@ func (b *timeBuilder) addTarget(t *timing.TargetResult) {
 func (b *timeBuilder) callerStack(leaf *profile.Location, c timing.Caller) []*profile.Location {
 	stack := []*profile.Location{leaf}
 	for _, f := range c.Frames {
-		name := f.Func
-		if name == "" {
-			name = fmt.Sprintf("%#x", f.Addr)
-			if f.File != "" {
-				name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Off)
-			}
-		}
-		stack = append(stack, b.location(fmt.Sprintf("%s\x00%#x", f.File, f.Addr), f.Addr, b.funcs.get(name, f.File)))
+		stack = append(stack, b.frameLocation(f))
 	}
 	if c.Cut {
 		stack = append(stack, b.location("\x00truncated", 0, b.funcs.get(TruncatedFrame, "")))
 	}
 	return stack
+}
+
+// frameLocation is the location of a caller frame: its inlined functions
+// and its function with their source positions, as the CPU profile's
+// locations have them; an unnamed frame is named by its file and offset.
+func (b *timeBuilder) frameLocation(f timing.Frame) *profile.Location {
+	key := fmt.Sprintf("%s\x00%#x", f.File, f.Addr)
+	if l := b.locs[key]; l != nil {
+		return l
+	}
+	if f.Func == "" {
+		name := fmt.Sprintf("%#x", f.Addr)
+		if f.File != "" {
+			name = fmt.Sprintf("%s+%#x", baseName(f.File), f.Off)
+		}
+		return b.locationLines(key, f.Addr, f.File, []profile.Line{{Function: b.funcs.get(name, f.File)}})
+	}
+	var lines []profile.Line
+	for _, in := range f.Inlined {
+		lines = append(lines, profile.Line{Function: b.funcs.get(in.Func, in.Source), Line: in.Line})
+	}
+	lines = append(lines, profile.Line{Function: b.funcs.get(f.Func, f.Source), Line: f.Line})
+	l := b.locationLines(key, f.Addr, f.File, lines)
+	if m := l.Mapping; m != nil {
+		m.HasLineNumbers = m.HasLineNumbers || f.Line != 0
+		m.HasInlineFrames = m.HasInlineFrames || len(f.Inlined) > 0
+	}
+	return l
 }
 
 // targetLabels are a target's numeric labels and their units: the mean

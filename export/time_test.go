@@ -224,3 +224,55 @@ func TestEncodeTimeUnnamedAndCut(t *testing.T) {
 		t.Error("no caller sample of big")
 	}
 }
+
+// TestEncodeTimeInlinedCaller: a caller frame with inlined functions is one
+// location with a line per function, the inlined ones first, each with its
+// own source file and line, as the CPU profile encodes them; the mapping
+// says it has lines and inlined frames. The JSON stack names every
+// function.
+func TestEncodeTimeInlinedCaller(t *testing.T) {
+	r := sampleRun()
+	r.Targets[1].Callers = []timing.Caller{{Frames: []timing.Frame{
+		{Func: "level", File: "/bin/app", Addr: 0x1343, Off: 0x1343, Source: "/src/app.c", Line: 48,
+			Inlined: []timing.SourceLine{{Func: "step", Source: "/src/app.c", Line: 40}}},
+		{Func: "main", File: "/bin/app", Addr: 0x1136, Off: 0x1136, Source: "/src/app.c", Line: 71},
+	}, Calls: 45, Ticks: 50}}
+	p, err := EncodeTime(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := roundTrip(t, p)
+	found := false
+	for _, s := range q.Sample {
+		if s.Location[0].Line[0].Function.Name != "big" || len(s.Location) != 3 {
+			continue
+		}
+		found = true
+		l := s.Location[1]
+		if len(l.Line) != 2 || l.Line[0].Function.Name != "step" || l.Line[0].Line != 40 || l.Line[1].Function.Name != "level" ||
+			l.Line[1].Line != 48 || l.Line[1].Function.Filename != "/src/app.c" || l.Address != 0x1343 {
+			t.Errorf("inlined caller location %+v", l)
+		}
+		if m := l.Mapping; m == nil || m.File != "/bin/app" || !m.HasFunctions || !m.HasLineNumbers || !m.HasInlineFrames {
+			t.Errorf("mapping %+v", m)
+		}
+	}
+	if !found {
+		t.Fatalf("no sample of big with its two caller frames")
+	}
+	var buf bytes.Buffer
+	if err := WriteTimeJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Targets []struct {
+			Callers []struct{ Stack []string }
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Targets) < 2 || len(doc.Targets[1].Callers) != 1 || strings.Join(doc.Targets[1].Callers[0].Stack, " ") != "step level main" {
+		t.Errorf("JSON callers of big: %+v, want the stack step level main", doc.Targets)
+	}
+}

@@ -1,140 +1,20 @@
 package sampler
 
 import (
-	"debug/elf"
 	"encoding/binary"
 
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/unwind"
 )
 
-// goCgo is what following a Go program's cgo and vDSO calls needs of its
-// executable (bpf/sample_go.h): where the thread's g lies in its TLS, and
-// the code of the functions that switch from the goroutine's stack to the
-// system stack.
-type goCgo struct {
-	// tlsOff is the g slot's offset from the thread pointer (fsbase).
-	tlsOff int64
-	// code bounds the switching functions (runtime addresses).
-	code [][2]uint64
-}
-
-// switchNames are the functions that run C code on the system stack:
-// runtime.asmcgocall (cgo) and the vDSO callers, with their ABI0 names.
-var switchNames = []string{
-	"runtime.asmcgocall.abi0", "runtime.asmcgocall",
-	"time.now", "time.now.abi0", "runtime.nanotime1.abi0", "runtime.nanotime1",
-	"runtime.walltime.abi0", "runtime.walltime",
-}
-
-// goCgo reads the main executable's goCgo; ok is false for a process that
-// is not a Go program or whose executable lacks the symbols (stripped).
-func (img *procImage) goCgo() (goCgo, bool) {
-	if img.goDone {
-		return img.goInfo, img.goOK
-	}
-	img.goDone = true
-	for i, b := range img.bins {
-		if b == nil || b.path != img.exe {
-			continue
-		}
-		off, ok := b.tlsgOffset()
-		if !ok {
-			return goCgo{}, false
-		}
-		code := img.switchCode(i)
-		img.goInfo, img.goOK = goCgo{tlsOff: off, code: code}, len(code) > 0
-		return img.goInfo, img.goOK
-	}
-	return goCgo{}, false
-}
-
-// switchCode returns the runtime ranges of the switching functions in the
-// file of mapping i.
-func (img *procImage) switchCode(i int) [][2]uint64 {
-	tab := img.bins[i].table
-	var out [][2]uint64
-	for _, name := range switchNames {
-		for _, s := range tab.Lookup(name) {
-			fo, err := tab.FileOffset(s.Value)
-			if err != nil || s.Size == 0 {
-				continue
-			}
-			for _, m := range img.maps {
-				if m.Path == img.maps[i].Path && fo >= m.Offset && fo < m.Offset+(m.Limit-m.Start) {
-					start := m.Start + fo - m.Offset
-					out = append(out, [2]uint64{start, start + s.Size})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// goTLSInternal is where a Go executable that does not link runtime/cgo
-// keeps g: runtime.settls points the thread pointer 8 bytes past m.tls[0],
-// the slot of g, so g is at -8(FS) (runtime/go_tls.h, sys_linux_amd64.s).
-const goTLSInternal = -8
-
-// tlsgOffset is the file's g slot offset, read once: goTLSInternal for a Go
-// executable without runtime/cgo, runtime.tlsg's (below) for one with it
-// (those linking runtime/cgo's x_cgo_init).
-func (b *binFile) tlsgOffset() (int64, bool) {
-	if !b.goTLSDone {
-		b.goTLSDone = true
-		switch {
-		case b.table == nil || !b.table.IsGo || b.f == nil:
-		case len(b.table.Lookup("x_cgo_init")) > 0 || len(b.table.Lookup("_cgo_init")) > 0:
-			b.goTLS, b.goTLSOK = tlsgOffset(b.f)
-		default:
-			b.goTLS, b.goTLSOK = goTLSInternal, true
-		}
-	}
-	return b.goTLS, b.goTLSOK
-}
-
-// tlsgOffset returns the offset from the thread pointer of the Go
-// executable's runtime.tlsg, the TLS slot holding the current g. The
-// executable's TLS block ends at the thread pointer (x86-64 TLS variant
-// II: it starts at tp - round_up(PT_TLS memsz, align)), and runtime.tlsg's
-// value is its offset in the block.
-func tlsgOffset(r interface {
-	ReadAt([]byte, int64) (int, error)
-}) (int64, bool) {
-	f, err := elf.NewFile(r)
-	if err != nil || f.Machine != elf.EM_X86_64 {
-		return 0, false
-	}
-	var tls *elf.Prog
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_TLS {
-			tls = p
-		}
-	}
-	if tls == nil {
-		return 0, false
-	}
-	syms, err := f.Symbols()
-	if err != nil {
-		return 0, false
-	}
-	for _, s := range syms {
-		if s.Name == "runtime.tlsg" && elf.ST_TYPE(s.Info) == elf.STT_TLS {
-			align := max(tls.Align, 1)
-			size := (tls.Memsz + align - 1) / align * align
-			return int64(s.Value) - int64(size), true
-		}
-	}
-	return 0, false
-}
-
 // cgoSwitch reads a sample record's goroutine stack (bpf/sample.bpf.c
-// FLAG_GO_CGO) into the switch the unwinder makes at asmcgocall's frame;
-// nil when the record has none.
-func (img *procImage) cgoSwitch(b []byte, flags uint32, stackEnd int) *unwind.Switch {
+// FLAG_GO_CGO) into the switch the unwinder makes at asmcgocall's frame
+// (symbolize.GoCgo says where); nil when the record has none.
+func cgoSwitch(img *symbolize.Image, b []byte, flags uint32, stackEnd int) *unwind.Switch {
 	if flags&flagGoCgo == 0 || len(b) < hdrSize {
 		return nil
 	}
-	g, ok := img.goCgo()
+	g, ok := img.GoCgo()
 	if !ok {
 		return nil
 	}
@@ -144,23 +24,23 @@ func (img *procImage) cgoSwitch(b []byte, flags uint32, stackEnd int) *unwind.Sw
 		return nil
 	}
 	return &unwind.Switch{
-		At: le.Uint64(b[72:]), Code: g.code,
+		At: le.Uint64(b[72:]), Code: g.Code,
 		To: unwind.Stack{Addr: le.Uint64(b[80:]), Data: b[stackEnd : stackEnd+n]},
 	}
 }
 
 // noteGo tells the BPF program, once per image, where a Go process keeps
 // its g, so that samples in its cgo and vDSO calls copy the goroutine's
-// stack too;
-// any other image (a process that exec'd another program) is removed.
-func (s *Session) noteGo(img *procImage) {
-	if img.goNoted || img.err != nil || s.objs.GoProcs == nil {
+// stack too; any other image (a process that exec'd another program) is
+// removed.
+func (s *Session) noteGo(img *symbolize.Image) {
+	if s.goNoted[img.Pid()] == img.ID() || img.Err() != nil || s.objs.GoProcs == nil {
 		return
 	}
-	img.goNoted = true
-	if g, ok := img.goCgo(); ok {
-		_ = s.objs.GoProcs.Put(uint32(img.pid), g.tlsOff) // best effort: without it such stacks stop at the switch
+	s.goNoted[img.Pid()] = img.ID()
+	if g, ok := img.GoCgo(); ok {
+		_ = s.objs.GoProcs.Put(uint32(img.Pid()), g.TLSOffset) // best effort: without it such stacks stop at the switch
 		return
 	}
-	_ = s.objs.GoProcs.Delete(uint32(img.pid))
+	_ = s.objs.GoProcs.Delete(uint32(img.Pid()))
 }

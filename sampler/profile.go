@@ -1,6 +1,16 @@
 package sampler
 
-import "time"
+import (
+	"time"
+
+	"github.com/tickprof/tickprof/internal/symbolize"
+)
+
+// VDSOPath is the File of the vDSO's mapping, as /proc/PID/maps names it:
+// the ELF image the kernel maps into every process (clock_gettime,
+// gettimeofday, getcpu, ...); its unnamed code is one function of that
+// name.
+const VDSOPath = symbolize.VDSOPath
 
 // Profile is a sampled CPU profile, the sampler's own model (package export
 // encodes it as pprof): symbolized locations and stacks of location

@@ -1,24 +1,21 @@
 // Package sampler samples the program counters and stacks of processes with
 // a BPF program on per-CPU cpu-clock perf events, counts calls of chosen
-// functions with entry-only uprobes, and symbolizes what it gathered (ELF
-// and Go symbols through symtab, /proc/kallsyms for the kernel) into a
-// Profile, its own model (package export encodes it as pprof). sampler may
-// import bpf, symtab, unwind, debuginfo and internal/proc; it must not
-// import export or cmd.
+// functions with entry-only uprobes, and turns what it gathered into a
+// Profile, its own model (package export encodes it as pprof).
 //
 // User stacks are unwound from a copy of the user stack and registers the
-// BPF program takes per sample, with the mapped files' call frame
-// information (package unwind; unwind.go here), falling back to the
-// kernel's frame-pointer walk; functions are named from the files, or from
-// their separate debug files (package debuginfo; debugfiles.go).
+// BPF program takes per sample (unwind.go here), falling back to the
+// kernel's frame-pointer walk. Everything that turns addresses into frames
+// is internal/symbolize's, shared with the caller stacks of timed calls:
+// the processes' memory maps, read when a process's first sample arrives
+// (the BPF program wakes the reader for it), again after exec (the BPF
+// program reports it), and again when a sample taken after the last read
+// meets an address outside it; the vDSO; separate debug files; inlined
+// calls; the kernel's symbols.
 //
-// A process's memory map is read when its first sample arrives (the BPF
-// program wakes the reader for it), again after exec, and again when a
-// sample taken after the last read meets an address outside it (a library
-// the dynamic loader or dlopen mapped since; procs.go), and the mapped
-// files are opened at once, so a process that exits before the end keeps
-// symbolized samples. The vDSO, which has no file, is read from the
-// process's memory at the same moment and parsed as ELF (vdso.go).
+// sampler may import bpf, internal/features, internal/proc,
+// internal/symbolize, internal/symtab, internal/debuginfo and
+// internal/unwind; it must not import export or cmd.
 package sampler
 
 import (
@@ -38,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tpbpf "github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/debuginfo"
 	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/symbolize"
@@ -116,9 +114,12 @@ type Session struct {
 	reader      *ringbuf.Reader
 	start       time.Time
 	end         time.Time
-	procs       *procTable
-	stacks      map[string]*rawStack
-	records     uint64
+	procs       *symbolize.Procs
+	// goNoted is the image of each Go process whose g the BPF program
+	// was told of (noteGo), by PID.
+	goNoted map[int]uint64
+	stacks  map[string]*rawStack
+	records uint64
 	// copied and copies are the user stack bytes received and the
 	// samples that carried a copy.
 	copied, copies uint64
@@ -131,7 +132,7 @@ type Session struct {
 
 // rawStack is one distinct stack of one process image, with its count.
 type rawStack struct {
-	proc  *procImage
+	proc  *symbolize.Image
 	flags uint32
 	kern  []uint64
 	user  []uint64
@@ -171,7 +172,7 @@ func Start(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, procs: newProcTable(), stacks: map[string]*rawStack{}}
+	s := newSession(cfg)
 	if err := tpbpf.Load(spec, &s.objs, "the sampling programs"); err != nil {
 		return nil, err
 	}
@@ -180,6 +181,13 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newSession is a session of cfg before anything is loaded: its process
+// table finds separate debug files as the debuginfod client does
+// (debuginfo.FromEnv).
+func newSession(cfg Config) *Session {
+	return &Session{cfg: cfg, procs: symbolize.NewProcs(debuginfo.FromEnv()), goNoted: map[int]uint64{}, stacks: map[string]*rawStack{}}
 }
 
 // check validates the configuration and that the caller may observe the
@@ -390,7 +398,7 @@ func (s *Session) handle(b []byte) {
 	pid := int(le.Uint32(b[4:]))
 	switch kind {
 	case recExec:
-		s.procs.exec(pid)
+		s.procs.Exec(pid)
 		return
 	case recSample:
 	default:
@@ -402,14 +410,14 @@ func (s *Session) handle(b []byte) {
 	}
 	kn := l.kn
 	flags := le.Uint32(b[28:])
-	img := s.procs.image(pid)
+	img := s.procs.Image(pid)
 	s.noteGo(img)
 	kern := b[hdrSize:l.stack]
 	user, stop, copied, unwound := s.userStack(img, b, flags, l)
 	// Re-read the map when the walk met a user address outside it (a
 	// library mapped after the map was read) and walk again.
-	if stoppedOutside(stop) && img.refresh(le.Uint64(b[16:])) {
-		img = s.procs.image(pid)
+	if symbolize.StoppedOutside(stop) && img.Refresh(le.Uint64(b[16:])) {
+		img = s.procs.Image(pid)
 		s.noteGo(img)
 		user, stop, copied, unwound = s.userStack(img, b, flags, l)
 	}
@@ -419,7 +427,7 @@ func (s *Session) handle(b []byte) {
 	}
 	flags &^= flagSPWord | flagRegs | flagGoCgo
 	key := make([]byte, 0, 32+8*(kn+len(user)))
-	key = le.AppendUint64(key, img.id)
+	key = le.AppendUint64(key, img.ID())
 	key = le.AppendUint32(key, flags)
 	key = le.AppendUint16(key, uint16(kn))
 	key = append(key, kern...)
@@ -464,15 +472,15 @@ func layoutOf(b []byte) (recordLayout, bool) {
 // and stack copy when it has them (unwound; copied is the copy's length),
 // else the frame-pointer walk (with the frameless leaf's caller restored)
 // cut at its first address outside the process's executable mappings.
-func (s *Session) userStack(img *procImage, b []byte, flags uint32, l recordLayout) (user []uint64, stop walkStop, copied int, unwound bool) {
+func (s *Session) userStack(img *symbolize.Image, b []byte, flags uint32, l recordLayout) (user []uint64, stop walkStop, copied int, unwound bool) {
 	le := binary.LittleEndian
 	un := l.un
 	for i := 0; i < un; i++ {
 		user = append(user, le.Uint64(b[l.user+8*i:]))
 	}
-	if regs, stack, ok := parseUserRegs(b, flags, l.stack); ok && len(img.maps) > 0 {
-		sw := img.cgoSwitch(b, flags, l.goStack)
-		user, stop = img.unwindUser(regs, stack, user, sw)
+	if regs, stack, ok := parseUserRegs(b, flags, l.stack); ok && len(img.Maps()) > 0 {
+		sw := cgoSwitch(img, b, flags, l.goStack)
+		user, stop = img.Unwind(regs, stack, user, sw)
 		return user, stop, len(stack), true
 	}
 	// A frameless user leaf (or one in its prologue) hides its caller
@@ -481,11 +489,11 @@ func (s *Session) userStack(img *procImage, b []byte, flags uint32, l recordLayo
 	// instruction before it is a direct call of the leaf's function.
 	if flags&flagSPWord != 0 && un > 0 {
 		ra := le.Uint64(b[32:])
-		if (un < 2 || user[1] != ra) && img.isCallTo(ra, user[0]) {
+		if (un < 2 || user[1] != ra) && img.IsCallTo(ra, user[0]) {
 			user = append(user[:1], append([]uint64{ra}, user[1:]...)...)
 		}
 	}
-	user, stop = img.checkFramePointers(user)
+	user, stop = img.CutOutside(user)
 	return user, stop, 0, false
 }
 
@@ -503,7 +511,7 @@ func (s *Session) Stats() Stats {
 			}
 		}
 	}
-	st.Exited = s.procs.exited()
+	st.Exited = s.procs.Exited()
 	st.DrainCPU, st.SymbolizeCPU = s.drainCPU, s.symCPU
 	if s.objs.SampleCpu != nil {
 		if ps, err := s.objs.SampleCpu.Stats(); err == nil {
@@ -571,6 +579,6 @@ func (s *Session) Close() error {
 	if s.reader != nil {
 		s.reader.Close()
 	}
-	s.procs.close()
+	s.procs.Close()
 	return s.objs.Close()
 }

@@ -3,11 +3,8 @@ package sampler
 import (
 	"fmt"
 	"sort"
-	"strings"
 
-	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/symbolize"
-	"github.com/tickprof/tickprof/internal/symtab"
 	"github.com/tickprof/tickprof/internal/unwind"
 )
 
@@ -49,7 +46,7 @@ func (s *Session) Result() (*Profile, error) {
 	keys := make([]string, 0, len(s.stacks))
 	for k, st := range s.stacks {
 		keys = append(keys, k)
-		pids[st.proc.pid] = true
+		pids[st.proc.Pid()] = true
 	}
 	sort.Strings(keys) // deterministic output
 	stops := map[walkStop]int64{}
@@ -79,7 +76,7 @@ func (s *Session) Result() (*Profile, error) {
 func (sy *symbolizer) sample(st *rawStack, withPid bool) Sample {
 	sample := Sample{Count: st.count}
 	if withPid {
-		sample.Pid = int64(st.proc.pid)
+		sample.Pid = int64(st.proc.Pid())
 	}
 	for i, a := range st.kern {
 		sample.Locations = append(sample.Locations, sy.kernel(a, i == 0))
@@ -109,7 +106,7 @@ func (st *rawStack) truncated(outer, outerFile string) bool {
 	case len(st.user) == 0:
 		// A user process interrupted without a user stack lost it;
 		// kernel threads (no executable mappings) have none.
-		return len(st.proc.maps) > 0
+		return len(st.proc.Maps()) > 0
 	}
 	return !unwind.EndsStack(outer, outerFile)
 }
@@ -129,8 +126,8 @@ func (s *Session) runComments(procs int) []string {
 // mainExe is the executable of the first target, if known.
 func (s *Session) mainExe() string {
 	for _, pid := range s.cfg.PIDs {
-		if img, ok := s.procs.cur[pid]; ok && img.exe != "" {
-			return img.exe
+		if img, ok := s.procs.Current(pid); ok && img.Exe() != "" {
+			return img.Exe()
 		}
 	}
 	return s.cfg.Exe
@@ -176,34 +173,34 @@ func (sy *symbolizer) kernel(addr uint64, leaf bool) int {
 
 // user returns the location of a user address of a process image and its
 // function name ("" when unknown).
-func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string) {
-	mi, ok := proc.FindMapping(img.maps, addr)
+func (sy *symbolizer) user(img *symbolize.Image, addr uint64, leaf bool) (int, string) {
+	mi, ok := img.Find(addr)
 	if !ok {
-		k := locKey{mapping: -1, addr: addr, pid: img.pid}
+		k := locKey{mapping: -1, addr: addr, pid: img.Pid()}
 		if i, ok := sy.locs[k]; ok {
 			return i, ""
 		}
 		return sy.add(k, Location{Address: addr, Mapping: -1}), ""
 	}
-	m, bin := img.maps[mi], img.bins[mi]
-	pm := sy.mapping(m, bin)
+	pm := sy.mapping(img.Mapping(mi))
 	k := locKey{mapping: pm, addr: addr, leaf: leaf}
 	if i, ok := sy.locs[k]; ok {
 		return i, sy.d.Locations[i].Function
 	}
+	sl := img.Locate(addr, leaf)
 	loc := Location{Address: addr, Mapping: pm}
-	if bin != nil && bin.table != nil {
-		look := addr
-		if !leaf {
-			look--
-		}
-		if va, ok := bin.table.VAddr(look - m.Start + m.Offset); ok {
-			sy.name(&loc, img, bin, va)
+	if n := len(sl.Frames); n > 0 {
+		fr := sl.Frames[n-1]
+		loc.Function, loc.File, loc.Line = fr.Function, fr.File, fr.Line
+		for _, in := range sl.Frames[:n-1] {
+			loc.Inlined = append(loc.Inlined, Line(in))
 		}
 	}
-	if loc.Function == "" && m.Path == VDSOPath {
-		// Unnamed vDSO code is one function, not one per address.
-		loc.Function = VDSOPath
+	if sl.Lines {
+		sy.d.Mappings[pm].Lines = true
+	}
+	if sl.Inlines {
+		sy.d.Mappings[pm].Inlines = true
 	}
 	i := sy.add(k, loc)
 	return i, loc.Function
@@ -211,84 +208,16 @@ func (sy *symbolizer) user(img *procImage, addr uint64, leaf bool) (int, string)
 
 // mapping returns the profile mapping of an executable mapping, adding it
 // on first use.
-func (sy *symbolizer) mapping(m proc.Mapping, bin *binFile) int {
+func (sy *symbolizer) mapping(m symbolize.Mapping) int {
 	mk := fmt.Sprintf("%x-%x-%x-%s", m.Start, m.Limit, m.Offset, m.FileKey()+m.Path)
 	if pm, ok := sy.maps[mk]; ok {
 		return pm
 	}
-	em := ProfileMapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.Path}
-	if bin != nil {
-		em.File = bin.path
-		if bin.table != nil {
-			em.BuildID = bin.table.BuildID
-			if em.BuildID == "" {
-				em.BuildID = bin.table.GoBuildID
-			}
-			em.Symbolized = true
-		}
-	}
+	em := ProfileMapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.File, BuildID: m.BuildID, Symbolized: m.Symbolized}
 	pm := len(sy.d.Mappings)
 	sy.d.Mappings = append(sy.d.Mappings, em)
 	sy.maps[mk] = pm
 	return pm
-}
-
-// name fills loc's function, line and inlined frames for the file's
-// virtual address va, from the file's symbols or its separate debug
-// file's.
-func (sy *symbolizer) name(loc *Location, img *procImage, bin *binFile, va uint64) {
-	tab := bin.table
-	if dt := bin.debugSymbols(img.t.debug); dt != nil {
-		if _, _, ok := dt.Func(va); ok {
-			tab = dt
-		}
-	}
-	name, start, ok := tab.Func(va)
-	if !ok {
-		return
-	}
-	if tab != bin.table {
-		// Debug files' .symtab spells versioned aliases
-		// "__libc_start_main@@GLIBC_2.34".
-		if i := strings.Index(name, "@"); i > 0 {
-			name = name[:i]
-		}
-	}
-	if n, ok := bin.vdsoNames[start]; ok {
-		name = n
-	}
-	loc.Function = name
-	pm := loc.Mapping
-	if file, line, ok := tab.Line(va); ok {
-		loc.File, loc.Line = file, int64(line)
-		sy.d.Mappings[pm].Lines = true
-	}
-	if in := bin.inliner(); in != nil {
-		sy.d.Mappings[pm].Inlines = true
-		expandInlines(loc, in.frames(va), bin.table.IsGo)
-	}
-}
-
-// expandInlines turns a location whose address lies in inlined bodies
-// (inl, innermost first) into its chain of lines: the innermost body at the
-// address's own position, each enclosing one at the call site of the body
-// it holds, and the real function at the outermost call site.
-func expandInlines(loc *Location, inl []inlineFrame, isGo bool) {
-	if len(inl) == 0 {
-		return
-	}
-	name := func(n string) string {
-		if isGo {
-			return symtab.GoDisplayName(n)
-		}
-		return n
-	}
-	file, line := loc.File, loc.Line
-	for _, f := range inl {
-		loc.Inlined = append(loc.Inlined, Line{Function: name(f.Function), File: file, Line: line})
-		file, line = f.File, f.Line
-	}
-	loc.File, loc.Line = file, line
 }
 
 func (sy *symbolizer) add(k locKey, loc Location) int {

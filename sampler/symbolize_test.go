@@ -42,8 +42,8 @@ func record(pid uint32, flags uint32, kern, user []uint64) []byte {
 func TestSymbolizeSelf(t *testing.T) {
 	pc := uint64(symbolizeTarget())
 	caller := uint64(reflect.ValueOf(TestSymbolizeSelf).Pointer()) + 1
-	s := &Session{cfg: Config{Frequency: 1000, PIDs: []int{os.Getpid()}}, procs: newProcTable(), stacks: map[string]*rawStack{}}
-	defer s.procs.close()
+	s := newSession(Config{Frequency: 1000, PIDs: []int{os.Getpid()}})
+	defer s.procs.Close()
 	pid := uint32(os.Getpid())
 	for i := 0; i < 3; i++ {
 		s.handle(record(pid, 0, nil, []uint64{pc, caller}))

@@ -6,18 +6,16 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/unwind"
 )
 
 // DefaultStackBytes is the user stack copied per sample when Config leaves
-// StackBytes at 0: the most the BPF program copies. perf's default of 8 KiB
-// stopped short of main on every sqlite3 sample, 16 KiB on 5% of them
-// (bench/unwind); the copy ends at the top of the stack's mapping anyway.
+// StackBytes at 0: the most the BPF program copies.
 const DefaultStackBytes = MaxStackBytes
 
-// MaxStackBytes is the most the BPF program copies (MAX_STACK there: a per-CPU map value holds at most 32 KiB).
-const MaxStackBytes = 28672
+// MaxStackBytes is the most the BPF program copies (symbolize.MaxStackBytes).
+const MaxStackBytes = symbolize.MaxStackBytes
 
 // stackBytes is the copy size the configuration asks for (0 = none).
 func (c Config) stackBytes() int {
@@ -52,74 +50,6 @@ func ringBytes(hz, cpus, stackBytes int) uint32 {
 // walkStop is why a user stack ended where it did, for the profile's
 // comments: the reason and the file.
 type walkStop = unwind.Where
-
-// cfiTable returns the file's call frame information, read once.
-func (b *binFile) cfiTable() *unwind.Table {
-	if b.cfiDone {
-		return b.cfi
-	}
-	b.cfiDone = true
-	if b.f == nil {
-		return nil
-	}
-	t, err := unwind.NewTableDebug(b.f, b.debugPath)
-	if t == nil {
-		b.cfiErr = err
-		return nil
-	}
-	b.cfi, b.cfiErr = t, err
-	return t
-}
-
-// modules returns the image's executable mappings with their unwind
-// tables, built on first use.
-func (img *procImage) modules() []unwind.Module {
-	if img.mods != nil || len(img.maps) == 0 {
-		return img.mods
-	}
-	img.mods = make([]unwind.Module, len(img.maps))
-	for i, m := range img.maps {
-		um := unwind.Module{Start: m.Start, Limit: m.Limit, Offset: m.Offset, Name: m.Path}
-		if b := img.bins[i]; b != nil {
-			um.Name = b.path
-			um.Table = b.cfiTable()
-		}
-		img.mods[i] = um
-	}
-	return img.mods
-}
-
-// unwindUser walks the user stack of one sample from its registers and
-// stack copy, moving to the goroutine's stack at sw (a cgo call) if set. fp
-// is the frame-pointer walk the BPF program made, which continues the walk
-// where the copy ended too early (unwind.Walk).
-func (img *procImage) unwindUser(regs unwind.Regs, stack []byte, fp []uint64, sw *unwind.Switch) ([]uint64, walkStop) {
-	return unwind.Walk(img.modules(), regs, stack, fp, sw)
-}
-
-// stoppedOutside reports whether a walk stopped at an address outside
-// every executable mapping.
-func stoppedOutside(w walkStop) bool {
-	return w.Reason == unwind.StopOutsideMapping.String()
-}
-
-// checkFramePointers cuts a frame-pointer stack at its first address
-// outside every executable mapping: frame-pointer walks through code that
-// keeps no frame pointer read data (text, counters) as return addresses.
-func (img *procImage) checkFramePointers(user []uint64) ([]uint64, walkStop) {
-	for i, a := range user {
-		if _, ok := proc.FindMapping(img.maps, a); !ok {
-			stop := walkStop{Reason: unwind.StopOutsideMapping.String()}
-			if i > 0 {
-				if mi, ok := proc.FindMapping(img.maps, user[i-1]); ok {
-					stop.File = img.maps[mi].Path
-				}
-			}
-			return user[:i], stop
-		}
-	}
-	return user, walkStop{}
-}
 
 // parseUserRegs reads the registers and stack copy of a sample record.
 func parseUserRegs(b []byte, flags uint32, addrEnd int) (unwind.Regs, []byte, bool) {

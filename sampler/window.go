@@ -83,7 +83,7 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 	if err == nil {
 		pid := 0
 		for _, st := range s.stacks {
-			pid = st.proc.pid
+			pid = st.proc.Pid()
 			break
 		}
 		for i := range d.Samples {
@@ -95,26 +95,13 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 	s.stacks = map[string]*rawStack{}
 	s.start = end
 	s.restartBase = s.rephase.count()
-	s.procs.prune()
+	s.procs.Prune()
+	for pid := range s.goNoted {
+		if _, ok := s.procs.Current(pid); !ok {
+			delete(s.goNoted, pid)
+		}
+	}
 	return d, err
-}
-
-// prune drops the images of processes that exited; their samples were
-// symbolized into an emitted window.
-func (t *procTable) prune() {
-	for pid := range t.cur {
-		if !alive(pid) {
-			delete(t.cur, pid)
-		}
-	}
-	keep := t.all[:0]
-	for _, img := range t.all {
-		if cur, ok := t.cur[img.pid]; ok && cur == img {
-			keep = append(keep, img)
-		}
-	}
-	clear(t.all[len(keep):])
-	t.all = keep
 }
 
 // Watch adds a process to the running session's targets (its children are

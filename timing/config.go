@@ -41,7 +41,7 @@ type Config struct {
 	NoRecords bool
 	// StackBytes is the user stack a crossing record of a user function
 	// copies for its caller stack, unwound with call frame information
-	// (0: loader.DefaultStackBytes); negative: frame-pointer stacks only.
+	// (0: the most, 28672 bytes); negative: frame-pointer stacks only.
 	StackBytes int
 	// Estimate are the estimator options (the confidence level).
 	Estimate estimate.Options

@@ -14,8 +14,10 @@
 // priority) or read the programs' statistics does so between Open and Run.
 //
 // The result model (Result, TargetResult, Caller) is this package's own;
-// package export encodes it (pprof, JSON). timing may import loader,
-// estimate, histogram and internal/rank; it must not import export,
+// package export encodes it (pprof, JSON); caller stacks are named by
+// internal/symbolize, as the sampler's are. timing may import loader,
+// estimate, histogram, internal/rank and internal/symbolize; it must not
+// import export,
 // calibrate or cmd: the overhead correction comes in through the Corrector
 // interface.
 package timing

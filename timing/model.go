@@ -152,12 +152,33 @@ type Caller struct {
 	Unwound bool
 }
 
-// Frame is one symbolized frame.
+// Frame is one symbolized address of a caller stack, named the way the
+// sampler names it (internal/symbolize): the function holding the address
+// and, when calls were inlined there, the inlined functions.
 type Frame struct {
+	// Func is the function holding Addr ("" when unknown).
 	Func string
+	// File is the mapped file holding Addr ("" when unknown); Off is
+	// Addr's offset in it.
 	File string
 	Addr uint64
-	Off  uint64 // Addr's offset in File
+	Off  uint64
+	// Source and Line are the position in Func: of Addr, or of the call
+	// of the outermost inlined function when Inlined is not empty ("" and
+	// 0 when unknown).
+	Source string
+	Line   int64
+	// Inlined are the functions inlined into Func at Addr, innermost
+	// first, each at its own position: the innermost at Addr, each other
+	// at the call of the one it holds.
+	Inlined []SourceLine
+}
+
+// SourceLine is a function at a position in its source.
+type SourceLine struct {
+	Func   string
+	Source string
+	Line   int64
 }
 
 // Wall returns the estimated total time of the target in ns: d sum c_i,

@@ -6,6 +6,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/rank"
+	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
 // buildRun gathers the final results from the last poll p.
@@ -71,12 +72,26 @@ func targetCallers(callers []loader.Caller, i int, c loader.Counters) ([]Caller,
 		}
 		recs += cl.Records
 		tc := Caller{Calls: cl.Records, Ticks: cl.Ticks, Cut: cl.Cut, Unwound: cl.Unwound, Stop: cl.Stop.String()}
-		for _, fr := range cl.Stack {
-			tc.Frames = append(tc.Frames, Frame{Func: fr.Func, File: fr.File, Addr: fr.PC, Off: fr.Offset})
+		for _, l := range cl.Stack {
+			tc.Frames = append(tc.Frames, frameOf(l))
 		}
 		out = append(out, tc)
 	}
 	return out, subFloor(c.Crossings, recs)
+}
+
+// frameOf is the Frame of a symbolized address.
+func frameOf(l symbolize.Location) Frame {
+	f := Frame{File: l.Path, Addr: l.Addr, Off: l.Offset}
+	n := len(l.Frames)
+	if n == 0 {
+		return f
+	}
+	f.Func, f.Source, f.Line = l.Frames[n-1].Function, l.Frames[n-1].File, l.Frames[n-1].Line
+	for _, in := range l.Frames[:n-1] {
+		f.Inlined = append(f.Inlined, SourceLine{Func: in.Function, Source: in.File, Line: in.Line})
+	}
+	return f
 }
 
 // exactFigures are a target's exact-ns figures and, when validating a

@@ -18,6 +18,7 @@ import (
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -67,7 +68,7 @@ func newTimeCmd() *cobra.Command {
 	fl.StringVarP(&f.pprofOut, "output", "o", "", "write a pprof profile to `FILE` (.pb.gz)")
 	fl.BoolVar(&f.validate, "validate", false, "also read the ns clock on every call and report whether each tick-clock interval holds the exact mean of the same calls (a check of the clock's quantization on these calls, not of the long-run mean)")
 	fl.IntVar(&f.maxProbes, "max-probes", 256, "most functions one glob may expand to")
-	fl.IntVar(&f.userStack, "user-stack", loader.DefaultStackBytes, "copy `BYTES` of user stack per crossing record of a -u function to unwind its caller stack by call frame information (0: frame pointers only)")
+	fl.IntVar(&f.userStack, "user-stack", symbolize.MaxStackBytes, "copy `BYTES` of user stack per crossing record of a -u function to unwind its caller stack by call frame information (0: frame pointers only)")
 	fl.DurationVar(&f.interval, "interval", 200*time.Millisecond, "counter polling period (one batch each)")
 	fl.StringVar(&f.attach, "attach", "auto", "how -k functions are probed: auto, kprobe or fentry")
 	fl.BoolVar(&f.noCorrect, "no-correct", false, "do not subtract the calibrated probe overhead (show raw means only)")

@@ -10,6 +10,7 @@ import (
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -25,7 +26,7 @@ func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
 		cli.UsageIf(f.pid != 0 && len(argv) > 0, "give either -p PID or -- CMD, not both"),
 		cli.UsageIf(f.pid < 0, "-p %d: a process ID is positive", f.pid),
 		cli.UsageIf(f.maxProbes < 1, "--max-probes %d: want at least 1", f.maxProbes),
-		cli.UsageIf(f.userStack < 0 || f.userStack > loader.DefaultStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, loader.DefaultStackBytes),
+		cli.UsageIf(f.userStack < 0 || f.userStack > symbolize.MaxStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, symbolize.MaxStackBytes),
 		cli.UsageIf(f.interval < 10*time.Millisecond || f.interval > time.Hour, "--interval %s: want 10ms to 1h", f.interval),
 		attachMode(f.attach, &cfg.Targets),
 		checkOutput("--json", f.jsonOut),

@@ -12,7 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -28,7 +28,7 @@ func TestTimeCommandCallerStacks(t *testing.T) {
 	for _, tc := range []struct {
 		userStack int
 		wantMain  bool
-	}{{loader.DefaultStackBytes, true}, {0, false}} {
+	}{{symbolize.MaxStackBytes, true}, {0, false}} {
 		dir := t.TempDir()
 		prof := filepath.Join(dir, "prof.pb.gz")
 		f := timeFlags{users: []string{"tp_frameless_work"}, clock: "ns", confidence: "95%", maxProbes: 256,

@@ -36,7 +36,7 @@
 // entries kept by the call's stack frame, tp_frame_enter/tp_frame_uexit,
 // falling back to tp_tasks), tp_records, tp_stacks, tp_ustack (the scratch
 // value of a user function's crossing record with its stack copy, unwound
-// here with package unwind: ustack.go), tp_runstats, tp_zero, and the
+// and symbolized with internal/symbolize: ustack.go), tp_runstats, tp_zero, and the
 // load-time constants tp_clock, tp_exact, tp_tick_ns, tp_filter_tgid,
 // tp_want_records, tp_record_ns, tp_record_shift, tp_one_target,
 // tp_stack_bytes. A program with its own entry state ends a call with
@@ -73,6 +73,12 @@
 // resolve to KindGoUser (ResolveUser checks symtab IsGo) and are probed at
 // their RET instructions: a uretprobe must never touch a Go program.
 //
-// loader may import bpf, estimate, histogram, symtab, debuginfo, unwind,
-// internal/proc and internal/tick; it must not import timing, sampler, export or cmd.
+// Caller stacks are turned into frames by internal/symbolize, the
+// symbolizer the sampler uses too: the same memory maps and rereads,
+// vDSO, separate debug files and inlined calls (ustack.go).
+//
+// loader may import bpf, estimate, histogram, internal/symtab,
+// internal/symbolize, internal/debuginfo, internal/unwind, internal/proc,
+// internal/features and internal/tick; it must not import timing,
+// sampler, export or cmd.
 package loader

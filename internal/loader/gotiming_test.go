@@ -230,7 +230,7 @@ func TestGoTiming(t *testing.T) {
 					continue
 				}
 				stacks++
-				if len(cl.Stack) >= 2 && cl.Stack[0].Func == "main.Work" && cl.Stack[1].PC == callRet {
+				if len(cl.Stack) >= 2 && cl.Stack[0].Function() == "main.Work" && cl.Stack[1].Addr == callRet {
 					withCaller++
 				} else if stacks-withCaller <= 2 {
 					t.Logf("stack without main.nest's call of main.Work (%#x) second: %+v", callRet, cl.Stack[:min(len(cl.Stack), 3)])

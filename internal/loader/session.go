@@ -9,7 +9,6 @@ import (
 	"math/bits"
 	"os"
 	"os/exec"
-	"sort"
 	"sync"
 	"time"
 
@@ -20,7 +19,9 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/internal/debuginfo"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/tick"
 	"github.com/tickprof/tickprof/internal/unwind"
 )
@@ -100,7 +101,7 @@ type Options struct {
 	CheckEvery int
 	// StackBytes is how much of the user stack a crossing record of a
 	// user function copies, for its caller stack unwound with call frame
-	// information (0: DefaultStackBytes, also the most); negative: none,
+	// information (0: symbolize.MaxStackBytes, also the most); negative: none,
 	// caller stacks are then the kernel's frame-pointer walks. Only with
 	// PID set.
 	StackBytes int
@@ -198,7 +199,11 @@ type Session struct {
 	finalHists []*histogram.Hist
 	// refine is the refinement's state (qhist.go; nil until Refine).
 	refine *refineState
-	procs  *procMaps
+	// procs symbolizes the timed process's caller stacks (nil when every
+	// process is timed); procMu guards it and its images, used by the
+	// drain and by Callers.
+	procs  *symbolize.Procs
+	procMu sync.Mutex
 	// checkEvery is the clock check's rate per target (tp_check).
 	checkEvery []uint32
 	// stackRefused is why the kernel refused the programs with the stack
@@ -209,6 +214,9 @@ type Session struct {
 type callerKey struct {
 	target  uint32
 	stackID int32
+	// img is the memory map of the process the stack is symbolized in
+	// (nil without a stack, or when every process is timed).
+	img *symbolize.Image
 	// pcs and stop are a stack unwound from a copy (stackID -1): its
 	// addresses (packPCs) and where it ended early.
 	pcs  string
@@ -267,8 +275,10 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		return nil, err
 	}
 	if opts.PID != 0 {
-		s.procs = newProcMaps(opts.PID)
-		s.procs.refresh()
+		// The map is read now, while the process lives; records that
+		// meet a library mapped since reread it (callerStack).
+		s.procs = symbolize.NewProcs(debuginfo.FromEnv())
+		s.procs.Image(opts.PID)
 	}
 	if err := s.attachAll(ctx); err != nil {
 		s.Close()
@@ -729,9 +739,6 @@ func (s *Session) Poll() (Poll, error) {
 	s.mu.Lock()
 	p.Records = s.records
 	s.mu.Unlock()
-	if s.procs != nil {
-		s.procs.refresh()
-	}
 	if !s.stopped {
 		s.adaptCheck(p)
 	}
@@ -897,7 +904,9 @@ func (s *Session) Close() error {
 		s.closers[i].Close()
 	}
 	if s.procs != nil {
-		s.procs.close()
+		s.procMu.Lock()
+		s.procs.Close()
+		s.procMu.Unlock()
 	}
 	return s.objs.Close()
 }
@@ -915,7 +924,7 @@ func (s *Session) drainLoop() {
 		// the first 200 ms. A command the session started maps its
 		// libraries after exec, so the maps read at the start lack them
 		// and a caller stack through them must reread the maps
-		// (unwindCaller) while the process lives: a command running for
+		// (callerStack) while the process lives: a command running for
 		// 20 ms would otherwise have exited before its first record was
 		// read, and every stack would stop at its first library frame.
 		wait := 50 * time.Millisecond
@@ -945,11 +954,8 @@ func (s *Session) addRecord(b []byte) {
 		target:  binary.LittleEndian.Uint32(b[0:]),
 		stackID: int32(binary.LittleEndian.Uint32(b[12:])),
 	}
-	if k.stackID < 0 && len(b) > urecordHdr && s.procs != nil {
-		if regs, stack, ok := parseURecord(b); ok {
-			pcs, stop := s.procs.unwindCaller(regs, stack)
-			k.pcs, k.stop = packPCs(pcs), stop
-		}
+	if s.procs != nil && (k.stackID >= 0 || len(b) > urecordHdr) {
+		s.callerStack(&k, b)
 	}
 	ticks := binary.LittleEndian.Uint64(b[16:])
 	if s.opts.RecordGrid > 0 {
@@ -971,25 +977,14 @@ func (s *Session) addRecord(b []byte) {
 	s.mu.Unlock()
 }
 
-// Frame is one symbolized stack frame.
-type Frame struct {
-	// PC is the address in the process.
-	PC uint64
-	// Func is the function name ("" when unknown).
-	Func string
-	// File is the mapped file holding PC ("" when unknown).
-	File string
-	// Offset is PC's offset in File.
-	Offset uint64
-}
-
 // Caller is the crossing records of one target from one caller stack.
 type Caller struct {
 	// Target is the index of the target.
 	Target int
 	// Stack is the caller's stack, innermost first (the return address in
-	// the caller comes first); empty when it could not be captured.
-	Stack []Frame
+	// the caller comes first), each address with its frames (inlined
+	// calls first); empty when it could not be captured.
+	Stack []symbolize.Location
 	// Cut says the stack ended before its outermost frame: a walk by
 	// call frame information that stopped early, or a frame-pointer walk
 	// cut at an address outside every executable mapping (code without
@@ -1006,7 +1001,7 @@ type Caller struct {
 
 // Callers returns the per-caller attribution gathered from the crossing
 // records, largest tick count first. Stacks are symbolized with the
-// process's memory maps as last seen.
+// process's memory map each was taken in.
 func (s *Session) Callers() []Caller {
 	s.mu.Lock()
 	keys := make([]callerKey, 0, len(s.callers))
@@ -1015,7 +1010,6 @@ func (s *Session) Callers() []Caller {
 	}
 	s.mu.Unlock()
 	out := make([]Caller, 0, len(keys))
-	pcs := make([]uint64, s.objs.TpStacks.ValueSize()/8)
 	for _, k := range keys {
 		s.mu.Lock()
 		a := *s.callers[k]
@@ -1023,13 +1017,13 @@ func (s *Session) Callers() []Caller {
 		c := Caller{Target: int(k.target), Records: a.records, Ticks: a.ticks, Ns: a.ns}
 		switch {
 		case k.stackID >= 0:
-			if err := s.objs.TpStacks.Lookup(uint32(k.stackID), &pcs); err == nil {
-				s.symbolizeStack(&c, pcs)
+			if pcs := s.fpStack(k.stackID); pcs != nil {
+				s.symbolizeStack(&c, k.img, pcs)
 				checkFPEnd(&c)
 			}
 		case k.pcs != "" || k.stop.Reason != "":
 			c.Unwound = true
-			s.symbolizeStack(&c, unpackPCs(k.pcs))
+			s.symbolizeStack(&c, k.img, unpackPCs(k.pcs))
 			if c.Stop == (unwind.Where{}) {
 				c.Stop = k.stop
 			}
@@ -1037,59 +1031,7 @@ func (s *Session) Callers() []Caller {
 		}
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Ticks != out[j].Ticks {
-			return out[i].Ticks > out[j].Ticks
-		}
-		return out[i].Records > out[j].Records
-	})
+	out = mergeCallers(out)
+	sortCallers(out)
 	return out
-}
-
-// symbolizeStack sets c's stack from pcs (leaf first, ending at the first
-// 0), cut at the first address outside every executable mapping.
-func (s *Session) symbolizeStack(c *Caller, pcs []uint64) {
-	for i, pc := range pcs {
-		if pc == 0 {
-			break
-		}
-		f, ok := s.lookup(pc)
-		if !ok {
-			c.Cut = true
-			c.Stop = unwind.Where{Reason: unwind.StopOutsideMapping.String()}
-			if i > 0 {
-				c.Stop.File = c.Stack[i-1].File
-			}
-			return
-		}
-		c.Stack = append(c.Stack, f)
-	}
-}
-
-// checkFPEnd marks a frame-pointer stack whose outermost frame is no
-// process or thread start as cut: the walk met a frame without a frame
-// pointer, or the depth limit (TP_STACK_DEPTH).
-func checkFPEnd(c *Caller) {
-	if c.Cut || len(c.Stack) == 0 {
-		return
-	}
-	last := c.Stack[len(c.Stack)-1]
-	if !unwind.EndsStack(last.Func, last.File) {
-		c.Cut = true
-		c.Stop = unwind.Where{Reason: "frame-pointer walk ended before the outermost frame", File: last.File}
-	}
-}
-
-func (s *Session) lookup(pc uint64) (Frame, bool) {
-	if s.procs == nil {
-		return Frame{PC: pc}, true
-	}
-	return s.procs.lookup(pc)
-}
-
-func (s *Session) symbolize(pc uint64) Frame {
-	if s.procs == nil {
-		return Frame{PC: pc}
-	}
-	return s.procs.symbolize(pc)
 }

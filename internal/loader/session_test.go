@@ -171,7 +171,7 @@ func TestTickClockCoversNs(t *testing.T) {
 			for _, cl := range callers {
 				ticks += cl.Ticks
 				for _, f := range cl.Stack {
-					if strings.Contains(f.Func, "worker") {
+					if strings.Contains(f.Function(), "worker") {
 						found = true
 					}
 				}

@@ -2,18 +2,12 @@ package loader
 
 import (
 	"encoding/binary"
-	"os"
-	"time"
+	"sort"
+	"strings"
 
-	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/unwind"
 )
-
-// DefaultStackBytes is the user stack a crossing record of a user function
-// copies when Options.StackBytes is 0: the most the BPF program copies
-// (TP_MAX_STACK, as `sample`'s default; a per-CPU map value holds at most
-// 32 KiB). The copy ends at the top of the stack's mapping anyway.
-const DefaultStackBytes = 28672
 
 // stackRingBytes is the crossing-record ring buffer when records carry
 // stack copies and Options.RingSize is 0: 8 MiB, about 300 records of the
@@ -32,8 +26,8 @@ func (o Options) stackBytes() uint32 {
 	switch {
 	case o.StackBytes < 0 || o.PID == 0 || o.NoRecords:
 		return 0
-	case o.StackBytes == 0 || o.StackBytes > DefaultStackBytes:
-		return DefaultStackBytes
+	case o.StackBytes == 0 || o.StackBytes > symbolize.MaxStackBytes:
+		return symbolize.MaxStackBytes
 	}
 	return uint32(o.StackBytes)
 }
@@ -77,72 +71,147 @@ func unpackPCs(s string) []uint64 {
 	return out
 }
 
-// unwindCaller walks a crossing record's stack copy with the call frame
-// information of the process's files. At a uretprobe the registers are the
-// caller's own (ip the return address in it), so the first frame is the
-// caller. A walk that leaves the known maps rereads them (a library loaded
-// since) and walks again.
-func (p *procMaps) unwindCaller(regs unwind.Regs, stack []byte) ([]uint64, unwind.Where) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pcs, stop := unwind.Walk(p.modules(), regs, stack, nil, nil)
-	if stop.Reason == unwind.StopOutsideMapping.String() && p.reread() {
-		pcs, stop = unwind.Walk(p.modules(), regs, stack, nil, nil)
+// callerStack sets the caller stack of a crossing record b of the timed
+// process in k: the process's memory map it is symbolized in and, for a
+// record with a stack copy, the stack unwound with the map's call frame
+// information (at a uretprobe the registers are the caller's own, ip the
+// return address in it, so the first frame is the caller). A stack that
+// leaves the map rereads it (symbolize.Image.Refresh: a library loaded
+// since, or a program exec'd) and is walked again; a frame-pointer stack
+// (k.stackID) is checked the same way the first time it is seen in a map.
+func (s *Session) callerStack(k *callerKey, b []byte) {
+	pid := int(binary.LittleEndian.Uint32(b[4:]))
+	if pid == 0 {
+		pid = s.opts.PID
 	}
-	return pcs, stop
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
+	img := s.procs.Image(pid)
+	if k.stackID >= 0 {
+		k.img = img
+		s.mu.Lock()
+		_, seen := s.callers[*k]
+		s.mu.Unlock()
+		if !seen {
+			if _, stop := img.CutOutside(s.fpStack(k.stackID)); symbolize.StoppedOutside(stop) && img.Refresh(symbolize.MonotonicNs()) {
+				k.img = s.procs.Image(pid)
+			}
+		}
+		return
+	}
+	regs, stack, ok := parseURecord(b)
+	if !ok {
+		return
+	}
+	pcs, stop := img.Unwind(regs, stack, nil, nil)
+	// The record was taken before it was read: now bounds its time.
+	if symbolize.StoppedOutside(stop) && img.Refresh(symbolize.MonotonicNs()) {
+		img = s.procs.Image(pid)
+		pcs, stop = img.Unwind(regs, stack, nil, nil)
+	}
+	k.img, k.pcs, k.stop = img, packPCs(pcs), stop
 }
 
-// reread rereads the maps at most every 20 ms, with p.mu held; it reports
-// whether they were read. (The first time at once: a command held at its
-// exec had not mapped its libraries when the maps were first read.)
-func (p *procMaps) reread() bool {
-	if time.Since(p.rereadAt) < 20*time.Millisecond {
-		return false
-	}
-	p.rereadAt = time.Now()
-	m, err := readMaps(p.pid)
-	if err != nil || len(m) == 0 {
-		return false
-	}
-	p.setMaps(m)
-	return true
-}
-
-// modules returns the executable mappings with their call frame
-// information, with p.mu held; tables are built once per file.
-func (p *procMaps) modules() []unwind.Module {
-	if p.mods != nil {
-		return p.mods
-	}
-	p.mods = make([]unwind.Module, len(p.maps))
-	for i, m := range p.maps {
-		p.mods[i] = unwind.Module{Start: m.Start, Limit: m.Limit, Offset: m.Offset, Name: m.Path, Table: p.cfiTable(m.Path)}
-	}
-	return p.mods
-}
-
-// cfiTable returns the call frame information of a mapped file (with its
-// separate debug file's .debug_frame, when found), or nil.
-func (p *procMaps) cfiTable(path string) *unwind.Table {
-	if t, ok := p.cfi[path]; ok {
-		return t
-	}
-	if p.cfi == nil {
-		p.cfi = map[string]*unwind.Table{}
-	}
-	p.cfi[path] = nil
-	f, err := os.Open(proc.RootPath(p.pid, path))
-	if err != nil {
+// fpStack reads the kernel's frame-pointer walk stackID from tp_stacks,
+// up to its first 0 (nil when it is gone).
+func (s *Session) fpStack(stackID int32) []uint64 {
+	pcs := make([]uint64, s.objs.TpStacks.ValueSize()/8)
+	if err := s.objs.TpStacks.Lookup(uint32(stackID), &pcs); err != nil {
 		return nil
 	}
-	defer f.Close()
-	dbg := ""
-	if st := p.table(path); st != nil {
-		p.debugTable(path, st)
-		dbg = p.debugPath[path]
+	for i, pc := range pcs {
+		if pc == 0 {
+			return pcs[:i]
+		}
 	}
-	if t, _ := unwind.NewTableDebug(f, dbg); t != nil {
-		p.cfi[path] = t
+	return pcs
+}
+
+// symbolizeStack sets c's stack from pcs (leaf first), symbolized in img
+// (nil: every process is timed, the addresses stay unnamed), cut at the
+// first address outside every executable mapping.
+func (s *Session) symbolizeStack(c *Caller, img *symbolize.Image, pcs []uint64) {
+	if img == nil {
+		for _, pc := range pcs {
+			c.Stack = append(c.Stack, symbolize.Location{Addr: pc, Mapping: -1})
+		}
+		return
 	}
-	return p.cfi[path]
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
+	if len(img.Maps()) > 0 { // else the map was never read: nothing to cut at
+		var stop unwind.Where
+		if pcs, stop = img.CutOutside(pcs); stop.Reason != "" {
+			c.Cut, c.Stop = true, stop
+		}
+	}
+	for _, pc := range pcs {
+		c.Stack = append(c.Stack, img.Locate(pc, false))
+	}
+}
+
+// checkFPEnd marks a frame-pointer stack whose outermost frame is no
+// process or thread start as cut: the walk met a frame without a frame
+// pointer, or the depth limit (TP_STACK_DEPTH).
+func checkFPEnd(c *Caller) {
+	if c.Cut || len(c.Stack) == 0 {
+		return
+	}
+	last := c.Stack[len(c.Stack)-1]
+	if !unwind.EndsStack(last.Function(), last.Path) {
+		c.Cut = true
+		c.Stop = unwind.Where{Reason: "frame-pointer walk ended before the outermost frame", File: last.Path}
+	}
+}
+
+// mergeCallers adds up the callers whose stacks came out the same from
+// different memory maps of the process (a map reread between their
+// records).
+func mergeCallers(cs []Caller) []Caller {
+	at := map[string]int{}
+	out := cs[:0]
+	for _, c := range cs {
+		k := callerIdentity(c)
+		if i, ok := at[k]; ok {
+			out[i].Records += c.Records
+			out[i].Ticks += c.Ticks
+			out[i].Ns += c.Ns
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, c)
+	}
+	return out
+}
+
+// callerIdentity is what makes two callers the same: target, how the
+// stack was taken and where it ended, and each frame's address, file and
+// functions.
+func callerIdentity(c Caller) string {
+	var b strings.Builder
+	b.WriteString(packPCs([]uint64{uint64(c.Target)}))
+	if c.Cut {
+		b.WriteByte('c')
+	}
+	if c.Unwound {
+		b.WriteByte('u')
+	}
+	b.WriteString(c.Stop.String())
+	for _, l := range c.Stack {
+		b.WriteString("\x00" + packPCs([]uint64{l.Addr}) + l.Path)
+		for _, f := range l.Frames {
+			b.WriteString("\x01" + f.Function)
+		}
+	}
+	return b.String()
+}
+
+// sortCallers orders callers by tick count, then records, largest first.
+func sortCallers(out []Caller) {
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Ticks != out[j].Ticks {
+			return out[i].Ticks > out[j].Ticks
+		}
+		return out[i].Records > out[j].Records
+	})
 }

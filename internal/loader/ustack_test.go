@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/internal/unwind"
 )
 
 // callersBinary returns testdata/c/callers.c built -O2
@@ -50,7 +52,7 @@ func reachMain(t *testing.T, cs []Caller) (main, cut, records uint64) {
 		}
 		var got []string
 		for _, f := range c.Stack {
-			got = append(got, f.Func)
+			got = append(got, f.Function())
 		}
 		i := 0
 		for _, fn := range got {
@@ -93,5 +95,25 @@ func TestCallerStacksFrameless(t *testing.T) {
 	}
 	if fcut != frecords {
 		t.Errorf("frame-pointer stacks: %d of %d records marked cut; every one ended early", fcut, frecords)
+	}
+}
+
+// TestMergeCallers: callers whose stacks came out the same from two
+// memory maps of the process (a reread between their records) are one
+// caller; a stack that differs in a frame, or in how it ended, is not.
+func TestMergeCallers(t *testing.T) {
+	loc := func(addr uint64, fn string) symbolize.Location {
+		return symbolize.Location{Addr: addr, Path: "/bin/app", Frames: []symbolize.Frame{{Function: fn, File: "app.c", Line: 3}}}
+	}
+	stack := []symbolize.Location{loc(0x10, "a"), loc(0x20, "main")}
+	cs := mergeCallers([]Caller{
+		{Target: 0, Stack: stack, Records: 1, Ticks: 2, Ns: 3},
+		{Target: 0, Stack: []symbolize.Location{loc(0x10, "a"), loc(0x20, "main")}, Records: 10, Ticks: 20, Ns: 30},
+		{Target: 0, Stack: stack[:1], Records: 100, Ticks: 200},
+		{Target: 0, Stack: stack, Cut: true, Stop: unwind.Where{Reason: "x"}, Records: 1000},
+		{Target: 1, Stack: stack, Records: 10000},
+	})
+	if len(cs) != 4 || cs[0].Records != 11 || cs[0].Ticks != 22 || cs[0].Ns != 33 {
+		t.Errorf("merged callers %+v", cs)
 	}
 }

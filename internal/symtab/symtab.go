@@ -117,6 +117,10 @@ type Table struct {
 	lineOnce sync.Once
 	lines    lineTable
 	lineErr  error
+
+	dwOnce sync.Once
+	dw     *dwarf.Data
+	dwErr  error
 }
 
 // PIE reports whether the file is position independent (ET_DYN): a PIE
@@ -781,6 +785,19 @@ func (t *Table) Line(addr uint64) (file string, line int, ok bool) {
 	return t.lines.line(addr)
 }
 
+// DWARF returns the file's DWARF data, read (and decompressed) on the
+// first call and shared by every later one, Line's included.
+func (t *Table) DWARF() (*dwarf.Data, error) {
+	t.dwOnce.Do(func() {
+		if t.f == nil {
+			t.dwErr = fmt.Errorf("table of %s is closed", t.Path)
+			return
+		}
+		t.dw, t.dwErr = t.f.DWARF()
+	})
+	return t.dw, t.dwErr
+}
+
 // LineErr reports why line information is unavailable, after Line was called.
 func (t *Table) LineErr() error { return t.lineErr }
 
@@ -807,7 +824,7 @@ func (t *Table) loadLines() {
 			t.lineErr = fmt.Errorf("read Go line table of %s: %w", t.Path, err)
 		}
 	}
-	d, err := t.f.DWARF()
+	d, err := t.DWARF()
 	if err != nil {
 		t.lineErr = fmt.Errorf("no line information in %s: %w", t.Path, err)
 		return

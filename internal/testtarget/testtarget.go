@@ -5,7 +5,8 @@
 // makes its calls, reads the "key value" lines a target writes about its
 // own measurements (ReadKV), gives a test what it needs to run a child as
 // another user (Setpriv, SelfCopy), reads a target's symbol table
-// (Symbols), and profiles a spin of the test itself with runtime/pprof
+// (Symbols), asks binutils' addr2line what a target's addresses are
+// (Addr2line), and profiles a spin of the test itself with runtime/pprof
 // (CPUProfile). A missing gcc has one policy: the test is skipped with the
 // reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
 //
@@ -131,6 +132,14 @@ func buildC(src, out string, flags []string) build {
 func Timed(t testing.TB) string {
 	t.Helper()
 	return C(t, "c/timed.c", "timed", "-fno-omit-frame-pointer", "-pthread", "-pie")
+}
+
+// Inlined returns testdata/c/inlined.c built -O2 -g (its hot function
+// inlined into its caller) and -rdynamic (its functions stay named in
+// .dynsym when the binary is stripped).
+func Inlined(t testing.TB) string {
+	t.Helper()
+	return C(t, "c/inlined.c", "inlined", "-O2", "-rdynamic")
 }
 
 // Burn returns testdata/sample/burn.c built for sampling.

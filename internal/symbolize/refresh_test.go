@@ -1,4 +1,4 @@
-package sampler
+package symbolize
 
 import (
 	"os"
@@ -12,31 +12,31 @@ import (
 // map read while the dynamic loader was still mapping libraries must not
 // lose the samples that follow), and then at most every rereadGap.
 func TestRefreshPolicy(t *testing.T) {
-	tab := newProcTable()
+	tab := NewProcs(nil)
 	pid := os.Getpid()
-	img := tab.image(pid)
+	img := tab.Image(pid)
 	if img.err != nil || img.reads != 1 || img.readNs == 0 {
 		t.Fatalf("first read: reads %d at %d ns, err %v", img.reads, img.readNs, img.err)
 	}
-	if img.refresh(img.readNs - 1) {
+	if img.Refresh(img.readNs - 1) {
 		t.Fatal("a sample taken before the read reread the map")
 	}
 	for want := 2; want <= quickRereads; want++ {
-		if !img.refresh(img.readNs + 1) {
+		if !img.Refresh(img.readNs + 1) {
 			t.Fatalf("read %d: a sample taken after the read did not reread the map", want)
 		}
-		next := tab.image(pid)
+		next := tab.Image(pid)
 		if next == img || next.reads != want || next.readNs < img.readNs {
 			t.Fatalf("read %d: image %p (reads %d) after %p", want, next, next.reads, img)
 		}
 		img = next
 	}
 	img.readAt = time.Now().Add(time.Hour) // no stall of the test can make the gap
-	if img.refresh(img.readNs + 1) {
+	if img.Refresh(img.readNs + 1) {
 		t.Fatalf("read %d followed read %d within %v", quickRereads+1, quickRereads, rereadGap)
 	}
 	img.readAt = time.Now().Add(-rereadGap)
-	if !img.refresh(img.readNs + 1) {
+	if !img.Refresh(img.readNs + 1) {
 		t.Fatalf("no reread %v after the last", rereadGap)
 	}
 }
@@ -51,15 +51,15 @@ func TestRefreshKeepsMapOfExitingProcess(t *testing.T) {
 	if err != nil || len(b) != 0 {
 		t.Skipf("PID 2 is not a kernel thread with an empty map here (%d bytes, %v)", len(b), err)
 	}
-	tab := newProcTable()
-	img := tab.image(os.Getpid())
+	tab := NewProcs(nil)
+	img := tab.Image(os.Getpid())
 	if len(img.maps) == 0 {
 		t.Fatalf("no executable mapping in this process: %v", img.err)
 	}
 	img.pid = 2
 	img.readAt = time.Now().Add(time.Hour) // no stall of the test can make the gap
 	for i := 1; i <= quickRereads; i++ {
-		if img.refresh(img.readNs + 1) {
+		if img.Refresh(img.readNs + 1) {
 			t.Fatal("an empty reread replaced the map")
 		}
 	}

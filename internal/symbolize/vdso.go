@@ -1,4 +1,4 @@
-package sampler
+package symbolize
 
 import (
 	"bytes"
@@ -86,7 +86,7 @@ func parseVDSO(b []byte) (*vdsoImage, error) {
 // process's memory now (while it lives) and cached by content: one image
 // serves every process of the same kernel and ABI. A read that fails (the
 // process is gone) yields a binFile without a table and is not cached.
-func (t *procTable) vdso(pid int, m proc.Mapping) *binFile {
+func (t *Procs) vdso(pid int, m proc.Mapping) *binFile {
 	b, err := readVDSO(pid, m)
 	if err != nil {
 		return &binFile{path: VDSOPath, err: err}

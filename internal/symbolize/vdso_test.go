@@ -1,4 +1,4 @@
-package sampler
+package symbolize
 
 import (
 	"os"
@@ -74,8 +74,8 @@ func TestParseVDSOSelf(t *testing.T) {
 		t.Errorf("a truncated image parsed")
 	}
 
-	pt := newProcTable()
-	defer pt.close()
+	pt := NewProcs(nil)
+	defer pt.Close()
 	f1, f2 := pt.vdso(os.Getpid(), m), pt.vdso(os.Getpid(), m)
 	if f1.table == nil || f1 != f2 || len(pt.vdsos) != 1 {
 		t.Errorf("vDSO not cached: %p %p (err %v), %d cached", f1, f2, f1.err, len(pt.vdsos))
@@ -85,11 +85,11 @@ func TestParseVDSOSelf(t *testing.T) {
 	}
 }
 
-// TestSymbolizeVDSOSelf symbolizes addresses in this process's vDSO (no
-// BPF): one inside clock_gettime gets the __vdso_ name and the mapping the
-// build ID; two in the ELF header, which no function holds, fold into the
-// one function [vdso] and keep their addresses.
-func TestSymbolizeVDSOSelf(t *testing.T) {
+// TestLocateVDSOSelf symbolizes addresses in this process's vDSO: one
+// inside clock_gettime gets the __vdso_ name and the mapping the build ID;
+// two in the ELF header, which no function holds, fold into the one
+// function [vdso] and keep their addresses.
+func TestLocateVDSOSelf(t *testing.T) {
 	m := selfVDSO(t)
 	b, err := readVDSO(os.Getpid(), m)
 	if err != nil {
@@ -100,31 +100,18 @@ func TestSymbolizeVDSOSelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	inFunc := m.Start + vdsoFunc(t, v, "clock_gettime") + 4
-	s := &Session{cfg: Config{Frequency: 1000, PIDs: []int{os.Getpid()}}, procs: newProcTable(), stacks: map[string]*rawStack{}}
-	defer s.procs.close()
-	pid := uint32(os.Getpid())
-	for _, a := range []uint64{inFunc, m.Start + 8, m.Start + 16} {
-		s.handle(record(pid, 0, nil, []uint64{a}))
-	}
-	d, err := s.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[uint64]string{}
-	for _, l := range d.Locations {
-		if l.Mapping < 0 || d.Mappings[l.Mapping].File != VDSOPath {
-			t.Errorf("location %+v not in the vDSO mapping", l)
-			continue
-		}
-		got[l.Address] = l.Function
-		if mp := d.Mappings[l.Mapping]; mp.BuildID == "" || !mp.Symbolized {
-			t.Errorf("vDSO mapping %+v: want build ID and symbolized", mp)
-		}
-	}
+	pt := NewProcs(nil)
+	defer pt.Close()
+	img := pt.Image(os.Getpid())
 	want := map[uint64]string{inFunc: "__vdso_clock_gettime", m.Start + 8: VDSOPath, m.Start + 16: VDSOPath}
 	for a, fn := range want {
-		if got[a] != fn {
-			t.Errorf("address %#x symbolized as %q, want %q (all: %v)", a, got[a], fn, got)
+		l := img.Locate(a, true)
+		if l.Mapping < 0 || l.Path != VDSOPath || l.Function() != fn || len(l.Frames) != 1 {
+			t.Errorf("address %#x located as %+v, want %s in %s", a, l, fn, VDSOPath)
+			continue
+		}
+		if mp := img.Mapping(l.Mapping); mp.BuildID == "" || !mp.Symbolized || mp.File != VDSOPath {
+			t.Errorf("vDSO mapping %+v: want build ID and symbolized", mp)
 		}
 	}
 }

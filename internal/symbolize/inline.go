@@ -1,9 +1,7 @@
-package sampler
+package symbolize
 
 import (
 	"debug/dwarf"
-	"debug/elf"
-	"io"
 	"sort"
 )
 
@@ -37,16 +35,8 @@ type subRange struct {
 	off    dwarf.Offset
 }
 
-// newInliner reads the DWARF data of an open ELF file; nil when it has none.
-func newInliner(r io.ReaderAt) *inliner {
-	f, err := elf.NewFile(r)
-	if err != nil {
-		return nil
-	}
-	d, err := f.DWARF()
-	if err != nil {
-		return nil
-	}
+// newInliner reads the inlined calls of DWARF data d.
+func newInliner(d *dwarf.Data) *inliner {
 	return &inliner{d: d, units: map[dwarf.Offset]*unitIndex{}, names: map[dwarf.Offset]string{}}
 }
 
@@ -66,7 +56,9 @@ func (in *inliner) inlinedAt(r *dwarf.Reader, pc uint64) []*dwarf.Entry {
 			continue
 		}
 		if e.Tag == dwarf.TagInlinedSubroutine || e.Tag == dwarf.TagLexDwarfBlock {
-			if in.contains(e, pc) {
+			// A lexical block without addresses of its own (GCC
+			// emits those) may still hold inlined calls.
+			if in.contains(e, pc) || e.Tag == dwarf.TagLexDwarfBlock && !hasRanges(e) {
 				if e.Tag == dwarf.TagInlinedSubroutine {
 					chain = append(chain, e)
 				}
@@ -135,29 +127,45 @@ func (in *inliner) contains(e *dwarf.Entry, pc uint64) bool {
 	return false
 }
 
-// name returns the name of an inlined subroutine from its abstract origin.
+// hasRanges reports whether e has addresses of its own.
+func hasRanges(e *dwarf.Entry) bool {
+	return e.Val(dwarf.AttrLowpc) != nil || e.Val(dwarf.AttrRanges) != nil
+}
+
+// name returns the name of an inlined subroutine: its own, else its
+// abstract origin's, following the origin's own origin or specification
+// (a C++ method's declaration) a few steps.
 func (in *inliner) name(e *dwarf.Entry) string {
-	if n, ok := e.Val(dwarf.AttrName).(string); ok {
-		return n
-	}
-	off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
-	if !ok {
-		return ""
-	}
-	if n, ok := in.names[off]; ok {
-		return n
-	}
-	r := in.d.Reader()
-	r.Seek(off)
-	n := ""
-	if o, err := r.Next(); err == nil && o != nil {
-		n, _ = o.Val(dwarf.AttrName).(string)
-		if n == "" {
-			n, _ = o.Val(dwarf.AttrLinkageName).(string)
+	for range 4 {
+		if n, ok := e.Val(dwarf.AttrName).(string); ok {
+			return n
 		}
+		off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+		if !ok {
+			if off, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset); !ok {
+				return ""
+			}
+		}
+		if n, ok := in.names[off]; ok {
+			return n
+		}
+		r := in.d.Reader()
+		r.Seek(off)
+		o, err := r.Next()
+		if err != nil || o == nil {
+			return ""
+		}
+		if n, ok := o.Val(dwarf.AttrLinkageName).(string); ok && o.Val(dwarf.AttrName) == nil {
+			in.names[off] = n
+			return n
+		}
+		if n, ok := o.Val(dwarf.AttrName).(string); ok {
+			in.names[off] = n
+			return n
+		}
+		e = o
 	}
-	in.names[off] = n
-	return n
+	return ""
 }
 
 // unit indexes the subprograms of compile unit cu.
