@@ -4,7 +4,7 @@
 /*
  * syscall.bpf.c - entry and exit programs for system calls (-s).
  *
- * Two ways in, the loader picks one (loader/syscall.go says which and why):
+ * Two ways in, the loader picks one (internal/loader/syscall.go says which and why):
  *
  *   sc_raw_enter / sc_raw_exit   raw tracepoints raw_syscalls:sys_enter and
  *                                sys_exit; the syscall number picks the
