@@ -29,7 +29,7 @@
 /* Larger than any x86-64 syscall number (the table ends near 470). */
 #define SC_MAX_NR 1024
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 struct bpf_raw_tracepoint_args {
 	__u64 args[0];
