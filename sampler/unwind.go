@@ -13,7 +13,7 @@ import (
 // DefaultStackBytes is the user stack copied per sample when Config leaves
 // StackBytes at 0: the most the BPF program copies. perf's default of 8 KiB
 // stopped short of main on every sqlite3 sample, 16 KiB on 5% of them
-// (bench/unwind); the copy ends at the top of the stack's mapping anyway.
+// (bench/sample-unwind); the copy ends at the top of the stack's mapping anyway.
 const DefaultStackBytes = MaxStackBytes
 
 // MaxStackBytes is the most the BPF program copies (MAX_STACK there: a per-CPU map value holds at most 32 KiB).
