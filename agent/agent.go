@@ -20,9 +20,9 @@ import (
 	"github.com/tickprof/tickprof/timing"
 )
 
-// DefaultFrequency is the default sampling rate (Hz per CPU). See the
-// README's agent section for the overhead measured at 19, 49 and 99 Hz that
-// chose it.
+// DefaultFrequency is the default sampling rate (Hz per CPU). See
+// docs/performance.md, "The agent", for the overhead measured at 19, 49 and
+// 99 Hz that chose it.
 const DefaultFrequency = 49
 
 // TimeProfileName is the Name of the time windows (Pyroscope's __name__).

@@ -20,7 +20,7 @@
  */
 #include "common.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define CAL_EDGES 33
 #define CAL_READS 1000

@@ -13,7 +13,7 @@
 
 #define CS_MAX_NR 1024
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 struct bpf_raw_tracepoint_args {
 	__u64 args[0];

@@ -25,7 +25,7 @@
  */
 #include "timing.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 __u64 cost_sink;
 

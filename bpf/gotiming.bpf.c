@@ -34,7 +34,7 @@
  */
 #include "timing.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Offsets in runtime.g, set by the loader from DWARF or the Go version. */
 volatile const __u64 go_goid_off = 152;

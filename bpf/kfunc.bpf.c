@@ -22,7 +22,7 @@
  */
 #include "timing.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Target index of the fentry/fexit pair (set per load). */
 volatile const __u32 kf_target = 0;

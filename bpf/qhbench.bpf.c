@@ -19,7 +19,7 @@
  */
 #include "timing.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define QH_N 1000
 

@@ -42,7 +42,7 @@ static __always_inline void tp_qh_count(__u32 target, __u32 i)
 }
 
 /*
- * Refinement (Go: histogram.Refiner, loader/qhist.go). At each refinement
+ * Refinement (Go: histogram.Refiner, internal/loader/qhist.go). At each refinement
  * look Go picks, per target, the buckets near the candidate order
  * statistics of the quantiles asked for and, in each, a window
  * [a, a + span) cut into equal bins; a call whose bucket is refined is

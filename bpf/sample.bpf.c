@@ -22,7 +22,7 @@
 #include "sample_go.h"
 #include "ustack.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define MAX_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define MAX_COUNTED 64

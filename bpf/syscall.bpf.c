@@ -4,7 +4,7 @@
 /*
  * syscall.bpf.c - entry and exit programs for system calls (-s).
  *
- * Two ways in, the loader picks one (loader/syscall.go says which and why):
+ * Two ways in, the loader picks one (internal/loader/syscall.go says which and why):
  *
  *   sc_raw_enter / sc_raw_exit   raw tracepoints raw_syscalls:sys_enter and
  *                                sys_exit; the syscall number picks the
@@ -29,7 +29,7 @@
 /* Larger than any x86-64 syscall number (the table ends near 470). */
 #define SC_MAX_NR 1024
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 struct bpf_raw_tracepoint_args {
 	__u64 args[0];

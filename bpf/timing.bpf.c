@@ -14,7 +14,7 @@
  */
 #include "timing.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Puts struct tp_record in BTF so bpf2go generates its Go type. */
 const struct tp_record *tp_unused_record __attribute__((unused));

@@ -25,7 +25,7 @@
  * index is the BPF cookie (bpf_get_attach_cookie), so one entry and one
  * exit program serve all targets.
  *
- * Clock (DESIGN.md "The clocks"): tp_clock is a load-time constant, so
+ * Clock (docs/design.md, "The clocks"): tp_clock is a load-time constant, so
  * the verifier prunes the branches for the clocks not chosen.
  *   TP_CLOCK_JIFFIES  tick = bpf_jiffies64(), d = measured jiffy period
  *   TP_CLOCK_TICK     ns on a grid of tp_tick_ns shifted per call by a

@@ -19,7 +19,7 @@
  */
 #include "timing.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 TP_UPROBE_PAIR(tp_uentry_multi, "uprobe.multi", tp_uexit_multi, "uretprobe.multi", 0)
 

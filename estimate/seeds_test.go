@@ -7,7 +7,7 @@ package estimate_test
 // The expected values are the correct ones: a misprint in a seed is
 // documented here, never reproduced.
 //
-// Seeds (see the design notes' seeds/README.md):
+// Seeds (docs/statistics.md, "The sources"):
 //   Chan       M. W. Chan, execution time with a 16.666 ms discrete clock.
 //   Lilja      D. J. Lilja, Measuring Computer Performance.
 //   slides     lecture slides, accuracy of run-time measurement.

@@ -75,8 +75,8 @@ func estimateTarget(clk loader.Clock, c loader.Counters, batches []loader.Counte
 	return r
 }
 
-// Reached is the precision stopping rule (DESIGN.md "Intervals";
-// estimate.Reached): the interval is within rel, rests on at least
+// Reached is the precision stopping rule (estimate.Reached; docs/statistics.md,
+// "Stopping at a precision"): the interval is within rel, rests on at least
 // estimate.MinStopEvents events, and on at least estimate.MinStopBatches
 // polling batches with calls. The batch count is required whichever
 // interval is reported: the batch-means interval is the check against

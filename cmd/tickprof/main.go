@@ -1,5 +1,6 @@
 // Command tickprof is an eBPF profiler that reports every time with a
-// confidence interval. See README.md for a tour.
+// confidence interval. See README.md for a tour and docs/usage.md for every
+// command.
 //
 // It holds flags, validation and wiring only: each command fills a library
 // configuration (timing.Config, sampler.RunConfig, ...), runs it, and hands

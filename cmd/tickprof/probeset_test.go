@@ -25,7 +25,7 @@ import (
 
 // The probe-set tests run tickprof as its own process (a SIGKILL must not
 // take the test with it) on a 3,000-function glob over libc, and check the
-// bounds the README promises: attach and detach within seconds, a signal
+// bounds docs/usage.md promises: attach and detach within seconds, a signal
 // honoured within 2 s while attaching and while detaching, the results
 // written before detaching, nothing left in the target after a SIGKILL.
 // The bounds are generous hang bounds (a loaded 2-CPU machine took 0.7 s

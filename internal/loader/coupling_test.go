@@ -171,7 +171,7 @@ func TestCoupledPhaseLockedLoop(t *testing.T) {
 // one (the issue measured 47 of 74 runs covered, bias -7 to -16%, with
 // jiffies and with an undithered tick:4ms). Dithered tick:4ms must cover
 // in all of 3 runs; jiffies must cover or warn in 2 of 3. The bias sits at
-// the interval's edge here (README: "inside both the interval and the
+// the interval's edge here (docs/design.md: "inside both the interval and the
 // check at these run lengths"), and the check sees about 1,100 of the 1,200
 // calls (the first at 1 in 64), so a run can miss by a percent while the
 // check, on its calls, agrees: 4 of 90 runs under load, 1 of 3 in a quiet

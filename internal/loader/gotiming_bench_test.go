@@ -23,7 +23,7 @@ import (
 // function (testdata/go/probecost, main.target: CMP; JBE; PUSH BP; ...;
 // RET), per call, against the unprobed loop:
 //
-//	go test -run '^$' -bench GoProbeCost -benchtime 1x ./loader/
+//	go test -run '^$' -bench GoProbeCost -benchtime 1x ./internal/loader/
 //
 // empty-* are BPF programs that return at once, placed on the first
 // instruction (CMP, which the kernel single-steps), on the stack check's

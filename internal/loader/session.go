@@ -535,7 +535,7 @@ func (s *Session) loadTiming() error {
 }
 
 // checkCostNs is what a checked call costs more: two ns-clock reads
-// (36 ns each on the machine the README's figures come from).
+// (36 ns each on the machine of docs/performance.md).
 const checkCostNs = 72
 
 // setCheckEvery makes one call in every of target i a checked one.

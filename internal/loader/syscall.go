@@ -25,7 +25,7 @@ type SyscallAttach uint32
 // to SyscallTracepoint when raw tracepoints cannot attach.
 //
 // Why raw_syscalls by default: measured by BenchmarkSyscallOverhead
-// (loader/syscall_bench_test.go) on a getppid loop here, the raw method in
+// (syscall_bench_test.go) on a getppid loop here, the raw method in
 // the jiffies clock adds about 230 ns per syscall (empty raw-tracepoint
 // programs, the floor: about 185 ns; BPF work about 36 ns), the
 // syscalls:sys_enter_NAME / sys_exit_NAME pair about 370 ns. The

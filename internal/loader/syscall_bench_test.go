@@ -29,7 +29,7 @@ import (
 // configurations run interleaved for several rounds and the medians are
 // reported as ns added per syscall. Run with -benchtime=1x:
 //
-//	go test -run '^$' -bench SyscallOverhead -benchtime=1x ./loader/
+//	go test -run '^$' -bench SyscallOverhead -benchtime=1x ./internal/loader/
 func BenchmarkSyscallOverhead(b *testing.B) {
 	bpftest.Require(b)
 	const calls, rounds = 200000, 5
@@ -200,7 +200,7 @@ func (p procCloser) Close() error {
 // (the statistics' own cost, to subtract). -benchtime=Nx repeats the
 // configurations in turn.
 //
-//	go test -run '^$' -bench SyscallProgramTime -benchtime=1x ./loader/
+//	go test -run '^$' -bench SyscallProgramTime -benchtime=1x ./internal/loader/
 func BenchmarkSyscallProgramTime(b *testing.B) {
 	bpftest.Require(b)
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))

@@ -26,7 +26,7 @@ type GoOffsets struct {
 // Go 1.23 added g.syscallbp before goid (+8); in Go 1.25 the fields before
 // it shrank by 8 bytes again. The entries were checked against the DWARF of
 // binaries built by go1.22.12, go1.23.12, go1.24.13, go1.25.0 and go1.26.8
-// (goruntime_test.go checks the current toolchain); 1.17 to 1.21 are taken
+// (goprobe_test.go checks the current toolchain); 1.17 to 1.21 are taken
 // to have the layout of 1.22 (not checked here).
 var goidByVersion = []struct {
 	minor int

@@ -1,6 +1,6 @@
 /*
  * coupled.c - targets that keep time with the clock, for the tests of
- * tickprof's clocks (loader/coupling_test.go): where a call starts is not
+ * tickprof's clocks (internal/loader/coupling_test.go): where a call starts is not
  * independent of the kernel's tick, which a fixed-grid clock needs.
  *
  * usage: coupled [-g] pll N

@@ -4,7 +4,7 @@
 // probes come off, and says how detaching went.
 //
 // console may import timing, sampler, export, estimate and units; it must
-// not import cmd or internal/demo.
+// not import cmd or demo.
 package console
 
 import (

@@ -3,7 +3,7 @@
 // machine's gcc when the demo runs; the measurements it writes (its truth);
 // the probe overhead the demo subtracts; and the demo's run (Run: time,
 // sample, and the intervals beside the truth). demo may import calibrate,
-// timing, sampler, export and internal/console; it must not import cmd.
+// timing, sampler, export and console; it must not import cmd.
 package demo
 
 import (
