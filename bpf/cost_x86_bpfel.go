@@ -31,6 +31,8 @@ type CostTpCounts struct {
 	ChkTicks   uint64
 	ChkTicksSq uint64
 	ChkNs      uint64
+	ChkNsSqLo  uint64
+	ChkNsSqHi  uint64
 }
 
 type CostTpEchoCounts struct {

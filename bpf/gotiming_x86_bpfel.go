@@ -38,6 +38,8 @@ type GoTimingTpCounts struct {
 	ChkTicks   uint64
 	ChkTicksSq uint64
 	ChkNs      uint64
+	ChkNsSqLo  uint64
+	ChkNsSqHi  uint64
 }
 
 type GoTimingTpEchoCounts struct {

@@ -81,7 +81,7 @@ static __always_inline int sc_enter(__u32 tid, __u32 target1)
 {
 	__u32 slot = tid & sc_slot_mask;
 	struct sc_state *st;
-	__u64 ns = 0, ph;
+	__u64 ns = 0;
 
 	st = bpf_map_lookup_elem(&sc_slots, &slot);
 	if (!st)
@@ -102,12 +102,8 @@ static __always_inline int sc_enter(__u32 tid, __u32 target1)
 	}
 	if (tp_windowed)
 		tp_inflight_add(target1 - 1, 1);
-	ph = tp_phase();
-	/* Read the clock last, as close to the timed path as possible. */
-	if (tp_need_ns() || tp_check_draw(target1 - 1))
-		ns = bpf_ktime_get_ns();
 	st->tid = tid;
-	st->tick = tp_now_tick(ns) - ph;
+	st->tick = tp_entry_readings(target1 - 1, &ns);
 	st->ns = ns;
 	st->target = target1;
 	return 0;
@@ -123,12 +119,15 @@ static __always_inline int sc_exit(void *ctx, __u32 tid)
 	struct tp_counts *c;
 	__u64 ns = 0, tick;
 
-	/* Read the clock first, as close to the timed path as possible. */
-	if (tp_need_ns())
+	/* The slot is an inlined array lookup: found first, it tells whether
+	 * this is a checked call (tp_check_draw), whose exact clock is then
+	 * read first like the tick, so that the check's ns window and the
+	 * jiffies window end together. Then the clock, as close to the timed
+	 * path as possible. */
+	st = bpf_map_lookup_elem(&sc_slots, &slot);
+	if (tp_need_ns() || (tp_check_on() && st && (st->tick & TP_TICK_CHECKED)))
 		ns = bpf_ktime_get_ns();
 	tick = tp_now_tick(ns);
-
-	st = bpf_map_lookup_elem(&sc_slots, &slot);
 	if (!st || !st->target || st->tid != tid)
 		return -1;
 	target = st->target - 1;

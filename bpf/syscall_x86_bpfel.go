@@ -39,6 +39,8 @@ type SyscallTpCounts struct {
 	ChkTicks   uint64
 	ChkTicksSq uint64
 	ChkNs      uint64
+	ChkNsSqLo  uint64
+	ChkNsSqHi  uint64
 }
 
 type SyscallTpEchoCounts struct {

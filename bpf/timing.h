@@ -122,6 +122,8 @@ struct tp_counts {
 	__u64 chk_ticks;
 	__u64 chk_ticks_sq;
 	__u64 chk_ns;
+	__u64 chk_ns_sq_lo; /* their exact ns squared, 128 bits */
+	__u64 chk_ns_sq_hi;
 };
 
 /* Per-CPU run statistics: value of tp_runstats[0]. */
@@ -405,8 +407,13 @@ static __always_inline int tp_need_ns(void)
 /* tp_check_on reports whether a random share of calls is checked. */
 static __always_inline int tp_check_on(void)
 {
-	return tp_clock == TP_CLOCK_JIFFIES && !tp_exact && tp_check_every != 0;
+	return tp_clock == TP_CLOCK_JIFFIES && tp_check_every != 0;
 }
+
+/* The entry's tick of a checked call carries this bit: the check's draw is
+ * kept apart from the ns reading, which exact mode (--validate) takes on
+ * every call. A jiffies count never reaches it. */
+#define TP_TICK_CHECKED (1ULL << 63)
 
 /* Per-CPU state of tp_rand64's generator. */
 struct {
@@ -475,12 +482,27 @@ static __always_inline int tp_check_draw(__u32 target)
 	return (__u64)(__u32)(tp_rand64() >> 32) * *every < (1ULL << 32);
 }
 
+/* tp_entry_readings reads the entry clock(s) of a call of target: the tick
+ * (dithered, tp_phase) and the ns (0 unless tp_exact or a checked call). */
+static __always_inline __u64 tp_entry_readings(__u32 target, __u64 *ns)
+{
+	__u64 ph = tp_phase(), chk = 0;
+
+	*ns = 0;
+	if (tp_check_draw(target))
+		chk = TP_TICK_CHECKED;
+	/* Read the clock last, as close to the timed code as possible. */
+	if (tp_need_ns() || chk)
+		*ns = bpf_ktime_get_ns();
+	return (tp_now_tick(*ns) - ph) | chk;
+}
+
 /* tp_enter pushes the clock reading(s) for (id, target). */
 static __always_inline int tp_enter(__u64 id, __u32 target)
 {
 	struct tp_key key = { .id = id, .target = target };
 	struct tp_entry *e;
-	__u64 ns = 0, tick, ph;
+	__u64 ns = 0, tick;
 	__u32 slot;
 
 	e = bpf_map_lookup_elem(&tp_entries, &key);
@@ -517,11 +539,7 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 	}
 	if (tp_windowed)
 		tp_inflight_add(target, 1);
-	ph = tp_phase();
-	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns() || tp_check_draw(target))
-		ns = bpf_ktime_get_ns();
-	tick = tp_now_tick(ns) - ph;
+	tick = tp_entry_readings(target, &ns);
 	e->tick[slot] = tick;
 	if (tp_exact || tp_check_on())
 		e->ns[slot] = ns; /* check: 0 for an unchecked call */
@@ -661,17 +679,21 @@ static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 targe
 				     __u64 tick, __u64 ns, __u64 etick, __u64 ens,
 				     __u64 stack_flags)
 {
-	__u64 d = tick - etick, dns = 0, rt;
+	__u64 d, dns = 0, rt;
 
-	if (tp_check_on() && ens) {
+	if (tp_check_on() && (etick & TP_TICK_CHECKED)) {
 		/* A checked call (tp_check_draw). */
-		__u64 cns = bpf_ktime_get_ns() - ens;
+		__u64 cns = (ns ? ns : bpf_ktime_get_ns()) - ens;
 
+		etick &= ~TP_TICK_CHECKED;
+		d = tick - etick;
 		c->chk_calls++;
 		c->chk_ticks += d;
 		c->chk_ticks_sq += d * d;
 		c->chk_ns += cns;
+		tp_add_sq(&c->chk_ns_sq_lo, &c->chk_ns_sq_hi, cns);
 	}
+	d = tick - (etick & ~TP_TICK_CHECKED);
 	if (tp_clock == TP_CLOCK_TICK)
 		d /= tp_tick_ns; /* etick holds the dither (tp_phase) */
 	rt = d;
@@ -800,18 +822,6 @@ static __always_inline __u64 tp_window_flag(__u32 target)
 	return TP_FRAME_UNCOUNTED;
 }
 
-/* tp_entry_readings reads the entry clock(s) of a call of target: the tick
- * (dithered, tp_phase) and the ns (0 unless tp_exact or a checked call). */
-static __always_inline __u64 tp_entry_readings(__u32 target, __u64 *ns)
-{
-	__u64 ph = tp_phase();
-
-	*ns = 0;
-	/* Read the clock last, as close to the timed code as possible. */
-	if (tp_need_ns() || tp_check_draw(target))
-		*ns = bpf_ktime_get_ns();
-	return tp_now_tick(*ns) - ph;
-}
 
 /* tp_task_enter_frame pushes the clock reading(s) of target on the current
  * thread's stack, tagged with frame (for a uprobe, sp at the probe: the

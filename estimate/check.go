@@ -1,5 +1,7 @@
 package estimate
 
+import "math"
+
 // ClockCheck compares a tick-clock estimate with the exact mean of the same
 // calls.
 type ClockCheck struct {
@@ -12,6 +14,46 @@ type ClockCheck struct {
 	Exact float64
 	// Agree says Tick's interval holds Exact.
 	Agree bool
+	// ExactMean is the checked calls' exact mean as an estimate of the
+	// mean of all the calls, with its interval: they are a random sample
+	// of them (nil when too few were checked, or from an older file).
+	ExactMean *Result
+}
+
+// Decide returns the estimate to report for a target whose tick-clock
+// estimate over all calls is r and whose random share of calls this check
+// timed exactly, and why. The checked calls' exact mean is an unbiased
+// estimate of every call's mean whatever the program does with the clock
+// (the draw is independent of the calls), where r rests on the clock's
+// asynchrony; so:
+//
+//   - when the exact sample is at least as sharp as r (its standard error
+//     no larger), it is reported: for short calls it is far sharper than
+//     the tick estimate, and it cannot be biased by the clock;
+//   - otherwise r is reported widened to hold the exact sample's interval
+//     too: their hull covers whenever the exact sample's interval does.
+//
+// So the reported interval never rests on the asynchrony alone. Without an
+// exact mean (too few checked calls) r is returned as it is, with "".
+func (c ClockCheck) Decide(r Result) (Result, string) {
+	x := c.ExactMean
+	if x == nil || x.Calls < 30 {
+		return r, ""
+	}
+	if halfWidthSE(*x) <= halfWidthSE(r) {
+		out := *x
+		out.Method = "exact-sample"
+		return out, "the exact mean of a random sample of the calls, sharper than the tick clock's estimate"
+	}
+	out := r
+	out.Low, out.High = math.Min(r.Low, x.Low), math.Max(r.High, x.High)
+	out.RelHalfWidth = relHalfWidth(out.Mean, out.Low, out.High)
+	out.Method = r.Method + "+exact-sample"
+	why := "widened to hold the exact mean of a random sample of the calls"
+	if !(x.Mean >= r.Low && x.Mean <= r.High) {
+		why = "widened: the exact mean of a random sample of the calls lies outside the tick clock's interval, which the clock's coupling to the program can bias"
+	}
+	return out, why
 }
 
 // Resolves reports whether the check is about as sharp as r, the
@@ -82,4 +124,74 @@ func CheckClock(tick Counts, exactTotal float64, o Options) (ClockCheck, error) 
 	c := ClockCheck{Calls: r.Calls, Tick: r, Exact: exactTotal / float64(r.Calls)}
 	c.Agree = r.Low <= c.Exact && c.Exact <= r.High
 	return c, nil
+}
+
+// SampledBatch is one polling batch of calls drawn at random, each call
+// with probability 1/Rate: the drawn calls' count, and the sum and sum of
+// squares of their exact durations (ns).
+type SampledBatch struct {
+	Rate, Calls, Sum, SumSq float64
+}
+
+// SampledMean estimates the mean duration of all calls from random samples
+// drawn at rates that may change from batch to batch: each drawn call
+// stands for Rate calls (Horvitz and Thompson's weighting), so the mean is
+// sum_b Rate_b Sum_b / sum_b Rate_b Calls_b, a ratio estimator. Its
+// standard error is the larger of the per-call one (the drawn calls
+// independent) and, with at least 5 batches, the batch-means one (batches
+// as clusters, Student t on batches - 1 degrees of freedom): durations that
+// drift during the run make successive calls alike, which the per-call
+// error does not see.
+func SampledMean(batches []SampledBatch, o Options) (Result, error) {
+	conf, _, err := o.check()
+	if err != nil {
+		return Result{}, err
+	}
+	var n, w, t, vsum float64
+	k := 0
+	for _, b := range batches {
+		if !finite(b.Rate, b.Calls, b.Sum, b.SumSq) || b.Rate < 1 || b.Calls < 0 || b.Sum < 0 || b.SumSq < 0 {
+			return Result{}, inputf("sampled batch %+v: want rate >= 1 and non-negative sums", b)
+		}
+		if b.Calls == 0 {
+			continue
+		}
+		k++
+		n += b.Calls
+		w += b.Rate * b.Calls
+		t += b.Rate * b.Sum
+	}
+	if n < 2 {
+		return Result{}, inputf("%v sampled calls: a mean's interval needs at least 2", n)
+	}
+	mean := t / w
+	// Per call: Var(sum_i r_i (x_i - mean)) / w^2 with x_i's spread within
+	// each batch around the overall mean.
+	for _, b := range batches {
+		if b.Calls > 0 {
+			ss := b.SumSq - 2*mean*b.Sum + mean*mean*b.Calls
+			vsum += b.Rate * b.Rate * math.Max(ss, 0)
+		}
+	}
+	se := math.Sqrt(vsum*n/(n-1)) / w
+	q := zQuantile(conf)
+	method := "z"
+	if k >= 5 {
+		var ss float64
+		for _, b := range batches {
+			if b.Calls > 0 {
+				d := b.Rate*b.Sum - mean*b.Rate*b.Calls
+				ss += d * d
+			}
+		}
+		bse := math.Sqrt(ss/float64(k-1)/float64(k)) / (w / float64(k))
+		if tq := tQuantile(conf, float64(k-1)); tq*bse > q*se {
+			se, q, method = bse, tq, "t"
+		}
+	}
+	out := Result{Mean: mean, Low: math.Max(0, mean-q*se), High: mean + q*se, StdErr: se, Confidence: conf,
+		Method: method, Dist: method, Calls: uint64(n), Events: uint64(n), Batches: k}
+	out.RelHalfWidth = relHalfWidth(out.Mean, out.Low, out.High)
+	out.Candidates = []Candidate{{Method: out.Method, Dist: out.Dist, Low: out.Low, High: out.High, StdErr: se}}
+	return out, nil
 }

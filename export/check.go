@@ -19,6 +19,11 @@ type checkJSON struct {
 	// Resolves says the check is about as sharp as the target's (raw)
 	// estimate (estimate.ClockCheck.Resolves).
 	Resolves bool `json:"resolves"`
+	// SampleLowNs and SampleHighNs are the interval of the checked calls'
+	// exact mean as an estimate of every call's (estimate.ClockCheck.
+	// ExactMean); absent when too few calls were checked.
+	SampleLowNs  *float64 `json:"sample_low_ns,omitempty"`
+	SampleHighNs *float64 `json:"sample_high_ns,omitempty"`
 }
 
 func checkToJSON(t *timing.TargetResult) *checkJSON {
@@ -26,18 +31,27 @@ func checkToJSON(t *timing.TargetResult) *checkJSON {
 	if c == nil {
 		return nil
 	}
-	return &checkJSON{Calls: c.Calls, TickMeanNs: fp(c.Tick.Mean), TickLowNs: fp(c.Tick.Low),
+	j := &checkJSON{Calls: c.Calls, TickMeanNs: fp(c.Tick.Mean), TickLowNs: fp(c.Tick.Low),
 		TickHighNs: fp(c.Tick.High), Confidence: c.Tick.Confidence, ExactMeanNs: fp(c.Exact), Agree: c.Agree,
 		Resolves: t.Err == "" && c.Resolves(t.Raw)}
+	if x := c.ExactMean; x != nil {
+		j.SampleLowNs, j.SampleHighNs = fp(x.Low), fp(x.High)
+	}
+	return j
 }
 
 func checkFromJSON(j *checkJSON) *estimate.ClockCheck {
 	if j == nil || j.TickMeanNs == nil || j.TickLowNs == nil || j.TickHighNs == nil || j.ExactMeanNs == nil {
 		return nil
 	}
-	return &estimate.ClockCheck{Calls: j.Calls, Exact: *j.ExactMeanNs, Agree: j.Agree,
+	c := &estimate.ClockCheck{Calls: j.Calls, Exact: *j.ExactMeanNs, Agree: j.Agree,
 		Tick: estimate.Result{Mean: *j.TickMeanNs, Low: *j.TickLowNs, High: *j.TickHighNs,
 			Confidence: j.Confidence, Calls: j.Calls}}
+	if j.SampleLowNs != nil && j.SampleHighNs != nil && *j.SampleLowNs <= *j.ExactMeanNs && *j.ExactMeanNs <= *j.SampleHighNs {
+		c.ExactMean = &estimate.Result{Mean: *j.ExactMeanNs, Low: *j.SampleLowNs, High: *j.SampleHighNs,
+			Confidence: j.Confidence, Calls: j.Calls, Method: "z"}
+	}
+	return c
 }
 
 // ClockWarning returns the warning for a target whose clock check failed
@@ -49,7 +63,7 @@ func ClockWarning(t *timing.TargetResult, clock string) string {
 	if c == nil || c.Agree {
 		return ""
 	}
-	return fmt.Sprintf("warning: %s: the %s clock is not asynchronous with this program (it keeps time with the tick): on %d calls drawn at random and timed with both clocks, %s gives %s [%s, %s] (%.4g%%) where their exact mean is %s, so its mean is biased; time it again with --clock tick:DUR (a random grid phase per call) or --clock ns",
+	return fmt.Sprintf("warning: %s: the %s clock is not asynchronous with this program (it keeps time with the tick): on %d calls drawn at random and timed with both clocks, %s gives %s [%s, %s] (%.4g%%) where their exact mean is %s, so its estimate is biased and the mean reported rests on the exact sample; --clock tick:DUR (a random grid phase per call) or --clock ns time every call without the bias",
 		t.Name, clock, c.Calls, clock, shortNs(c.Tick.Mean), shortNs(c.Tick.Low), shortNs(c.Tick.High),
 		100*c.Tick.Confidence, shortNs(c.Exact))
 }
@@ -59,7 +73,9 @@ func ClockWarning(t *timing.TargetResult, clock string) string {
 // one-line note saying what the check rules out; "" otherwise.
 func ClockNote(t *timing.TargetResult, clock string) string {
 	c := t.ClockCheck
-	if c == nil || !c.Agree || t.Err != "" || c.Resolves(t.Raw) || c.Exact <= 0 {
+	if c == nil || !c.Agree || t.Err != "" || c.Resolves(t.Raw) || c.Exact <= 0 || c.ExactMean != nil {
+		// With the checked calls' exact mean, the interval reported
+		// already holds it (estimate.ClockCheck.Decide).
 		return ""
 	}
 	return fmt.Sprintf("note: %s: the %s clock check (%d calls drawn at random, timed with both clocks) agrees, but rules out only a bias beyond ±%.3g%% of the mean, more than this interval's ±%.3g%%: a program that keeps time with the tick (threads woken by it under CPU contention, loops sleeping to timer boundaries) could bias the mean unseen; --clock tick:DUR cannot be biased so",

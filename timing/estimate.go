@@ -19,6 +19,9 @@ type Row struct {
 	Err    error
 	// Batches counts the polling batches with calls.
 	Batches int
+	// Decided says, for the jiffies clock, why Result is not the tick
+	// estimate alone (estimate.ClockCheck.Decide; "" when it is).
+	Decided string
 
 	counts estimate.Counts
 	exact  bool
@@ -72,6 +75,14 @@ func estimateTarget(clk loader.Clock, c loader.Counters, batches []loader.Counte
 		return r
 	}
 	r.Result, r.Err = estimate.Time(r.counts, est)
+	if r.Err == nil && clk.Kind == loader.ClockJiffies {
+		// The jiffies clock cannot be dithered: the random share of calls
+		// timed exactly decides what is reported (estimate.ClockCheck.
+		// Decide), so that the interval never rests on asynchrony alone.
+		if ck := loader.ClockCheck(clk, c, batches, est); ck != nil {
+			r.Result, r.Decided = ck.Decide(r.Result)
+		}
+	}
 	return r
 }
 

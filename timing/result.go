@@ -42,6 +42,9 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 			t.Err = row.Err.Error()
 		}
 		t.Notes = untimedNotes(t, p.Stats, tg.Spec.Kind)
+		if row.Decided != "" {
+			t.Notes = append(t.Notes, "the mean is "+row.Decided)
+		}
 		t.Callers, t.Dropped = targetCallers(callers, i, c)
 		if clk.Kind == loader.ClockNS {
 			scaleCallers(t.Callers, c.Ticks)

@@ -57,6 +57,10 @@ type Counters struct {
 	// Check holds the checked calls of the jiffies clock (see
 	// Options.CheckEvery).
 	Check CheckCounts
+	// CheckEvery is, in a batch, how many calls one checked call stood for
+	// while the batch's calls entered (0 in totals, or when it changed
+	// within a merged batch).
+	CheckEvery uint32
 }
 
 // CheckCounts are the counters of the calls timed with both the jiffies
@@ -64,16 +68,18 @@ type Counters struct {
 // independently of what the program does.
 type CheckCounts struct {
 	// Calls is the number of checked calls; Ticks their sum c_i and
-	// TicksSq their sum c_i^2; Ns their exact total in ns.
+	// TicksSq their sum c_i^2; Ns their exact total in ns and NsSq its
+	// sum of squares.
 	Calls, Ticks, TicksSq, Ns uint64
+	NsSq                      U128
 }
 
 func (c CheckCounts) sub(p CheckCounts) CheckCounts {
-	return CheckCounts{c.Calls - p.Calls, c.Ticks - p.Ticks, c.TicksSq - p.TicksSq, c.Ns - p.Ns}
+	return CheckCounts{c.Calls - p.Calls, c.Ticks - p.Ticks, c.TicksSq - p.TicksSq, c.Ns - p.Ns, c.NsSq.Sub(p.NsSq)}
 }
 
 func (c CheckCounts) add(p CheckCounts) CheckCounts {
-	return CheckCounts{c.Calls + p.Calls, c.Ticks + p.Ticks, c.TicksSq + p.TicksSq, c.Ns + p.Ns}
+	return CheckCounts{c.Calls + p.Calls, c.Ticks + p.Ticks, c.TicksSq + p.TicksSq, c.Ns + p.Ns, c.NsSq.Add(p.NsSq)}
 }
 
 // Sub returns the increment c - prev (min and max are dropped).
@@ -96,7 +102,12 @@ func (c Counters) Sub(prev Counters) Counters {
 
 // addCounters returns the sum of two increments (min and max dropped).
 func addCounters(a, b Counters) Counters {
+	every := a.CheckEvery
+	if b.CheckEvery != every {
+		every = 0
+	}
 	d := Counters{
+		CheckEvery: every,
 		Calls:     a.Calls + b.Calls,
 		Ticks:     a.Ticks + b.Ticks,
 		TicksSq:   a.TicksSq.Add(b.TicksSq),
@@ -133,7 +144,7 @@ func sumCPUs(per []bpf.TimingTpCounts) Counters {
 		for i := range c.Hist {
 			c.Hist[i] += p.Hist[i]
 		}
-		c.Check = c.Check.add(CheckCounts{p.ChkCalls, p.ChkTicks, p.ChkTicksSq, p.ChkNs})
+		c.Check = c.Check.add(CheckCounts{p.ChkCalls, p.ChkTicks, p.ChkTicksSq, p.ChkNs, U128{p.ChkNsSqHi, p.ChkNsSqLo}})
 	}
 	if minPlus1 != 0 {
 		c.NsMin = minPlus1 - 1
@@ -235,5 +246,33 @@ func ClockCheck(clk Clock, total Counters, batches []Counters, o estimate.Option
 	if err != nil {
 		return nil
 	}
+	if ex, err := sampledMean(total, batches, o); err == nil {
+		ck.ExactMean = &ex
+	}
 	return &ck
+}
+
+// sampledMean is the checked calls' exact mean as an estimate of every
+// call's: each batch's checked calls weighted by the rate they were drawn
+// at (estimate.SampledMean). Without the batches' rates it is their plain
+// mean, which is right when the rate never changed.
+func sampledMean(total Counters, batches []Counters, o estimate.Options) (estimate.Result, error) {
+	var bs []estimate.SampledBatch
+	var calls uint64
+	for _, b := range batches {
+		if b.Check.Calls == 0 {
+			continue
+		}
+		if b.CheckEvery == 0 {
+			bs = nil
+			break
+		}
+		bs = append(bs, estimate.SampledBatch{Rate: float64(b.CheckEvery), Calls: float64(b.Check.Calls),
+			Sum: float64(b.Check.Ns), SumSq: b.Check.NsSq.Float64()})
+		calls += b.Check.Calls
+	}
+	if bs == nil || calls != total.Check.Calls {
+		return estimate.MeanFromSums(total.Check.Calls, float64(total.Check.Ns), total.Check.NsSq.Float64(), o)
+	}
+	return estimate.SampledMean(bs, o)
 }

@@ -343,7 +343,7 @@ func settleClock(opts Options) (Options, error) {
 		return opts, fmt.Errorf("clock %s has no resolution", opts.Clock)
 	}
 	switch {
-	case opts.Clock.Kind != ClockJiffies || opts.Exact || opts.CheckEvery < 0:
+	case opts.Clock.Kind != ClockJiffies || opts.CheckEvery < 0:
 		opts.CheckEvery = 0
 	case opts.CheckEvery == 0:
 		opts.CheckEvery = DefaultCheckEvery
@@ -729,6 +729,9 @@ func (s *Session) Poll() (Poll, error) {
 	p.Stats.NoEntry = subFloor(p.Stats.NoEntry, s.attachNoEntry)
 	for i := range s.targets {
 		inc := p.Totals[i].Sub(s.last[i])
+		if i < len(s.checkEvery) {
+			inc.CheckEvery = s.checkEvery[i] // in effect since the last poll
+		}
 		if n := len(s.batches[i]); s.merging && n > 0 {
 			s.batches[i][n-1] = addCounters(s.batches[i][n-1], inc)
 		} else {
