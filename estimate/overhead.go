@@ -31,7 +31,7 @@ import (
 // EchoSums are the sums over one target's echoed calls: their count N, and
 // the sums of G_on, G_on^2, P, P^2 and G_on P (ns, ns^2).
 type EchoSums struct {
-	N                 float64
+	N                  float64
 	G, GSq, P, PSq, GP float64
 }
 

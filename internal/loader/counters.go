@@ -108,14 +108,14 @@ func addCounters(a, b Counters) Counters {
 	}
 	d := Counters{
 		CheckEvery: every,
-		Calls:     a.Calls + b.Calls,
-		Ticks:     a.Ticks + b.Ticks,
-		TicksSq:   a.TicksSq.Add(b.TicksSq),
-		Orphans:   a.Orphans + b.Orphans,
-		Crossings: a.Crossings + b.Crossings,
-		NsSum:     a.NsSum + b.NsSum,
-		NsSq:      a.NsSq.Add(b.NsSq),
-		Check:     a.Check.add(b.Check),
+		Calls:      a.Calls + b.Calls,
+		Ticks:      a.Ticks + b.Ticks,
+		TicksSq:    a.TicksSq.Add(b.TicksSq),
+		Orphans:    a.Orphans + b.Orphans,
+		Crossings:  a.Crossings + b.Crossings,
+		NsSum:      a.NsSum + b.NsSum,
+		NsSq:       a.NsSq.Add(b.NsSq),
+		Check:      a.Check.add(b.Check),
 	}
 	for i := range d.Hist {
 		d.Hist[i] = a.Hist[i] + b.Hist[i]
