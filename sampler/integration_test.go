@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,11 +34,9 @@ func buildC(t *testing.T, name string) string {
 // goTool is the go command of the toolchain running the tests.
 func goTool(t *testing.T) string {
 	t.Helper()
-	g := filepath.Join(runtime.GOROOT(), "bin", "go")
+	g := testtarget.GoTool()
 	if _, err := os.Stat(g); err != nil {
-		if g, err = exec.LookPath("go"); err != nil {
-			t.Skipf("go command not found: %v", err)
-		}
+		t.Skipf("go command not found: %v", err)
 	}
 	return g
 }

@@ -522,7 +522,7 @@ func TestTimeCommandGo(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "go", "timed")
 	bin := filepath.Join(t.TempDir(), "gotimed")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, src)
+	build := exec.Command(testtarget.GoTool(), "build", "-o", bin, src)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)

@@ -82,11 +82,6 @@ func (p *procMaps) table(path string) *symtab.Table {
 	return t
 }
 
-func (p *procMaps) symbolize(pc uint64) Frame {
-	f, _ := p.lookup(pc)
-	return f
-}
-
 // lookup symbolizes pc and reports whether it lies in an executable file
 // mapping: a frame-pointer walk through code that keeps no frame pointer
 // reads data (text, counters) as return addresses, which map nowhere.

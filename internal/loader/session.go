@@ -1065,10 +1065,3 @@ func (s *Session) lookup(pc uint64) (Frame, bool) {
 	}
 	return s.procs.lookup(pc)
 }
-
-func (s *Session) symbolize(pc uint64) Frame {
-	if s.procs == nil {
-		return Frame{PC: pc}
-	}
-	return s.procs.symbolize(pc)
-}
