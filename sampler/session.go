@@ -2,9 +2,9 @@
 // a BPF program on per-CPU cpu-clock perf events, counts calls of chosen
 // functions with entry-only uprobes, and symbolizes what it gathered (ELF
 // and Go symbols through symtab, /proc/kallsyms for the kernel) into a
-// Profile, its own model (package export encodes it as pprof). sampler may
-// import bpf, symtab, unwind, debuginfo and internal/proc; it must not
-// import export or cmd.
+// Profile, its own model (package export encodes it as pprof). Layering
+// (checked by internal/layers): sampler may import the layers below it
+// (push, the engine, the leaves); not timing, export or anything above.
 //
 // User stacks are unwound from a copy of the user stack and registers the
 // BPF program takes per sample, with the mapped files' call frame

@@ -2,7 +2,7 @@
 // module's packages against it; its test runs the check over `go list` of
 // this module, and `make lint` runs that test.
 //
-// The layers, top to bottom (Table):
+// The layers, top to bottom (Tickprof):
 //
 //	programs      cmd/... (the binary and its cmd/tickprof/internal/*), bench/...
 //	agent         agent
@@ -18,11 +18,12 @@
 // import each other; estimate/histogram imports estimate). So no library
 // imports cmd or bench, the engine imports no top-level package but the
 // leaves, and estimate and bpf import nothing of the project. Some packages
-// also keep to a short list of third-party modules (ThirdParty). The rules
+// also keep to a short list of third-party modules, and a few are for tests
+// only (Rules.ThirdParty, Rules.TestOnly). The rules
 // are for the code that ships: a package's tests may import upward (the
 // sampler's tests encode their profiles with export).
 //
-// layers may import only the standard library.
+// layers imports no third-party module.
 package layers
 
 import (
@@ -43,44 +44,58 @@ type Layer struct {
 	Within [][2]string
 }
 
-// Table is tickprof's layering, top layer first.
-func Table() []Layer {
-	return []Layer{
-		{Name: "programs", Packages: []string{"cmd/...", "bench/..."},
-			Within: [][2]string{{"cmd/...", "cmd/..."}, {"bench/...", "bench/..."}}},
-		{Name: "agent", Packages: []string{"agent"}},
-		{Name: "planning", Packages: []string{"plan", "calibrate"}},
-		{Name: "formats", Packages: []string{"export"}},
-		{Name: "runs", Packages: []string{"timing", "sampler"}},
-		{Name: "push", Packages: []string{"push", "push/pushtest"}},
-		{Name: "engine", Packages: []string{"internal/..."},
-			Within: [][2]string{{"internal/...", "internal/..."}}},
-		{Name: "leaves", Packages: []string{"estimate", "estimate/histogram", "bpf"},
-			Within: [][2]string{{"estimate/histogram", "estimate"}}},
-	}
+// Rules are a module's import rules.
+type Rules struct {
+	// Layers are the layers, top first.
+	Layers []Layer
+	// ThirdParty lists, for the packages that keep to a few third-party
+	// modules, the paths they may import besides the standard library and
+	// the module's own packages: a path and every package below it (an
+	// empty list: none). The longest pattern that matches a package
+	// applies; packages none matches may import any module go.mod
+	// requires.
+	ThirdParty map[string][]string
+	// TestOnly are the packages only tests may import: no package imports
+	// them from its non-test files.
+	TestOnly []string
 }
 
-// ThirdParty lists, for the packages that keep to a few third-party
-// modules, the paths they may import besides the standard library and the
-// project: a path and every package below it (an empty list: none). The
-// longest pattern that matches a package applies; packages none matches
-// may import any module the go.mod requires.
-func ThirdParty() map[string][]string {
-	return map[string][]string{
-		"estimate/...":              {"gonum.org/v1/gonum"},
-		"bpf":                       {"github.com/cilium/ebpf", "golang.org/x/sys"},
-		"internal/bpftest":          {"github.com/cilium/ebpf"},
-		"internal/debuginfo":        {},
-		"internal/layers":           {},
-		"internal/proc":             {"golang.org/x/sys"},
-		"internal/rank":             {},
-		"internal/safefile":         {"golang.org/x/sys"},
-		"internal/symtab":           {"golang.org/x/arch", "golang.org/x/sys"},
-		"internal/testtarget":       {"golang.org/x/sys"},
-		"internal/tick":             {},
-		"internal/units":            {},
-		"internal/unwind":           {"github.com/go-delve/delve/pkg/dwarf/frame"},
-		"cmd/tickprof/internal/cli": {"github.com/spf13/cobra"},
+// Tickprof are tickprof's rules.
+func Tickprof() Rules {
+	return Rules{
+		Layers: []Layer{
+			{Name: "programs", Packages: []string{"cmd/...", "bench/..."},
+				Within: [][2]string{{"cmd/...", "cmd/..."}, {"bench/...", "bench/..."}}},
+			{Name: "agent", Packages: []string{"agent"}},
+			{Name: "planning", Packages: []string{"plan", "calibrate"}},
+			{Name: "formats", Packages: []string{"export"}},
+			{Name: "runs", Packages: []string{"timing", "sampler"}},
+			{Name: "push", Packages: []string{"push", "push/pushtest"}},
+			{Name: "engine", Packages: []string{"internal/..."},
+				Within: [][2]string{{"internal/...", "internal/..."}}},
+			{Name: "leaves", Packages: []string{"estimate", "estimate/histogram", "bpf"},
+				Within: [][2]string{{"estimate/histogram", "estimate"}}},
+		},
+		ThirdParty: map[string][]string{
+			"bench/benchkit":            {"github.com/cilium/ebpf", "golang.org/x/sys"},
+			"estimate/...":              {"gonum.org/v1/gonum"},
+			"bpf":                       {"github.com/cilium/ebpf", "golang.org/x/sys"},
+			"internal/bpftest":          {"github.com/cilium/ebpf"},
+			"internal/debuginfo":        {},
+			"internal/layers":           {},
+			"internal/proc":             {"golang.org/x/sys"},
+			"internal/rank":             {},
+			"internal/safefile":         {"golang.org/x/sys"},
+			"internal/symtab":           {"golang.org/x/arch", "golang.org/x/sys"},
+			"internal/testtarget":       {"golang.org/x/sys"},
+			"internal/tick":             {},
+			"internal/units":            {},
+			"internal/unwind":           {"github.com/go-delve/delve/pkg/dwarf/frame"},
+			"cmd/tickprof/internal/cli": {"github.com/spf13/cobra"},
+			"push/pushtest": {"connectrpc.com/connect", "github.com/google/pprof/profile",
+				"github.com/grafana/pyroscope/api", "go.opentelemetry.io/collector/pdata", "google.golang.org/grpc"},
+		},
+		TestOnly: []string{"internal/bpftest", "internal/testtarget", "push/pushtest"},
 	}
 }
 
@@ -91,30 +106,23 @@ type Package struct {
 	Imports    []string
 }
 
-// Check returns one line per import of pkgs that breaks the table, and
-// per package of module that no layer holds, sorted; nil when every
-// import keeps to the layering.
-func Check(module string, table []Layer, thirdParty map[string][]string, pkgs []Package) []string {
+// Check returns one line per import of pkgs that breaks the rules, and per
+// package of module that no layer holds, sorted; nil when every import
+// keeps to them. Packages of other modules are not checked.
+func (r Rules) Check(module string, pkgs []Package) []string {
 	var bad []string
 	for _, p := range pkgs {
 		from, ok := strings.CutPrefix(p.ImportPath, module+"/")
 		if !ok {
 			continue // the module's root package, or another module's
 		}
-		lf := layerOf(table, from)
+		lf := layerOf(r.Layers, from)
 		if lf < 0 {
-			bad = append(bad, fmt.Sprintf("%s: in no layer (add it to internal/layers.Table)", from))
+			bad = append(bad, fmt.Sprintf("%s: in no layer (add it to the table in internal/layers)", from))
 			continue
 		}
 		for _, imp := range p.Imports {
-			to, own := strings.CutPrefix(imp, module+"/")
-			if !own {
-				if why := thirdPartyRule(thirdParty, from, imp); why != "" {
-					bad = append(bad, why)
-				}
-				continue
-			}
-			if why := importRule(table, lf, from, to); why != "" {
+			if why := r.importRule(module, lf, from, imp); why != "" {
 				bad = append(bad, why)
 			}
 		}
@@ -123,8 +131,22 @@ func Check(module string, table []Layer, thirdParty map[string][]string, pkgs []
 	return bad
 }
 
-// importRule says why from (in layer lf) may not import to, or "".
-func importRule(table []Layer, lf int, from, to string) string {
+// importRule says why from (in layer lf) may not import imp, or "".
+func (r Rules) importRule(module string, lf int, from, imp string) string {
+	to, own := strings.CutPrefix(imp, module+"/")
+	if !own {
+		return thirdPartyRule(r.ThirdParty, from, imp)
+	}
+	for _, t := range r.TestOnly {
+		if match(t, to) {
+			return fmt.Sprintf("%s imports %s, which only tests may import", from, to)
+		}
+	}
+	return layerRule(r.Layers, lf, from, to)
+}
+
+// layerRule says why from (in layer lf) may not import to, or "".
+func layerRule(table []Layer, lf int, from, to string) string {
 	lt := layerOf(table, to)
 	switch {
 	case lt < 0:

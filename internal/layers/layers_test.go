@@ -57,7 +57,7 @@ func TestModuleKeepsLayers(t *testing.T) {
 	if mine != len(pkgs) {
 		t.Fatalf("go list gave %d packages of %s among %d", mine, module, len(pkgs))
 	}
-	for _, v := range Check(module, Table(), ThirdParty(), pkgs) {
+	for _, v := range Tickprof().Check(module, pkgs) {
 		t.Error(v)
 	}
 }
@@ -95,6 +95,7 @@ func TestCheckFindsViolations(t *testing.T) {
 		{"an import of a package in no layer", pkg("agent", "newpkg"), "agent imports newpkg, which is in no layer"},
 		{"third party outside the list", pkg("estimate/histogram", "estimate", "github.com/cilium/ebpf"), "estimate/histogram imports github.com/cilium/ebpf, outside its third-party list"},
 		{"third party by prefix only", pkg("internal/proc", "golang.org/x/system"), "internal/proc imports golang.org/x/system"},
+		{"a library imports a test helper", pkg("sampler", "internal/testtarget"), "sampler imports internal/testtarget, which only tests may import"},
 		{"downward imports", pkg("cmd/tickprof", "cmd/tickprof/internal/cli", "agent", "timing", "internal/loader", "bpf"), ""},
 		{"within the engine", pkg("internal/loader", "internal/symbolize", "github.com/cilium/ebpf/link"), ""},
 		{"histogram imports estimate", pkg("estimate/histogram", "estimate", "std:math", "gonum.org/v1/gonum/stat"), ""},
@@ -102,7 +103,7 @@ func TestCheckFindsViolations(t *testing.T) {
 		{"another module", Package{ImportPath: "example.com/x", Imports: []string{module + "/cmd/tickprof"}}, ""},
 	}
 	for _, c := range cases {
-		got := Check(module, Table(), ThirdParty(), []Package{c.pkg})
+		got := Tickprof().Check(module, []Package{c.pkg})
 		switch {
 		case c.want == "" && len(got) > 0:
 			t.Errorf("%s: flagged %q", c.name, got)
@@ -116,7 +117,7 @@ func TestCheckFindsViolations(t *testing.T) {
 // layer matches a package of another (a package has one layer).
 func TestTableOrder(t *testing.T) {
 	seen := map[string]bool{}
-	tab := Table()
+	tab := Tickprof().Layers
 	for i, l := range tab {
 		if seen[l.Name] {
 			t.Errorf("layer %s twice", l.Name)

@@ -73,6 +73,7 @@
 // resolve to KindGoUser (ResolveUser checks symtab IsGo) and are probed at
 // their RET instructions: a uretprobe must never touch a Go program.
 //
-// loader may import bpf, estimate, histogram, symtab, debuginfo, unwind,
-// internal/proc and internal/tick; it must not import timing, sampler, export or cmd.
+// loader is part of the engine (the layering is checked by
+// internal/layers): it imports other engine packages and the leaves (bpf,
+// estimate, histogram), never timing, sampler or anything above them.
 package loader

@@ -18,7 +18,8 @@
 // sites, GoRuntimeOffsets locates runtime.g's goid and stack top, and
 // InlinedInto tells where a function was inlined.
 //
-// symtab may import only the standard library and x/arch.
+// Of third-party modules symtab imports only x/arch and x/sys (checked by
+// internal/layers).
 package symtab
 
 import (

@@ -9,8 +9,8 @@
 // (CPUProfile). A missing gcc has one policy: the test is skipped with the
 // reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
 //
-// testtarget may import only the standard library and x/sys; only tests
-// import it.
+// Only tests import testtarget, and of third-party modules it imports only
+// x/sys (both checked by internal/layers).
 package testtarget
 
 import (

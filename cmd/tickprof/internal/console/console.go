@@ -3,8 +3,9 @@
 // what it measures, shows the live progress, writes the outputs before the
 // probes come off, and says how detaching went.
 //
-// console may import timing, sampler, export, estimate and units; it must
-// not import cmd or internal/demo.
+// Like every package under cmd/tickprof/internal it may import any library
+// (internal/layers), and only cmd/tickprof and its internal packages import
+// it.
 package console
 
 import (
