@@ -18,10 +18,10 @@
 // import each other; estimate/histogram imports estimate). So no library
 // imports cmd or bench, the engine imports no top-level package but the
 // leaves, and estimate and bpf import nothing of the project. Some packages
-// also keep to a short list of third-party modules, and a few are for tests
-// only (Rules.ThirdParty, Rules.TestOnly). The rules
-// are for the code that ships: a package's tests may import upward (the
-// sampler's tests encode their profiles with export).
+// also keep to a short list of third-party modules, and a few are for
+// tests only (Rules.ThirdParty, Rules.TestOnly). The rules are for the code
+// that ships: a package's tests may import upward (the sampler's tests
+// encode their profiles with export).
 //
 // layers imports no third-party module.
 package layers
