@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 func newRootCmd() *cobra.Command {
@@ -41,7 +41,7 @@ func newRootCmd() *cobra.Command {
 }
 
 func main() {
-	if loader.IsDetachHelper() {
+	if timing.IsDetachHelper() {
 		runDetachHelper()
 	}
 	if err := newRootCmd().Execute(); err != nil {
@@ -50,9 +50,10 @@ func main() {
 	}
 }
 
-// runDetachHelper is the process loader.Session.HandOff starts.
+// runDetachHelper is the process a timing session hands its probes to
+// (timing.Config.DetachHelper).
 func runDetachHelper() {
-	if err := loader.DetachHelper(); err != nil {
+	if err := timing.RunDetachHelper(); err != nil {
 		fmt.Fprintln(os.Stderr, "tickprof: detach helper:", err)
 		os.Exit(1)
 	}

@@ -27,11 +27,11 @@ import (
 )
 
 // selfHelper starts this binary as the helper the probes are handed to
-// once attached (timing.Config.DetachHelper, loader.Session.HandOff):
-// whatever ends the program from then on, SIGKILL included, the helper
-// detaches them, and the program never waits for the kernel to close
-// links at its exit. The program must run loader.DetachHelper when
-// loader.IsDetachHelper says it was started as one.
+// once attached (timing.Config.DetachHelper): whatever ends the program
+// from then on, SIGKILL included, the helper detaches them, and the
+// program never waits for the kernel to close links at its exit. The
+// program must run timing.RunDetachHelper when timing.IsDetachHelper says
+// it was started as one.
 func selfHelper() *exec.Cmd { return exec.Command("/proc/self/exe") }
 
 // Timing runs a timing session, saying on errOut what it times and
@@ -41,7 +41,9 @@ func selfHelper() *exec.Cmd { return exec.Command("/proc/self/exe") }
 func Timing(ctx context.Context, errOut io.Writer, cfg timing.Config, write func(*timing.Result) error) (*timing.Result, error) {
 	cfg.Warn = func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }
 	cfg.DetachHelper = selfHelper
-	s, err := timing.OpenContext(ctx, cfg)
+	prog := table.NewProgress(errOut)
+	cfg.OnProgress = prog.Update
+	s, err := timing.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +55,7 @@ func Timing(ctx context.Context, errOut io.Writer, cfg timing.Config, write func
 	}
 	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
 		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
-	prog := table.NewProgress(errOut)
-	run, err := s.Run(ctx, prog.Update)
+	run, err := s.Run(ctx)
 	prog.Clear()
 	if err != nil {
 		return nil, err
