@@ -106,7 +106,7 @@ func TestSymbolizeVDSOSelf(t *testing.T) {
 	for _, a := range []uint64{inFunc, m.Start + 8, m.Start + 16} {
 		s.handle(record(pid, 0, nil, []uint64{a}))
 	}
-	d, err := s.Result()
+	d, err := s.profile()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // confidence interval. See README.md for a tour.
 //
 // It holds flags, validation and wiring only: each command fills a library
-// configuration (timing.Config, sampler.RunConfig, ...), runs it, and hands
+// configuration (timing.Config, sampler.Config, ...), runs it, and hands
 // the result to export. The commands' long help and examples are text
 // files under help/ (see help.go).
 package main

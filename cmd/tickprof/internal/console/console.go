@@ -96,8 +96,13 @@ var ErrNoSamples = errors.New("no samples of the target: it was idle or exited a
 // Sample records a sampling run, writes its profile, and prints a line of
 // statistics on errw and the function table on w. What was gathered is
 // written also when the run ends in an error.
-func Sample(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o SampleOutput) error {
-	res, runErr := sampler.Record(ctx, rc)
+func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o SampleOutput) error {
+	s, err := sampler.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, runErr := s.Run(ctx)
 	if res == nil {
 		return runErr
 	}
@@ -111,7 +116,7 @@ func Sample(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o Samp
 			return err
 		}
 	}
-	table.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.File)
+	table.WriteSampleStats(errw, st, cfg.Frequency, data.Duration, o.File)
 	if runErr != nil {
 		return runErr
 	}
