@@ -62,9 +62,9 @@ type Config struct {
 	// Run ends when they have all exited.
 	PIDs []int
 	// Command, when given instead, is started held before exec with
-	// Stdin, Stdout and Stderr, released by Run so that its first
-	// instructions are sampled, and killed when sampling stops before it
-	// exits.
+	// Stdin, Stdout and Stderr (nil: this process's), released by Run so
+	// that its first instructions are sampled, and killed when sampling
+	// stops before it exits.
 	Command []string
 	Stdin   io.Reader
 	Stdout  io.Writer

@@ -1,6 +1,7 @@
 package timing
 
 import (
+	"io"
 	"os/exec"
 	"time"
 
@@ -25,10 +26,14 @@ type Targets struct {
 // defaults their comments give, filled in by Open.
 type Config struct {
 	// PID is the process to attach to (0: every process). Command, when
-	// given, is started held before exec instead, so that its very first
-	// calls count; it is ended with SIGTERM when timing stops first.
+	// given, is started held before exec instead, with Stdin, Stdout and
+	// Stderr (nil: this process's), so that its very first calls count; it
+	// is ended with SIGTERM when timing stops first.
 	PID     int
 	Command []string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
 	// Targets are what to time, resolved in Open.
 	Targets Targets
 	// Clock is the tick clock (zero: DefaultClock); Exact also reads the

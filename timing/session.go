@@ -51,7 +51,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, pid: cfg.PID}
 	if len(cfg.Command) > 0 {
-		h, err := proc.StartHeld(cfg.Command, proc.Stdio{})
+		h, err := proc.StartHeld(cfg.Command, proc.Stdio{In: cfg.Stdin, Out: cfg.Stdout, Err: cfg.Stderr})
 		if err != nil {
 			return nil, err
 		}
