@@ -23,7 +23,7 @@ import (
 type timer struct {
 	ts      *timing.Session
 	targets []timing.Target
-	last    []timing.Counts
+	last    []timing.Counters
 	clock   timing.Clock
 	conf    float64
 	// Under an overhead budget the timing session's own run places the
@@ -71,7 +71,7 @@ func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
 		return nil, err
 	}
 	tgs := ts.Targets()
-	t := &timer{ts: ts, targets: tgs, last: make([]timing.Counts, len(tgs)), clock: ts.Clock(), conf: c.conf}
+	t := &timer{ts: ts, targets: tgs, last: make([]timing.Counters, len(tgs)), clock: ts.Clock(), conf: c.conf}
 	if c.overhead > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.stop, t.done = cancel, make(chan struct{})

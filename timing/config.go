@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/budget"
 )
 
 // Targets names what to time, as a user writes it.
@@ -98,8 +97,8 @@ const (
 	// DefaultInterval is the polling period when Config.Interval is 0.
 	DefaultInterval = 200 * time.Millisecond
 	// DefaultWindow is the length of a window under an overhead budget
-	// when Config.Window is 0.
-	DefaultWindow = budget.DefaultWindow
+	// when Config.Window is 0 (the budget runner's own default).
+	DefaultWindow = 50 * time.Millisecond
 )
 
 // DefaultClock is the clock Open uses when Clock is zero. With user

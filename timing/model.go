@@ -60,8 +60,9 @@ type Result struct {
 
 // TargetResult is one timed target's estimate and counters.
 type TargetResult struct {
-	// Name is the target's display name; Kind its kind ("user", ...).
-	Name, Kind string
+	// Name is the target's display name; Kind how it was probed.
+	Name string
+	Kind TargetKind
 	// Binary is the file holding a user function ("" otherwise).
 	Binary string
 	// Calls is n; Ticks is sum c_i.

@@ -29,7 +29,7 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 		}
 		row := estimateTarget(clk, c, ls.Batches(i), cfg.Estimate)
 		t := TargetResult{
-			Name: tg.Name, Kind: tg.Spec.Kind.String(), Binary: tg.Spec.File,
+			Name: tg.Name, Kind: TargetKind(tg.Spec.Kind.String()), Binary: tg.Spec.File,
 			Calls: c.Calls, Ticks: c.Ticks, Estimate: row.Result, Counts: row.counts,
 			Orphans: c.Orphans, Crossings: c.Crossings, InlinedInto: s.inlined[tg.Name],
 		}

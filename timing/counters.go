@@ -10,10 +10,10 @@ import (
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
-// Counts are one target's counters, cumulative since its probes were
-// attached: what a caller that cuts its own reports reads (Read) instead
-// of running the session's estimates.
-type Counts struct {
+// Counters are one target's counters, cumulative since its probes were
+// attached: what a caller that cuts its own reports reads (Poll, Read)
+// instead of running the session's estimates.
+type Counters struct {
 	// Calls is n, the calls completed; Ticks is sum c_i, the clock ticks
 	// they crossed (ns with the ns clock).
 	Calls, Ticks uint64
@@ -27,11 +27,11 @@ type Counts struct {
 	Hist *histogram.Hist
 }
 
-// Sub returns the counts since prev, an earlier read of the same target.
+// Sub returns the counters since prev, an earlier read of the same target.
 // The histogram's difference holds the bucket counts only (no minimum or
 // maximum); nil when c has none, c's own when prev has none.
-func (c Counts) Sub(prev Counts) Counts {
-	d := Counts{Calls: c.Calls - prev.Calls, Ticks: c.Ticks - prev.Ticks}
+func (c Counters) Sub(prev Counters) Counters {
+	d := Counters{Calls: c.Calls - prev.Calls, Ticks: c.Ticks - prev.Ticks}
 	var borrow uint64
 	d.TicksSq, borrow = bits.Sub64(c.TicksSq, prev.TicksSq, 0)
 	d.TicksSqHi, _ = bits.Sub64(c.TicksSqHi, prev.TicksSqHi, borrow)
@@ -50,21 +50,21 @@ func (c Counts) Sub(prev Counts) Counts {
 // Poll reads every target's counters (Targets order) and closes a
 // polling batch, as Run's polls do: for a caller that cuts its own reports
 // instead of calling Run.
-func (s *Session) Poll() ([]Counts, error) { return s.counts(s.ls.Poll) }
+func (s *Session) Poll() ([]Counters, error) { return s.counters(s.ls.Poll) }
 
 // Read reads every target's counters (Targets order) without closing a
 // batch, so it may be called while Run runs in another goroutine.
-func (s *Session) Read() ([]Counts, error) { return s.counts(s.ls.Read) }
+func (s *Session) Read() ([]Counters, error) { return s.counters(s.ls.Read) }
 
-// counts reads the counters with read, then the histograms.
-func (s *Session) counts(read func() (loader.Poll, error)) ([]Counts, error) {
+// counters reads the counters with read, then the histograms.
+func (s *Session) counters(read func() (loader.Poll, error)) ([]Counters, error) {
 	p, err := read()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Counts, len(p.Totals))
+	out := make([]Counters, len(p.Totals))
 	for i, c := range p.Totals {
-		out[i] = Counts{Calls: c.Calls, Ticks: c.Ticks, TicksSq: c.TicksSq.Lo, TicksSqHi: c.TicksSq.Hi}
+		out[i] = Counters{Calls: c.Calls, Ticks: c.Ticks, TicksSq: c.TicksSq.Lo, TicksSqHi: c.TicksSq.Hi}
 		if out[i].Hist, err = s.ls.Histogram(i); err != nil {
 			return nil, err
 		}
