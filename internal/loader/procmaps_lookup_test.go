@@ -17,7 +17,7 @@ func TestProcMapsLookup(t *testing.T) {
 	}
 	pc := uint64(reflect.ValueOf(TestProcMapsLookup).Pointer()) + 1
 	f, ok := p.lookup(pc)
-	if !ok || f.File == "" || f.Func != "github.com/tickprof/tickprof/loader.TestProcMapsLookup" {
+	if !ok || f.File == "" || f.Func != "github.com/tickprof/tickprof/internal/loader.TestProcMapsLookup" {
 		t.Fatalf("lookup of this test's own address: %+v, %v", f, ok)
 	}
 	if f.Offset >= pc || f.Offset == 0 {
