@@ -10,8 +10,9 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/tickprof
 
-# The full suite: formatting and vet, committed BPF objects current, unit and
-# integration tests (BPF tests need root), and the kernel matrix.
+# The full suite: lint (formatting, vet, staticcheck, layering), committed
+# BPF objects current, unit and integration tests (BPF tests need root), and
+# the kernel matrix.
 test: lint check-generate unit test-kernels
 
 # -p 1: the BPF tests measure this machine; packages run one after another so
@@ -20,10 +21,18 @@ test: lint check-generate unit test-kernels
 unit:
 	$(GO) test -p 1 -count=1 -timeout 20m $(PKGS)
 
+# staticcheck, pinned; `go run` fetches it through the module proxy on a
+# fresh machine and keeps it out of go.mod.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# gofmt, go vet, staticcheck (its default checks), and the import layering
+# (internal/layers: a package imports only the layers below its own).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+	$(GO) test -count=1 ./internal/layers
 
 # Rebuild the BPF objects and their Go bindings (needs clang and llvm-strip).
 generate:

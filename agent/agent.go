@@ -267,8 +267,11 @@ func (a *Agent) session(ctx context.Context) error {
 	for pid := range set {
 		scfg.PIDs = append(scfg.PIDs, pid)
 	}
-	sess, err := sampler.Start(scfg)
+	sess, err := sampler.Open(ctx, scfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while loading
+		}
 		return err
 	}
 	defer sess.Close()
@@ -292,7 +295,7 @@ func (a *Agent) session(ctx context.Context) error {
 			a.follow(wctx, sess, tm, set)
 		}
 	}()
-	err = sess.RunWindows(wctx, nil, a.cfg.Window, func(d *sampler.Profile) error {
+	err = sess.RunWindows(wctx, a.cfg.Window, func(d *sampler.Profile) error {
 		a.window(sess, tm, d)
 		return nil
 	})

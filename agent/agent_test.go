@@ -106,7 +106,7 @@ func TestAgentPushesWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One sampler run over the agent's whole span, for comparison.
-	ref, err := sampler.Start(sampler.Config{Frequency: 199, PIDs: []int{target.Process.Pid}})
+	ref, err := sampler.Open(context.Background(), sampler.Config{Frequency: 199, PIDs: []int{target.Process.Pid}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,15 @@ func TestAgentPushesWindows(t *testing.T) {
 	// Until four windows are done (the machine may be slow to load BPF).
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	refDone := make(chan error, 1)
-	go func() { refDone <- ref.Run(ctx, nil) }()
+	type refRun struct {
+		res *sampler.Result
+		err error
+	}
+	refDone := make(chan refRun, 1)
+	go func() {
+		res, err := ref.Run(ctx)
+		refDone <- refRun{res, err}
+	}()
 	go func() {
 		for ctx.Err() == nil && a.Stats().Windows < 4 {
 			time.Sleep(100 * time.Millisecond)
@@ -125,8 +132,9 @@ func TestAgentPushesWindows(t *testing.T) {
 	if err := a.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-refDone; err != nil {
-		t.Fatal(err)
+	refOut := <-refDone
+	if refOut.err != nil {
+		t.Fatal(refOut.err)
 	}
 	st := a.Stats()
 	t.Logf("agent stats %+v", st)
@@ -191,11 +199,7 @@ func TestAgentPushesWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := ref.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	refProf, err := export.EncodeCPU(data)
+	refProf, err := export.EncodeCPU(refOut.res.Profile)
 	if err != nil {
 		t.Fatal(err)
 	}

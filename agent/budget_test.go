@@ -5,14 +5,13 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 
 // fixedCost is a timing.Corrector with one probe cost for every kind.
 type fixedCost struct{ cost estimate.Result }
 
-func (fixedCost) OverheadKind(loader.Spec) (string, error) { return "user", nil }
+func (fixedCost) OverheadKind(timing.Target) (string, error) { return "user", nil }
 func (f fixedCost) Overhead(string, float64) (estimate.Result, bool) {
 	return f.cost, true
 }

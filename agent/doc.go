@@ -15,7 +15,7 @@
 // is cancelled and flushes the last window. New then Run is the same run
 // without the privilege check, the listener and the summary (tests).
 //
-// agent imports sampler, timing, calibrate, loader, histogram, export,
-// push, symtab and the Prometheus client; nothing imports it but
-// cmd/tickprof.
+// Layering (checked by internal/layers): agent is the top library layer,
+// over calibrate, export, the run libraries (timing, sampler), push, the
+// engine and the leaves; only the programs (cmd, bench) import it.
 package agent

@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickprof/tickprof/estimate/histogram"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -23,12 +21,11 @@ import (
 // window's read is one batch) except under an overhead budget, whose run
 // places the probing windows while the agent only reads the counters.
 type timer struct {
-	ts       *timing.Session
-	s        *loader.Session
-	last     []loader.Counters
-	lastHist []*histogram.Hist // exact clock only
-	clock    loader.Clock
-	conf     float64
+	ts      *timing.Session
+	targets []timing.Target
+	last    []timing.Counters
+	clock   timing.Clock
+	conf    float64
 	// Under an overhead budget the timing session's own run places the
 	// probing windows; stop ends it and done closes when it has.
 	stop func()
@@ -58,31 +55,29 @@ func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
 	if len(c.users)+len(c.syscalls) == 0 {
 		return nil, errors.New("no timing targets")
 	}
-	clock := timing.DefaultClock(len(c.users) > 0, false)
-	var qs []float64
-	if clock.Kind == loader.ClockNS {
+	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: 64},
+		NoRecords: true, NoRefine: true, Warn: warn}
+	tc.Clock = tc.DefaultClock()
+	if tc.Clock.Kind == timing.ClockNS {
 		// The exact clock keeps a histogram of durations per target: the
 		// windows carry its counts (export.HistType).
-		qs = export.DefaultWindowQuantiles
+		tc.Quantiles = export.DefaultWindowQuantiles
 	}
-	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: 64},
-		Clock: clock, NoRecords: true, Quantiles: qs, NoRefine: true, Warn: warn}
 	if c.overhead > 0 {
 		tc.Overhead, tc.Window, tc.Corrector, tc.Correction = c.overhead, budgetWindow, c.corrector, timing.CorrectionOn
 	}
-	ts, err := timing.Open(tc)
+	ts, err := timing.Open(context.Background(), tc)
 	if err != nil {
 		return nil, err
 	}
-	s := ts.Loader()
-	n := len(s.Targets())
-	t := &timer{ts: ts, s: s, last: make([]loader.Counters, n), lastHist: make([]*histogram.Hist, n), clock: s.Clock(), conf: c.conf}
+	tgs := ts.Targets()
+	t := &timer{ts: ts, targets: tgs, last: make([]timing.Counters, len(tgs)), clock: ts.Clock(), conf: c.conf}
 	if c.overhead > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.stop, t.done = cancel, make(chan struct{})
 		go func() {
 			defer close(t.done)
-			if _, err := ts.Run(ctx, nil); err != nil {
+			if _, err := ts.Run(ctx); err != nil {
 				warn(fmt.Sprintf("probing windows: %v", err))
 			}
 		}()
@@ -93,49 +88,28 @@ func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
 // window reads the counters and returns their increments since the last
 // call as a time window over [start, end]. Every target is carried, however
 // long its calls: sums of squared durations past 63 bits are written in
-// power-of-two units (export.TimeWindowTarget.TicksSqHi).
+// power-of-two units (export.TimeWindowTarget.TicksSqHi). The histograms
+// (exact clock only) are read just after the counters, so a window's
+// histogram may hold a few calls more or fewer than its counters; the next
+// window's makes up for it.
 func (t *timer) window(start, end time.Time) (*export.TimeWindow, error) {
-	read := t.s.Poll
+	read := t.ts.Poll
 	if t.stop != nil {
-		read = t.s.Read // the budget's run polls
+		read = t.ts.Read // the budget's run polls
 	}
-	p, err := read()
+	cs, err := read()
 	if err != nil {
 		return nil, err
 	}
 	w := &export.TimeWindow{Clock: t.clock.String(), Resolution: t.clock.Resolution(), Confidence: t.conf,
 		Start: start, Duration: end.Sub(start)}
-	for i, tg := range t.s.Targets() {
-		inc := p.Totals[i].Sub(t.last[i])
-		t.last[i] = p.Totals[i]
-		h, err := t.histogram(i)
-		if err != nil {
-			return nil, err
-		}
-		w.Targets = append(w.Targets, export.TimeWindowTarget{Name: tg.Name, Binary: tg.Spec.File,
-			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq.Lo, TicksSqHi: inc.TicksSq.Hi, Hist: h})
+	for i, tg := range t.targets {
+		inc := cs[i].Sub(t.last[i])
+		t.last[i] = cs[i]
+		w.Targets = append(w.Targets, export.TimeWindowTarget{Name: tg.Name, Binary: tg.File,
+			Calls: inc.Calls, Ticks: inc.Ticks, TicksSq: inc.TicksSq, TicksSqHi: inc.TicksSqHi, Hist: inc.Hist})
 	}
 	return w, nil
-}
-
-// histogram returns target i's histogram counts since the last call (nil
-// without the exact clock). The histogram is read just after the counters,
-// so a window's histogram may hold a few calls more or fewer than its
-// counters; the next window's makes up for it.
-func (t *timer) histogram(i int) (*histogram.Hist, error) {
-	h, err := t.s.Histogram(i)
-	if err != nil || h == nil {
-		return nil, err
-	}
-	inc := &histogram.Hist{}
-	for b, c := range h.Counts {
-		inc.Counts[b] = c
-		if last := t.lastHist[i]; last != nil {
-			inc.Counts[b] -= last.Counts[b]
-		}
-	}
-	t.lastHist[i] = h
-	return inc, nil
 }
 
 func (t *timer) close() {

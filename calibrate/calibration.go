@@ -11,9 +11,9 @@
 //	o, ok := cal.Overhead("user")         // or UserProbeKind(binary, offset), "syscall", "go", "kernel"
 //	corrected, err := calibrate.Correct(raw, o)
 //
-// calibrate may import bpf, estimate, loader and timing (it times its
-// empty targets through a timing session); it must not import export or
-// cmd.
+// Layering (checked by internal/layers): calibrate may import the layers
+// below it (export, timing: it times its empty targets through a timing
+// session; push, the engine, the leaves); not plan, agent or cmd.
 package calibrate
 
 import (

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -21,17 +20,17 @@ type Corrector struct {
 // corrected: there is no empty syscall or kernel function, so what
 // calibrate measures for them (getppid's whole path) includes the
 // kernel's own work, and subtracting it would remove real time.
-func (Corrector) OverheadKind(sp loader.Spec) (string, error) {
-	switch sp.Kind {
-	case loader.KindUser:
-		k, err := UserProbeKind(sp.Binary, sp.Offset)
+func (Corrector) OverheadKind(t timing.Target) (string, error) {
+	switch t.Kind {
+	case timing.KindUser:
+		k, err := UserProbeKind(t.Binary, t.Offset)
 		return string(k), err
-	case loader.KindGoUser:
+	case timing.KindGo:
 		return string(KindGo), nil
-	case loader.KindSyscall, loader.KindKernelFunc:
+	case timing.KindSyscall, timing.KindKernel:
 		return "", nil
 	}
-	return "", fmt.Errorf("no overhead calibration applies to %s targets", sp.Kind)
+	return "", fmt.Errorf("no overhead calibration applies to %s targets", t.Kind)
 }
 
 // Overhead is the calibrated overhead of kind at confidence level conf.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 func TestOverheadKind(t *testing.T) {
@@ -16,19 +16,19 @@ func TestOverheadKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		sp   loader.Spec
+		tg   timing.Target
 		want string
 	}{
-		{loader.Spec{Kind: loader.KindUser, Binary: bin, Offset: 0}, "user"},
-		{loader.Spec{Kind: loader.KindUser, Binary: bin, Offset: 1}, "user-stepped"},
-		{loader.Spec{Kind: loader.KindGoUser}, "go"},
+		{timing.Target{Kind: timing.KindUser, Binary: bin, Offset: 0}, "user"},
+		{timing.Target{Kind: timing.KindUser, Binary: bin, Offset: 1}, "user-stepped"},
+		{timing.Target{Kind: timing.KindGo}, "go"},
 		// Not corrected: the calibration's kernel paths include real work.
-		{loader.Spec{Kind: loader.KindSyscall}, ""},
-		{loader.Spec{Kind: loader.KindKernelFunc}, ""},
+		{timing.Target{Kind: timing.KindSyscall}, ""},
+		{timing.Target{Kind: timing.KindKernel}, ""},
 	} {
-		got, err := (Corrector{}).OverheadKind(c.sp)
+		got, err := (Corrector{}).OverheadKind(c.tg)
 		if err != nil || got != c.want {
-			t.Errorf("%+v: got %q, %v; want %q", c.sp, got, err, c.want)
+			t.Errorf("%+v: got %q, %v; want %q", c.tg, got, err, c.want)
 		}
 	}
 }

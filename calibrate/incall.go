@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -144,8 +143,8 @@ func runPattern(ctx context.Context, dir, exe string, p callPattern, cpu int, o 
 	argv := []string{exe, "pattern", p.fn, strconv.FormatInt(p.gap.Nanoseconds(), 10), p.how, secs, own}
 	symbol := map[string]string{"empty": "cal_empty", "stepped": "cal_empty_stepped", "handler": "cal_handler"}[p.fn]
 	identity := estimate.OverheadModel{A: 0, B: 1}
-	s, err := timing.Open(timing.Config{Command: argv, Targets: timing.Targets{Users: []string{exe + ":" + symbol}, MaxProbes: 1},
-		NoRecords: true, Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond},
+	s, err := timing.Open(ctx, timing.Config{Command: argv, Targets: timing.Targets{Users: []string{exe + ":" + symbol}, MaxProbes: 1},
+		NoRecords: true, Clock: timing.Clock{Kind: timing.ClockNS, Tick: time.Nanosecond},
 		Estimate: estimate.Options{Confidence: o.Confidence}, Interval: 100 * time.Millisecond,
 		Duration: time.Duration(patternSeconds * float64(time.Second)), Correction: timing.CorrectionOff,
 		Echo: timing.EchoConfig{Model: &identity, Window: 250 * time.Millisecond, Duty: 0.4}})
@@ -156,7 +155,7 @@ func runPattern(ctx context.Context, dir, exe string, p callPattern, cpu int, o 
 	if err := schedule(s.PID(), cpu, o.Ordinary); err != nil {
 		return PatternPoint{}, err
 	}
-	run, err := s.Run(ctx, nil)
+	run, err := s.Run(ctx)
 	if err != nil {
 		return PatternPoint{}, err
 	}

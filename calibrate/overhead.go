@@ -17,8 +17,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/features"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -298,7 +296,7 @@ func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, sym
 	var t timing.Targets
 	switch kind {
 	case KindKernel:
-		t.Kernel, t.KernelAttach = []string{symbol}, features.AttachAuto
+		t.Kernel, t.KernelAttach = []string{symbol}, timing.AttachAuto
 	case KindSyscall:
 		t.Syscalls = []string{symbol}
 	default:
@@ -314,8 +312,8 @@ func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, sym
 	// in place before its first call. Polled into batches (at least ten a
 	// run): the batch-means interval covers load that drifts during the
 	// run (successive calls are not independent, Beilner eq. 11).
-	s, err := timing.Open(timing.Config{Command: argv, Targets: t, NoRecords: true,
-		Clock:    loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond},
+	s, err := timing.Open(ctx, timing.Config{Command: argv, Targets: t, NoRecords: true,
+		Clock:    timing.Clock{Kind: timing.ClockNS},
 		Estimate: estimate.Options{Confidence: o.Confidence},
 		Interval: min(200*time.Millisecond, d/10), Duration: d, Correction: timing.CorrectionOff})
 	if err != nil {
@@ -325,8 +323,7 @@ func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, sym
 	if err := schedule(s.PID(), cpu, o.Ordinary); err != nil {
 		return Overhead{}, err
 	}
-	before := progStats(s.Loader().Programs())
-	run, err := s.Run(ctx, nil)
+	run, err := s.Run(ctx)
 	if err != nil {
 		return Overhead{}, err
 	}
@@ -339,17 +336,19 @@ func timeRun(ctx context.Context, argv []string, exe string, kind ProbeKind, sym
 	if len(run.Targets) != 1 || run.Targets[0].Calls < 2 {
 		return Overhead{}, fmt.Errorf("calibration: %s was not called while timed", symbol)
 	}
-	c := s.LastPoll().Totals[0]
+	tr := run.Targets[0]
 	// The ns clock: ticks are exact ns, and the batches give batch means.
-	counts, _ := loader.EstimatorCounts(s.Clock(), c, s.Loader().Batches(0))
-	r, err := estimate.Time(counts, estimate.Options{Confidence: o.Confidence})
+	r, err := estimate.Time(tr.Counts, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
 		return Overhead{}, fmt.Errorf("calibration %s: %w", kind, err)
 	}
-	ov := Overhead{Kind: kind, Target: symbol, Calls: c.Calls, Runs: 1, Links: s.Loader().LinkKind(),
-		MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, StdErrNs: r.StdErr, Confidence: r.Confidence, Method: r.Method, MinNs: c.NsMin}
-	if after := progStats(s.Loader().Programs()); st != nil && after.runtime > before.runtime {
-		ov.BPFNsPerCall = float64(after.runtime-before.runtime) / float64(c.Calls)
+	ov := Overhead{Kind: kind, Target: symbol, Calls: tr.Calls, Runs: 1, Links: run.Links,
+		MeanNs: r.Mean, LowNs: r.Low, HighNs: r.High, StdErrNs: r.StdErr, Confidence: r.Confidence, Method: r.Method}
+	if tr.Exact != nil {
+		ov.MinNs = tr.Exact.Min
+	}
+	if st != nil && run.BPFRuntime > 0 {
+		ov.BPFNsPerCall = float64(run.BPFRuntime) / float64(tr.Calls)
 	}
 	return ov, nil
 }
@@ -372,19 +371,4 @@ func schedule(pid, cpu int, ordinary bool) error {
 		}
 	}
 	return nil
-}
-
-type statSum struct{ runtime, count uint64 }
-
-// progStats sums the run-time statistics of programs (zero when
-// statistics are off).
-func progStats(ps []*ebpf.Program) statSum {
-	var s statSum
-	for _, p := range ps {
-		if st, err := p.Stats(); err == nil {
-			s.runtime += uint64(st.Runtime)
-			s.count += st.RunCount
-		}
-	}
-	return s
 }

@@ -21,8 +21,7 @@
 // (CheckClock) and forecasts the calls a precision still needs
 // (NeededCalls, CallRate).
 //
-// The package does no I/O and imports nothing of the project.
-//
-// estimate may import only the standard library and gonum: no I/O, no
-// other tickprof package.
+// The package does no I/O. It is a leaf of the layering: it imports
+// nothing of the project, and of third-party modules only gonum (both
+// checked by internal/layers).
 package estimate

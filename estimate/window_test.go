@@ -136,13 +136,13 @@ func windowedRun(r *rand.Rand, l wload, duty float64, rule countRule) WindowedCo
 
 // wcell is one regime of the windowed grid and its outcome.
 type wcell struct {
-	load                  wload
-	duty                  float64
-	reps                  int
-	coverMean, coverRate  int
-	sumMean, sumMean2     float64
-	failed                int
-	meanDuty, meanWindows float64
+	load                 wload
+	duty                 float64
+	reps                 int
+	coverMean, coverRate int
+	sumMean, sumMean2    float64
+	failed               int
+	meanDuty             float64
 }
 
 func (c *wcell) run(seed uint64, rule countRule) {

@@ -6,7 +6,7 @@
 // (WriteJSON). The text tables of the commands live with the command
 // (cmd/tickprof/internal/table).
 //
-// export may import the libraries whose results it encodes (timing,
-// sampler, calibrate), estimate and its histogram, and internal/units and
-// internal/safefile; none of them may import export.
+// Layering (checked by internal/layers): export may import the run
+// libraries whose results it encodes (timing, sampler), the engine and the
+// leaves; the run libraries may not import export.
 package export

@@ -171,7 +171,7 @@ func budgetToJSON(b *timing.BudgetResult) *budgetJSON {
 // targetToJSON is the JSON of one target of run r.
 func targetToJSON(r *timing.Result, t *timing.TargetResult) timeTargetJSON {
 	j := timeTargetJSON{
-		Target: t.Name, Kind: t.Kind, Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
+		Target: t.Name, Kind: string(t.Kind), Binary: t.Binary, Calls: t.Calls, Ticks: t.Ticks,
 		Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 		WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
 		Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto, Notes: t.Notes,
@@ -430,7 +430,7 @@ func targetFromJSON(j *timeTargetJSON, docConf float64) (timing.TargetResult, er
 		conf = docConf
 	}
 	t := timing.TargetResult{
-		Name: j.Target, Kind: j.Kind, Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
+		Name: j.Target, Kind: timing.TargetKind(j.Kind), Binary: j.Binary, Calls: j.Calls, Ticks: j.Ticks, Err: j.Error,
 		Corrected: j.Corrected, OverheadKind: j.OverheadKind, InlinedInto: j.InlinedInto,
 		Orphans: j.Orphans, Crossings: j.Crossings, Dropped: j.Dropped, Covered: j.Covered, Notes: j.Notes,
 		ClockCheck: checkFromJSON(j.ClockCheck),

@@ -9,8 +9,8 @@
 // histogram or from an assumed law).
 //
 // The plans are this package's own model (Result, Pilot, Quantile: what
-// `tickprof plan` prints and writes as JSON). plan may import estimate,
-// internal/budget (the default window), estimate/histogram (a quantile
-// plan from a pilot's buckets), export (to read the pilot files) and
-// internal/safefile (bounded reads); it must not import cmd.
+// `tickprof plan` prints and writes as JSON). Layering (checked by
+// internal/layers): plan may import export (to read the pilot files) and
+// the layers below it (the run libraries, push, the engine, the leaves);
+// not calibrate, agent or cmd.
 package plan

@@ -18,6 +18,7 @@
 // write. Files are written without following symbolic links, in directories
 // checked first (safedir.go).
 //
-// push imports github.com/google/pprof/profile, the Pyroscope and
-// OpenTelemetry client libraries, and nothing of this module.
+// Layering (checked by internal/layers): push sits under the run
+// libraries; it may import the engine and the leaves, and uses pprof's
+// profile package and the Pyroscope and OpenTelemetry client libraries.
 package push

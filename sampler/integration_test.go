@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,11 +34,9 @@ func buildC(t *testing.T, name string) string {
 // goTool is the go command of the toolchain running the tests.
 func goTool(t *testing.T) string {
 	t.Helper()
-	g := filepath.Join(runtime.GOROOT(), "bin", "go")
+	g := testtarget.GoTool()
 	if _, err := os.Stat(g); err != nil {
-		if g, err = exec.LookPath("go"); err != nil {
-			t.Skipf("go command not found: %v", err)
-		}
+		t.Skipf("go command not found: %v", err)
 	}
 	return g
 }
@@ -61,16 +58,17 @@ func sampleWith(t *testing.T, cfg sampler.Config, args ...string) (*sampler.Prof
 		t.Fatal(err)
 	}
 	cfg.PIDs, cfg.Exe = []int{sp.Pid}, sp.Exe
-	sess, err := sampler.Start(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sess, err := sampler.Open(ctx, cfg)
 	if err != nil {
 		sp.Kill()
 		t.Fatal(err)
 	}
 	defer sess.Close()
 	sp.Release()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := sess.Run(ctx, sp.Done()); err != nil {
+	res, err := sess.Run(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ctx.Err() != nil {
@@ -80,11 +78,7 @@ func sampleWith(t *testing.T, cfg sampler.Config, args ...string) (*sampler.Prof
 	if st, err := sp.Wait(); err != nil || !st.Success() {
 		t.Fatalf("%s failed: %v %v\n%s", args[0], st, err, stderr.String())
 	}
-	d, err := sess.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sess.Stats()
+	d, st := res.Profile, res.Stats
 	p, err := export.EncodeCPU(d)
 	if err != nil {
 		t.Fatal(err)
@@ -425,21 +419,17 @@ func TestSampleAll(t *testing.T) {
 		target.Process.Kill()
 		target.Wait()
 	}()
-	sess, err := sampler.Start(sampler.Config{Frequency: 499, All: true})
+	sess, err := sampler.Open(context.Background(), sampler.Config{Frequency: 499, All: true, Duration: time.Second})
 	if err != nil {
 		target.Process.Kill()
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := sess.Run(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, err := sess.Result()
+	res, err := sess.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := res.Profile
 	var mine int64
 	for _, s := range d.Samples {
 		if s.Pid == int64(target.Process.Pid) && strings.Contains(describeStack(d, s), "burn_") {

@@ -2,85 +2,94 @@ package sampler
 
 import (
 	"context"
-	"io"
-	"time"
+	"errors"
 
 	"github.com/tickprof/tickprof/internal/proc"
 )
 
-// RunConfig is one sampling run: what to sample and for how long.
-type RunConfig struct {
-	// Config is the sampling itself (rate, every process, counted
-	// functions). Its PIDs and Exe are set by Record for PID and Command.
-	Config
-	// PID is the process to sample (and the children it starts). Command,
-	// when given instead, is started held before exec with Stdin, Stdout
-	// and Stderr, and killed when sampling stops before it exits.
-	PID     int
-	Command []string
-	Stdin   io.Reader
-	Stdout  io.Writer
-	Stderr  io.Writer
-	// Duration stops the run after this long (0: at the target's exit or
-	// when ctx is done).
-	Duration time.Duration
-}
-
-// Outcome is what a run gathered.
-type Outcome struct {
+// Result is what a run gathered.
+type Result struct {
 	// Profile is the symbolized profile; Stats the run's counts.
 	Profile *Profile
 	Stats   Stats
 }
 
-// Record samples until the Duration, the target's exit, or ctx, and
-// returns the profile. When sampling itself failed part way, it returns
-// what was gathered with the error.
-func Record(ctx context.Context, rc RunConfig) (*Outcome, error) {
-	cfg := rc.Config
-	var spawned *proc.Held
-	var exited <-chan struct{}
-	var err error
-	switch {
-	case len(rc.Command) > 0:
-		spawned, err = proc.StartHeld(rc.Command, proc.Stdio{In: rc.Stdin, Out: rc.Stdout, Err: rc.Stderr})
-		if err != nil {
-			return nil, err
-		}
-		cfg.PIDs, cfg.Exe = []int{spawned.Pid}, spawned.Exe
-		exited = spawned.Done()
-	case rc.PID != 0:
-		cfg.PIDs = []int{rc.PID}
-		if exited, err = proc.ExitNotify(rc.PID); err != nil {
-			return nil, err
-		}
-	}
-	sess, err := Start(cfg)
-	if err != nil {
-		if spawned != nil {
-			spawned.Kill()
-			spawned.Wait()
-		}
-		return nil, err
-	}
-	defer sess.Close()
-	if rc.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, rc.Duration)
-		defer cancel()
-	}
-	if spawned != nil {
-		spawned.Release()
-	}
-	runErr := sess.Run(ctx, exited)
-	data, err := sess.Result()
+// Run releases the held command and samples until Config.Duration has
+// passed, the targets have exited (the command, or every one of the
+// PIDs; never with All), or ctx is done; then it stops sampling, reads
+// what is left, kills the command if it was cut short, and returns the
+// symbolized profile. When sampling itself failed part way, it returns
+// what was gathered with the error. A session runs once.
+func (s *Session) Run(ctx context.Context) (*Result, error) {
+	exited, err := s.exits()
 	if err != nil {
 		return nil, err
 	}
-	if spawned != nil && runErr == nil && ctx.Err() != nil {
+	ctx, cancel := s.limit(ctx)
+	defer cancel()
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	runErr := s.sample(ctx, exited)
+	prof, err := s.profile()
+	if err != nil {
+		return nil, err
+	}
+	if s.held != nil && runErr == nil && ctx.Err() != nil {
 		// Stopped by the duration or the caller: the command is cut short.
-		spawned.Kill()
-		spawned.Wait()
+		s.held.Kill()
+		s.held.Wait()
 	}
-	return &Outcome{Profile: data, Stats: sess.Stats()}, runErr
+	return &Result{Profile: prof, Stats: s.Stats()}, runErr
+}
+
+// begin starts a run: it releases the held command.
+func (s *Session) begin() error {
+	if s.ran {
+		return errors.New("the sampling session has run already")
+	}
+	s.ran = true
+	if s.held != nil {
+		s.held.Release()
+	}
+	return nil
+}
+
+// limit is ctx ended after Config.Duration, when one is set.
+func (s *Session) limit(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.Duration > 0 {
+		return context.WithTimeout(ctx, s.cfg.Duration)
+	}
+	return context.WithCancel(ctx)
+}
+
+// exits returns a channel closed when every target has exited: the
+// command's exit, or that of every process of PIDs (one already gone
+// counts as exited); nil, never closed, with All.
+func (s *Session) exits() (<-chan struct{}, error) {
+	if s.held != nil {
+		return s.held.Done(), nil
+	}
+	if s.cfg.All {
+		return nil, nil
+	}
+	var each []<-chan struct{}
+	for _, pid := range s.cfg.PIDs {
+		ch, err := proc.ExitNotify(pid)
+		if err != nil {
+			if proc.CheckProcess(pid) != nil {
+				continue // gone already
+			}
+			return nil, err
+		}
+		each = append(each, ch)
+	}
+	all := make(chan struct{})
+	go func() {
+		defer close(all)
+		for _, ch := range each {
+			<-ch
+		}
+	}()
+	return all, nil
 }

@@ -3,6 +3,15 @@
 // functions with entry-only uprobes, and turns what it gathered into a
 // Profile, its own model (package export encodes it as pprof).
 //
+//	s, err := sampler.Open(ctx, cfg) // held command, programs attached
+//	defer s.Close()
+//	res, err := s.Run(ctx)           // release, sample, stop, profile
+//
+// Package timing has the same shape; RunWindows is the continuous run
+// that cuts a profile every window instead. Layering (checked by
+// internal/layers): sampler may import the layers below it (push, the
+// engine, the leaves); not timing, export or anything above.
+//
 // User stacks are unwound from a copy of the user stack and registers the
 // BPF program takes per sample (unwind.go here), falling back to the
 // kernel's frame-pointer walk. Everything that turns addresses into frames
@@ -23,6 +32,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -42,17 +52,28 @@ import (
 	"github.com/tickprof/tickprof/internal/symtab"
 )
 
-// Config says what to sample.
+// Config says what to sample, and for how long. Its zero fields take the
+// defaults their comments give, filled in by Open.
 type Config struct {
-	// Frequency is the sampling rate per CPU in Hz.
+	// Frequency is the sampling rate per CPU in Hz (0: DefaultFrequency;
+	// at most MaxFrequency).
 	Frequency int
 	// PIDs are the processes to sample (their children are followed);
-	// ignored when All is set.
+	// Run ends when they have all exited.
 	PIDs []int
-	// All samples every process (the idle task excepted).
+	// Command, when given instead, is started held before exec with
+	// Stdin, Stdout and Stderr (nil: this process's), released by Run so
+	// that its first instructions are sampled, and killed when sampling
+	// stops before it exits.
+	Command []string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// All samples every process (the idle task excepted) instead.
 	All bool
 	// Exe is the main executable of the target when it cannot be read from
-	// /proc/PID/exe yet (a command that has not exec'd); optional.
+	// /proc/PID/exe yet (a process held before exec that is not Command's);
+	// optional.
 	Exe string
 	// Count lists functions whose calls are counted: "SYMBOL" in the main
 	// executable or "BINARY:SYMBOL".
@@ -68,6 +89,26 @@ type Config struct {
 	// as perf does, instead of restarting them at random phases
 	// (rephase.go); it exists to measure what the restarts change.
 	FixedPhase bool
+	// Duration stops Run after this long (0: at the targets' exit or when
+	// its context is done).
+	Duration time.Duration
+}
+
+// DefaultFrequency is the sampling rate when Config.Frequency is 0: 99 Hz,
+// as perf's default, off the 100 Hz of timers that would otherwise keep
+// step with it.
+const DefaultFrequency = 99
+
+// withDefaults is cfg with every zero field that has a default filled in:
+// the one place the defaults are set.
+func (cfg Config) withDefaults() Config {
+	if cfg.Frequency == 0 {
+		cfg.Frequency = DefaultFrequency
+	}
+	if !cfg.FramePointersOnly {
+		cfg.StackBytes = cfg.stackBytes()
+	}
+	return cfg
 }
 
 // Stats are the sampler's own counters.
@@ -81,7 +122,7 @@ type Stats struct {
 	// DrainCPU is the CPU time (user+system, ns) this process spent while
 	// sampling: draining the ring buffer and reading process maps.
 	DrainCPU float64
-	// SymbolizeCPU is the CPU time (ns) Result took to symbolize.
+	// SymbolizeCPU is the CPU time (ns) spent symbolizing the profile.
 	SymbolizeCPU float64
 	// BPFRuntime is the time the sampling program ran, in the context of
 	// whatever each CPU was running, as the kernel's BPF statistics count
@@ -98,10 +139,14 @@ type counted struct {
 	link   link.Link
 }
 
-// Session is a running sampler. Start it, Run it until the target stops,
-// then call Result and Close.
+// Session is one sampling run: opened (programs loaded and attached, a
+// started command still held), then run once, with Run or RunWindows.
 type Session struct {
-	cfg    Config
+	cfg Config
+	// held is the command started (nil for PIDs and All); ran is set when
+	// a run starts.
+	held   *proc.Held
+	ran    bool
 	objs   tpbpf.SampleObjects
 	clocks []cpuClock
 	// rephase restarts the clocks at random phases (nil with
@@ -159,9 +204,13 @@ const (
 	hdrSize = 88
 )
 
-// Start loads the BPF programs, marks the targets, attaches the call counters
-// and starts sampling.
-func Start(cfg Config) (*Session, error) {
+// Open starts the command held before exec (or checks the processes),
+// loads the BPF programs, marks the targets, attaches the call counters
+// and starts the sampling clocks; Run or RunWindows then releases the
+// command and drains the samples. ctx ending meanwhile stops the open.
+// The caller must Close the session.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -173,10 +222,15 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := newSession(cfg)
-	if err := tpbpf.Load(spec, &s.objs, "the sampling programs"); err != nil {
-		return nil, err
+	if len(cfg.Command) > 0 {
+		h, err := proc.StartHeld(cfg.Command, proc.Stdio{In: cfg.Stdin, Out: cfg.Stdout, Err: cfg.Stderr})
+		if err != nil {
+			return nil, err
+		}
+		s.held = h
+		s.cfg.PIDs, s.cfg.Exe = []int{h.Pid}, h.Exe
 	}
-	if err := s.attach(); err != nil {
+	if err := s.load(ctx, spec); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -190,14 +244,34 @@ func newSession(cfg Config) *Session {
 	return &Session{cfg: cfg, procs: symbolize.NewProcs(debuginfo.FromEnv()), goNoted: map[int]uint64{}, stacks: map[string]*rawStack{}}
 }
 
+// load loads the programs and attaches them, unless ctx is done first.
+func (s *Session) load(ctx context.Context, spec *ebpf.CollectionSpec) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := tpbpf.Load(spec, &s.objs, "the sampling programs"); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.attach()
+}
+
 // check validates the configuration and that the caller may observe the
 // processes.
 func (cfg Config) check() error {
 	if cfg.Frequency <= 0 || cfg.Frequency > MaxFrequency {
 		return fmt.Errorf("sampling rate %d Hz is out of range 1..%d", cfg.Frequency, MaxFrequency)
 	}
-	if !cfg.All && len(cfg.PIDs) == 0 {
-		return errors.New("no process to sample: give a PID, a command, or sample all")
+	targets := 0
+	for _, set := range []bool{len(cfg.PIDs) > 0, len(cfg.Command) > 0, cfg.All} {
+		if set {
+			targets++
+		}
+	}
+	if targets != 1 {
+		return errors.New("sample one of: processes by PID, a command, or every process")
 	}
 	// The access check perf applies to a process it samples: CAP_PERFMON
 	// alone does not let a user sample another user's process.
@@ -339,9 +413,9 @@ func (s *Session) countBinary(spec string) (bin, sym string, err error) {
 	return bin, sym, nil
 }
 
-// Run drains samples until ctx is done or stop is closed (the target
+// sample drains samples until ctx is done or stop is closed (the targets
 // exited), then stops the perf events and drains what is left.
-func (s *Session) Run(ctx context.Context, stop <-chan struct{}) error {
+func (s *Session) sample(ctx context.Context, stop <-chan struct{}) error {
 	c0 := selfCPU()
 	defer func() { s.drainCPU += selfCPU() - c0 }()
 	for {
@@ -563,8 +637,13 @@ func selfCPU() float64 {
 	return float64(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// Close detaches everything and releases the BPF objects and open files.
+// Close detaches everything and releases the BPF objects and open files;
+// a command started and still held (an error before a run) is killed.
 func (s *Session) Close() error {
+	if s.held != nil && !s.ran {
+		s.held.Kill()
+		s.held.Wait()
+	}
 	s.rephase.Stop()
 	closeCPUClocks(s.clocks)
 	s.clocks = nil

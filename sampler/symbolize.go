@@ -24,9 +24,8 @@ type locKey struct {
 	pid     int // for addresses outside every mapping
 }
 
-// Result symbolizes everything gathered so far into a CPU profile. Call it
-// after Run returned and before Close.
-func (s *Session) Result() (*Profile, error) {
+// profile symbolizes everything gathered so far into a CPU profile.
+func (s *Session) profile() (*Profile, error) {
 	c0 := selfCPU()
 	defer func() { s.symCPU += selfCPU() - c0 }()
 	start, dur := s.Span()

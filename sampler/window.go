@@ -10,17 +10,29 @@ import (
 	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
-// RunWindows drains samples like Run and, every window, symbolizes what was
-// gathered since the previous window and hands it to emit, so that one
-// session (its BPF programs, perf events and symbol tables) serves a
-// continuous run. Each window's CPUData covers [previous cut, this cut];
-// consecutive windows neither overlap nor leave a gap. When ctx is done or
-// stop is closed, sampling stops and the last (partial) window is emitted.
-// emit runs on the calling goroutine; an error from it ends the run.
-// Call counts (Config.Count) are cumulative and are not split by window.
-func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window time.Duration, emit func(*Profile) error) error {
+// RunWindows is the continuous run: it samples like Run and, every window,
+// symbolizes what was gathered since the previous window and hands it to
+// emit, so that one session (its BPF programs, perf events and symbol
+// tables) serves the whole run. Each window's profile covers [previous
+// cut, this cut]; consecutive windows neither overlap nor leave a gap. It
+// ends when ctx is done, after Config.Duration, or when the command Open
+// started exits; processes given by PID may come and go meanwhile
+// (Watch, Unwatch). Sampling then stops and the last (partial) window is
+// emitted. emit runs on the calling goroutine; an error from it ends the
+// run. Call counts (Config.Count) are cumulative and are not split by
+// window.
+func (s *Session) RunWindows(ctx context.Context, window time.Duration, emit func(*Profile) error) error {
 	if window <= 0 {
 		return fmt.Errorf("window %v is not positive", window)
+	}
+	var stop <-chan struct{}
+	if s.held != nil {
+		stop = s.held.Done()
+	}
+	ctx, cancel := s.limit(ctx)
+	defer cancel()
+	if err := s.begin(); err != nil {
+		return err
 	}
 	next := s.start.Add(window)
 	for {
@@ -76,7 +88,7 @@ func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window t
 func (s *Session) cut(end time.Time) (*Profile, error) {
 	saved := s.end
 	s.end = end
-	d, err := s.Result()
+	d, err := s.profile()
 	s.end = saved
 	// Result labels samples with their PID only when it saw several
 	// processes; a window always says whose samples it holds.

@@ -21,7 +21,7 @@ func TestRunWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { sp.Kill(); sp.Wait() }()
-	sess, err := sampler.Start(sampler.Config{Frequency: 99, PIDs: []int{sp.Pid}, Exe: sp.Exe})
+	sess, err := sampler.Open(context.Background(), sampler.Config{Frequency: 99, PIDs: []int{sp.Pid}, Exe: sp.Exe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestRunWindows(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var ws []*sampler.Profile
-	err = sess.RunWindows(ctx, sp.Done(), time.Second, func(d *sampler.Profile) error {
+	err = sess.RunWindows(ctx, time.Second, func(d *sampler.Profile) error {
 		ws = append(ws, d)
 		if len(ws) == 4 {
 			cancel()

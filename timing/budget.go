@@ -91,9 +91,6 @@ func (s *Session) budgetCost() (estimate.Result, error) {
 		return estimate.Result{}, errors.New("an overhead budget needs the probe cost of this machine: run `tickprof calibrate` first")
 	}
 	conf := s.cfg.Estimate.Confidence
-	if conf == 0 {
-		conf = estimate.DefaultConfidence
-	}
 	var cost estimate.Result
 	for i, sp := range s.specs {
 		kind := ""
@@ -115,13 +112,11 @@ func (s *Session) budgetCost() (estimate.Result, error) {
 	return cost, nil
 }
 
-// BudgetRunner returns a runner of the session's windows under its
+// budgetRunner returns a runner of the session's windows under its
 // overhead budget (Config.Overhead, Window; the probe cost from the
-// calibration, see budgetCost), for a caller that cuts its own reports
-// instead of calling Run: it runs budget.Runner.Run and reads each
-// window's budget.Status. The session must have been opened with an
+// calibration, see budgetCost). The session must have been opened with an
 // Overhead.
-func (s *Session) BudgetRunner() (*budget.Runner, error) {
+func (s *Session) budgetRunner() (*budget.Runner, error) {
 	if s.cfg.Overhead <= 0 {
 		return nil, errors.New("the timing session has no overhead budget")
 	}
@@ -135,8 +130,8 @@ func (s *Session) BudgetRunner() (*budget.Runner, error) {
 
 // runBudget runs windows until a stop rule holds, and returns the reason,
 // the last status and the last good poll.
-func (s *Session) runBudget(ctx context.Context, onProgress func(Progress)) (StopReason, budget.Status, *loader.Poll, error) {
-	r, err := s.BudgetRunner()
+func (s *Session) runBudget(ctx context.Context) (StopReason, budget.Status, *loader.Poll, error) {
+	r, err := s.budgetRunner()
 	if err != nil {
 		return StopReason(""), budget.Status{}, nil, err
 	}
@@ -175,8 +170,8 @@ func (s *Session) runBudget(ctx context.Context, onProgress func(Progress)) (Sto
 	}()
 	st, err := r.Run(ctx, func(st budget.Status) {
 		pr, reached := s.budgetProgress(st)
-		if onProgress != nil {
-			onProgress(pr)
+		if s.cfg.OnProgress != nil {
+			s.cfg.OnProgress(pr)
 		}
 		if s.cfg.Precision > 0 && reached {
 			stop(StopPrecision)
@@ -217,18 +212,10 @@ func (s *Session) budgetProgress(st budget.Status) (Progress, bool) {
 		pr.Remaining[i] = -1
 		if m, err := estimate.WindowsNeeded(t.Windowed, s.cfg.Precision); err == nil && st.NextDuty > 0 {
 			left := m - st.Windows
-			pr.Remaining[i] = time.Duration(estimate.WindowedRunTime(max(left, 0), float64(s.window()), st.NextDuty))
+			pr.Remaining[i] = time.Duration(estimate.WindowedRunTime(max(left, 0), float64(s.cfg.Window), st.NextDuty))
 		}
 	}
 	return pr, reached
-}
-
-// window is the window length in use.
-func (s *Session) window() time.Duration {
-	if s.cfg.Window > 0 {
-		return s.cfg.Window
-	}
-	return budget.DefaultWindow
 }
 
 // applyBudget puts the windowed estimates into run: each target's mean

@@ -22,8 +22,8 @@ func TestMain(m *testing.M) { testtarget.Main(m) }
 // calibration's, it does not correct system calls (kind "").
 type fixedCost struct{ cost estimate.Result }
 
-func (fixedCost) OverheadKind(sp loader.Spec) (string, error) {
-	if sp.Kind == loader.KindSyscall {
+func (fixedCost) OverheadKind(tg Target) (string, error) {
+	if tg.Kind == KindSyscall {
 		return "", nil
 	}
 	return "user", nil
@@ -43,23 +43,24 @@ func (fixedCost) Calibration(string) (OverheadCalibration, bool) {
 // runs for d, or, with until, until it holds after a window (a progress
 // call), d then bounding a hang: how many windows fit in a time depends on
 // how long attaching and draining take, 10x longer on a loaded machine.
-func runBudgeted(t *testing.T, p *testtarget.Proc, targets Targets, clk loader.ClockKind, cost estimate.Result, d time.Duration, until func(Progress) bool) *Result {
+func runBudgeted(t *testing.T, p *testtarget.Proc, targets Targets, clk ClockKind, cost estimate.Result, d time.Duration, until func(Progress) bool) *Result {
 	t.Helper()
-	s, err := Open(Config{PID: p.Pid(), Targets: targets,
-		Clock: loader.Clock{Kind: clk}, Duration: d, Overhead: 0.05,
-		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := Open(ctx, Config{PID: p.Pid(), Targets: targets,
+		Clock: Clock{Kind: clk}, Duration: d, Overhead: 0.05,
+		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn,
+		OnProgress: func(pr Progress) {
+			if until != nil && until(pr) {
+				cancel()
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	p.Release(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	run, err := s.Run(ctx, func(pr Progress) {
-		if until != nil && until(pr) {
-			cancel()
-		}
-	})
+	run, err := s.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestBudgetedSession(t *testing.T) {
 	g := testtarget.StartGated(t, testtarget.Timed(t), "spin1us", "0") // calls forever
 	cost := spinCost
 	windows := 0
-	run := runBudgeted(t, g, Targets{Users: []string{"tp_spin1us"}, MaxProbes: 1}, loader.ClockNS, cost, 2*time.Minute, func(Progress) bool {
+	run := runBudgeted(t, g, Targets{Users: []string{"tp_spin1us"}, MaxProbes: 1}, ClockNS, cost, 2*time.Minute, func(Progress) bool {
 		windows++
 		return windows >= 2
 	})
@@ -108,7 +109,7 @@ func TestBudgetedSession(t *testing.T) {
 func TestBudgetedDuration(t *testing.T) {
 	bpftest.Require(t)
 	g := testtarget.StartGated(t, testtarget.Timed(t), "spin1us", "0") // calls forever
-	run := runBudgeted(t, g, Targets{Users: []string{"tp_spin1us"}, MaxProbes: 1}, loader.ClockNS, spinCost, 300*time.Millisecond, nil)
+	run := runBudgeted(t, g, Targets{Users: []string{"tp_spin1us"}, MaxProbes: 1}, ClockNS, spinCost, 300*time.Millisecond, nil)
 	if run.StopReason != StopDuration || run.Duration < 300*time.Millisecond {
 		t.Errorf("stop %q after %v, want %q after 300ms", run.StopReason, run.Duration, StopDuration)
 	}
@@ -126,7 +127,7 @@ func TestBudgetedSyscall(t *testing.T) {
 	bin := testtarget.C(t, "kernels/targets/sysloop.c", "sysloop")
 	p := testtarget.Start(t, exec.Command(bin, "getppid", "1000000000"), testtarget.ReadyPrefix, nil)
 	cost := estimate.Result{Mean: 300, Low: 200, High: 400, Confidence: 0.95}
-	run := runBudgeted(t, p, Targets{Syscalls: []string{"getppid"}}, loader.ClockJiffies, cost, 2*time.Minute, func(pr Progress) bool {
+	run := runBudgeted(t, p, Targets{Syscalls: []string{"getppid"}}, ClockJiffies, cost, 2*time.Minute, func(pr Progress) bool {
 		return pr.Rows[0].Batches >= 2
 	})
 	b, tr := run.Budget, run.Targets[0]
@@ -159,8 +160,9 @@ func TestBudgetedSyscall(t *testing.T) {
 // matrix).
 func TestBudgetedKernelFunc(t *testing.T) {
 	bpftest.Require(t)
-	specs, err := loader.ResolveKernelFuncs([]string{"__x64_sys_nanosleep"}, features.AttachAuto)
-	if err != nil {
+	// The functions are resolved in Open; resolving them first tells a
+	// kernel that cannot probe them from a failure.
+	if _, err := loader.ResolveKernelFuncs([]string{"__x64_sys_nanosleep"}, features.AttachAuto); err != nil {
 		var ke *loader.KernelFuncError
 		if os.Getenv("TICKPROF_IN_MATRIX") == "1" || errors.As(err, &ke) {
 			t.Fatal(err)
@@ -171,7 +173,7 @@ func TestBudgetedKernelFunc(t *testing.T) {
 	bin := testtarget.C(t, "kernels/targets/sysloop.c", "sysloop")
 	p := testtarget.Start(t, exec.Command(bin, "nanosleep", strconv.Itoa(n), "2000"), testtarget.ReadyPrefix, nil)
 	cost := estimate.Result{Mean: 75000, Low: 70000, High: 80000, Confidence: 0.95} // doubled: see budgetCost
-	s, err := Open(Config{PID: p.Pid(), Specs: specs, Clock: loader.Clock{Kind: loader.ClockNS}, Overhead: 0.02,
+	s, err := Open(context.Background(), Config{PID: p.Pid(), Targets: Targets{Kernel: []string{"__x64_sys_nanosleep"}}, Clock: Clock{Kind: ClockNS}, Overhead: 0.02,
 		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +181,7 @@ func TestBudgetedKernelFunc(t *testing.T) {
 	defer s.Close()
 	start := time.Now()
 	p.Release(t)
-	run, err := s.Run(context.Background(), nil) // until the target exits
+	run, err := s.Run(context.Background()) // until the target exits
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/loader"
 )
 
 // Corrector subtracts the probe overhead measured on this machine (Lilja
@@ -15,7 +14,7 @@ type Corrector interface {
 	// OverheadKind is the calibrated probe kind whose overhead applies to
 	// a target ("" when none does). It is asked in Open, while the
 	// target's executable can still be read.
-	OverheadKind(sp loader.Spec) (string, error)
+	OverheadKind(t Target) (string, error)
 	// Overhead is the overhead of a probe kind at a confidence level;
 	// false when the calibration has none for it.
 	Overhead(kind string, confidence float64) (estimate.Result, bool)
@@ -45,7 +44,7 @@ func (s *Session) overheadKinds() {
 	}
 	s.kinds = make([]string, len(s.specs))
 	for i, sp := range s.specs {
-		kind, err := s.cfg.Corrector.OverheadKind(sp)
+		kind, err := s.cfg.Corrector.OverheadKind(targetOf(sp, sp.Name))
 		if err != nil {
 			s.cfg.warn("%s: %v; its mean includes the probe overhead", sp.Name, err)
 			continue
@@ -62,12 +61,7 @@ func (s *Session) overheadKinds() {
 // calibrated keeps its raw mean, with a warning.
 func (s *Session) correct(run *Result, echoes []*EchoResult) {
 	c := s.cfg.Corrector
-	run.Correction = s.cfg.Correction
-	if c != nil {
-		run.Correction = CorrectionOn
-	} else if run.Correction == "" {
-		run.Correction = CorrectionNone
-	}
+	run.Correction = s.cfg.Correction // CorrectionOn with a Corrector (withDefaults)
 	for i := range run.Targets {
 		t := &run.Targets[i]
 		t.Raw = t.Estimate

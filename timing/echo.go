@@ -88,7 +88,7 @@ type echoRunner struct {
 // run has no echoes): its kind's calibrated model, or O = G_on + P when the
 // calibration has none (the correction then says so).
 func (s *Session) echoModels() []loader.EchoModel {
-	if s.cfg.Echo.Off || (s.cfg.Corrector == nil && s.cfg.Echo.Model == nil) || s.cfg.Overhead > 0 || s.cfg.Clock.Kind == loader.ClockJiffies {
+	if s.cfg.Echo.Off || (s.cfg.Corrector == nil && s.cfg.Echo.Model == nil) || s.cfg.Overhead > 0 || s.cfg.Clock.Kind == ClockJiffies {
 		return nil
 	}
 	out := make([]loader.EchoModel, len(s.specs))

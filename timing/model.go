@@ -28,9 +28,19 @@ type Result struct {
 	StopReason StopReason
 	// Validate is true when every target was also timed with the ns clock.
 	Validate bool
-	// RingDrops, StackFails: records lost to a full ring buffer, stacks
-	// that could not be captured (whole run).
-	RingDrops, StackFails uint64
+	// Records are the crossing records received (a call that crossed a
+	// tick, with its caller stack); RingDrops, StackFails the records lost
+	// to a full ring buffer and the stacks that could not be captured
+	// (whole run).
+	Records, RingDrops, StackFails uint64
+	// Links is how the user-function probes were attached: "multi" (a
+	// uprobe-multi link per file) or "single" (a link per probe).
+	Links string
+	// BPFRuntime is the time the user-function probe programs ran during
+	// Run, in the context of the threads they probed, as the kernel's BPF
+	// statistics count it (zero unless they are enabled:
+	// kernel.bpf_stats_enabled or BPF_ENABLE_STATS).
+	BPFRuntime time.Duration
 	// Correction says whether the probe overhead was subtracted: "on"
 	// (a calibration of this machine was applied), "off" (--no-correct) or
 	// "none" (no calibration: the means include the probe overhead).
@@ -50,8 +60,9 @@ type Result struct {
 
 // TargetResult is one timed target's estimate and counters.
 type TargetResult struct {
-	// Name is the target's display name; Kind its kind ("user", ...).
-	Name, Kind string
+	// Name is the target's display name; Kind how it was probed.
+	Name string
+	Kind TargetKind
 	// Binary is the file holding a user function ("" otherwise).
 	Binary string
 	// Calls is n; Ticks is sum c_i.
@@ -60,6 +71,11 @@ type TargetResult struct {
 	// instead when there is nothing to estimate yet (no calls).
 	Estimate estimate.Result
 	Err      string
+	// Counts are the estimator's inputs the run's counters give: the
+	// clock's resolution, n, sum c_i, sum c_i^2 and the polling batches
+	// (estimate.Time makes a tick-clock Estimate from them; under an
+	// overhead budget Estimate is the windowed one instead).
+	Counts estimate.Counts
 	// Corrected says Estimate is Raw minus the probe overhead T_ovhd
 	// (Lilja 6.2.1), the overhead's uncertainty carried into the interval.
 	Corrected bool
@@ -107,7 +123,7 @@ type TargetResult struct {
 	Notes []string
 }
 
-// GoStats are the Go probes' counters for a run (see loader.GoStats).
+// GoStats are the Go probes' counters for a run.
 type GoStats struct {
 	// Morestack counts entry firings skipped because the goroutine's stack
 	// had to grow first (the call is counted when its prologue runs again).

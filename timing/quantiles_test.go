@@ -7,7 +7,6 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -19,17 +18,6 @@ import (
 func TestQuantilePrecisionStop(t *testing.T) {
 	bpftest.Require(t)
 	bin := testtarget.C(t, "c/qdist.c", "qdist", "-Wl,--no-as-needed", "-lm")
-	cfg := Config{
-		Command: []string{bin, "200000", "7"}, Clock: loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond},
-		Targets:   Targets{Users: []string{"tp_qwork"}, MaxProbes: 1},
-		Quantiles: DefaultQuantiles, Precision: 0.10, PrecisionQuantile: 0.5,
-		Duration: 60 * time.Second, Interval: 100 * time.Millisecond, Correction: CorrectionOff,
-	}
-	s, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	// The forecast: unknown (-1) until the rule has planned from the
 	// histogram, then the time to the stop. It is checked in calls (the
 	// time forecast back through the call rate it was made with), from
@@ -54,20 +42,32 @@ func TestQuantilePrecisionStop(t *testing.T) {
 	const firstLookCalls = 200
 	first, shown := -1.0, false
 	var polled uint64 // the calls at the last poll, before the stop
-	run, err := s.Run(context.Background(), func(pr Progress) {
-		polled = pr.Rows[0].Calls
-		if len(pr.Remaining) != len(pr.Rows) || pr.Remaining[0] < -1 {
-			t.Errorf("progress: remaining %v for %d rows", pr.Remaining, len(pr.Rows))
-		}
-		if pr.Remaining[0] <= 0 {
-			return
-		}
-		shown = true
-		if q := pr.Quantiles[0]; first < 0 && q != nil && q.Calls >= firstLookCalls {
-			calls := float64(pr.Rows[0].Calls)
-			first = calls + calls*pr.Remaining[0].Seconds()/pr.Elapsed.Seconds()
-		}
-	})
+	cfg := Config{
+		Command: []string{bin, "200000", "7"}, Clock: Clock{Kind: ClockNS},
+		Targets:   Targets{Users: []string{"tp_qwork"}, MaxProbes: 1},
+		Quantiles: DefaultQuantiles, Precision: 0.10, PrecisionQuantile: 0.5,
+		Duration: 60 * time.Second, Interval: 100 * time.Millisecond, Correction: CorrectionOff,
+		OnProgress: func(pr Progress) {
+			polled = pr.Rows[0].Calls
+			if len(pr.Remaining) != len(pr.Rows) || pr.Remaining[0] < -1 {
+				t.Errorf("progress: remaining %v for %d rows", pr.Remaining, len(pr.Rows))
+			}
+			if pr.Remaining[0] <= 0 {
+				return
+			}
+			shown = true
+			if q := pr.Quantiles[0]; first < 0 && q != nil && q.Calls >= firstLookCalls {
+				calls := float64(pr.Rows[0].Calls)
+				first = calls + calls*pr.Remaining[0].Seconds()/pr.Elapsed.Seconds()
+			}
+		},
+	}
+	s, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 	run := &Result{
 		Clock: clk.String(), Resolution: clk.Resolution(), Confidence: cfg.Estimate.Confidence,
 		Start: s.start, Duration: p.At.Sub(s.start), PID: s.pid, Command: cfg.Command, StopReason: reason,
-		Validate:  cfg.Exact && clk.Kind != loader.ClockNS,
-		RingDrops: p.Stats.RingDrops, StackFails: p.Stats.StackFails,
+		Validate: cfg.Exact && clk.Kind != loader.ClockNS,
+		Records:  p.Records, RingDrops: p.Stats.RingDrops, StackFails: p.Stats.StackFails, Links: ls.LinkKind(),
 	}
 	inflight, _ := ls.InFlight()
 	callers := ls.Callers()
@@ -30,8 +30,8 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 		}
 		row := estimateTarget(clk, c, ls.Batches(i), cfg.Estimate)
 		t := TargetResult{
-			Name: tg.Name, Kind: tg.Spec.Kind.String(), Binary: tg.Spec.File,
-			Calls: c.Calls, Ticks: c.Ticks, Estimate: row.Result,
+			Name: tg.Name, Kind: TargetKind(tg.Spec.Kind.String()), Binary: tg.Spec.File,
+			Calls: c.Calls, Ticks: c.Ticks, Estimate: row.Result, Counts: row.counts,
 			Orphans: c.Orphans, Crossings: c.Crossings, InlinedInto: s.inlined[tg.Name],
 		}
 		if i < len(inflight) {

@@ -2,6 +2,7 @@ package timing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -14,9 +15,6 @@ import (
 )
 
 var sprintf = fmt.Sprintf
-
-// DefaultInterval is the polling period when Config.Interval is 0.
-const DefaultInterval = 200 * time.Millisecond
 
 // Session is one timing run: opened (probes attached, a started command
 // still held), then run once.
@@ -31,7 +29,6 @@ type Session struct {
 	watch   *loader.NoCallsWatch
 	inlined map[string][]string
 	start   time.Time
-	last    loader.Poll
 	pollErr error           // the read that stopped the run
 	cost    estimate.Result // probe cost per call, under an overhead budget
 	// qrules are the quantile stop rules, one per target.
@@ -40,23 +37,23 @@ type Session struct {
 	refineOff bool
 	// echo runs the echo windows (echo.go).
 	echo echoRunner
+	// ran is set when Run starts.
+	ran bool
 }
 
-// Open is OpenContext without a context.
-func Open(cfg Config) (*Session, error) { return OpenContext(context.Background(), cfg) }
-
-// OpenContext starts the command held before exec (or checks the
-// process), resolves the targets and attaches the probes; ctx ending
-// meanwhile stops attaching (loader.OpenContext). Functions the kernel
-// cannot probe are named in a warning (from a glob: skipped) or fail the
-// open (named on their own). The caller must Close the session.
-func OpenContext(ctx context.Context, cfg Config) (*Session, error) {
-	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
+// Open starts the command held before exec (or checks the process),
+// resolves the targets and attaches the probes; ctx ending meanwhile stops
+// attaching. Functions the kernel cannot probe are named in a warning
+// (from a glob: skipped) or fail the open (named on their own). The
+// caller must Close the session.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	cfg = cfg.withDefaults()
+	if err := checkAttachMode(cfg.Targets.KernelAttach); err != nil {
+		return nil, err
 	}
 	s := &Session{cfg: cfg, pid: cfg.PID}
 	if len(cfg.Command) > 0 {
-		h, err := proc.StartHeld(cfg.Command, proc.Stdio{})
+		h, err := proc.StartHeld(cfg.Command, proc.Stdio{In: cfg.Stdin, Out: cfg.Stdout, Err: cfg.Stderr})
 		if err != nil {
 			return nil, err
 		}
@@ -75,23 +72,19 @@ func OpenContext(ctx context.Context, cfg Config) (*Session, error) {
 }
 
 func (s *Session) open(ctx context.Context) error {
-	specs := s.cfg.Specs
-	if specs == nil {
-		var err error
-		if specs, err = s.cfg.Targets.Resolve(s.pid); err != nil {
-			return err
-		}
+	specs, err := s.cfg.Targets.resolve(s.pid)
+	if err != nil {
+		return err
 	}
 	s.specs = specs
 	s.overheadKinds()
 	windowed := s.cfg.Overhead > 0
 	if windowed {
-		var err error
 		if s.cost, err = s.budgetCost(); err != nil {
 			return err
 		}
 	}
-	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock, Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
+	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock.loader(), Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
 		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes, NoRefine: s.cfg.NoRefine || s.cfg.Overhead > 0,
 		Echo: s.echoModels()}, specs)
 	if err != nil {
@@ -146,20 +139,21 @@ func (s *Session) goInlined() map[string][]string {
 func (s *Session) PID() int { return s.pid }
 
 // Clock is the clock in use (the jiffy period measured).
-func (s *Session) Clock() loader.Clock { return s.ls.Clock() }
+func (s *Session) Clock() Clock { return clockOf(s.ls.Clock()) }
 
-// Targets are the attached targets.
-func (s *Session) Targets() []*loader.Target { return s.ls.Targets() }
-
-// Loader is the loader session underneath (its programs, its batches).
-func (s *Session) Loader() *loader.Session { return s.ls }
+// Targets are the attached targets, in the order of the result's.
+func (s *Session) Targets() []Target {
+	ts := s.ls.Targets()
+	out := make([]Target, len(ts))
+	for i, t := range ts {
+		out[i] = targetOf(t.Spec, t.Name)
+	}
+	return out
+}
 
 // PollErr is the read error that stopped the run (nil when a stop rule
 // did).
 func (s *Session) PollErr() error { return s.pollErr }
-
-// LastPoll is the poll the result was built from.
-func (s *Session) LastPoll() loader.Poll { return s.last }
 
 // Detach removes the probes once the results are out (Run reads them
 // first); ctx ending returns early, and a helper process (Config.
@@ -200,10 +194,16 @@ const (
 // Run releases the held command, polls every Interval until a stop rule
 // holds (Duration, Precision, the target's exit, or ctx done), reads the
 // counters a last time, ends the command when it still runs, and returns
-// the result. onProgress (nil: none) sees every batch's estimates. A
-// failed read stops the run, and the result holds the last good read.
-func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, error) {
+// the result. Config.OnProgress sees every batch's estimates. A failed
+// read stops the run (PollErr), and the result holds the last good read.
+// A session runs once.
+func (s *Session) Run(ctx context.Context) (*Result, error) {
+	if s.ran {
+		return nil, errors.New("the timing session has run already")
+	}
+	s.ran = true
 	s.start = time.Now()
+	runtime0 := programRuntime(s.ls.Programs())
 	if s.held != nil {
 		s.held.Release()
 	}
@@ -211,13 +211,13 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 	var reason StopReason
 	var lastGood *loader.Poll
 	if s.cfg.Overhead > 0 {
-		r, st, p, err := s.runBudget(ctx, onProgress)
+		r, st, p, err := s.runBudget(ctx)
 		if err != nil {
 			return nil, err
 		}
 		reason, lastGood, bst = r, p, &st
 	} else {
-		reason, lastGood = s.loop(ctx, onProgress)
+		reason, lastGood = s.loop(ctx)
 	}
 	s.ls.Stop()
 	p, err := s.ls.Poll()
@@ -229,11 +229,11 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 		s.cfg.warn("the final read failed (%v): reporting the poll at %.1fs", err, lastGood.Elapsed.Seconds())
 		p = *lastGood
 	}
-	s.last = p
 	if s.held != nil && reason != StopExited {
 		s.endCommand()
 	}
 	run := s.buildRun(p, reason)
+	run.BPFRuntime = programRuntime(s.ls.Programs()) - runtime0
 	if bst != nil {
 		s.applyBudget(run, *bst)
 	}
@@ -244,7 +244,7 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 
 // loop polls until a stop rule holds; it returns the reason and the last
 // poll that read every counter.
-func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReason, *loader.Poll) {
+func (s *Session) loop(ctx context.Context) (StopReason, *loader.Poll) {
 	var deadline <-chan time.Time
 	if s.cfg.Duration > 0 {
 		t := time.NewTimer(s.cfg.Duration)
@@ -281,9 +281,9 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 		s.pollEchoes()
 		s.refine()
 		s.watch.Update(s.ls, p)
-		rows := s.Rows(p)
-		if onProgress != nil {
-			onProgress(s.progress(p, rows))
+		rows := s.rows(p)
+		if s.cfg.OnProgress != nil {
+			s.cfg.OnProgress(s.progress(p, rows))
 		}
 		if s.cfg.Precision > 0 && s.cfg.PrecisionQuantile > 0 {
 			if s.quantilesReached(p) {
@@ -295,8 +295,8 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 	}
 }
 
-// Rows estimates every target from a poll.
-func (s *Session) Rows(p loader.Poll) []Row {
+// rows estimates every target from a poll.
+func (s *Session) rows(p loader.Poll) []Row {
 	rows := make([]Row, len(p.Totals))
 	for i, c := range p.Totals {
 		rows[i] = estimateTarget(s.ls.Clock(), c, s.ls.Batches(i), s.cfg.Estimate)

@@ -3,12 +3,52 @@ package timing
 import (
 	"syscall"
 
+	"github.com/tickprof/tickprof/internal/features"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
-// Resolve turns the targets into loader specs for process pid (0: every
+// Target is one resolved target: a function or system call Open attached
+// probes to.
+type Target struct {
+	// Name is the display name ("libc.so.6:malloc", "syscall:read",
+	// "vfs_read").
+	Name string
+	// Kind is how it is probed.
+	Kind TargetKind
+	// Binary is the file holding a user function as this process opens it
+	// (through /proc/PID/root for a process in a container), File its path
+	// as the target process sees it; both empty for other kinds.
+	Binary, File string
+	// Offset is the probe's file offset in Binary (user functions).
+	Offset uint64
+}
+
+// TargetKind says how a target is probed.
+type TargetKind string
+
+// The target kinds.
+const (
+	// KindUser is a native (C, C++, Rust, ...) function: a uprobe at its
+	// entry and a uretprobe.
+	KindUser TargetKind = "user"
+	// KindGo is a Go function: uprobes at its entry and at its RET
+	// instructions (never a uretprobe).
+	KindGo TargetKind = "go"
+	// KindSyscall is a system call's kernel path.
+	KindSyscall TargetKind = "syscall"
+	// KindKernel is a kernel function.
+	KindKernel TargetKind = "kernel"
+)
+
+// targetOf is a loader spec as this package shows it, with its display
+// name.
+func targetOf(sp loader.Spec, name string) Target {
+	return Target{Name: name, Kind: TargetKind(sp.Kind.String()), Binary: sp.Binary, File: sp.File, Offset: sp.Offset}
+}
+
+// resolve turns the targets into loader specs for process pid (0: every
 // process), without duplicates.
-func (t Targets) Resolve(pid int) ([]loader.Spec, error) {
+func (t Targets) resolve(pid int) ([]loader.Spec, error) {
 	var specs []loader.Spec
 	for _, u := range t.Users {
 		s, err := loader.ResolveUser(pid, u, t.MaxProbes)
@@ -25,7 +65,7 @@ func (t Targets) Resolve(pid int) ([]loader.Spec, error) {
 		specs = append(specs, s...)
 	}
 	if len(t.Kernel) > 0 {
-		s, err := loader.ResolveKernelFuncs(t.Kernel, t.KernelAttach)
+		s, err := loader.ResolveKernelFuncs(t.Kernel, features.AttachMode(t.KernelAttach))
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/estimate/histogram"
+	"github.com/tickprof/tickprof/internal/budget"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
@@ -133,5 +135,57 @@ func TestStackComments(t *testing.T) {
 	}
 	if c := (&TargetResult{Callers: []Caller{{Calls: 4}}}).StackComments(); c != nil {
 		t.Errorf("complete stacks: %q, want none", c)
+	}
+}
+
+// TestDefaults: a zero Config gets its defaults in one place, the window
+// the budget runner's own, and the confidence level the one the
+// estimators use for zero, so that a result says what its intervals are.
+func TestDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c.Window != budget.DefaultWindow || c.Interval != DefaultInterval {
+		t.Errorf("window %v, interval %v: want %v, %v", c.Window, c.Interval, budget.DefaultWindow, DefaultInterval)
+	}
+	if c.Estimate.Confidence != estimate.DefaultConfidence || c.Correction != CorrectionNone {
+		t.Errorf("confidence %v, correction %q: want %v, %q", c.Estimate.Confidence, c.Correction, estimate.DefaultConfidence, CorrectionNone)
+	}
+	for _, tc := range []struct {
+		cfg  Config
+		want ClockKind
+	}{
+		{Config{Targets: Targets{Users: []string{"f"}}}, ClockNS},
+		{Config{Targets: Targets{Users: []string{"f"}}, Exact: true}, ClockJiffies},
+		{Config{Targets: Targets{Syscalls: []string{"read"}}}, ClockJiffies},
+		{Config{Targets: Targets{Users: []string{"f"}}, Clock: Clock{Kind: ClockTick, Tick: time.Millisecond}}, ClockTick},
+	} {
+		if got := tc.cfg.withDefaults().Clock; got.Kind != tc.want {
+			t.Errorf("%+v: clock %v, want kind %d", tc.cfg.Targets, got, tc.want)
+		}
+	}
+	if c := (Config{Clock: Clock{Kind: ClockNS}}).withDefaults().Clock; c.Tick != time.Nanosecond || c.String() != "ns" {
+		t.Errorf("ns clock %+v (%s)", c, c)
+	}
+}
+
+// TestCountersSub: the increments between two reads carry the borrow of
+// the 128-bit sum of squares, and a histogram's buckets.
+func TestCountersSub(t *testing.T) {
+	h0, h1 := &histogram.Hist{}, &histogram.Hist{}
+	h0.Counts[3], h1.Counts[3], h1.Counts[5] = 2, 7, 1
+	prev := Counters{Calls: 10, Ticks: 100, TicksSq: math.MaxUint64 - 5, TicksSqHi: 1, Hist: h0}
+	cur := Counters{Calls: 15, Ticks: 160, TicksSq: 4, TicksSqHi: 3, Hist: h1}
+	d := cur.Sub(prev)
+	// (3<<64 + 4) - (1<<64 + 2^64-6) = 1<<64 + 10
+	if d.Calls != 5 || d.Ticks != 60 || d.TicksSq != 10 || d.TicksSqHi != 1 {
+		t.Errorf("increment %+v: want 5 calls, 60 ticks, squares 1<<64 + 10", d)
+	}
+	if d.Hist == nil || d.Hist.Counts[3] != 5 || d.Hist.Counts[5] != 1 || d.Hist.Total() != 6 {
+		t.Errorf("histogram increment %v", d.Hist)
+	}
+	if first := cur.Sub(Counters{}); first.Hist.Total() != 8 {
+		t.Errorf("first read: %d calls in the histogram, want 8", first.Hist.Total())
+	}
+	if none := (Counters{Calls: 1}).Sub(prev); none.Hist != nil {
+		t.Error("a histogram from counters that keep none")
 	}
 }

@@ -1,8 +1,8 @@
 // Package benchkit holds what the C-target benchmarks under bench/ share:
 // building a target with gcc, starting it (optionally SCHED_FIFO) and
 // reading the figure it prints, enabling and summing BPF program run time,
-// and printing a median with its range. It imports only cilium/ebpf,
-// x/sys/unix and the standard library.
+// and printing a median with its range. Of third-party modules it imports
+// only cilium/ebpf and x/sys (checked by internal/layers).
 package benchkit
 
 import (

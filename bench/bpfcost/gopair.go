@@ -78,7 +78,7 @@ func goPairConfigs(dir string, objs *bpf.CostObjects) ([]goConfig, func(), error
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	gobin := filepath.Join(dir, "probecost")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", gobin, "./testdata/go/probecost")
+	build := exec.Command("go", "build", "-o", gobin, "./testdata/go/probecost")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("go build: %v: %s", err, out)
@@ -171,7 +171,7 @@ func runGoOnce(bin, chrt string, calls int, attach func(int) (func(), error)) (f
 	defer cmd.Process.Kill()
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() || sc.Text() != "ready" {
-		return 0, fmt.Errorf("Go target not ready: %q", sc.Text())
+		return 0, fmt.Errorf("the Go target is not ready: %q", sc.Text())
 	}
 	if chrt != "" {
 		if out, err := exec.Command(chrt, "-a", "-f", "-p", "50", fmt.Sprint(cmd.Process.Pid)).CombinedOutput(); err != nil {

@@ -29,7 +29,7 @@ func testWorkload(t *testing.T, work int, seconds float64) workload {
 // (this machine's calibration when it has one).
 func validateConfig() timing.Config {
 	corr, _, _ := corrector(930, false, "")
-	return timing.Config{Clock: timing.DefaultClock(true, true), Exact: true, NoRecords: true,
+	return timing.Config{Targets: budTarget(), Clock: timing.Clock{Kind: timing.ClockJiffies}, Exact: true, NoRecords: true,
 		Corrector: corr, Correction: timing.CorrectionOn, Overhead: 0.01, Window: 20 * time.Millisecond}
 }
 

@@ -140,8 +140,10 @@ func baseConfig(cost float64, validate bool, window time.Duration, dir string) (
 	if err != nil {
 		return timing.Config{}, "", err
 	}
-	return timing.Config{Clock: timing.DefaultClock(true, validate), Exact: validate, NoRecords: true,
-		Corrector: corr, Correction: timing.CorrectionOn, Window: window}, costNote, nil
+	cfg := timing.Config{Targets: budTarget(), Exact: validate, NoRecords: true,
+		Corrector: corr, Correction: timing.CorrectionOn, Window: window}
+	cfg.Clock = cfg.DefaultClock() // ns; jiffies to validate
+	return cfg, costNote, nil
 }
 
 // bench runs reps interleaved repetitions and prints the table.

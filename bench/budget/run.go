@@ -64,6 +64,9 @@ func throughput(t *benchkit.Target) (tput, error) {
 	return r, nil
 }
 
+// budTarget is the function the benchmark times.
+func budTarget() timing.Targets { return timing.Targets{Users: []string{"bud_fn"}, MaxProbes: 1} }
+
 // timed runs the target under a tickprof timing session (cfg, with the
 // target's PID and bud_fn filled in) until it exits, as `tickprof time -p`
 // does, and returns the result and the target's throughput.
@@ -74,8 +77,8 @@ func (w workload) timed(cfg timing.Config) (*timing.Result, tput, error) {
 	}
 	defer t.Kill()
 	cfg.PID = t.Pid()
-	cfg.Targets = timing.Targets{Users: []string{"bud_fn"}, MaxProbes: 1}
-	s, err := timing.Open(cfg)
+	cfg.Targets = budTarget()
+	s, err := timing.Open(context.Background(), cfg)
 	if err != nil {
 		return nil, tput{}, err
 	}
@@ -83,7 +86,7 @@ func (w workload) timed(cfg timing.Config) (*timing.Result, tput, error) {
 	var run *timing.Result
 	var rerr error
 	done := make(chan struct{})
-	go func() { run, rerr = s.Run(context.Background(), nil); close(done) }()
+	go func() { run, rerr = s.Run(context.Background()); close(done) }()
 	r, err := throughput(t)
 	<-done
 	if err == nil {

@@ -62,17 +62,18 @@ func (b *bench) bpfTimeRun(cfg sampler.Config) (float64, error) {
 	}
 	defer h.Wait()
 	cfg.Frequency, cfg.PIDs, cfg.Exe = b.freq, []int{h.Pid}, h.Exe
-	s, err := sampler.Start(cfg)
+	s, err := sampler.Open(context.Background(), cfg)
 	if err != nil {
 		h.Kill()
 		return 0, err
 	}
 	defer s.Close()
 	h.Release()
-	if err := s.Run(context.Background(), h.Done()); err != nil {
+	res, err := s.Run(context.Background())
+	if err != nil {
 		return 0, err
 	}
-	st := s.Stats()
+	st := res.Stats
 	if st.Kept == 0 {
 		return 0, fmt.Errorf("no samples of the target")
 	}

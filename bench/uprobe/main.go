@@ -336,38 +336,44 @@ func attachTickprof(clock string) func(int, string) (func(int) result, error) {
 // off (they need the ns clock).
 func attachTickprofOpts(clock string, quantiles bool) func(int, string) (func(int) result, error) {
 	return func(pid int, bin string) (func(int) result, error) {
-		clk, err := loader.ParseClock(clock)
+		clk, err := timing.ParseClock(clock)
 		if err != nil {
 			return nil, err
 		}
-		s, err := timing.Open(timing.Config{PID: pid, Clock: clk, Correction: timing.CorrectionOff,
+		s, err := timing.Open(context.Background(), timing.Config{PID: pid, Clock: clk, Correction: timing.CorrectionOff,
 			Targets: timing.Targets{Users: []string{"bench_fn"}, MaxProbes: 1}})
 		if err != nil {
 			return nil, err
 		}
-		before := benchkit.ProgRuntime(s.Loader().Programs()...)
 		// The one timing loop, stopped by cancel when the calls are done.
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
+		type outcome struct {
+			run *timing.Result
+			err error
+		}
+		done := make(chan outcome, 1)
 		go func() {
-			_, err := s.Run(ctx, nil)
-			done <- err
+			run, err := s.Run(ctx)
+			done <- outcome{run, err}
 		}()
 		return func(calls int) result {
-			rt := benchkit.ProgRuntime(s.Loader().Programs()...) - before
 			cancel()
-			<-done
-			p := s.LastPoll()
+			o := <-done
 			s.Close()
+			if o.err != nil || len(o.run.Targets) == 0 {
+				return result{bpfNs: -1, records: -1, meanNs: -1}
+			}
+			tr := o.run.Targets[0]
 			n := 1.0
-			if len(p.Totals) > 0 && p.Totals[0].Calls > 0 {
-				n = float64(p.Totals[0].Calls)
+			if tr.Calls > 0 {
+				n = float64(tr.Calls)
 			}
 			mean := -1.0
-			if clk.Kind == loader.ClockNS && len(p.Totals) > 0 {
-				mean = float64(p.Totals[0].NsSum) / n
+			if clk.Kind == timing.ClockNS && tr.Exact != nil {
+				mean = float64(tr.Exact.Sum) / n
 			}
-			return result{bpfNs: float64(rt) / n, records: float64(p.Records) / n, meanNs: mean}
+			// BPFRuntime covers the run: the calls are done before cancel.
+			return result{bpfNs: float64(o.run.BPFRuntime) / n, records: float64(o.run.Records) / n, meanNs: mean}
 		}, nil
 	}
 }

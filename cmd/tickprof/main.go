@@ -3,7 +3,7 @@
 // command.
 //
 // It holds flags, validation and wiring only: each command fills a library
-// configuration (timing.Config, sampler.RunConfig, ...), runs it, and hands
+// configuration (timing.Config, sampler.Config, ...), runs it, and hands
 // the result to export. The commands' long help and examples are text
 // files under help/ (see help.go).
 package main
@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 func newRootCmd() *cobra.Command {
@@ -42,7 +42,7 @@ func newRootCmd() *cobra.Command {
 }
 
 func main() {
-	if loader.IsDetachHelper() {
+	if timing.IsDetachHelper() {
 		runDetachHelper()
 	}
 	if err := newRootCmd().Execute(); err != nil {
@@ -51,9 +51,10 @@ func main() {
 	}
 }
 
-// runDetachHelper is the process loader.Session.HandOff starts.
+// runDetachHelper is the process a timing session hands its probes to
+// (timing.Config.DetachHelper).
 func runDetachHelper() {
-	if err := loader.DetachHelper(); err != nil {
+	if err := timing.RunDetachHelper(); err != nil {
 		fmt.Fprintln(os.Stderr, "tickprof: detach helper:", err)
 		os.Exit(1)
 	}

@@ -5,18 +5,16 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/timing"
 )
 
 func TestQuantileFlags(t *testing.T) {
-	ns := loader.Clock{Kind: loader.ClockNS, Tick: time.Nanosecond}
-	jiffies := loader.Clock{Kind: loader.ClockJiffies}
+	ns := timing.Clock{Kind: timing.ClockNS}
+	jiffies := timing.Clock{Kind: timing.ClockJiffies}
 	cases := []struct {
-		clock       loader.Clock
+		clock       timing.Clock
 		precision   float64
 		q           string
 		changed     bool

@@ -77,11 +77,12 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rc := sampler.RunConfig{
-		Config: sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0},
-		PID:    f.pid, Command: args, Duration: dur,
-		Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	return noSamplesHint(console.Sample(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc,
+	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0,
+		Command: args, Duration: dur, Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+	if f.pid != 0 {
+		cfg.PIDs = []int{f.pid}
+	}
+	return noSamplesHint(console.Sample(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg,
 		console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json}))
 }
 

@@ -23,13 +23,14 @@ import (
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // TestMain also runs the detach helper when this test binary is started as
 // one: the in-process runs of `tickprof time` hand their probes to
 // /proc/self/exe, which is this binary.
 func TestMain(m *testing.M) {
-	if loader.IsDetachHelper() {
+	if timing.IsDetachHelper() {
 		runDetachHelper()
 	}
 	testtarget.Main(m)
@@ -364,12 +365,12 @@ func TestParseTimeFlags(t *testing.T) {
 		}
 	}
 	ts, err := parseTimeFlags(base, nil)
-	if err != nil || ts.Clock.Kind != loader.ClockNS {
+	if err != nil || ts.Clock.Kind != timing.ClockNS {
 		t.Errorf("default clock for -u: %v %v, want ns", ts.Clock, err)
 	}
 	f := base
 	f.users, f.syscalls = nil, []string{"read"}
-	if ts, err := parseTimeFlags(f, nil); err != nil || ts.Clock.Kind != loader.ClockJiffies {
+	if ts, err := parseTimeFlags(f, nil); err != nil || ts.Clock.Kind != timing.ClockJiffies {
 		t.Errorf("default clock for -s: %v %v, want jiffies", ts.Clock, err)
 	}
 }
@@ -522,7 +523,7 @@ func TestTimeCommandGo(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "go", "timed")
 	bin := filepath.Join(t.TempDir(), "gotimed")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, src)
+	build := exec.Command(testtarget.GoTool(), "build", "-o", bin, src)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/internal/features"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/timing"
@@ -59,24 +57,24 @@ func attachMode(mode string, t *timing.Targets) error {
 	if mode == "" && len(t.Kernel) == 0 {
 		return nil
 	}
-	m, err := features.ParseAttachMode(mode)
+	m, err := timing.ParseAttachMode(mode)
 	if len(t.Kernel) > 0 {
 		t.KernelAttach = m
 	}
 	return cli.UsageIf(err != nil, "--attach: %v", err)
 }
 
-// timeClock reads --clock (default: timing.DefaultClock) and checks that
+// timeClock reads --clock (default: Config.DefaultClock) and checks that
 // --validate has a tick clock to check.
 func timeClock(f timeFlags, cfg *timing.Config) error {
-	cfg.Clock = timing.DefaultClock(len(f.users) > 0, f.validate)
+	cfg.Clock = cfg.DefaultClock()
 	if f.clock != "" {
 		var err error
-		if cfg.Clock, err = loader.ParseClock(f.clock); err != nil {
+		if cfg.Clock, err = timing.ParseClock(f.clock); err != nil {
 			return cli.Usagef("--clock: %v", err)
 		}
 	}
-	return cli.UsageIf(f.validate && cfg.Clock.Kind == loader.ClockNS, "--validate checks a tick clock against ns: give --clock jiffies or tick:DUR")
+	return cli.UsageIf(f.validate && cfg.Clock.Kind == timing.ClockNS, "--validate checks a tick clock against ns: give --clock jiffies or tick:DUR")
 }
 
 // parseQuantile parses one quantile in percent ("99.9", "p99") into a
@@ -94,7 +92,7 @@ func parseQuantile(s string) (float64, error) {
 // which reads it too), none otherwise; explicit quantiles need the exact
 // clock.
 func quantileConfig(cfg *timing.Config, quantiles string, changed bool, precisionOf string) error {
-	exact := cfg.Clock.Kind == loader.ClockNS || cfg.Exact
+	exact := cfg.Clock.Kind == timing.ClockNS || cfg.Exact
 	levels := timing.DefaultQuantiles
 	if changed {
 		var err error

@@ -21,7 +21,7 @@
 // comparisons of m with T, four at a time in 16-bit lanes: no loop and no
 // table lookup (bpf/qhist_math.h).
 //
-// It imports estimate only.
+// It imports estimate only (checked by internal/layers).
 package histogram
 
 import (

@@ -5,7 +5,8 @@
 // environment sets TICKPROF_REQUIRE_BPF=1, as CI does: then it fails, so a
 // machine that silently lost BPF cannot turn the suite green.
 //
-// bpftest may import only the standard library.
+// Only tests import bpftest, and of third-party modules it imports only
+// cilium/ebpf (both checked by internal/layers).
 package bpftest
 
 import (

@@ -6,7 +6,9 @@
 //
 // It owns the windows' timing and placement and the per-window counts; the
 // loader owns the probes (loader.Options.Windowed), the estimate package
-// the statistics. It imports loader and estimate, and nothing that prints.
+// the statistics. It is part of the engine (the layering is checked by
+// internal/layers): it imports loader and the leaves, and nothing that
+// prints.
 package budget
 
 import (

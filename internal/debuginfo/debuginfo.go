@@ -13,8 +13,8 @@
 // that only this user and root can change, every directory on its path
 // checked (safefile.MkdirPrivate), and renamed into place.
 //
-// It imports only the standard library, symtab (for build IDs) and
-// internal/safefile (the private cache directory).
+// It imports symtab (for build IDs), internal/safefile (the private cache
+// directory) and no third-party module (checked by internal/layers).
 package debuginfo
 
 import (

@@ -178,14 +178,14 @@ func NoCallsHint(target string, counts map[string]uint64, window time.Duration) 
 // other syscall targets' windows while it runs, which is why it runs only
 // then and only briefly.
 type NoCallsWatch struct {
-	pid          int
-	wait, window time.Duration
-	census       *SyscallCensus
-	started      time.Duration
-	counts       map[string]uint64
-	ran          time.Duration
-	err          error
-	done         bool
+	pid     int
+	window  time.Duration
+	census  *SyscallCensus
+	started time.Duration
+	counts  map[string]uint64
+	ran     time.Duration
+	err     error
+	done    bool
 }
 
 // NewNoCallsWatch returns a watch for process pid (0: every process).

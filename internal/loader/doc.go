@@ -77,8 +77,7 @@
 // symbolizer the sampler uses too: the same memory maps and rereads,
 // vDSO, separate debug files and inlined calls (ustack.go).
 //
-// loader may import bpf, estimate, histogram, internal/symtab,
-// internal/symbolize, internal/debuginfo, internal/unwind, internal/proc,
-// internal/features and internal/tick; it must not import timing,
-// sampler, export or cmd.
+// loader is part of the engine (the layering is checked by
+// internal/layers): it imports other engine packages and the leaves (bpf,
+// estimate, histogram), never timing, sampler or anything above them.
 package loader

@@ -2,7 +2,8 @@
 // held before exec, reading /proc/PID/maps, noticing a process's exit,
 // checking the privileges BPF needs, checking that the caller may observe
 // a process (perf's access check, access.go), and resolving a [LIB|PATH:]SYMBOL
-// target's binary. It may import only the standard library and x/sys.
+// target's binary. Of third-party modules it imports only x/sys (checked by
+// internal/layers).
 package proc
 
 import (

@@ -1,6 +1,7 @@
 // Package rank orders the keys of a tally: most counted first. It is the
 // one place for that order (timing's stack comments, the unwinding
-// benchmark's top functions). rank may import only the standard library.
+// benchmark's top functions). rank imports no third-party module (checked
+// by internal/layers).
 package rank
 
 import (

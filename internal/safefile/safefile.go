@@ -15,7 +15,7 @@
 // reader never sees half a file and a link put in place meanwhile is
 // replaced, never followed.
 //
-// It imports only the standard library and golang.org/x/sys/unix.
+// Of third-party modules it imports only x/sys (checked by internal/layers).
 package safefile
 
 import (

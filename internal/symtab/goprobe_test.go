@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tickprof/tickprof/internal/testtarget"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -35,7 +36,7 @@ func buildTimed(t *testing.T, cgo string, args ...string) string {
 	}
 	out := filepath.Join(dir, "timed")
 	a := append([]string{"build", "-o", out}, args...)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(a, "../../testdata/go/timed")...)
+	cmd := exec.Command(testtarget.GoTool(), append(a, "../../testdata/go/timed")...)
 	cmd.Env = append(os.Environ(), cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %v: %v\n%s", a, err, b)

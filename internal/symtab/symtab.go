@@ -18,7 +18,8 @@
 // sites, GoRuntimeOffsets locates runtime.g's goid and stack top, and
 // InlinedInto tells where a function was inlined.
 //
-// symtab may import only the standard library and x/arch.
+// Of third-party modules symtab imports only x/arch and x/sys (checked by
+// internal/layers).
 package symtab
 
 import (
@@ -749,11 +750,11 @@ func (t *Table) goTable(pcln *elf.Section) (*gosym.Table, error) {
 // before).
 func checkPclnHeader(data []byte, bo binary.ByteOrder) error {
 	if len(data) < 16 {
-		return errors.New("Go line table too short")
+		return errors.New("the Go line table is too short")
 	}
 	ptr := int(data[7])
 	if ptr != 4 && ptr != 8 || len(data) < 8+ptr {
-		return fmt.Errorf("Go line table states a pointer size of %d: damaged", ptr)
+		return fmt.Errorf("the Go line table states a pointer size of %d: damaged", ptr)
 	}
 	entry := uint64(2 * ptr)
 	switch bo.Uint32(data) {
@@ -761,14 +762,14 @@ func checkPclnHeader(data []byte, bo binary.ByteOrder) error {
 		entry = 8
 	case 0xfffffffa, 0xfffffffb: // Go 1.16, Go 1.2
 	default:
-		return fmt.Errorf("Go line table has an unknown magic %#x", bo.Uint32(data))
+		return fmt.Errorf("the Go line table has an unknown magic %#x", bo.Uint32(data))
 	}
 	nfunc := uint64(bo.Uint32(data[8:]))
 	if ptr == 8 {
 		nfunc = bo.Uint64(data[8:])
 	}
 	if nfunc > uint64(len(data))/entry {
-		return fmt.Errorf("Go line table states %d functions in %d bytes: damaged", nfunc, len(data))
+		return fmt.Errorf("the Go line table states %d functions in %d bytes: damaged", nfunc, len(data))
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func buildGo(t *testing.T, name string, env []string, args ...string) string {
 	out := filepath.Join(t.TempDir(), name)
 	a := append([]string{"build", "-o", out}, args...)
 	a = append(a, "../../testdata/go/symtarget")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), a...)
+	cmd := exec.Command(testtarget.GoTool(), a...)
 	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %v: %v\n%s", a, err, b)
@@ -335,7 +335,7 @@ func TestOpenErrors(t *testing.T) {
 // thousands) and reports the time; the bound is loose on purpose (a shared
 // 2-core machine), the number is what matters.
 func TestLargeGoBinary(t *testing.T) {
-	bin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	bin := testtarget.GoTool()
 	if _, err := os.Stat(bin); err != nil {
 		t.Skip("no go binary")
 	}

@@ -10,8 +10,8 @@
 // (CPUProfile). A missing gcc has one policy: the test is skipped with the
 // reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
 //
-// testtarget may import only the standard library and x/sys; only tests
-// import it.
+// Only tests import testtarget, and of third-party modules it imports only
+// x/sys (both checked by internal/layers).
 package testtarget
 
 import (
@@ -33,6 +33,21 @@ import (
 // matrix guests have no compiler): testdata/.../NAME.c is $EnvTestBin/NAME,
 // built with the flags the tests use.
 const EnvTestBin = "TICKPROF_TESTBIN"
+
+// GoTool is the go command of the toolchain that built the test binary,
+// GOROOT/bin/go, where the kernel matrix's guests find the stand-in that
+// hands out prebuilt Go targets (testdata/kernels/run.sh); the go command
+// in PATH when there is none there.
+func GoTool() string {
+	//lint:ignore SA1019 the GOROOT of the build is what is wanted: the kernel matrix puts its stand-in there
+	g := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(g); err != nil {
+		if p, err := exec.LookPath("go"); err == nil {
+			return p
+		}
+	}
+	return g
+}
 
 // Testdata is the repository's testdata directory.
 func Testdata() string {
@@ -163,7 +178,7 @@ func Go(t testing.TB, name, cgo string, args ...string) string {
 	src := filepath.Join(Testdata(), "go", name)
 	out := filepath.Join(t.TempDir(), name)
 	a := append([]string{"build", "-o", out}, args...)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(a, src)...)
+	cmd := exec.Command(GoTool(), append(a, src)...)
 	cmd.Env = append(os.Environ(), cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %v: %v\n%s", a, err, b)

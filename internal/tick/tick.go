@@ -1,8 +1,8 @@
 // Package tick measures the kernel's tick: the jiffy period, the
 // resolution of bpf_jiffies64, which every jiffies-clock estimate rests
 // on. It is the one tick measurer: loader uses it for the jiffies clock,
-// doctor (features.ProbeFeatures) to report the period. tick may import only
-// the standard library.
+// doctor (features.ProbeFeatures) to report the period. tick imports no
+// third-party module (checked by internal/layers).
 package tick
 
 import (

@@ -3,8 +3,9 @@
 // levels ("95%", "0.95"), rates ("1000/s"), counts and batch files. It
 // holds the one duration format every table prints ("21.1 µs": three
 // significant digits, a space, the unit), which its parser reads back.
-// units may import estimate (for the batch type and the confidence range),
-// internal/safefile (bounded reads) and the standard library.
+// units imports estimate (for the batch type and the confidence range),
+// internal/safefile (bounded reads) and no third-party module (checked by
+// internal/layers).
 package units
 
 import (

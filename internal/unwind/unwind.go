@@ -10,7 +10,8 @@
 // file. DWARF CFI is parsed by Delve's pkg/dwarf/frame; DWARF expressions
 // (signal trampolines, PLT entries) are evaluated here.
 //
-// It imports only the standard library and Delve's frame parser.
+// Of third-party modules it imports only Delve's frame parser (checked by
+// internal/layers).
 package unwind
 
 import (

@@ -1,8 +1,9 @@
 // Package pushtest starts real receivers in-process for tests of the push
 // package and of its users: Pyroscope's /ingest contract, Pyroscope's
 // published Connect push service handler, and the OpenTelemetry Collector's
-// pprofileotlp gRPC server. It imports only the libraries those receivers
-// come from.
+// pprofileotlp gRPC server. Only tests import it, and its third-party
+// imports are the libraries those receivers come from (both checked by
+// internal/layers).
 package pushtest
 
 import (

@@ -3,7 +3,8 @@
 // written as ordered lists, and the hardening of a cobra command tree
 // against unknown commands, help topics and stray arguments.
 //
-// cli may import cobra only; it knows nothing of profiling.
+// cli imports cobra only (checked by internal/layers); it knows nothing of
+// profiling.
 package cli
 
 import (

@@ -3,8 +3,9 @@
 // what it measures, shows the live progress, writes the outputs before the
 // probes come off, and says how detaching went.
 //
-// console may import timing, sampler, export, estimate and units; it must
-// not import cmd or demo.
+// Like every package under cmd/tickprof/internal it may import any library
+// (internal/layers), and only cmd/tickprof and its internal packages import
+// it.
 package console
 
 import (
@@ -26,11 +27,11 @@ import (
 )
 
 // selfHelper starts this binary as the helper the probes are handed to
-// once attached (timing.Config.DetachHelper, loader.Session.HandOff):
-// whatever ends the program from then on, SIGKILL included, the helper
-// detaches them, and the program never waits for the kernel to close
-// links at its exit. The program must run loader.DetachHelper when
-// loader.IsDetachHelper says it was started as one.
+// once attached (timing.Config.DetachHelper): whatever ends the program
+// from then on, SIGKILL included, the helper detaches them, and the
+// program never waits for the kernel to close links at its exit. The
+// program must run timing.RunDetachHelper when timing.IsDetachHelper says
+// it was started as one.
 func selfHelper() *exec.Cmd { return exec.Command("/proc/self/exe") }
 
 // Timing runs a timing session, saying on errOut what it times and
@@ -40,7 +41,9 @@ func selfHelper() *exec.Cmd { return exec.Command("/proc/self/exe") }
 func Timing(ctx context.Context, errOut io.Writer, cfg timing.Config, write func(*timing.Result) error) (*timing.Result, error) {
 	cfg.Warn = func(msg string) { fmt.Fprintf(errOut, "tickprof: warning: %s\n", msg) }
 	cfg.DetachHelper = selfHelper
-	s, err := timing.OpenContext(ctx, cfg)
+	prog := table.NewProgress(errOut)
+	cfg.OnProgress = prog.Update
+	s, err := timing.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +55,7 @@ func Timing(ctx context.Context, errOut io.Writer, cfg timing.Config, write func
 	}
 	fmt.Fprintf(errOut, "tickprof: timing %d target(s) in %s with clock %s (d = %s); Ctrl-C to stop\n",
 		len(s.Targets()), where, clk, units.Ns(clk.Resolution()))
-	prog := table.NewProgress(errOut)
-	run, err := s.Run(ctx, prog.Update)
+	run, err := s.Run(ctx)
 	prog.Clear()
 	if err != nil {
 		return nil, err
@@ -94,8 +96,13 @@ var ErrNoSamples = errors.New("no samples of the target: it was idle or exited a
 // Sample records a sampling run, writes its profile, and prints a line of
 // statistics on errw and the function table on w. What was gathered is
 // written also when the run ends in an error.
-func Sample(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o SampleOutput) error {
-	res, runErr := sampler.Record(ctx, rc)
+func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o SampleOutput) error {
+	s, err := sampler.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, runErr := s.Run(ctx)
 	if res == nil {
 		return runErr
 	}
@@ -109,7 +116,7 @@ func Sample(ctx context.Context, w, errw io.Writer, rc sampler.RunConfig, o Samp
 			return err
 		}
 	}
-	table.WriteSampleStats(errw, st, rc.Frequency, data.Duration, o.File)
+	table.WriteSampleStats(errw, st, cfg.Frequency, data.Duration, o.File)
 	if runErr != nil {
 		return runErr
 	}

@@ -2,8 +2,9 @@
 // functions of known duration, each measuring itself, built with the
 // machine's gcc when the demo runs; the measurements it writes (its truth);
 // the probe overhead the demo subtracts; and the demo's run (Run: time,
-// sample, and the intervals beside the truth). demo may import calibrate,
-// timing, sampler, export and console; it must not import cmd.
+// sample, and the intervals beside the truth). Like every package under
+// cmd/tickprof/internal it may import any library (internal/layers), and
+// only cmd/tickprof imports it.
 package demo
 
 import (

@@ -14,7 +14,6 @@ import (
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -72,9 +71,9 @@ func Run(ctx context.Context, out, errOut io.Writer, o Options) error {
 func runSample(ctx context.Context, out, errOut io.Writer, o Options, exe, truthFile, cpuOut string) error {
 	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(o.SampleFor.Seconds()) + 30)}
 	fmt.Fprintf(out, "\n== tickprof sample -F %d --duration %s -o %s --top 8 -- %s\n", o.Frequency, o.SampleFor, cpuOut, strings.Join(argv, " "))
-	rc := sampler.RunConfig{Config: sampler.Config{Frequency: o.Frequency}, Command: argv, Duration: o.SampleFor,
+	cfg := sampler.Config{Frequency: o.Frequency, Command: argv, Duration: o.SampleFor,
 		Stdin: os.Stdin, Stdout: out, Stderr: errOut}
-	return console.Sample(ctx, out, errOut, rc, console.SampleOutput{File: cpuOut, Top: 8, Confidence: 0.95})
+	return console.Sample(ctx, out, errOut, cfg, console.SampleOutput{File: cpuOut, Top: 8, Confidence: 0.95})
 }
 
 // runTime times the workload's functions with the jiffies clock until
@@ -82,7 +81,7 @@ func runSample(ctx context.Context, out, errOut io.Writer, o Options, exe, truth
 // writes (to timeOut) what `tickprof time` would.
 func runTime(ctx context.Context, out, errOut io.Writer, o Options, exe, truthFile, timeOut string) (*timing.Result, error) {
 	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(o.Limit.Seconds()) + 30)}
-	cfg := timing.Config{Command: argv, Clock: loader.Clock{Kind: loader.ClockJiffies},
+	cfg := timing.Config{Command: argv, Clock: timing.Clock{Kind: timing.ClockJiffies},
 		Targets:  timing.Targets{Users: Functions(), MaxProbes: 256},
 		Estimate: estimate.Options{Confidence: 0.95}, Precision: o.Precision, Duration: o.Limit,
 		Correction: timing.CorrectionOff}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
-	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -203,7 +202,7 @@ func writeFewBatchesNote(w io.Writer, r *timing.Result) {
 // writeCorrectionNote says whether the means include the probe overhead.
 func writeCorrectionNote(w io.Writer, r *timing.Result, corrected bool) {
 	for _, t := range r.Targets {
-		if r.Correction == "on" && (t.Kind == loader.KindSyscall.String() || t.Kind == loader.KindKernelFunc.String()) {
+		if r.Correction == "on" && (t.Kind == timing.KindSyscall || t.Kind == timing.KindKernel) {
 			fmt.Fprintln(w, "syscall and kernel-function means are as measured: they include the tracepoint or probe dispatch inside the window (no empty kernel path exists to calibrate it against)")
 			break
 		}
