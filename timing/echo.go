@@ -75,8 +75,6 @@ type EchoResult struct {
 // echoRunner runs the echo windows of a session and keeps the echoes'
 // per-poll increments.
 type echoRunner struct {
-	ls      *loader.Session
-	cfg     EchoConfig
 	mu      sync.Mutex
 	windows int
 	err     error
