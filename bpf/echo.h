@@ -50,6 +50,13 @@ volatile const __u32 tp_echo_on = 0;
 #define TP_FRAME_ECHOED 4ULL /* its echo fired */
 #define TP_FRAME_TAGS 7ULL
 
+/* Hash-keyed entries (tp_entries: Go functions) tag an echo-window call
+ * in its tick, which then holds run_delay (far below these bits); bit 63
+ * is TP_TICK_CHECKED, which the jiffies clock alone uses. */
+#define TP_TICK_ECHO (1ULL << 62)
+#define TP_TICK_ECHOED (1ULL << 61)
+#define TP_TICK_ECHO_BITS (TP_TICK_ECHO | TP_TICK_ECHOED)
+
 /* The echo state the loader writes: tp_echo[0]. */
 struct tp_echo_state {
 	__u32 phase;
@@ -138,6 +145,12 @@ static __always_inline __u64 tp_echo_tag(void)
 		return 0;
 	e = tp_echo_get();
 	return e && e->phase == TP_ECHO_WINDOW ? TP_FRAME_ECHO : 0;
+}
+
+/* tp_echo_tick_tag turns a hash-keyed entry's tick into frame tags. */
+static __always_inline __u64 tp_echo_tick_tag(__u64 tick)
+{
+	return ((tick & TP_TICK_ECHO) ? TP_FRAME_ECHO : 0) | ((tick & TP_TICK_ECHOED) ? TP_FRAME_ECHOED : 0);
 }
 
 /* tp_echo_skip reports whether a call tagged tag, from entry ns ens to exit

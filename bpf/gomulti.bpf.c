@@ -10,4 +10,4 @@
  */
 #include "gotiming.bpf.c"
 
-GO_PROGS("uprobe.multi", go_entry_multi, go_exit_multi)
+GO_PROGS("uprobe.multi", go_entry_multi, go_exit_multi, go_echo_multi)

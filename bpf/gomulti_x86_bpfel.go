@@ -187,6 +187,8 @@ const (
 	GomultiMapTpUstack      = "tp_ustack"
 	GomultiMapTpWindow      = "tp_window"
 	GomultiMapTpZero        = "tp_zero"
+	GomultiProgGoEcho       = "go_echo"
+	GomultiProgGoEchoMulti  = "go_echo_multi"
 	GomultiProgGoEntry      = "go_entry"
 	GomultiProgGoEntryMulti = "go_entry_multi"
 	GomultiProgGoExit       = "go_exit"
@@ -252,6 +254,8 @@ type GomultiSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GomultiProgramSpecs struct {
+	GoEcho       *ebpf.ProgramSpec `ebpf:"go_echo"`
+	GoEchoMulti  *ebpf.ProgramSpec `ebpf:"go_echo_multi"`
 	GoEntry      *ebpf.ProgramSpec `ebpf:"go_entry"`
 	GoEntryMulti *ebpf.ProgramSpec `ebpf:"go_entry_multi"`
 	GoExit       *ebpf.ProgramSpec `ebpf:"go_exit"`
@@ -401,6 +405,8 @@ type GomultiVariables struct {
 //
 // It can be passed to LoadGomultiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GomultiPrograms struct {
+	GoEcho       *ebpf.Program `ebpf:"go_echo"`
+	GoEchoMulti  *ebpf.Program `ebpf:"go_echo_multi"`
 	GoEntry      *ebpf.Program `ebpf:"go_entry"`
 	GoEntryMulti *ebpf.Program `ebpf:"go_entry_multi"`
 	GoExit       *ebpf.Program `ebpf:"go_exit"`
@@ -409,6 +415,8 @@ type GomultiPrograms struct {
 
 func (p *GomultiPrograms) Close() error {
 	return _GomultiClose(
+		p.GoEcho,
+		p.GoEchoMulti,
 		p.GoEntry,
 		p.GoEntryMulti,
 		p.GoExit,

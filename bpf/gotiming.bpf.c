@@ -175,12 +175,29 @@ static __always_inline int go_ret(struct pt_regs *ctx)
 	return 0;
 }
 
-/* GO_PROGS defines the entry and exit programs, ENTRY and EXIT, of
- * attach type SEC_NAME: "uprobe" here, "uprobe.multi" in gomulti.bpf.c. */
-#define GO_PROGS(SEC_NAME, ENTRY, EXIT)                          \
+/* go_echo_hit is the echo program's body (bpf/echo.h): the cookie holds
+ * the target in its low 32 bits and the bytes the entry's instruction
+ * moved sp down in bits 32-39, so that the key is the entry's. */
+static __always_inline int go_echo_hit(struct pt_regs *ctx)
+{
+	__u64 t2 = bpf_ktime_get_ns(), cookie, id, rd;
+
+	cookie = bpf_get_attach_cookie(ctx);
+	rd = tp_run_delay();
+	if (go_id(ctx, (cookie >> 32) & 0xff, &id))
+		return 0;
+	return tp_echo_keyed(id, (__u32)cookie, t2, rd);
+}
+
+/* GO_PROGS defines the entry, exit and echo programs, ENTRY, EXIT and
+ * ECHO, of attach type SEC_NAME: "uprobe" here, "uprobe.multi" in
+ * gomulti.bpf.c. */
+#define GO_PROGS(SEC_NAME, ENTRY, EXIT, ECHO)                    \
 	SEC(SEC_NAME)                                            \
 	int ENTRY(struct pt_regs *ctx) { return go_enter(ctx); } \
 	SEC(SEC_NAME)                                            \
-	int EXIT(struct pt_regs *ctx) { return go_ret(ctx); }
+	int EXIT(struct pt_regs *ctx) { return go_ret(ctx); }    \
+	SEC(SEC_NAME)                                            \
+	int ECHO(struct pt_regs *ctx) { return go_echo_hit(ctx); }
 
-GO_PROGS("uprobe", go_entry, go_exit)
+GO_PROGS("uprobe", go_entry, go_exit, go_echo)

@@ -187,6 +187,7 @@ const (
 	GoTimingMapTpUstack      = "tp_ustack"
 	GoTimingMapTpWindow      = "tp_window"
 	GoTimingMapTpZero        = "tp_zero"
+	GoTimingProgGoEcho       = "go_echo"
 	GoTimingProgGoEntry      = "go_entry"
 	GoTimingProgGoExit       = "go_exit"
 	GoTimingVarGoGoidOff     = "go_goid_off"
@@ -250,6 +251,7 @@ type GoTimingSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GoTimingProgramSpecs struct {
+	GoEcho  *ebpf.ProgramSpec `ebpf:"go_echo"`
 	GoEntry *ebpf.ProgramSpec `ebpf:"go_entry"`
 	GoExit  *ebpf.ProgramSpec `ebpf:"go_exit"`
 }
@@ -397,12 +399,14 @@ type GoTimingVariables struct {
 //
 // It can be passed to LoadGoTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GoTimingPrograms struct {
+	GoEcho  *ebpf.Program `ebpf:"go_echo"`
 	GoEntry *ebpf.Program `ebpf:"go_entry"`
 	GoExit  *ebpf.Program `ebpf:"go_exit"`
 }
 
 func (p *GoTimingPrograms) Close() error {
 	return _GoTimingClose(
+		p.GoEcho,
 		p.GoEntry,
 		p.GoExit,
 	)

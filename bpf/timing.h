@@ -539,6 +539,13 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 	}
 	if (tp_windowed)
 		tp_inflight_add(target, 1);
+	if (tp_echo_tag()) {
+		/* An echo-window call is not timed: its tick holds run_delay. */
+		e->tick[slot] = tp_run_delay() | TP_TICK_ECHO;
+		e->ns[slot] = bpf_ktime_get_ns();
+		e->depth++;
+		return 0;
+	}
 	tick = tp_entry_readings(target, &ns);
 	e->tick[slot] = tick;
 	if (tp_exact || tp_check_on())
@@ -753,6 +760,8 @@ static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
 			return 0; /* entered outside a window */
 		tp_inflight_add(target, -1);
 	}
+	if (tp_echo_skip(target, tp_echo_tick_tag(e->tick[slot]), e->ns[slot], ns))
+		return 0;
 	tp_close(ctx, c, target, tick, ns, e->tick[slot], e->ns[slot], stack_flags);
 	return 0;
 }
@@ -1184,6 +1193,28 @@ static __always_inline int tp_echo_hit(struct pt_regs *ctx)
 		}
 	}
 	tp_echo_missed(target);
+	return 0;
+}
+
+/* tp_echo_keyed is the echo of an entry kept in tp_entries under key id
+ * (Go functions): t2 is the echo's clock reading, rd its run_delay. */
+static __always_inline int tp_echo_keyed(__u64 id, __u32 target, __u64 t2, __u64 rd)
+{
+	struct tp_key key = { .id = id, .target = target };
+	struct tp_entry *e = bpf_map_lookup_elem(&tp_entries, &key);
+	__u32 slot;
+	__u64 tick;
+
+	if (!e || e->depth == e->floor) {
+		tp_echo_missed(target);
+		return 0;
+	}
+	slot = (e->depth - 1) & (TP_MAX_DEPTH - 1);
+	tick = e->tick[slot];
+	if ((tick & TP_TICK_ECHO_BITS) != TP_TICK_ECHO)
+		return 0; /* entered before the window opened, or echoed */
+	e->tick[slot] = tick | TP_TICK_ECHOED;
+	tp_echo_account(target, t2 - e->ns[slot], rd - (tick & ~TP_TICK_ECHO_BITS));
 	return 0;
 }
 

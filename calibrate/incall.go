@@ -23,22 +23,27 @@ import (
 // for a CPU in between. The calibration fits, per probe kind, how the whole
 // in-call overhead O follows from them,
 //
-//	O = A + B G_on + P,
+//	O = A + (B + C u) G_on + P,   u = min(1, body / 10 us),
 //
 // on the calibration target in call patterns that span the conditions
-// seen in programs: back to back, after sleeps of 50 us to 4 ms, after a
-// 1 ms spin, and a 5 us handler that times itself after a 2 ms sleep. Each
-// pattern is one run with echo windows: the calls outside the windows give
-// O (their measured mean, minus the handler's own mean), the echoed calls
-// give G_on and P. The fit is ordinary least squares over the patterns'
-// means; its relative residual spread S1 is the model's error for a
-// pattern it was not fitted on, carried into every corrected interval.
+// seen in programs: empty functions and handlers of 2 and 10 us that time
+// themselves, back to back, after sleeps of 50 us to 4 ms and after a 1 ms
+// spin. The echo measures the entry's side of the overhead; the exit's
+// side grows with the body between them (a longer body leaves the return
+// probe's path colder), hence the term in u, the body's length as the run
+// itself estimates it (the measured mean less the overhead). Each pattern
+// is one run with echo windows: the calls outside the windows give O
+// (their measured mean, minus the handler's own mean), the echoed calls
+// give G_on and P. FitInCall says how the model's error for a pattern it
+// was not fitted on is estimated; it is carried into every corrected
+// interval.
 
 // InCallModel is a probe kind's calibrated in-call overhead model.
 type InCallModel struct {
-	// A (ns) and B: O = A + B G_on + P.
+	// A (ns), B and C: O = A + (B + C u) G_on + P.
 	A float64 `json:"a_ns"`
 	B float64 `json:"b"`
+	C float64 `json:"c"`
 	// S0 (ns) and S1: the model's error, one standard deviation, is
 	// sqrt(S0^2 + (S1 G_on)^2).
 	S0 float64 `json:"s0_ns"`
@@ -60,6 +65,8 @@ type PatternPoint struct {
 	// Calls are the calls timed, Echoes the calls echoed.
 	Calls  uint64 `json:"calls"`
 	Echoes uint64 `json:"echoes"`
+	// BodyNs is the function's own mean (0 for the empty functions).
+	BodyNs float64 `json:"body_ns"`
 	// GNs and PNs are the echoes' mean gap on CPU and wait for a CPU; ONs
 	// the calls' mean in-call overhead, ONsSE its standard error.
 	GNs   float64 `json:"g_ns"`
@@ -70,69 +77,100 @@ type PatternPoint struct {
 
 // Model is the model as the estimator uses it.
 func (m InCallModel) Model() estimate.OverheadModel {
-	return estimate.OverheadModel{A: m.A, B: m.B, S0: m.S0, S1: m.S1}
+	return estimate.OverheadModel{A: m.A, B: m.B, C: m.C, S0: m.S0, S1: m.S1}
 }
 
-// callPattern is one pattern of the calibration target's pattern mode.
+// callPattern is one pattern of the calibration target's pattern mode: a
+// function (fn: empty, stepped, go) with a body of body (0: empty) called
+// once per gap spent sleeping or spinning (how).
 type callPattern struct {
-	name, fn, how string
-	gap           time.Duration
+	fn, how string
+	body    time.Duration
+	gap     time.Duration
 }
 
-// patterns are the call patterns, per probe kind's function.
-func patterns(fn string) []callPattern {
-	ps := []callPattern{
-		{fn + " back to back", fn, "sleep", 0},
-		{fn + " after sleep 50us", fn, "sleep", 50 * time.Microsecond},
-		{fn + " after sleep 1ms", fn, "sleep", time.Millisecond},
-		{fn + " after sleep 4ms", fn, "sleep", 4 * time.Millisecond},
-		{fn + " after spin 1ms", fn, "spin", time.Millisecond},
+// name says what the pattern is.
+func (p callPattern) name() string {
+	what := p.fn
+	if p.body > 0 {
+		what = fmt.Sprintf("%v handler", p.body)
 	}
-	if fn == "empty" {
-		ps = append(ps, callPattern{"5us handler after sleep 2ms", "handler", "sleep", 2 * time.Millisecond})
+	if p.gap == 0 {
+		return what + " back to back"
+	}
+	return fmt.Sprintf("%s after %s %v", what, p.how, p.gap)
+}
+
+// patterns are the call patterns of a probe kind's function.
+func patterns(fn string) []callPattern {
+	var ps []callPattern
+	for _, g := range []struct {
+		how string
+		gap time.Duration
+	}{{"sleep", 0}, {"sleep", 50 * time.Microsecond}, {"sleep", time.Millisecond}, {"sleep", 4 * time.Millisecond}, {"spin", time.Millisecond}} {
+		ps = append(ps, callPattern{fn: fn, how: g.how, gap: g.gap})
+	}
+	var bodies []time.Duration
+	switch fn {
+	case "empty":
+		bodies = []time.Duration{2 * time.Microsecond, 10 * time.Microsecond}
+	case "go":
+		bodies = []time.Duration{10 * time.Microsecond}
+	}
+	for _, b := range bodies {
+		for _, gap := range []time.Duration{0, time.Millisecond, 4 * time.Millisecond} {
+			ps = append(ps, callPattern{fn: fn, how: "sleep", body: b, gap: gap})
+		}
 	}
 	return ps
 }
 
 // inCallKinds are the probe kinds with an in-call model, and the function
-// of the target that stands for each.
+// of the calibration target that stands for each.
 var inCallKinds = []struct {
 	kind ProbeKind
 	fn   string
-}{{KindUser, "empty"}, {KindUserStepped, "stepped"}}
+}{{KindUser, "empty"}, {KindUserStepped, "stepped"}, {KindGo, "go"}}
 
 // patternSeconds is each pattern's run: with echo windows of 250 ms at a
 // 40% duty, a 4 ms gap gives about 200 echoed and 250 timed calls.
-const patternSeconds = 2.0
+const patternSeconds = 1.6
 
 // MeasureInCall fits the in-call overhead model of each probe kind it
 // knows among kinds (nil: all) on the calibration target exe, with files
-// in dir.
-func MeasureInCall(ctx context.Context, dir, exe string, kinds []ProbeKind, o OverheadOptions) (map[ProbeKind]InCallModel, error) {
+// in dir. A kind that cannot be fitted is left out, with the reason in
+// skipped; err is the context's.
+func MeasureInCall(ctx context.Context, dir, exe string, kinds []ProbeKind, o OverheadOptions) (models map[ProbeKind]InCallModel, skipped []string, err error) {
 	want := map[ProbeKind]bool{}
 	for _, k := range kinds {
 		want[k] = true
 	}
 	out := map[ProbeKind]InCallModel{}
+kinds:
 	for _, k := range inCallKinds {
-		if len(want) > 0 && !want[k.kind] {
+		if len(want) > 0 && !want[k.kind] || k.kind == KindGo && len(o.GoTarget) == 0 {
 			continue
 		}
 		var pts []PatternPoint
 		for i, p := range patterns(k.fn) {
 			pt, err := runPattern(ctx, dir, exe, p, i%2, o)
+			if ctx.Err() != nil {
+				return out, skipped, ctx.Err()
+			}
 			if err != nil {
-				return out, fmt.Errorf("in-call overhead of %s, %s: %w", k.kind, p.name, err)
+				skipped = append(skipped, fmt.Sprintf("in-call overhead model of %s: %s: %v", k.kind, p.name(), err))
+				continue kinds
 			}
 			pts = append(pts, pt)
 		}
 		m, err := FitInCall(pts)
 		if err != nil {
-			return out, fmt.Errorf("in-call overhead of %s: %w", k.kind, err)
+			skipped = append(skipped, fmt.Sprintf("in-call overhead model of %s: %v", k.kind, err))
+			continue
 		}
 		out[k.kind] = m
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 // runPattern times one call pattern with echo windows and returns its point.
@@ -140,10 +178,27 @@ func runPattern(ctx context.Context, dir, exe string, p callPattern, cpu int, o 
 	own := filepath.Join(dir, "own-pattern")
 	os.Remove(own)
 	secs := strconv.FormatFloat(patternSeconds+5, 'f', 1, 64)
-	argv := []string{exe, "pattern", p.fn, strconv.FormatInt(p.gap.Nanoseconds(), 10), p.how, secs, own}
-	symbol := map[string]string{"empty": "cal_empty", "stepped": "cal_empty_stepped", "handler": "cal_handler"}[p.fn]
+	gap := strconv.FormatInt(p.gap.Nanoseconds(), 10)
+	body := strconv.FormatInt(p.body.Nanoseconds(), 10)
+	var argv []string
+	var target string
+	switch {
+	case p.fn == "go" && p.body > 0:
+		argv = append(append([]string{}, o.GoTarget...), secs, "--go-pattern", gap+":"+p.how+":"+body+":"+own)
+		target = o.GoTarget[0] + ":" + GoHandlerSymbol
+	case p.fn == "go":
+		argv = append(append([]string{}, o.GoTarget...), secs, "--go-pattern", gap+":"+p.how)
+		target = o.GoTarget[0] + ":" + GoSymbol
+	case p.body > 0:
+		argv = []string{exe, "pattern", "handler:" + body, gap, p.how, secs, own}
+		target = exe + ":cal_handler"
+	default:
+		fn := map[string]string{"empty": "cal_empty", "stepped": "cal_empty_stepped"}[p.fn]
+		argv = []string{exe, "pattern", p.fn, gap, p.how, secs, own}
+		target = exe + ":" + fn
+	}
 	identity := estimate.OverheadModel{A: 0, B: 1}
-	s, err := timing.Open(ctx, timing.Config{Command: argv, Targets: timing.Targets{Users: []string{exe + ":" + symbol}, MaxProbes: 1},
+	s, err := timing.Open(ctx, timing.Config{Command: argv, Targets: timing.Targets{Users: []string{target}, MaxProbes: 1},
 		NoRecords: true, Clock: timing.Clock{Kind: timing.ClockNS, Tick: time.Nanosecond},
 		Estimate: estimate.Options{Confidence: o.Confidence}, Interval: 100 * time.Millisecond,
 		Duration: time.Duration(patternSeconds * float64(time.Second)), Correction: timing.CorrectionOff,
@@ -179,9 +234,9 @@ func patternPoint(p callPattern, run *timing.Result, own string) (PatternPoint, 
 	if e == nil || e.Sums.N < estimate.MinEchoes {
 		return PatternPoint{}, errors.New("too few echoed calls: the echo could not be attached or its windows held too few calls")
 	}
-	pt := PatternPoint{Name: p.name, Calls: t.Calls, Echoes: uint64(e.Sums.N),
+	pt := PatternPoint{Name: p.name(), Calls: t.Calls, Echoes: uint64(e.Sums.N),
 		GNs: e.Sums.G / e.Sums.N, PNs: e.Sums.P / e.Sums.N, ONs: t.Raw.Mean, ONsSE: t.Raw.StdErr}
-	if p.fn == "handler" {
+	if p.body > 0 {
 		b, err := os.ReadFile(own)
 		if err != nil {
 			return pt, fmt.Errorf("read the handler's own mean: %w", err)
@@ -191,48 +246,167 @@ func patternPoint(p callPattern, run *timing.Result, own string) (PatternPoint, 
 			return pt, fmt.Errorf("the handler's own mean %q: want \"MEAN_NS CALLS\" over at least 30 calls", b)
 		}
 		pt.ONs -= mean
+		pt.BodyNs = mean
 	}
 	return pt, nil
 }
 
-// FitInCall fits the model O - P = A + B G_on to the patterns' means by
-// ordinary least squares; S1 is the root mean square of the residuals
-// relative to G_on (on k - 2 degrees of freedom), S0 the largest pattern's
-// own standard error. TypicalNs is the first pattern's O (back to back),
-// LowNs and HighNs the smallest and largest O.
+// FitInCall fits the model O - P = A + B G_on to the patterns' means.
+//
+// Each pattern's mean carries its own sampling error (its standard error
+// se_p, large for patterns of few calls or under load), and the model does
+// not fit every pattern exactly: a pattern it was not fitted on misses it
+// by a relative error of spread S1, the one to carry into a correction.
+// Both are estimated together, as in a random-effects meta-regression
+// (Paule and Mandel's moment estimator): with weights
+// w_p = 1/(se_p^2 + S1^2 G_p^2), S1 is the value at which the weighted
+// residual sum of squares equals its expectation, k - 2 for k patterns
+// (0 when the patterns' own errors explain the residuals). S0 is the
+// standard error of the fitted line at the weighted mean gap. TypicalNs is
+// the first pattern's O (back to back), LowNs and HighNs the smallest and
+// largest O.
 func FitInCall(pts []PatternPoint) (InCallModel, error) {
-	k := float64(len(pts))
-	if len(pts) < 3 {
-		return InCallModel{}, fmt.Errorf("%d call patterns: at least 3 are needed", len(pts))
+	if len(pts) < 4 {
+		return InCallModel{}, fmt.Errorf("%d call patterns: at least 4 are needed", len(pts))
 	}
-	var sg, sy, sgg, sgy float64
+	bodied := false
 	for _, p := range pts {
-		y := p.ONs - p.PNs
-		sg += p.GNs
-		sy += y
-		sgg += p.GNs * p.GNs
-		sgy += p.GNs * y
+		bodied = bodied || p.BodyNs > 0
 	}
-	den := k*sgg - sg*sg
-	if !(den > 0) {
-		return InCallModel{}, errors.New("the patterns' gaps do not differ: no slope to fit")
+	np := 2
+	if bodied {
+		np = 3
 	}
-	m := InCallModel{Patterns: pts, TypicalNs: pts[0].ONs, LowNs: math.Inf(1), HighNs: math.Inf(-1)}
-	m.B = (k*sgy - sg*sy) / den
-	m.A = (sy - m.B*sg) / k
-	if !(m.B > 0) {
-		return InCallModel{}, fmt.Errorf("fitted slope %.3g: the in-call overhead does not grow with the echo's gap here", m.B)
+	dof := float64(len(pts) - np)
+	a, b, c, q, s0, ok := fitWLS(pts, 0, bodied)
+	if !ok {
+		return InCallModel{}, errors.New("the patterns' gaps and bodies do not differ enough to fit the model")
 	}
-	var rr float64
+	s1 := 0.0
+	if q > dof {
+		lo, hi := 0.0, 2.0
+		for i := 0; i < 60; i++ {
+			mid := (lo + hi) / 2
+			if _, _, _, qm, _, _ := fitWLS(pts, mid, bodied); qm > dof {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		s1 = hi
+		a, b, c, _, s0, _ = fitWLS(pts, s1, bodied)
+	}
+	if !(b > 0) || !(b+c > 0) {
+		return InCallModel{}, fmt.Errorf("fitted slopes %.3g and %.3g: the in-call overhead does not grow with the echo's gap here", b, b+c)
+	}
+	m := InCallModel{A: a, B: b, C: c, S0: s0, S1: s1, Patterns: pts, TypicalNs: pts[0].ONs, LowNs: math.Inf(1), HighNs: math.Inf(-1)}
 	for _, p := range pts {
-		r := (p.ONs - p.PNs - m.A - m.B*p.GNs) / p.GNs
-		rr += r * r
-		m.S0 = math.Max(m.S0, p.ONsSE)
 		m.LowNs = math.Min(m.LowNs, p.ONs)
 		m.HighNs = math.Max(m.HighNs, p.ONs)
 	}
-	m.S1 = math.Sqrt(rr / (k - 2))
 	m.LowNs = math.Max(0, m.LowNs)
 	m.TypicalNs = math.Min(math.Max(m.TypicalNs, m.LowNs), m.HighNs)
 	return m, nil
+}
+
+// BodyShare is u, the body's length on the scale the model's term in C
+// saturates at: min(1, body / 10 us).
+func BodyShare(bodyNs float64) float64 { return estimate.BodyShare(bodyNs) }
+
+// fitWLS fits O - P = A + B G + C u G (C = 0 unless bodied) with weights
+// 1/(se^2 + (s1 G)^2); it returns the weighted residual sum of squares and
+// the standard error of the fitted line at the weighted mean point.
+func fitWLS(pts []PatternPoint, s1 float64, bodied bool) (a, b, c, q, s0 float64, ok bool) {
+	k := 2
+	if bodied {
+		k = 3
+	}
+	var m [3][3]float64
+	var v [3]float64
+	ws := make([]float64, len(pts))
+	row := func(p PatternPoint) [3]float64 {
+		return [3]float64{1, p.GNs, BodyShare(p.BodyNs) * p.GNs}
+	}
+	for i, p := range pts {
+		w := 1 / (math.Max(p.ONsSE*p.ONsSE, 100) + s1*s1*p.GNs*p.GNs)
+		ws[i] = w
+		x, y := row(p), p.ONs-p.PNs
+		for r := 0; r < k; r++ {
+			v[r] += w * x[r] * y
+			for c := 0; c < k; c++ {
+				m[r][c] += w * x[r] * x[c]
+			}
+		}
+	}
+	inv, ok := invert(m, k)
+	if !ok {
+		return 0, 0, 0, 0, 0, false
+	}
+	var beta [3]float64
+	for r := 0; r < k; r++ {
+		for c := 0; c < k; c++ {
+			beta[r] += inv[r][c] * v[c]
+		}
+	}
+	var sw float64
+	var xbar [3]float64
+	for i, p := range pts {
+		x, y := row(p), p.ONs-p.PNs
+		r := y - beta[0] - beta[1]*x[1] - beta[2]*x[2]
+		q += ws[i] * r * r
+		sw += ws[i]
+		for j := 0; j < k; j++ {
+			xbar[j] += ws[i] * x[j]
+		}
+	}
+	var vv float64
+	for r := 0; r < k; r++ {
+		for c := 0; c < k; c++ {
+			vv += xbar[r] / sw * inv[r][c] * xbar[c] / sw
+		}
+	}
+	return beta[0], beta[1], beta[2], q, math.Sqrt(math.Max(vv, 0)), true
+}
+
+// invert inverts the top-left k x k block of m (Gauss-Jordan); false when
+// it is singular.
+func invert(m [3][3]float64, k int) ([3][3]float64, bool) {
+	var a [3][6]float64
+	for r := 0; r < k; r++ {
+		for c := 0; c < k; c++ {
+			a[r][c] = m[r][c]
+		}
+		a[r][k+r] = 1
+	}
+	for col := 0; col < k; col++ {
+		p := col
+		for r := col + 1; r < k; r++ {
+			if math.Abs(a[r][col]) > math.Abs(a[p][col]) {
+				p = r
+			}
+		}
+		if math.Abs(a[p][col]) < 1e-300 {
+			return [3][3]float64{}, false
+		}
+		a[col], a[p] = a[p], a[col]
+		d := a[col][col]
+		for c := 0; c < 2*k; c++ {
+			a[col][c] /= d
+		}
+		for r := 0; r < k; r++ {
+			if r != col {
+				f := a[r][col]
+				for c := 0; c < 2*k; c++ {
+					a[r][c] -= f * a[col][c]
+				}
+			}
+		}
+	}
+	var out [3][3]float64
+	for r := 0; r < k; r++ {
+		for c := 0; c < k; c++ {
+			out[r][c] = a[r][k+c]
+		}
+	}
+	return out, true
 }

@@ -119,10 +119,11 @@ func (c *Calibration) measureOverheads(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	models, err := MeasureInCall(ctx, dir, exe, o.Overhead.Kinds, o.Overhead)
+	models, skipped, err := MeasureInCall(ctx, dir, exe, o.Overhead.Kinds, o.Overhead)
 	if err != nil {
 		return err
 	}
+	c.Skipped = append(c.Skipped, skipped...)
 	for i := range c.Overheads {
 		if m, ok := models[c.Overheads[i].Kind]; ok {
 			c.Overheads[i].InCall = &m

@@ -136,18 +136,18 @@ type SampledBatch struct {
 // SampledMean estimates the mean duration of all calls from random samples
 // drawn at rates that may change from batch to batch: each drawn call
 // stands for Rate calls (Horvitz and Thompson's weighting), so the mean is
-// sum_b Rate_b Sum_b / sum_b Rate_b Calls_b, a ratio estimator. Its
-// standard error is the larger of the per-call one (the drawn calls
-// independent) and, with at least 5 batches, the batch-means one (batches
-// as clusters, Student t on batches - 1 degrees of freedom): durations that
-// drift during the run make successive calls alike, which the per-call
-// error does not see.
+// sum_b Rate_b Sum_b / sum_b Rate_b Calls_b. The batches are strata: its
+// variance is sum_b (Rate_b Calls_b / W)^2 s_b^2 / Calls_b, with s_b^2 the
+// spread within batch b and W the calls the sample stands for, so that
+// durations that drift from batch to batch, which are part of the calls'
+// mean, do not count as sampling error. Normal interval (Student t on the
+// drawn calls - 1 degrees of freedom below 30 of them).
 func SampledMean(batches []SampledBatch, o Options) (Result, error) {
 	conf, _, err := o.check()
 	if err != nil {
 		return Result{}, err
 	}
-	var n, w, t, vsum float64
+	var n, w, t, v float64
 	k := 0
 	for _, b := range batches {
 		if !finite(b.Rate, b.Calls, b.Sum, b.SumSq) || b.Rate < 1 || b.Calls < 0 || b.Sum < 0 || b.SumSq < 0 {
@@ -165,29 +165,19 @@ func SampledMean(batches []SampledBatch, o Options) (Result, error) {
 		return Result{}, inputf("%v sampled calls: a mean's interval needs at least 2", n)
 	}
 	mean := t / w
-	// Per call: Var(sum_i r_i (x_i - mean)) / w^2 with x_i's spread within
-	// each batch around the overall mean.
 	for _, b := range batches {
-		if b.Calls > 0 {
-			ss := b.SumSq - 2*mean*b.Sum + mean*mean*b.Calls
-			vsum += b.Rate * b.Rate * math.Max(ss, 0)
+		if b.Calls < 2 {
+			continue
 		}
+		m := b.Sum / b.Calls
+		s2 := math.Max(0, b.SumSq-b.Calls*m*m) / (b.Calls - 1)
+		share := b.Rate * b.Calls / w
+		v += share * share * s2 / b.Calls
 	}
-	se := math.Sqrt(vsum*n/(n-1)) / w
-	q := zQuantile(conf)
-	method := "z"
-	if k >= 5 {
-		var ss float64
-		for _, b := range batches {
-			if b.Calls > 0 {
-				d := b.Rate*b.Sum - mean*b.Rate*b.Calls
-				ss += d * d
-			}
-		}
-		bse := math.Sqrt(ss/float64(k-1)/float64(k)) / (w / float64(k))
-		if tq := tQuantile(conf, float64(k-1)); tq*bse > q*se {
-			se, q, method = bse, tq, "t"
-		}
+	se := math.Sqrt(v)
+	q, method := zQuantile(conf), "z"
+	if n < 30 {
+		q, method = tQuantile(conf, n-1), "t"
 	}
 	out := Result{Mean: mean, Low: math.Max(0, mean-q*se), High: mean + q*se, StdErr: se, Confidence: conf,
 		Method: method, Dist: method, Calls: uint64(n), Events: uint64(n), Batches: k}

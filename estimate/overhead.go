@@ -20,9 +20,11 @@ import (
 // G_on, and the time the thread waited for a CPU, P. A model calibrated on
 // this machine across call patterns gives each echoed call's overhead,
 //
-//	O_i = A + B G_on,i + P_i,
+//	O_i = A + (B + C u) G_on,i + P_i,
 //
-// and the target's mean overhead is its mean over the echoed calls. Its
+// where u = BodyShare of the calls' own length (the exit side of the
+// overhead grows with the body between entry and exit), and the target's
+// mean overhead is its mean over the echoed calls. Its
 // uncertainty has two parts: sampling (the echoed calls are a random
 // share of the calls, in time), and the model's own error for a call
 // pattern it was not fitted on (its residual spread across the calibrated
@@ -46,17 +48,25 @@ func (s EchoSums) Add(t EchoSums) EchoSums {
 }
 
 // OverheadModel is the calibrated model of a probe kind's overhead inside a
-// call, O = A + B G_on + P (A in ns), with the spread of its error for a
-// call pattern it was not fitted on: one standard deviation of
-// sqrt(S0^2 + (S1 G)^2) ns at a mean gap G.
+// call, O = A + (B + C u) G_on + P (A in ns; u = BodyShare of the calls'
+// own length), with the spread of its error for a call pattern it was not
+// fitted on: one standard deviation of sqrt(S0^2 + (S1 G)^2) ns at a mean
+// gap G.
 type OverheadModel struct {
-	A, B   float64
-	S0, S1 float64
+	A, B, C float64
+	S0, S1  float64
 }
+
+// BodyShare is u in the model: min(1, body/10 us) for calls whose own
+// length is body (ns), 0 for a negative one.
+func BodyShare(bodyNs float64) float64 { return math.Min(1, math.Max(0, bodyNs/10e3)) }
+
+// Slope is the model's slope in G_on for calls of body share u.
+func (m OverheadModel) Slope(u float64) float64 { return m.B + m.C*u }
 
 // Valid reports whether m is a usable model: finite, B > 0, spreads >= 0.
 func (m OverheadModel) Valid() bool {
-	return finite(m.A, m.B, m.S0, m.S1) && m.B > 0 && m.S0 >= 0 && m.S1 >= 0
+	return finite(m.A, m.B, m.C, m.S0, m.S1) && m.B > 0 && m.B+m.C > 0 && m.S0 >= 0 && m.S1 >= 0
 }
 
 // Spread is the model's standard error (ns) for calls of mean gap g.
@@ -74,7 +84,7 @@ const MinEchoes = 30
 // error alone). The interval is normal at o's confidence with the larger
 // of the two sampling errors and the model's spread at the mean gap added
 // in quadrature.
-func InCallOverhead(s EchoSums, batches []EchoSums, m OverheadModel, o Options) (Result, error) {
+func InCallOverhead(s EchoSums, batches []EchoSums, m OverheadModel, u float64, o Options) (Result, error) {
 	conf, err := o.confidence()
 	if err != nil {
 		return Result{}, err
@@ -89,13 +99,14 @@ func InCallOverhead(s EchoSums, batches []EchoSums, m OverheadModel, o Options) 
 		return Result{}, inputf("echo sums are not finite or negative")
 	}
 	gbar, pbar := s.G/s.N, s.P/s.N
-	mean := m.A + m.B*gbar + pbar
-	// v_i = B g_i + p_i: its variance from the sums.
-	vsq := m.B*m.B*s.GSq + s.PSq + 2*m.B*s.GP
-	vsum := m.B*s.G + s.P
+	b := m.Slope(u)
+	mean := m.A + b*gbar + pbar
+	// v_i = b g_i + p_i: its variance from the sums.
+	vsq := b*b*s.GSq + s.PSq + 2*b*s.GP
+	vsum := b*s.G + s.P
 	varv := math.Max(0, (vsq-vsum*vsum/s.N)/(s.N-1))
 	se := math.Sqrt(varv / s.N)
-	if bse, k := echoBatchSE(batches, m.B); k >= 5 {
+	if bse, k := echoBatchSE(batches, b); k >= 5 {
 		se = math.Max(se, bse)
 	}
 	model := m.Spread(gbar)
@@ -176,7 +187,7 @@ func PhysicalBounds(r Result, minCall, maxCall, maxOverhead float64) Result {
 	return r
 }
 
-// String returns the model as "O = A + B G_on + P (±S0 ⊕ S1 G)".
+// String returns the model as "O = A + (B + C u) G_on + P (spread S0 ⊕ S1 G)".
 func (m OverheadModel) String() string {
-	return fmt.Sprintf("O = %.0f ns + %.3g G_on + P (spread %.0f ns + %.3g G)", m.A, m.B, m.S0, m.S1)
+	return fmt.Sprintf("O = %.0f ns + (%.3g + %.3g u) G_on + P (spread %.0f ns ⊕ %.3g G)", m.A, m.B, m.C, m.S0, m.S1)
 }

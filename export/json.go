@@ -62,46 +62,82 @@ type goStatsJSON struct {
 }
 
 type timeTargetJSON struct {
-	Target       string         `json:"target"`
-	Kind         string         `json:"kind"`
-	Binary       string         `json:"binary,omitempty"`
-	Calls        uint64         `json:"calls"`
-	Ticks        uint64         `json:"ticks"`
-	MeanNs       *float64       `json:"mean_ns"`
-	LowNs        *float64       `json:"low_ns"`
-	HighNs       *float64       `json:"high_ns"`
-	RelHalfWidth *float64       `json:"rel_half_width,omitempty"`
-	Corrected    bool           `json:"corrected,omitempty"`
-	RawMeanNs    *float64       `json:"raw_mean_ns,omitempty"`
-	RawLowNs     *float64       `json:"raw_low_ns,omitempty"`
-	RawHighNs    *float64       `json:"raw_high_ns,omitempty"`
-	OverheadNs   *float64       `json:"overhead_ns,omitempty"`
-	OverheadLow  *float64       `json:"overhead_low_ns,omitempty"`
-	OverheadHigh *float64       `json:"overhead_high_ns,omitempty"`
-	OverheadKind string         `json:"overhead_kind,omitempty"`
-	InlinedInto  []string       `json:"inlined_into,omitempty"`
-	Confidence   float64        `json:"confidence"`
-	Method       string         `json:"method,omitempty"`
-	Error        string         `json:"error,omitempty"`
-	Clock        string         `json:"clock"`
-	ResolutionNs float64        `json:"resolution_ns"`
-	WallNs       float64        `json:"wall_ns"`
-	Crossings    uint64         `json:"crossings"`
-	Orphans      uint64         `json:"orphans"`
-	Dropped      uint64         `json:"dropped_records"`
-	NsSum        *uint64        `json:"ns_sum,omitempty"`
-	NsMean       *float64       `json:"ns_mean,omitempty"`
-	NsLow        *float64       `json:"ns_low,omitempty"`
-	NsHigh       *float64       `json:"ns_high,omitempty"`
-	NsMin        *uint64        `json:"ns_min,omitempty"`
-	NsMax        *uint64        `json:"ns_max,omitempty"`
-	NsLog2Hist   []uint64       `json:"ns_log2_hist,omitempty"`
-	Covered      *bool          `json:"covered,omitempty"`
-	ClockCheck   *checkJSON     `json:"clock_check,omitempty"`
-	Quantiles    []QuantileJSON `json:"quantiles,omitempty"`
-	Histogram    *HistogramJSON `json:"histogram,omitempty"`
-	Callers      []callerJSON   `json:"callers,omitempty"`
-	Notes        []string       `json:"notes,omitempty"`
+	Target       string   `json:"target"`
+	Kind         string   `json:"kind"`
+	Binary       string   `json:"binary,omitempty"`
+	Calls        uint64   `json:"calls"`
+	Ticks        uint64   `json:"ticks"`
+	MeanNs       *float64 `json:"mean_ns"`
+	LowNs        *float64 `json:"low_ns"`
+	HighNs       *float64 `json:"high_ns"`
+	RelHalfWidth *float64 `json:"rel_half_width,omitempty"`
+	Corrected    bool     `json:"corrected,omitempty"`
+	RawMeanNs    *float64 `json:"raw_mean_ns,omitempty"`
+	RawLowNs     *float64 `json:"raw_low_ns,omitempty"`
+	RawHighNs    *float64 `json:"raw_high_ns,omitempty"`
+	OverheadNs   *float64 `json:"overhead_ns,omitempty"`
+	OverheadLow  *float64 `json:"overhead_low_ns,omitempty"`
+	OverheadHigh *float64 `json:"overhead_high_ns,omitempty"`
+	OverheadKind string   `json:"overhead_kind,omitempty"`
+	// OverheadMethod says how the overhead was known: "echo" (measured in
+	// the run), "pattern-range" (the calibrated patterns' range) or the
+	// calibration's constant's method.
+	OverheadMethod string    `json:"overhead_method,omitempty"`
+	Echo           *echoJSON `json:"echo,omitempty"`
+	// CorrectedMinNs and CorrectedMaxNs are the shortest and longest call
+	// with the overhead's mean subtracted, like the quantiles beside them.
+	CorrectedMinNs *float64       `json:"corrected_min_ns,omitempty"`
+	CorrectedMaxNs *float64       `json:"corrected_max_ns,omitempty"`
+	InlinedInto    []string       `json:"inlined_into,omitempty"`
+	Confidence     float64        `json:"confidence"`
+	Method         string         `json:"method,omitempty"`
+	Error          string         `json:"error,omitempty"`
+	Clock          string         `json:"clock"`
+	ResolutionNs   float64        `json:"resolution_ns"`
+	WallNs         float64        `json:"wall_ns"`
+	Crossings      uint64         `json:"crossings"`
+	Orphans        uint64         `json:"orphans"`
+	Dropped        uint64         `json:"dropped_records"`
+	NsSum          *uint64        `json:"ns_sum,omitempty"`
+	NsMean         *float64       `json:"ns_mean,omitempty"`
+	NsLow          *float64       `json:"ns_low,omitempty"`
+	NsHigh         *float64       `json:"ns_high,omitempty"`
+	NsMin          *uint64        `json:"ns_min,omitempty"`
+	NsMax          *uint64        `json:"ns_max,omitempty"`
+	NsLog2Hist     []uint64       `json:"ns_log2_hist,omitempty"`
+	Covered        *bool          `json:"covered,omitempty"`
+	ClockCheck     *checkJSON     `json:"clock_check,omitempty"`
+	Quantiles      []QuantileJSON `json:"quantiles,omitempty"`
+	Histogram      *HistogramJSON `json:"histogram,omitempty"`
+	Callers        []callerJSON   `json:"callers,omitempty"`
+	Notes          []string       `json:"notes,omitempty"`
+}
+
+// echoJSON is what a target's echoes measured of the probes' own cost
+// inside its calls (timing.EchoResult).
+type echoJSON struct {
+	Echoed     uint64  `json:"echoed_calls"`
+	GapMeanNs  float64 `json:"gap_on_cpu_mean_ns"`
+	WaitMeanNs float64 `json:"wait_mean_ns"`
+	ModelA     float64 `json:"model_a_ns"`
+	ModelB     float64 `json:"model_b"`
+	ModelS0    float64 `json:"model_s0_ns"`
+	ModelS1    float64 `json:"model_s1"`
+	MaxNs      float64 `json:"max_overhead_ns"`
+	Missed     uint64  `json:"missed"`
+	Window     uint64  `json:"window_calls"`
+	Excluded   uint64  `json:"excluded_calls"`
+	Windows    int     `json:"windows"`
+}
+
+func echoToJSON(e *timing.EchoResult) *echoJSON {
+	if e == nil {
+		return nil
+	}
+	n := math.Max(1, e.Sums.N)
+	return &echoJSON{Echoed: uint64(e.Sums.N), GapMeanNs: e.Sums.G / n, WaitMeanNs: e.Sums.P / n,
+		ModelA: e.Model.A, ModelB: e.Model.B, ModelS0: e.Model.S0, ModelS1: e.Model.S1, MaxNs: e.MaxNs,
+		Missed: e.Missed, Window: e.Window, Excluded: e.Excluded, Windows: e.Windows}
 }
 
 // callerJSON is a caller stack: its functions innermost first, those
@@ -175,13 +211,19 @@ func targetToJSON(r *timing.Result, t *timing.TargetResult) timeTargetJSON {
 		Confidence: r.Confidence, Clock: r.Clock, ResolutionNs: r.Resolution,
 		WallNs: r.Wall(t), Crossings: t.Crossings, Orphans: t.Orphans, Dropped: t.Dropped,
 		Covered: t.Covered, Error: t.Err, InlinedInto: t.InlinedInto, Notes: t.Notes,
-		ClockCheck: checkToJSON(t),
+		ClockCheck: checkToJSON(t), Echo: echoToJSON(t.Echo),
+	}
+	if t.Corrected {
+		j.OverheadMethod = t.Overhead.Method
 	}
 	if t.Err == "" {
 		estimateToJSON(&j, t)
 	}
 	if x := t.Exact; x != nil {
 		exactToJSON(&j, x)
+		if t.Corrected && x.Max > 0 {
+			j.CorrectedMinNs, j.CorrectedMaxNs = fp(x.CorrectedMin), fp(x.CorrectedMax)
+		}
 	}
 	for _, q := range t.Quantiles {
 		j.Quantiles = append(j.Quantiles, NewQuantileJSON(q))

@@ -59,8 +59,10 @@ type EchoResult struct {
 	// call they give (estimate.InCallOverhead), with its interval.
 	Sums     estimate.EchoSums
 	Overhead estimate.Result
-	// Model is the calibrated model used.
-	Model estimate.OverheadModel
+	// Model is the calibrated model used, and BodyShare its u for these
+	// calls (estimate.BodyShare of their own length).
+	Model     estimate.OverheadModel
+	BodyShare float64
 	// Hist is the overheads' histogram, MaxNs the largest.
 	Hist  *histogram.Hist
 	MaxNs float64
@@ -93,7 +95,7 @@ func (s *Session) echoModels() []loader.EchoModel {
 	any := false
 	for i, sp := range s.specs {
 		out[i] = loader.EchoModel{A: 0, B: 1}
-		if sp.Kind != loader.KindUser {
+		if sp.Kind != loader.KindUser && sp.Kind != loader.KindGoUser {
 			continue
 		}
 		any = true
@@ -190,8 +192,9 @@ func echoSums(c loader.EchoCounts) estimate.EchoSums {
 }
 
 // echoResults builds every target's EchoResult from the final read
-// (nil entries for targets without echoes).
-func (s *Session) echoResults(conf float64) []*EchoResult {
+// (nil entries for targets without echoes), for run's raw estimates.
+func (s *Session) echoResults(run *Result) []*EchoResult {
+	conf := run.Confidence
 	if s.ls == nil || !s.ls.HasEchoes() {
 		return nil
 	}
@@ -207,7 +210,7 @@ func (s *Session) echoResults(conf float64) []*EchoResult {
 	}
 	out := make([]*EchoResult, len(cur))
 	for i, c := range cur {
-		if s.specs[i].Kind != loader.KindUser {
+		if k := s.specs[i].Kind; k != loader.KindUser && k != loader.KindGoUser {
 			continue
 		}
 		r := &EchoResult{Sums: echoSums(c), Missed: c.Missed, Window: c.Window, Excluded: c.Excluded,
@@ -224,14 +227,31 @@ func (s *Session) echoResults(conf float64) []*EchoResult {
 		if i < len(s.echo.batches) {
 			batches = s.echo.batches[i]
 		}
-		if r.Model.Valid() {
-			if o, err := estimate.InCallOverhead(r.Sums, batches, r.Model, estimate.Options{Confidence: conf}); err == nil {
+		if r.Model.Valid() && i < len(run.Targets) {
+			r.BodyShare = bodyShare(r.Sums, r.Model, run.Targets[i].Estimate.Mean)
+			if o, err := estimate.InCallOverhead(r.Sums, batches, r.Model, r.BodyShare, estimate.Options{Confidence: conf}); err == nil {
 				r.Overhead = o
 			}
 		}
 		out[i] = r
 	}
 	return out
+}
+
+// bodyShare is u of the model for calls of measured mean raw: the calls'
+// own length is raw less their overhead, which depends on u; two rounds
+// from u = 0 settle it (u saturates, and moves the overhead by a share of
+// the gap).
+func bodyShare(s estimate.EchoSums, m estimate.OverheadModel, raw float64) float64 {
+	if s.N == 0 {
+		return 0
+	}
+	g, p := s.G/s.N, s.P/s.N
+	u := 0.0
+	for i := 0; i < 2; i++ {
+		u = estimate.BodyShare(raw - (m.A + m.Slope(u)*g + p))
+	}
+	return u
 }
 
 // calibration is the overhead calibration of spec i's probe kind.

@@ -157,7 +157,8 @@ func correctQuantile(t *TargetResult, q estimate.Quantile, o estimate.Result) (e
 		return t.Hist.Quantile(p, estimate.Options{Confidence: conf})
 	}
 	gbar := e.Sums.G / math.Max(1, e.Sums.N)
-	od := estimate.OverheadDist{Hist: e.Hist, N: uint64(e.Sums.N), Error: estimate.Z(conf) * e.Model.Spread(gbar)}
+	od := estimate.OverheadDist{Hist: scaledHist{e.Hist, e.Model.A, e.Model.Slope(e.BodyShare) / e.Model.B}, N: uint64(e.Sums.N),
+		Error: estimate.Z(conf) * e.Model.Spread(gbar)}
 	return estimate.CorrectQuantileByDist(q.P, dq, od, o.Mean, conf)
 }
 
@@ -202,4 +203,20 @@ func (r *refineSchedule) next() {
 	if r.at *= 2; r.at < r.until {
 		r.Timer.Reset(r.at / 2)
 	}
+}
+
+// scaledHist is the echoes' histogram of overheads, computed in BPF with
+// the model's slope B, as they are with the slope for the calls' body
+// share: each value v is A + k (v - A). The map is increasing, so buckets
+// keep their order.
+type scaledHist struct {
+	h    *histogram.Hist
+	a, k float64
+}
+
+func (s scaledHist) Buckets() int       { return s.h.Buckets() }
+func (s scaledHist) Count(i int) uint64 { return s.h.Count(i) }
+func (s scaledHist) Bounds(i int) (float64, float64) {
+	lo, hi := s.h.Bounds(i)
+	return math.Max(0, s.a+s.k*(lo-s.a)), math.Max(0, s.a+s.k*(hi-s.a))
 }

@@ -238,7 +238,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		s.applyBudget(run, *bst)
 	}
 	run.Notes = append(run.Notes, s.watch.Hints(s.ls, p)...)
-	s.correct(run, s.echoResults(run.Confidence))
+	s.correct(run, s.echoResults(run))
 	return run, nil
 }
 

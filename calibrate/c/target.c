@@ -21,7 +21,7 @@
  *            every 50 ms: usage target spin SECONDS OUTFILE
  *   pattern FUNC GAP_NS HOW SECONDS OUTFILE
  *            call FUNC (empty: cal_empty; stepped: cal_empty_stepped;
- *            handler: cal_handler, about 5 us of work that times itself)
+ *            handler:NS: cal_handler, NS ns of work that times itself)
  *            once per gap of GAP_NS, spent sleeping (HOW sleep) or
  *            spinning (HOW spin): the call patterns of the in-call
  *            overhead model. OUTFILE gets "MEAN_NS CALLS", cal_handler's
@@ -153,14 +153,15 @@ static int spin_loop(double seconds, const char *out)
 volatile unsigned long cal_handler_sink;
 static double handler_sum;
 static long handler_calls;
+static long handler_ns = 5000;
 
-/* About 5 us of work that measures its own duration from its first
+/* handler_ns of work that measures its own duration from its first
  * instruction's clock read to its last: the truth that the in-call
  * overhead of a call with a body is measured against. */
 __attribute__((noinline)) void cal_handler(void)
 {
 	long t0 = now_ns();
-	while (now_ns() - t0 < 5000)
+	while (now_ns() - t0 < handler_ns)
 		cal_handler_sink++;
 	handler_sum += now_ns() - t0;
 	handler_calls++;
@@ -175,8 +176,10 @@ static int pattern_loop(const char *func, long gap, const char *how, double seco
 		fn = cal_empty;
 	else if (strcmp(func, "stepped") == 0)
 		fn = cal_empty_stepped;
-	else if (strcmp(func, "handler") == 0)
+	else if (strncmp(func, "handler:", 8) == 0 && atol(func + 8) > 0) {
 		fn = cal_handler;
+		handler_ns = atol(func + 8);
+	}
 	else {
 		fprintf(stderr, "pattern: unknown function %s\n", func);
 		return 2;

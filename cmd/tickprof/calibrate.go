@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,11 +22,12 @@ import (
 // calibrateFlags are the options of `tickprof calibrate`.
 type calibrateFlags struct {
 	outputFlags
-	duration time.Duration
-	runs     int
-	noSave   bool
-	dir      string
-	goTarget float64 // hidden: be the Go calibration target for this many seconds
+	duration  time.Duration
+	runs      int
+	noSave    bool
+	dir       string
+	goTarget  float64 // hidden: be the Go calibration target for this many seconds
+	goPattern string  // hidden: the Go calibration target's call pattern
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -40,6 +43,8 @@ func newCalibrateCmd() *cobra.Command {
 	fl.StringVar(&f.dir, "dir", "", "save into `DIR` instead of the user cache directory's tickprof/")
 	fl.Float64Var(&f.goTarget, "go-target", 0, "run as the Go calibration target for `SECONDS` (used by calibrate itself)")
 	fl.MarkHidden("go-target")
+	fl.StringVar(&f.goPattern, "go-pattern", "", "with --go-target, call the function once per `GAP_NS:sleep|spin[:BODY_NS:OUTFILE]` (used by calibrate itself)")
+	fl.MarkHidden("go-pattern")
 	return cmd
 }
 
@@ -51,7 +56,22 @@ func runCalibrate(cmd *cobra.Command, f calibrateFlags) error {
 	if f.goTarget > 0 {
 		// The Go calibration target: this same binary, calling an empty
 		// Go function in a loop while its parent times it.
-		calibrate.GoLoop(cmd.Context(), time.Duration(f.goTarget*float64(time.Second)))
+		d := time.Duration(f.goTarget * float64(time.Second))
+		if f.goPattern != "" {
+			// GAP_NS:HOW[:BODY_NS:OUTFILE]
+			p := strings.SplitN(f.goPattern, ":", 4)
+			gap, _ := strconv.ParseInt(p[0], 10, 64)
+			how, body, out := "", int64(0), ""
+			if len(p) > 1 {
+				how = p[1]
+			}
+			if len(p) == 4 {
+				body, _ = strconv.ParseInt(p[2], 10, 64)
+				out = p[3]
+			}
+			return calibrate.GoPatternLoop(cmd.Context(), d, time.Duration(gap), how, time.Duration(body), out)
+		}
+		calibrate.GoLoop(cmd.Context(), d)
 		return nil
 	}
 	conf, confErr := parseConfidence(f.confidence)

@@ -59,12 +59,15 @@ type EchoCounts struct {
 	Hist [529]uint64
 }
 
-// echoSite is where one target's echo goes.
+// echoSite is where one target's echo goes, and the programs that echo
+// there (native functions': timing.bpf.c's; Go functions': those loaded for
+// their binary).
 type echoSite struct {
-	t      *Target
-	binary string
-	offset uint64
-	cookie uint64
+	t             *Target
+	binary        string
+	offset        uint64
+	cookie        uint64
+	single, multi *ebpf.Program
 }
 
 // echoState is the session's echo machinery.
@@ -80,12 +83,15 @@ type echoState struct {
 // asked for, native user functions, a clock read in ns at every call, one
 // process, not under an overhead budget.
 func (s *Session) echoOn() bool {
-	return s.echoWanted() && (s.echo.sites != nil || s.echo.skipped == nil)
-}
-
-// echoWanted reports whether the options ask for echoes and allow them.
-func (s *Session) echoWanted() bool {
-	return len(s.opts.Echo) == len(s.targets) && s.opts.Clock.Kind != ClockJiffies && s.opts.PID != 0 && !s.opts.Windowed
+	if len(s.opts.Echo) != len(s.targets) || s.opts.Clock.Kind == ClockJiffies || s.opts.PID == 0 || s.opts.Windowed {
+		return false
+	}
+	for _, t := range s.targets {
+		if t.Spec.Kind == KindUser || t.Spec.Kind == KindGoUser {
+			return true
+		}
+	}
+	return false
 }
 
 // echoConstants are echo.h's load-time constants.
@@ -114,26 +120,37 @@ func (s *Session) setEchoModels() error {
 // correction then rests on the calibration alone).
 func (s *Session) findEchoSites() {
 	s.echo.skipped = map[string]string{}
-	if !s.echoWanted() {
+	if !s.echoOn() {
 		return
 	}
 	for _, t := range s.targets {
-		if t.Spec.Kind != KindUser {
-			continue
+		if t.Spec.Kind == KindUser {
+			s.addEchoSite(t, t.Spec.Binary, t.Spec.Offset, nil, nil)
 		}
-		e, err := echoOf(t.Spec)
-		if err != nil {
-			s.echo.skipped[t.Name] = err.Error()
-			continue
-		}
-		s.echo.sites = append(s.echo.sites, echoSite{t: t, binary: t.Spec.Binary,
-			offset: t.Spec.Offset + e.Skip, cookie: uint64(t.Index) | e.SPDelta<<32})
 	}
 }
 
-// echoOf reads the probed instruction of a user function and finds its echo.
-func echoOf(sp Spec) (symtab.Echo, error) {
-	f, err := os.Open(sp.Binary)
+// addEchoSite finds the echo of target t's entry probe at offset of binary
+// and keeps it, to be attached with the given programs (nil: the native
+// functions'); a target whose probed instruction has no echo is timed
+// without (its correction then rests on the calibration alone).
+func (s *Session) addEchoSite(t *Target, binary string, offset uint64, single, multi *ebpf.Program) {
+	if !s.echoOn() {
+		return
+	}
+	e, err := echoOf(binary, offset)
+	if err != nil {
+		s.echo.skipped[t.Name] = err.Error()
+		return
+	}
+	s.echo.sites = append(s.echo.sites, echoSite{t: t, binary: binary, offset: offset + e.Skip,
+		cookie: uint64(t.Index) | e.SPDelta<<32, single: single, multi: multi})
+}
+
+// echoOf reads the instruction under an entry probe at offset of binary
+// and finds its echo.
+func echoOf(binary string, offset uint64) (symtab.Echo, error) {
+	f, err := os.Open(binary)
 	if err != nil {
 		return symtab.Echo{}, fmt.Errorf("read the probed instruction: %w", err)
 	}
@@ -141,7 +158,7 @@ func echoOf(sp Spec) (symtab.Echo, error) {
 	// The probed instruction falls through to the next one of the same
 	// function (EchoSite checks it), so 32 bytes hold both.
 	code := make([]byte, 32)
-	n, err := f.ReadAt(code, int64(sp.Offset))
+	n, err := f.ReadAt(code, int64(offset))
 	if n == 0 {
 		return symtab.Echo{}, fmt.Errorf("read the probed instruction: %w", err)
 	}
@@ -252,20 +269,28 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (s *Session) attachEchoes() error {
 	s.echo.mu.Lock()
 	defer s.echo.mu.Unlock()
-	var multi *ebpf.Program
+	var nativeMulti *ebpf.Program
 	if m := s.multiObjects(); m != nil {
-		multi = m.TpUechoMulti
+		nativeMulti = m.TpUechoMulti
 	}
-	byBin := map[string][]echoSite{}
-	var bins []string
+	type group struct {
+		bin           string
+		single, multi *ebpf.Program
+	}
+	by := map[group][]echoSite{}
+	var order []group
 	for _, e := range s.echo.sites {
-		if byBin[e.binary] == nil {
-			bins = append(bins, e.binary)
+		g := group{e.binary, e.single, e.multi}
+		if e.single == nil {
+			g.single, g.multi = s.objs.TpUecho, nativeMulti
 		}
-		byBin[e.binary] = append(byBin[e.binary], e)
+		if by[g] == nil {
+			order = append(order, g)
+		}
+		by[g] = append(by[g], e)
 	}
-	for _, bin := range bins {
-		ls, err := attachEchoLinks(bin, byBin[bin], s.opts.PID, s.objs.TpUecho, multi)
+	for _, g := range order {
+		ls, err := attachEchoLinks(g.bin, by[g], s.opts.PID, g.single, g.multi)
 		s.echo.links = append(s.echo.links, ls...)
 		if err != nil {
 			return err

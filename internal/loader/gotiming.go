@@ -44,6 +44,7 @@ type goObjects struct {
 	objs                               io.Closer // bpf.GoTimingObjects or bpf.GomultiObjects
 	stats                              *ebpf.Map
 	entry, exit, entryMulti, exitMulti *ebpf.Program
+	echo, echoMulti                    *ebpf.Program
 	binary                             string
 	sites                              []GoSite
 }
@@ -122,13 +123,14 @@ func loadGoObjects(s *Session, bin string, offs symtab.GoOffsets) (*goObjects, e
 		}
 		objs.objs, objs.stats = &o, o.GoStats
 		objs.entry, objs.exit, objs.entryMulti, objs.exitMulti = o.GoEntry, o.GoExit, o.GoEntryMulti, o.GoExitMulti
+		objs.echo, objs.echoMulti = o.GoEcho, o.GoEchoMulti
 	} else {
 		var o bpf.GoTimingObjects
 		if err := s.LoadShared(spec, &o); err != nil {
 			return nil, err
 		}
 		objs.objs, objs.stats = &o, o.GoStats
-		objs.entry, objs.exit = o.GoEntry, o.GoExit
+		objs.entry, objs.exit, objs.echo = o.GoEntry, o.GoExit, o.GoEcho
 	}
 	return objs, nil
 }
@@ -184,6 +186,9 @@ func attachGoBinary(s *Session, bin string, ts []*Target) error {
 	entries, exits, err := goRequests(tab, bin, ts, sites)
 	if err != nil {
 		return err
+	}
+	for _, e := range entries {
+		s.addEchoSite(e.t, bin, e.offset, objs.echo, objs.echoMulti)
 	}
 	// Every exit site is attached before any entry (see attachUser), and
 	// entries are detached before every exit: an entry whose RET probe is

@@ -19,9 +19,10 @@ type Echo struct {
 
 // EchoSite returns the echo of an entry probe on the instruction at the
 // start of code (the function's bytes from the probe on). It fails for an
-// instruction the next one does not always follow (a branch, a call, a
-// return) or whose effect on the stack pointer is not a constant push or
-// subtraction.
+// instruction the next one does not follow (a jump, a call, a return) or
+// whose effect on the stack pointer is not a constant push or subtraction.
+// A conditional jump is echoed on its fall-through, the path a call takes
+// through a stack-bound check (Go's entry probe sits on its JBE).
 func EchoSite(code []byte) (Echo, error) {
 	if bytes.HasPrefix(code, endbr64) {
 		if len(code) <= len(endbr64) {
@@ -33,7 +34,7 @@ func EchoSite(code []byte) (Echo, error) {
 	if err != nil {
 		return Echo{}, fmt.Errorf("decode the probed instruction: %w", err)
 	}
-	if endsBlock(in.Op) {
+	if endsBlock(in.Op) && !isJcc(in.Op) {
 		return Echo{}, fmt.Errorf("the probed instruction %v does not fall through to the next", in)
 	}
 	e := Echo{Skip: uint64(in.Len)}

@@ -17,6 +17,7 @@ func TestEchoSite(t *testing.T) {
 		{"endbr64", []byte{0xf3, 0x0f, 0x1e, 0xfa, 0x55}, true, 4, 0},
 		{"ret", []byte{0xc3, 0x90}, false, 0, 0},
 		{"jmp", []byte{0xeb, 0x00, 0x90}, false, 0, 0},
+		{"jbe (Go's stack check)", []byte{0x76, 0x10, 0x55}, true, 2, 0},
 		{"call", []byte{0xe8, 0, 0, 0, 0, 0x90}, false, 0, 0},
 		{"pop rbp", []byte{0x5d, 0x90}, false, 0, 0},
 		{"mov rsp,rbp", []byte{0x48, 0x89, 0xec, 0x90}, false, 0, 0},

@@ -32,7 +32,10 @@ func quantileColumns(r *timing.Result) (levels []float64, extremes bool) {
 func quantileCells(t *timing.TargetResult, levels []float64, extremes bool) string {
 	var s string
 	if extremes {
-		if x := t.Exact; x != nil && t.Calls > 0 {
+		if x := t.Exact; x != nil && t.Calls > 0 && t.Corrected && x.Max > 0 {
+			// On the quantiles' footing: the overhead's mean subtracted.
+			s += units.Ns(x.CorrectedMin) + "\t" + units.Ns(x.CorrectedMax) + "\t"
+		} else if x != nil && t.Calls > 0 {
 			s += units.Ns(float64(x.Min)) + "\t" + units.Ns(float64(x.Max)) + "\t"
 		} else {
 			s += "-\t-\t"
@@ -56,7 +59,7 @@ func writeQuantileNotes(w io.Writer, r *timing.Result, levels []float64) error {
 	if len(levels) == 0 {
 		return nil
 	}
-	corrected := false
+	corrected, byDist := false, false
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		if t.Hist == nil || t.Hist.Total() == 0 {
@@ -68,14 +71,17 @@ func writeQuantileNotes(w io.Writer, r *timing.Result, levels []float64) error {
 		qs := t.Quantiles
 		if t.RawQuantiles != nil {
 			qs, corrected = t.RawQuantiles, true
+			byDist = byDist || t.Overhead.Method == "echo"
 		}
 		if err := WriteHistogram(w, t.Name, t.Hist, qs); err != nil {
 			return err
 		}
 	}
 	note := "they are of the measured durations, probe overhead included"
-	if corrected {
-		note = "in the table they are corrected for the probe overhead (its calibrated interval subtracted from each end, assuming the same overhead on every call), in the histograms as measured"
+	if byDist {
+		note = "in the table they are corrected by the distribution of the probe overhead its echoes measured in this run (bounds that hold whatever the overhead's relation to the call, docs/overhead.md), and MIN and MAX less its mean; in the histograms as measured"
+	} else if corrected {
+		note = "in the table they are corrected for the probe overhead (its interval subtracted from each end), and MIN and MAX less its mean; in the histograms as measured"
 	}
 	_, err := fmt.Fprintf(w, "\nquantiles: distribution-free order-statistic intervals (exact binomial ranks) widened to the histogram's buckets (16 per power of two, at most 4.5%% wide), or to the finer bins of the buckets refined near them while the calls came in; %s\n", note)
 	return err

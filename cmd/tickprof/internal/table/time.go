@@ -209,11 +209,40 @@ func writeCorrectionNote(w io.Writer, r *timing.Result, corrected bool) {
 	}
 	switch {
 	case corrected:
-		fmt.Fprintln(w, "MEAN is the measured (RAW) mean minus the calibrated probe overhead, both uncertainties in its interval; --no-correct shows raw means only")
+		fmt.Fprintln(w, "MEAN is the measured (RAW) mean minus the probe overhead inside the calls (OVERHEAD), both uncertainties in its interval; --no-correct shows raw means only")
+		writeOverheadMethods(w, r)
 	case r.Correction == "off":
 		fmt.Fprintln(w, "means include tickprof's probe overhead (--no-correct)")
 	case r.Correction == "none":
 		fmt.Fprintln(w, "note: these means include tickprof's probe overhead; run `sudo tickprof calibrate` once and later runs subtract it")
+	}
+}
+
+// writeOverheadMethods says, once per way, how the overheads subtracted were
+// known.
+func writeOverheadMethods(w io.Writer, r *timing.Result) {
+	var echo, rng, constant []string
+	for _, t := range r.Targets {
+		if !t.Corrected {
+			continue
+		}
+		switch t.Overhead.Method {
+		case "echo":
+			echo = append(echo, t.Name)
+		case "pattern-range":
+			rng = append(rng, t.Name)
+		default:
+			constant = append(constant, t.Name)
+		}
+	}
+	if len(echo) > 0 {
+		fmt.Fprintf(w, "OVERHEAD of %s: measured in this run on its own calls (echo windows: a second probe after the entry times the probe's own path; `tickprof calibrate`'s model turns it into the whole overhead, the model's error in the interval; docs/overhead.md)\n", strings.Join(echo, ", "))
+	}
+	if len(rng) > 0 {
+		fmt.Fprintf(w, "OVERHEAD of %s: not measured in this run (no echo window yet, or no echo site): the range of every call pattern calibrated, subtracted as a bound\n", strings.Join(rng, ", "))
+	}
+	if len(constant) > 0 {
+		fmt.Fprintf(w, "OVERHEAD of %s: the calibration's one constant, measured in a tight loop; it misses calls after waits: run `tickprof calibrate` again for the in-call model\n", strings.Join(constant, ", "))
 	}
 }
 
