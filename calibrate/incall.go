@@ -132,9 +132,9 @@ var inCallKinds = []struct {
 	fn   string
 }{{KindUser, "empty"}, {KindUserStepped, "stepped"}, {KindGo, "go"}}
 
-// patternSeconds is each pattern's run: with echo windows of 250 ms at a
-// 40% duty, a 4 ms gap gives about 200 echoed and 250 timed calls.
-const patternSeconds = 1.6
+// patternSeconds is each pattern's run: with echo windows of 250 ms every
+// 833 ms, a 4 ms gap gives about 120 echoed and 250 timed calls.
+const patternSeconds = 2.0
 
 // MeasureInCall fits the in-call overhead model of each probe kind it
 // knows among kinds (nil: all) on the calibration target exe, with files
@@ -202,7 +202,7 @@ func runPattern(ctx context.Context, dir, exe string, p callPattern, cpu int, o 
 		NoRecords: true, Clock: timing.Clock{Kind: timing.ClockNS, Tick: time.Nanosecond},
 		Estimate: estimate.Options{Confidence: o.Confidence}, Interval: 100 * time.Millisecond,
 		Duration: time.Duration(patternSeconds * float64(time.Second)), Correction: timing.CorrectionOff,
-		Echo: timing.EchoConfig{Model: &identity, Window: 250 * time.Millisecond, Duty: 0.4}})
+		Echo: timing.EchoConfig{Model: &identity, Window: 250 * time.Millisecond, Duty: 0.3, Regular: true}})
 	if err != nil {
 		return PatternPoint{}, err
 	}

@@ -25,6 +25,10 @@ type EchoConfig struct {
 	// of the run in windows (0: DefaultEchoDuty).
 	Window time.Duration
 	Duty   float64
+	// Regular spaces the windows evenly (Window every Window/Duty) instead
+	// of at random: for runs of a program that cannot keep time with them
+	// (the calibration's), so that every run has its share of timed calls.
+	Regular bool
 	// Model, when set, is the model of every native function's echoes,
 	// with or without a Corrector (the calibration fits it this way with
 	// O = G_on + P); nil: each kind's calibrated model.
@@ -150,6 +154,9 @@ func (s *Session) startEchoes(ctx context.Context) (stop func()) {
 				return
 			}
 			gap = time.Duration(rand.ExpFloat64() * meanGap)
+			if s.cfg.Echo.Regular {
+				gap = time.Duration(meanGap)
+			}
 		}
 	}()
 	return func() {
