@@ -126,9 +126,13 @@ func table(ts []*tally) string {
 		if t.failed > 0 {
 			runs += fmt.Sprintf(" (+%d failed)", t.failed)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %d / %d | %d | %s | %s | %.1f–%.1f |\n",
+		load := "—"
+		if t.loadMin <= t.loadMax {
+			load = fmt.Sprintf("%.1f–%.1f", t.loadMin, t.loadMax)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %d / %d | %d | %s | %s | %s |\n",
 			t.title, t.check, runs, t.held, cov, t.above, t.below, t.noInterval,
-			pct(median(t.errs), 1), w, t.loadMin, t.loadMax)
+			pct(median(t.errs), 1), w, load)
 	}
 	return b.String()
 }
