@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint generate check-generate bench bench-agent bench-unwind bench-unwind-rate demo test-kernels clean
+.PHONY: all build test unit lint generate check-generate bench bench-agent bench-unwind bench-unwind-rate coverage demo test-kernels clean
 
 all: build
 
@@ -70,6 +70,16 @@ bench-unwind:
 # visible above the rounds' noise (about 25 s a round).
 bench-unwind-rate:
 	HZ="4999 19999" bench/sample-unwind/slowdown.sh $${UNWIND_ROUNDS:-60}
+
+# The coverage suite on real targets (docs/coverage.md; root; about 40 min
+# on 2 CPUs): how often tickprof's interval holds the truth over 20 runs of
+# each call pattern. Rewrites the table in docs/coverage.md and writes every
+# run to bench/results/coverage-DATE.tsv. COVERAGE_RUNS=N changes the runs
+# per case; `make test` runs a short version (TestCoverageShort).
+coverage: build
+	mkdir -p bench/results
+	$(GO) run ./bench/coverage -tickprof $(BIN) -runs $${COVERAGE_RUNS:-20} \
+		-raw bench/results/coverage-$$(date -u +%Y%m%dT%H%MZ).tsv
 
 # A bundled workload timed and sampled, with the known truth beside each
 # interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.
