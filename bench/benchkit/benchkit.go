@@ -1,8 +1,8 @@
 // Package benchkit holds what the C-target benchmarks under bench/ share:
-// building a target with gcc, starting it (optionally SCHED_FIFO) and
+// building a target with gcc (internal/cbuild), starting it (optionally SCHED_FIFO) and
 // reading the figure it prints, enabling and summing BPF program run time,
 // and printing a median with its range. It imports only cilium/ebpf,
-// x/sys/unix and the standard library.
+// x/sys/unix, internal/cbuild and the standard library.
 package benchkit
 
 import (
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,12 +28,7 @@ import (
 // -fcf-protection=none). -O0 keeps `push %rbp` first in every function: an
 // instruction the kernel emulates under a uprobe.
 func BuildC(out, src string, flags ...string) error {
-	args := append([]string{"-O0", "-fno-omit-frame-pointer"}, flags...)
-	args = append(args, "-o", out, src)
-	if o, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc: %v: %s", err, o)
-	}
-	return nil
+	return cbuild.Build(out, cbuild.Program{Sources: []string{src}, Flags: append([]string{"-O0", "-fno-omit-frame-pointer"}, flags...)})
 }
 
 // Chrt returns the path of chrt when rt is set and chrt is installed, else

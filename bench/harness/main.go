@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/safefile"
 )
 
@@ -82,9 +83,9 @@ func (h *harness) run() error {
 	}
 	defer os.RemoveAll(h.tmp)
 	h.target = filepath.Join(h.tmp, "target")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", h.target,
-		filepath.Join(h.benchDir, "target.c")).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc target.c: %v: %s", err, out)
+	if err := cbuild.Build(h.target, cbuild.Program{Sources: []string{filepath.Join(h.benchDir, "target.c")},
+		Flags: []string{"-O2", "-g", "-fno-omit-frame-pointer"}}); err != nil {
+		return err
 	}
 	h.header()
 	if err := h.userFunctions(); err != nil {
