@@ -25,18 +25,21 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+# The directories whose BPF objects and bindings bpf2go generates: bpf/ (what
+# tickprof loads) and the benchmarks' own programs under bench/.
+BPF_DIRS := $(sort $(patsubst %/,%,$(dir $(shell grep -rl --include='*.go' '^//go:generate go tool bpf2go' bpf bench 2>/dev/null))))
+
 # Rebuild the BPF objects and their Go bindings (needs clang and llvm-strip).
 generate:
-	$(GO) generate ./bpf/...
+	$(GO) generate $(addprefix ./,$(BPF_DIRS))
 
-# Fail when the committed BPF objects or bindings differ from a fresh build.
+# Fail when the committed BPF objects or bindings differ from a fresh build
+# (or a fresh build makes a file that is not committed).
 check-generate:
-	@if [ -d bpf ]; then \
-		$(MAKE) --no-print-directory generate && \
-		if [ -n "$$(git status --porcelain -- bpf/)" ]; then \
-			git status --short -- bpf/; \
-			echo "committed BPF objects are stale: run 'make generate' and commit"; exit 1; \
-		fi; \
+	@$(MAKE) --no-print-directory generate && \
+	if [ -n "$$(git status --porcelain -- $(BPF_DIRS))" ]; then \
+		git status --short -- $(BPF_DIRS); \
+		echo "committed BPF objects are stale: run 'make generate' and commit"; exit 1; \
 	fi
 
 # Benchmarks against baselines measured in the same run (root; about 6 min);

@@ -11,8 +11,8 @@
  * when a quarter of the buffer is filled, when a process is seen for the
  * first time (so its memory map can be read while it lives) and on exec.
  *
- * sample_stackid is the alternative design kept for measurement: stacks
- * interned in a stack-trace map and counted in a hash, read at the end.
+ * The alternative design, stacks interned in a stack-trace map and counted
+ * in a hash, lives with its benchmark (bench/sample/samplebpf/stackid.bpf.c).
  *
  * count_calls is an entry-only uprobe that counts calls of the functions
  * given to --count; the attach cookie selects the counter.
@@ -409,51 +409,5 @@ int count_calls(void *ctx)
 
 	if (is_target(tgid))
 		inc(&calls, bpf_get_attach_cookie(ctx));
-	return 0;
-}
-
-/* ---- Alternative design, for measurement: in-kernel stack counting. ---- */
-
-#define BPF_MAP_TYPE_STACK_TRACE 7
-
-struct stack_key {
-	__u32 pid;
-	__s32 kern_id;
-	__s32 user_id;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, MAX_DEPTH * 8);
-} stackids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct stack_key);
-	__type(value, __u64);
-} stack_counts SEC(".maps");
-
-SEC("perf_event")
-int sample_stackid(void *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	struct stack_key k = {};
-	__u64 one = 1, *v;
-
-	if (!keep_sample(tgid))
-		return 0;
-	k.pid = tgid;
-	k.kern_id = bpf_get_stackid(ctx, &stackids, 0);
-	k.user_id = bpf_get_stackid(ctx, &stackids, BPF_F_USER_STACK);
-	v = bpf_map_lookup_elem(&stack_counts, &k);
-	if (v)
-		__sync_fetch_and_add(v, 1);
-	else if (bpf_map_update_elem(&stack_counts, &k, &one, BPF_NOEXIST) < 0)
-		bump(STAT_DROPPED);
 	return 0;
 }

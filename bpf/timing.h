@@ -578,7 +578,7 @@ static __always_inline int tp_ticks_are_ns(void)
 /* tp_account_ns adds a call of dns exact ns to c (target's counters): the
  * sum, the 128-bit sum of squares, min, max, the log2 histogram and, when
  * quantiles, the quantile histogram (qhist.h; refined when refine).
- * bpf/qhbench_test.go measures it in a loop. */
+ * bench/qhist measures it in a loop. */
 static __always_inline void tp_account_ns(struct tp_counts *c, __u32 target, __u64 dns,
 					  __u32 quantiles, __u32 refine)
 {
