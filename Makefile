@@ -43,20 +43,24 @@ check-generate:
 	fi
 
 # Benchmarks against baselines measured in the same run (root; about 6 min);
-# writes bench/RESULTS.md. BENCH_REPS=N changes the repetitions.
+# writes bench/results/make-bench.md, beside the hand-run results
+# (bench/results/RESULTS.md) and the paired runs' raw data. BENCH_REPS=N
+# changes the repetitions.
 bench:
 	bench/run.sh
-	bench/agent/run.sh >> bench/RESULTS.md
+	bench/agent/run.sh >> bench/results/make-bench.md
 
 # The agent's own CPU, RSS and target slowdown at 19, 49 and 99 Hz (root;
-# about 20-30 min: the paired slowdown rounds take 8-17 min), printed as a Markdown section.
+# about 20-30 min: the paired slowdown rounds take 8-17 min), printed as a
+# Markdown section; the rounds' raw data go to bench/results/agent/.
 bench-agent:
 	bench/agent/run.sh
 
 # Target slowdown of stack sampling with call-frame-information unwinding
 # against frame-pointer sampling and perf --call-graph dwarf, at 99 and 999
 # Hz (root; paired rounds of about 12-30 s: 60 rounds take 12-30 min),
-# printed as a Markdown section. UNWIND_ROUNDS=N changes the rounds.
+# printed as a Markdown section; the rounds' raw data go to
+# bench/results/sample-unwind/. UNWIND_ROUNDS=N changes the rounds.
 bench-unwind:
 	bench/sample-unwind/slowdown.sh $${UNWIND_ROUNDS:-60}
 
