@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint generate check-generate bench bench-agent bench-unwind bench-unwind-rate demo test-kernels clean
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-unwind bench-unwind-rate demo test-kernels clean
 
 all: build
 
@@ -24,6 +24,19 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+# The BPF C, formatted by .clang-format (clang-format from apt).
+BPF_C = $(sort $(wildcard bpf/*.c bpf/*.h) $(shell find bench -name '*.bpf.c' 2>/dev/null))
+CLANG_FORMAT ?= clang-format
+
+# Fail when the BPF C is not formatted as .clang-format says.
+lint-c:
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "lint-c: $(CLANG_FORMAT) not found (apt-get install clang-format)"; exit 1; }
+	@$(CLANG_FORMAT) --dry-run --Werror $(BPF_C) || { echo "BPF C not formatted: run 'make format-c' (then 'make generate') and commit"; exit 1; }
+
+# Format the BPF C in place.
+format-c:
+	$(CLANG_FORMAT) -i $(BPF_C)
 
 # The directories whose BPF objects and bindings bpf2go generates: bpf/ (what
 # tickprof loads) and the benchmarks' own programs under bench/.

@@ -76,10 +76,8 @@ static __always_inline int go_id(struct pt_regs *ctx, __u64 sp_adjust, __u64 *id
 	__u64 g = ctx->r14, goid = 0, hi = 0, dist, sp = ctx->sp + sp_adjust;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (g == 0 ||
-	    bpf_probe_read_user(&goid, sizeof(goid), (void *)(g + go_goid_off)) ||
-	    bpf_probe_read_user(&hi, sizeof(hi), (void *)(g + go_stackhi_off)) ||
-	    hi < sp) {
+	if (g == 0 || bpf_probe_read_user(&goid, sizeof(goid), (void *)(g + go_goid_off)) ||
+	    bpf_probe_read_user(&hi, sizeof(hi), (void *)(g + go_stackhi_off)) || hi < sp) {
 		struct go_probe_stats *s = go_stats_get();
 		if (s)
 			s->no_g++;
@@ -177,10 +175,16 @@ static __always_inline int go_ret(struct pt_regs *ctx)
 
 /* GO_PROGS defines the entry and exit programs, ENTRY and EXIT, of
  * attach type SEC_NAME: "uprobe" here, "uprobe.multi" in gomulti.bpf.c. */
-#define GO_PROGS(SEC_NAME, ENTRY, EXIT)                          \
-	SEC(SEC_NAME)                                            \
-	int ENTRY(struct pt_regs *ctx) { return go_enter(ctx); } \
-	SEC(SEC_NAME)                                            \
-	int EXIT(struct pt_regs *ctx) { return go_ret(ctx); }
+#define GO_PROGS(SEC_NAME, ENTRY, EXIT) \
+	SEC(SEC_NAME)                   \
+	int ENTRY(struct pt_regs *ctx)  \
+	{                               \
+		return go_enter(ctx);   \
+	}                               \
+	SEC(SEC_NAME)                   \
+	int EXIT(struct pt_regs *ctx)   \
+	{                               \
+		return go_ret(ctx);     \
+	}
 
 GO_PROGS("uprobe", go_entry, go_exit)

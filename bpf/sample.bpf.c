@@ -192,7 +192,8 @@ static __always_inline long stack_frames(long n, __u32 *flags, __u32 err, __u32 
 /* copy_user copies up to want bytes of user memory from addr into b->data
  * at pos, to end (ustack_end: the end of the live stack on the main
  * thread). */
-static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want, __u64 end)
+static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want,
+				       __u64 end)
 {
 	return ustack_copy(b->data, IPS_BYTES + MAX_STACK, MAX_STACK, pos, addr, want, end);
 }
@@ -218,7 +219,8 @@ static __always_inline int copy_whole(__u64 addr, __u32 got, __u64 end)
  * as the buffer holds. (Both copies are asked for the
  * constant stack_bytes: a length the verifier cannot bound to one value
  * made it walk 70 times more instructions, and loading took a second.) */
-static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12, __u32 pos, __u32 *flags)
+static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12,
+				       __u32 pos, __u32 *flags)
 {
 	__u32 got, n;
 	__u64 end = ustack_end(sp, MAX_STACK);
@@ -248,7 +250,8 @@ static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 s
  * would only continue a copy cut by its limit. It runs without a copy
  * (frame pointers only, no user registers, an unreadable stack pointer) and
  * after a cut one. */
-static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, int whole, __u32 *flags)
+static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, int whole,
+				      __u32 *flags)
 {
 	__u64 pos;
 
@@ -259,8 +262,8 @@ static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, 
 	asm volatile("" : "+r"(pos));
 	if (pos > IPS_BYTES + MAX_STACK - MAX_DEPTH * 8)
 		return 0;
-	return stack_frames(bpf_get_stack(ctx, &b->data[pos], MAX_DEPTH * 8, BPF_F_USER_STACK), flags,
-			    FLAG_USER_ERR, FLAG_USER_FULL);
+	return stack_frames(bpf_get_stack(ctx, &b->data[pos], MAX_DEPTH * 8, BPF_F_USER_STACK),
+			    flags, FLAG_USER_ERR, FLAG_USER_FULL);
 }
 
 SEC("perf_event")
@@ -282,7 +285,8 @@ int sample_cpu(void *ctx)
 	if (!b)
 		return 0;
 
-	kn = stack_frames(bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0), &flags, FLAG_KERN_ERR, FLAG_KERN_FULL);
+	kn = stack_frames(bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0), &flags, FLAG_KERN_ERR,
+			  FLAG_KERN_FULL);
 
 	b->hdr.kind = REC_SAMPLE;
 	b->hdr.pid = tgid;
@@ -326,7 +330,8 @@ int sample_cpu(void *ctx)
 			whole = copy_stacks(b, tgid, sp, r12, kn * 8, &flags);
 		un = user_walk(ctx, b, kn, whole, &flags);
 		b->hdr.user_len = un;
-		if (un > 0 && sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
+		if (un > 0 && sp &&
+		    bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 			flags |= FLAG_SP_WORD;
 	}
 	b->hdr.flags = flags;
@@ -337,8 +342,7 @@ int sample_cpu(void *ctx)
 		 * exists.) */
 		bpf_map_update_elem(&seen, &tgid, &zero, BPF_ANY);
 		wake = BPF_RB_FORCE_WAKEUP;
-	}
-	else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
+	} else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
 		wake = BPF_RB_FORCE_WAKEUP;
 
 	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len + b->hdr.go_len;
