@@ -10,7 +10,9 @@
 # guests have no compiler: C (testdata/**/*.c) and Go (testdata/go/*) test
 # targets are prebuilt here, and stand-ins for gcc and go in the guest hand
 # them to the tests that would build them. Kernels boot in parallel, one
-# emulated CPU each; the whole matrix takes about 4-8 minutes here (2 cores).
+# emulated CPU each. On this 2-core machine, shared with other work (load
+# average 8-12), the matrix took 8-9 minutes, a guest 170-220 CPU seconds;
+# with two busy loops besides, 13-15 minutes for the same CPU seconds.
 #
 # Time limits. Emulation is CPU-bound: on a loaded machine a guest gets
 # less CPU per second and runs that much slower, so a wall-clock limit that
@@ -31,7 +33,7 @@
 #                           (-test.run filter)
 #   TICKPROF_KERNEL_SKIP    -test.skip regex for every package (default: none)
 #   TICKPROF_KERNEL_TIMEOUT CPU seconds of emulation per guest (default 900; a
-#                           guest needs about 300-450 here)
+#                           guest needs about 200 here)
 #   TICKPROF_KERNEL_SILENCE seconds without console output after which a
 #                           guest counts as hung (default 600)
 #   TICKPROF_KERNEL_WALL    wall-clock seconds per guest, whatever the load
@@ -283,16 +285,19 @@ cpu_secs() {
 
 # watch_guest PID LOG: wait for the guest PID, which writes LOG, stopping it
 # when it has used its CPU budget, printed nothing for the silence limit or
-# run for the wall-clock limit. Sets cpu (the CPU seconds it used) and stop
-# (why it was stopped, "" when it ended by itself).
+# run for the wall-clock limit. Sets cpu (the CPU seconds it used), quiet
+# (its longest silence, in seconds) and stop (why it was stopped, "" when it
+# ended by itself).
 watch_guest() {
-	local pid=$1 log=$2 start=$SECONDS c
-	cpu=0 stop=""
+	local pid=$1 log=$2 start=$SECONDS c q
+	cpu=0 quiet=0 stop=""
 	while c=$(cpu_secs "$pid") && [ -n "$c" ]; do
 		cpu=$c
+		q=$(($(date +%s) - $(stat -c %Y "$log")))
+		[ "$q" -gt "$quiet" ] && quiet=$q
 		if [ "$cpu" -ge "$guest_cpu" ]; then
 			stop="TIMEOUT(cpu>${guest_cpu}s)"
-		elif [ $(($(date +%s) - $(stat -c %Y "$log"))) -ge "$guest_silence" ]; then
+		elif [ "$q" -ge "$guest_silence" ]; then
 			stop="HUNG(silent>${guest_silence}s)"
 		elif [ $((SECONDS - start)) -ge "$guest_wall" ]; then
 			stop="TIMEOUT(wall>${guest_wall}s)"
@@ -309,9 +314,9 @@ watch_guest() {
 }
 
 # boot PKG VMLINUZ: run the tests in a guest; writes $work/PKG.result
-# (result, wall seconds, CPU seconds, guest boot seconds).
+# (result, wall seconds, CPU seconds, guest boot seconds, longest silence).
 boot() {
-	local p=$1 vmlinuz=$2 log=$work/$1.log kimg=$work/$1.root start pid stop cpu result booted
+	local p=$1 vmlinuz=$2 log=$work/$1.log kimg=$work/$1.root start pid stop cpu quiet result booted
 	# The kernel's config goes in a second cpio archive appended to the
 	# shared one (the kernel unpacks concatenated archives), so tests and
 	# doctor can compare what they find with what the kernel was built with.
@@ -336,7 +341,7 @@ boot() {
 		result=FAIL
 	fi
 	booted=$(sed -n 's/.*MATRIX-KERNEL .* booted in \([0-9.]*\)s$/\1/p' "$log" | head -1)
-	echo "$result $(($(date +%s) - start)) $cpu ${booted:--}" >"$work/$p.result"
+	echo "$result $(($(date +%s) - start)) $cpu ${booted:--} $quiet" >"$work/$p.result"
 }
 
 pids=() names=()
@@ -353,7 +358,7 @@ for pid in "${pids[@]}"; do wait "$pid" || true; done
 status=0
 summary=""
 for p in "${names[@]}"; do
-	read -r result secs cpu booted <"$work/$p.result" || { result=FAIL secs=0 cpu=0 booted=-; }
+	read -r result secs cpu booted quiet <"$work/$p.result" || { result=FAIL secs=0 cpu=0 booted=- quiet=0; }
 	echo "=== $p: $result"
 	grep -a -E '^(MATRIX-|--- (FAIL|SKIP)|    --- (FAIL|SKIP)|(FAIL|ok|PASS)\b|panic:|\s+\S+_test\.go:[0-9]+:)' "$work/$p.log" | sed "s/^/[$p] /" || true
 	if [ "$result" != PASS ]; then
@@ -361,7 +366,7 @@ for p in "${names[@]}"; do
 		cp "$work/$p.log" "$cache/$p.last.log"
 		echo "test-kernels: full log of $p in $cache/$p.last.log" >&2
 	fi
-	summary+="$(printf '%-40s %-20s %5ss wall %5ss CPU  booted in %ss' "$p" "$result" "$secs" "$cpu" "$booted")"$'\n'
+	summary+="$(printf '%-36s %-20s %5ss wall %4ss CPU, booted in %ss, longest silence %ss' "$p" "$result" "$secs" "$cpu" "$booted" "$quiet")"$'\n'
 done
 echo "test-kernels summary (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
 printf '%s' "$summary"
