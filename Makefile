@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint generate check-generate bench bench-agent bench-unwind bench-unwind-rate coverage demo test-kernels clean
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-unwind bench-unwind-rate coverage demo test-kernels clean
 
 all: build
 
@@ -34,35 +34,55 @@ lint:
 	$(STATICCHECK) $(PKGS)
 	$(GO) test -count=1 ./internal/layers
 
+# The BPF C, formatted by .clang-format (clang-format from apt).
+BPF_C = $(sort $(wildcard bpf/*.c bpf/*.h) $(shell find bench -name '*.bpf.c' 2>/dev/null))
+CLANG_FORMAT ?= clang-format
+
+# Fail when the BPF C is not formatted as .clang-format says.
+lint-c:
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "lint-c: $(CLANG_FORMAT) not found (apt-get install clang-format)"; exit 1; }
+	@$(CLANG_FORMAT) --dry-run --Werror $(BPF_C) || { echo "BPF C not formatted: run 'make format-c' (then 'make generate') and commit"; exit 1; }
+
+# Format the BPF C in place.
+format-c:
+	$(CLANG_FORMAT) -i $(BPF_C)
+
+# The directories whose BPF objects and bindings bpf2go generates: bpf/ (what
+# tickprof loads) and the benchmarks' own programs under bench/.
+BPF_DIRS := $(sort $(patsubst %/,%,$(dir $(shell grep -rl --include='*.go' '^//go:generate go tool bpf2go' bpf bench 2>/dev/null))))
+
 # Rebuild the BPF objects and their Go bindings (needs clang and llvm-strip).
 generate:
-	$(GO) generate ./bpf/...
+	$(GO) generate $(addprefix ./,$(BPF_DIRS))
 
-# Fail when the committed BPF objects or bindings differ from a fresh build.
+# Fail when the committed BPF objects or bindings differ from a fresh build
+# (or a fresh build makes a file that is not committed).
 check-generate:
-	@if [ -d bpf ]; then \
-		$(MAKE) --no-print-directory generate && \
-		if [ -n "$$(git status --porcelain -- bpf/)" ]; then \
-			git status --short -- bpf/; \
-			echo "committed BPF objects are stale: run 'make generate' and commit"; exit 1; \
-		fi; \
+	@$(MAKE) --no-print-directory generate && \
+	if [ -n "$$(git status --porcelain -- $(BPF_DIRS))" ]; then \
+		git status --short -- $(BPF_DIRS); \
+		echo "committed BPF objects are stale: run 'make generate' and commit"; exit 1; \
 	fi
 
 # Benchmarks against baselines measured in the same run (root; about 6 min);
-# writes bench/RESULTS.md. BENCH_REPS=N changes the repetitions.
+# writes bench/results/make-bench.md, beside the hand-run results
+# (bench/results/RESULTS.md) and the paired runs' raw data. BENCH_REPS=N
+# changes the repetitions.
 bench:
 	bench/run.sh
-	bench/agent/run.sh >> bench/RESULTS.md
+	bench/agent/run.sh >> bench/results/make-bench.md
 
 # The agent's own CPU, RSS and target slowdown at 19, 49 and 99 Hz (root;
-# about 20-30 min: the paired slowdown rounds take 8-17 min), printed as a Markdown section.
+# about 20-30 min: the paired slowdown rounds take 8-17 min), printed as a
+# Markdown section; the rounds' raw data go to bench/results/agent/.
 bench-agent:
 	bench/agent/run.sh
 
 # Target slowdown of stack sampling with call-frame-information unwinding
 # against frame-pointer sampling and perf --call-graph dwarf, at 99 and 999
 # Hz (root; paired rounds of about 12-30 s: 60 rounds take 12-30 min),
-# printed as a Markdown section. UNWIND_ROUNDS=N changes the rounds.
+# printed as a Markdown section; the rounds' raw data go to
+# bench/results/sample-unwind/. UNWIND_ROUNDS=N changes the rounds.
 bench-unwind:
 	bench/sample-unwind/slowdown.sh $${UNWIND_ROUNDS:-60}
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: build tickprof and the harness, install the tools compared
-# with (bpftrace, linux-perf, libbpf-tools' funclatency) when missing, and write bench/RESULTS.md.
+# with (bpftrace, linux-perf, libbpf-tools' funclatency) when missing, and write
+# bench/results/make-bench.md.
 # Needs root (BPF), gcc, and apt-get for the missing tools.
 # Environment: BENCH_REPS (default 3), GO (default go).
 set -euo pipefail
@@ -29,4 +30,4 @@ GO=${GO:-go}
 mkdir -p bin
 "$GO" build -o bin/tickprof ./cmd/tickprof
 "$GO" build -o bin/bench-harness ./bench/harness
-exec bin/bench-harness -tickprof bin/tickprof -bench bench -out bench/RESULTS.md -reps "${BENCH_REPS:-3}" "$@"
+exec bin/bench-harness -tickprof bin/tickprof -bench bench -out bench/results/make-bench.md -reps "${BENCH_REPS:-3}" "$@"

@@ -13,5 +13,5 @@ cd "$(dirname "$0")/.."
 go test -run '^$' -bench SyscallProgramTime -benchtime=9x ./internal/loader/ 2>&1 |
 	grep -E 'ns of BPF work per syscall|paired by iteration|prog-ns/call' |
 	sed -e 's/^ *syscall_bench_test.go:[0-9]*: //'
-go test -run '^$' -bench QhistUpdate -benchtime=1x ./bpf/ 2>&1 |
+go test -run '^$' -bench QhistUpdate -benchtime=1x ./bench/qhist/ 2>&1 |
 	grep -E 'ns/update|histogram update' | sed -e 's/^ *qhbench_test.go:[0-9]*: //'

@@ -93,8 +93,8 @@ struct pt_regs {
  * LOOP_PROG defines the syscall program NAME that calls FN N times through
  * bpf_loop, FN adding into a local sum, and stores the sum in SINK so that
  * the loop is not optimized away: the harness of the in-BPF cost
- * measurements (calib.bpf.c, qhbench.bpf.c). It expands where SEC and
- * bpf_loop are declared (after bpf_helpers.h).
+ * measurements (calib.bpf.c, bench/qhist/qhbench.bpf.c). It expands where
+ * SEC and bpf_loop are declared (after bpf_helpers.h).
  */
 #define LOOP_PROG(NAME, N, FN, SINK)      \
 	SEC("syscall")                    \

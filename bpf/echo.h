@@ -74,21 +74,21 @@ struct {
 
 /* Per target, per CPU: what the echoes measured. */
 struct tp_echo_counts {
-	__u64 n;         /* echoed calls */
-	__u64 g_sum;     /* sum of G_on (ns) */
-	__u64 g_sq_lo;   /* sum of G_on^2, 128 bits */
+	__u64 n;       /* echoed calls */
+	__u64 g_sum;   /* sum of G_on (ns) */
+	__u64 g_sq_lo; /* sum of G_on^2, 128 bits */
 	__u64 g_sq_hi;
-	__u64 p_sum;     /* sum of P (ns) */
-	__u64 p_sq_lo;   /* sum of P^2, 128 bits */
+	__u64 p_sum;   /* sum of P (ns) */
+	__u64 p_sq_lo; /* sum of P^2, 128 bits */
 	__u64 p_sq_hi;
-	__u64 gp_sum;    /* sum of G_on P */
-	__u64 o_sum;     /* sum of the model's overhead a + b G_on + P */
-	__u64 o_sq_lo;   /* its squares, 128 bits */
+	__u64 gp_sum;  /* sum of G_on P */
+	__u64 o_sum;   /* sum of the model's overhead a + b G_on + P */
+	__u64 o_sq_lo; /* its squares, 128 bits */
 	__u64 o_sq_hi;
-	__u64 o_max;     /* the largest */
-	__u64 missed;    /* echoes that found no entry of theirs */
-	__u64 window;    /* calls entering in an echo window (not timed) */
-	__u64 excluded;  /* calls overlapping an attach or detach (not timed) */
+	__u64 o_max;               /* the largest */
+	__u64 missed;              /* echoes that found no entry of theirs */
+	__u64 window;              /* calls entering in an echo window (not timed) */
+	__u64 excluded;            /* calls overlapping an attach or detach (not timed) */
 	__u64 hist[TP_QH_BUCKETS]; /* the overhead values, qhist layout */
 };
 
@@ -150,7 +150,8 @@ static __always_inline __u64 tp_echo_tag(void)
 /* tp_echo_tick_tag turns a hash-keyed entry's tick into frame tags. */
 static __always_inline __u64 tp_echo_tick_tag(__u64 tick)
 {
-	return ((tick & TP_TICK_ECHO) ? TP_FRAME_ECHO : 0) | ((tick & TP_TICK_ECHOED) ? TP_FRAME_ECHOED : 0);
+	return ((tick & TP_TICK_ECHO) ? TP_FRAME_ECHO : 0) |
+	       ((tick & TP_TICK_ECHOED) ? TP_FRAME_ECHOED : 0);
 }
 
 /* tp_echo_skip reports whether a call tagged tag, from entry ns ens to exit

@@ -76,10 +76,8 @@ static __always_inline int go_id(struct pt_regs *ctx, __u64 sp_adjust, __u64 *id
 	__u64 g = ctx->r14, goid = 0, hi = 0, dist, sp = ctx->sp + sp_adjust;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (g == 0 ||
-	    bpf_probe_read_user(&goid, sizeof(goid), (void *)(g + go_goid_off)) ||
-	    bpf_probe_read_user(&hi, sizeof(hi), (void *)(g + go_stackhi_off)) ||
-	    hi < sp) {
+	if (g == 0 || bpf_probe_read_user(&goid, sizeof(goid), (void *)(g + go_goid_off)) ||
+	    bpf_probe_read_user(&hi, sizeof(hi), (void *)(g + go_stackhi_off)) || hi < sp) {
 		struct go_probe_stats *s = go_stats_get();
 		if (s)
 			s->no_g++;
@@ -192,12 +190,21 @@ static __always_inline int go_echo_hit(struct pt_regs *ctx)
 /* GO_PROGS defines the entry, exit and echo programs, ENTRY, EXIT and
  * ECHO, of attach type SEC_NAME: "uprobe" here, "uprobe.multi" in
  * gomulti.bpf.c. */
-#define GO_PROGS(SEC_NAME, ENTRY, EXIT, ECHO)                    \
-	SEC(SEC_NAME)                                            \
-	int ENTRY(struct pt_regs *ctx) { return go_enter(ctx); } \
-	SEC(SEC_NAME)                                            \
-	int EXIT(struct pt_regs *ctx) { return go_ret(ctx); }    \
-	SEC(SEC_NAME)                                            \
-	int ECHO(struct pt_regs *ctx) { return go_echo_hit(ctx); }
+#define GO_PROGS(SEC_NAME, ENTRY, EXIT, ECHO) \
+	SEC(SEC_NAME)                         \
+	int ENTRY(struct pt_regs *ctx)        \
+	{                                     \
+		return go_enter(ctx);         \
+	}                                     \
+	SEC(SEC_NAME)                         \
+	int EXIT(struct pt_regs *ctx)         \
+	{                                     \
+		return go_ret(ctx);           \
+	}                                     \
+	SEC(SEC_NAME)                         \
+	int ECHO(struct pt_regs *ctx)         \
+	{                                     \
+		return go_echo_hit(ctx);      \
+	}
 
 GO_PROGS("uprobe", go_entry, go_exit, go_echo)

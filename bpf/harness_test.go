@@ -3,10 +3,10 @@ package bpf
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -17,19 +17,13 @@ import (
 func buildHarness(t *testing.T, src string, flags ...string) string {
 	t.Helper()
 	testtarget.NeedGCC(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "harness.c")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "harness")
-	args := append(append([]string{"-O2"}, flags...), "-I", wd, "-o", bin, file)
-	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
+	bin, err := cbuild.BuildSource(t.TempDir(), "harness", []byte(src), append(append([]string{"-O2"}, flags...), "-I", wd), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -95,12 +95,12 @@ struct tp_qr_pool {
 };
 
 /* A per-target array: tp_qr_cfg (shared) and tp_qr_pool (per CPU). */
-#define TP_QR_MAP(name, kind, vtype)                      \
-	struct {                                          \
-		__uint(type, kind);                       \
+#define TP_QR_MAP(name, kind, vtype)                       \
+	struct {                                           \
+		__uint(type, kind);                        \
 		__uint(max_entries, 2); /* loader-sized */ \
-		__type(key, __u32);                       \
-		__type(value, vtype);                     \
+		__type(key, __u32);                        \
+		__type(value, vtype);                      \
 	} name SEC(".maps")
 
 TP_QR_MAP(tp_qr_cfg, BPF_MAP_TYPE_ARRAY, struct tp_qr_cfg);

@@ -23,15 +23,13 @@
 #define TP_QH_EXACT (1 << TP_QH_EXACT_BITS)
 #define TP_QH_MANT_BITS 12
 #define TP_QH_MAX_LOG2 35
-#define TP_QH_BUCKETS \
-	(TP_QH_EXACT + (TP_QH_MAX_LOG2 - TP_QH_EXACT_BITS + 1) * TP_QH_SUB + 1)
+#define TP_QH_BUCKETS (TP_QH_EXACT + (TP_QH_MAX_LOG2 - TP_QH_EXACT_BITS + 1) * TP_QH_SUB + 1)
 
 /*
  * The sub-bucket thresholds on m, round(4096 x 2^(j/16)) for j = 1..15
  * (and 0x7fff, above every m), four to a word in 16-bit lanes.
  */
-#define TP_QH_PACK(a, b, c, d) \
-	((__u64)(a) | (__u64)(b) << 16 | (__u64)(c) << 32 | (__u64)(d) << 48)
+#define TP_QH_PACK(a, b, c, d) ((__u64)(a) | (__u64)(b) << 16 | (__u64)(c) << 32 | (__u64)(d) << 48)
 #define TP_QH_T0 TP_QH_PACK(4277, 4467, 4664, 4871)
 #define TP_QH_T1 TP_QH_PACK(5087, 5312, 5547, 5793)
 #define TP_QH_T2 TP_QH_PACK(6049, 6317, 6597, 6889)
@@ -72,8 +70,7 @@ static __always_inline __u32 tp_qh_index_log2(__u64 v, __u32 k)
 		m = v >> (k - TP_QH_MANT_BITS);
 	else
 		m = v << (TP_QH_MANT_BITS - k);
-	return TP_QH_EXACT + ((k - TP_QH_EXACT_BITS) << TP_QH_SUB_BITS) +
-	       tp_qh_sub(m);
+	return TP_QH_EXACT + ((k - TP_QH_EXACT_BITS) << TP_QH_SUB_BITS) + tp_qh_sub(m);
 }
 
 /* tp_qh_index is the bucket of a duration of v ns, < TP_QH_BUCKETS. */

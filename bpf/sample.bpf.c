@@ -11,8 +11,8 @@
  * when a quarter of the buffer is filled, when a process is seen for the
  * first time (so its memory map can be read while it lives) and on exec.
  *
- * sample_stackid is the alternative design kept for measurement: stacks
- * interned in a stack-trace map and counted in a hash, read at the end.
+ * The alternative design, stacks interned in a stack-trace map and counted
+ * in a hash, lives with its benchmark (bench/sample/samplebpf/stackid.bpf.c).
  *
  * count_calls is an entry-only uprobe that counts calls of the functions
  * given to --count; the attach cookie selects the counter.
@@ -192,7 +192,8 @@ static __always_inline long stack_frames(long n, __u32 *flags, __u32 err, __u32 
 /* copy_user copies up to want bytes of user memory from addr into b->data
  * at pos, to end (ustack_end: the end of the live stack on the main
  * thread). */
-static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want, __u64 end)
+static __always_inline __u32 copy_user(struct sample_buf *b, __u32 pos, __u64 addr, __u32 want,
+				       __u64 end)
 {
 	return ustack_copy(b->data, IPS_BYTES + MAX_STACK, MAX_STACK, pos, addr, want, end);
 }
@@ -218,7 +219,8 @@ static __always_inline int copy_whole(__u64 addr, __u32 got, __u64 end)
  * as the buffer holds. (Both copies are asked for the
  * constant stack_bytes: a length the verifier cannot bound to one value
  * made it walk 70 times more instructions, and loading took a second.) */
-static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12, __u32 pos, __u32 *flags)
+static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 sp, __u64 r12,
+				       __u32 pos, __u32 *flags)
 {
 	__u32 got, n;
 	__u64 end = ustack_end(sp, MAX_STACK);
@@ -248,7 +250,8 @@ static __always_inline int copy_stacks(struct sample_buf *b, __u32 tgid, __u64 s
  * would only continue a copy cut by its limit. It runs without a copy
  * (frame pointers only, no user registers, an unreadable stack pointer) and
  * after a cut one. */
-static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, int whole, __u32 *flags)
+static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, int whole,
+				      __u32 *flags)
 {
 	__u64 pos;
 
@@ -259,8 +262,8 @@ static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, 
 	asm volatile("" : "+r"(pos));
 	if (pos > IPS_BYTES + MAX_STACK - MAX_DEPTH * 8)
 		return 0;
-	return stack_frames(bpf_get_stack(ctx, &b->data[pos], MAX_DEPTH * 8, BPF_F_USER_STACK), flags,
-			    FLAG_USER_ERR, FLAG_USER_FULL);
+	return stack_frames(bpf_get_stack(ctx, &b->data[pos], MAX_DEPTH * 8, BPF_F_USER_STACK),
+			    flags, FLAG_USER_ERR, FLAG_USER_FULL);
 }
 
 SEC("perf_event")
@@ -282,7 +285,8 @@ int sample_cpu(void *ctx)
 	if (!b)
 		return 0;
 
-	kn = stack_frames(bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0), &flags, FLAG_KERN_ERR, FLAG_KERN_FULL);
+	kn = stack_frames(bpf_get_stack(ctx, &b->data[0], MAX_DEPTH * 8, 0), &flags, FLAG_KERN_ERR,
+			  FLAG_KERN_FULL);
 
 	b->hdr.kind = REC_SAMPLE;
 	b->hdr.pid = tgid;
@@ -326,7 +330,8 @@ int sample_cpu(void *ctx)
 			whole = copy_stacks(b, tgid, sp, r12, kn * 8, &flags);
 		un = user_walk(ctx, b, kn, whole, &flags);
 		b->hdr.user_len = un;
-		if (un > 0 && sp && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
+		if (un > 0 && sp &&
+		    bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 			flags |= FLAG_SP_WORD;
 	}
 	b->hdr.flags = flags;
@@ -337,8 +342,7 @@ int sample_cpu(void *ctx)
 		 * exists.) */
 		bpf_map_update_elem(&seen, &tgid, &zero, BPF_ANY);
 		wake = BPF_RB_FORCE_WAKEUP;
-	}
-	else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
+	} else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
 		wake = BPF_RB_FORCE_WAKEUP;
 
 	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len + b->hdr.go_len;
@@ -409,51 +413,5 @@ int count_calls(void *ctx)
 
 	if (is_target(tgid))
 		inc(&calls, bpf_get_attach_cookie(ctx));
-	return 0;
-}
-
-/* ---- Alternative design, for measurement: in-kernel stack counting. ---- */
-
-#define BPF_MAP_TYPE_STACK_TRACE 7
-
-struct stack_key {
-	__u32 pid;
-	__s32 kern_id;
-	__s32 user_id;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, MAX_DEPTH * 8);
-} stackids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct stack_key);
-	__type(value, __u64);
-} stack_counts SEC(".maps");
-
-SEC("perf_event")
-int sample_stackid(void *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	struct stack_key k = {};
-	__u64 one = 1, *v;
-
-	if (!keep_sample(tgid))
-		return 0;
-	k.pid = tgid;
-	k.kern_id = bpf_get_stackid(ctx, &stackids, 0);
-	k.user_id = bpf_get_stackid(ctx, &stackids, BPF_F_USER_STACK);
-	v = bpf_map_lookup_elem(&stack_counts, &k);
-	if (v)
-		__sync_fetch_and_add(v, 1);
-	else if (bpf_map_update_elem(&stack_counts, &k, &one, BPF_NOEXIST) < 0)
-		bump(STAT_DROPPED);
 	return 0;
 }

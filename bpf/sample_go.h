@@ -64,7 +64,8 @@ static __always_inline __u64 go_word(__u64 addr)
  * frame runtime.asmcgocall left; in a vDSO call (time.now,
  * runtime.nanotime1: g stays the goroutine), from r12, where they keep it
  * ("R12 unchanged by C code"). */
-static __always_inline int go_cgo_call(__u32 tgid, __u64 sp, __u64 reach, __u64 r12, struct go_cgo *c)
+static __always_inline int go_cgo_call(__u32 tgid, __u64 sp, __u64 reach, __u64 r12,
+				       struct go_cgo *c)
 {
 	__s64 *off = bpf_map_lookup_elem(&go_procs, &tgid);
 	struct task_struct *task;

@@ -39,34 +39,23 @@ type SampleSampleHdr struct {
 	GoSp     uint64
 }
 
-type SampleStackKey struct {
-	_      structs.HostLayout
-	Pid    uint32
-	KernId int32
-	UserId int32
-	Pad    uint32
-}
-
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	SampleMapCalls          = "calls"
-	SampleMapGoProcs        = "go_procs"
-	SampleMapSamples        = "samples"
-	SampleMapScratch        = "scratch"
-	SampleMapSeen           = "seen"
-	SampleMapStackCounts    = "stack_counts"
-	SampleMapStackids       = "stackids"
-	SampleMapStats          = "stats"
-	SampleMapTargets        = "targets"
-	SampleProgCountCalls    = "count_calls"
-	SampleProgFollowFork    = "follow_fork"
-	SampleProgNoteExec      = "note_exec"
-	SampleProgSampleCpu     = "sample_cpu"
-	SampleProgSampleStackid = "sample_stackid"
-	SampleVarFilterAll      = "filter_all"
-	SampleVarStackBytes     = "stack_bytes"
+	SampleMapCalls       = "calls"
+	SampleMapGoProcs     = "go_procs"
+	SampleMapSamples     = "samples"
+	SampleMapScratch     = "scratch"
+	SampleMapSeen        = "seen"
+	SampleMapStats       = "stats"
+	SampleMapTargets     = "targets"
+	SampleProgCountCalls = "count_calls"
+	SampleProgFollowFork = "follow_fork"
+	SampleProgNoteExec   = "note_exec"
+	SampleProgSampleCpu  = "sample_cpu"
+	SampleVarFilterAll   = "filter_all"
+	SampleVarStackBytes  = "stack_bytes"
 )
 
 // LoadSample returns the embedded CollectionSpec for Sample.
@@ -111,26 +100,23 @@ type SampleSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SampleProgramSpecs struct {
-	CountCalls    *ebpf.ProgramSpec `ebpf:"count_calls"`
-	FollowFork    *ebpf.ProgramSpec `ebpf:"follow_fork"`
-	NoteExec      *ebpf.ProgramSpec `ebpf:"note_exec"`
-	SampleCpu     *ebpf.ProgramSpec `ebpf:"sample_cpu"`
-	SampleStackid *ebpf.ProgramSpec `ebpf:"sample_stackid"`
+	CountCalls *ebpf.ProgramSpec `ebpf:"count_calls"`
+	FollowFork *ebpf.ProgramSpec `ebpf:"follow_fork"`
+	NoteExec   *ebpf.ProgramSpec `ebpf:"note_exec"`
+	SampleCpu  *ebpf.ProgramSpec `ebpf:"sample_cpu"`
 }
 
 // SampleMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SampleMapSpecs struct {
-	Calls       *ebpf.MapSpec `ebpf:"calls"`
-	GoProcs     *ebpf.MapSpec `ebpf:"go_procs"`
-	Samples     *ebpf.MapSpec `ebpf:"samples"`
-	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
-	Seen        *ebpf.MapSpec `ebpf:"seen"`
-	StackCounts *ebpf.MapSpec `ebpf:"stack_counts"`
-	Stackids    *ebpf.MapSpec `ebpf:"stackids"`
-	Stats       *ebpf.MapSpec `ebpf:"stats"`
-	Targets     *ebpf.MapSpec `ebpf:"targets"`
+	Calls   *ebpf.MapSpec `ebpf:"calls"`
+	GoProcs *ebpf.MapSpec `ebpf:"go_procs"`
+	Samples *ebpf.MapSpec `ebpf:"samples"`
+	Scratch *ebpf.MapSpec `ebpf:"scratch"`
+	Seen    *ebpf.MapSpec `ebpf:"seen"`
+	Stats   *ebpf.MapSpec `ebpf:"stats"`
+	Targets *ebpf.MapSpec `ebpf:"targets"`
 }
 
 // SampleVariableSpecs contains global variables before they are loaded into the kernel.
@@ -161,15 +147,13 @@ func (o *SampleObjects) Close() error {
 //
 // It can be passed to LoadSampleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SampleMaps struct {
-	Calls       *ebpf.Map `ebpf:"calls"`
-	GoProcs     *ebpf.Map `ebpf:"go_procs"`
-	Samples     *ebpf.Map `ebpf:"samples"`
-	Scratch     *ebpf.Map `ebpf:"scratch"`
-	Seen        *ebpf.Map `ebpf:"seen"`
-	StackCounts *ebpf.Map `ebpf:"stack_counts"`
-	Stackids    *ebpf.Map `ebpf:"stackids"`
-	Stats       *ebpf.Map `ebpf:"stats"`
-	Targets     *ebpf.Map `ebpf:"targets"`
+	Calls   *ebpf.Map `ebpf:"calls"`
+	GoProcs *ebpf.Map `ebpf:"go_procs"`
+	Samples *ebpf.Map `ebpf:"samples"`
+	Scratch *ebpf.Map `ebpf:"scratch"`
+	Seen    *ebpf.Map `ebpf:"seen"`
+	Stats   *ebpf.Map `ebpf:"stats"`
+	Targets *ebpf.Map `ebpf:"targets"`
 }
 
 func (m *SampleMaps) Close() error {
@@ -179,8 +163,6 @@ func (m *SampleMaps) Close() error {
 		m.Samples,
 		m.Scratch,
 		m.Seen,
-		m.StackCounts,
-		m.Stackids,
 		m.Stats,
 		m.Targets,
 	)
@@ -198,11 +180,10 @@ type SampleVariables struct {
 //
 // It can be passed to LoadSampleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SamplePrograms struct {
-	CountCalls    *ebpf.Program `ebpf:"count_calls"`
-	FollowFork    *ebpf.Program `ebpf:"follow_fork"`
-	NoteExec      *ebpf.Program `ebpf:"note_exec"`
-	SampleCpu     *ebpf.Program `ebpf:"sample_cpu"`
-	SampleStackid *ebpf.Program `ebpf:"sample_stackid"`
+	CountCalls *ebpf.Program `ebpf:"count_calls"`
+	FollowFork *ebpf.Program `ebpf:"follow_fork"`
+	NoteExec   *ebpf.Program `ebpf:"note_exec"`
+	SampleCpu  *ebpf.Program `ebpf:"sample_cpu"`
 }
 
 func (p *SamplePrograms) Close() error {
@@ -211,7 +192,6 @@ func (p *SamplePrograms) Close() error {
 		p.FollowFork,
 		p.NoteExec,
 		p.SampleCpu,
-		p.SampleStackid,
 	)
 }
 

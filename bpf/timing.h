@@ -99,20 +99,20 @@ volatile const __u32 tp_record_shift = 0;
  * ns (86400 * 1e18 = 8.6e22 > 2^64) cannot overflow; every other field
  * stays below 2^64 for far longer than that. */
 struct tp_counts {
-	__u64 calls;      /* completed entry/exit pairs */
-	__u64 ticks;      /* sum c_i: tick crossings (0 when
-			   * tp_ticks_are_ns: ns_sum is the sum, ns_sq the
-			   * squares) */
-	__u64 ticks_sq_lo;/* sum c_i^2, low 64 bits */
-	__u64 ticks_sq_hi;/* sum c_i^2, high 64 bits */
-	__u64 orphans;    /* entries or exits without their partner */
-	__u64 crossings;  /* calls that got a record attempt (c_i > 0; ns
-			   * clock: spanned a tp_record_ns grid line) */
-	__u64 ns_sum;     /* exact mode: sum of ns */
-	__u64 ns_sq_lo;   /* exact mode: sum of ns^2, low 64 bits */
-	__u64 ns_sq_hi;   /* exact mode: sum of ns^2, high 64 bits */
-	__u64 ns_min;     /* exact mode: 0 = unset; else min ns + 1 */
-	__u64 ns_max;     /* exact mode: max ns */
+	__u64 calls;                 /* completed entry/exit pairs */
+	__u64 ticks;                 /* sum c_i: tick crossings (0 when
+				      * tp_ticks_are_ns: ns_sum is the sum, ns_sq the
+				      * squares) */
+	__u64 ticks_sq_lo;           /* sum c_i^2, low 64 bits */
+	__u64 ticks_sq_hi;           /* sum c_i^2, high 64 bits */
+	__u64 orphans;               /* entries or exits without their partner */
+	__u64 crossings;             /* calls that got a record attempt (c_i > 0; ns
+				      * clock: spanned a tp_record_ns grid line) */
+	__u64 ns_sum;                /* exact mode: sum of ns */
+	__u64 ns_sq_lo;              /* exact mode: sum of ns^2, low 64 bits */
+	__u64 ns_sq_hi;              /* exact mode: sum of ns^2, high 64 bits */
+	__u64 ns_min;                /* exact mode: 0 = unset; else min ns + 1 */
+	__u64 ns_max;                /* exact mode: max ns */
 	__u64 hist[TP_HIST_BUCKETS]; /* exact mode: bucket b counts ns with
 				      * floor(log2(ns)) == b (ns = 0 -> 0) */
 	/* Checked calls (tp_check_every): their count, sum c, sum c^2 and
@@ -157,7 +157,7 @@ struct tp_entry {
 /* Ring-buffer record: one per call that crossed at least one tick. */
 struct tp_record {
 	__u32 target;
-	__u32 pid;      /* tgid */
+	__u32 pid; /* tgid */
 	__u32 tid;
 	__s32 stack_id; /* tp_stacks id of the caller's stack, < 0 if none */
 	__u64 ticks;    /* c_i (ns clock: tp_record_ns grid lines spanned) */
@@ -290,7 +290,6 @@ struct {
 	__type(value, struct tp_urecord);
 } tp_ustack SEC(".maps");
 
-
 static __always_inline struct tp_stats *tp_stats_get(void)
 {
 	__u32 zero = 0;
@@ -321,8 +320,7 @@ static __always_inline void tp_stat_no_entry(void)
  * fork) without an entry of its own. Checked only on the orphan paths. */
 static __always_inline int tp_other_process(void)
 {
-	return tp_filter_tgid != 0 &&
-	       (__u32)(bpf_get_current_pid_tgid() >> 32) != tp_filter_tgid;
+	return tp_filter_tgid != 0 && (__u32)(bpf_get_current_pid_tgid() >> 32) != tp_filter_tgid;
 }
 
 /* tp_pid_ok reports whether the current task belongs to the filtered
@@ -557,8 +555,7 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 /* tp_urecord_out writes the crossing record of a uretprobe (ctx) with its
  * user registers and stack copy; it returns nonzero when there is no copy
  * (the caller then writes a record with a frame-pointer stack). */
-static __always_inline int tp_urecord_out(struct pt_regs *ctx, __u32 target, __u64 rt,
-					  __u64 dns)
+static __always_inline int tp_urecord_out(struct pt_regs *ctx, __u32 target, __u64 rt, __u64 dns)
 {
 	__u32 zero = 0;
 	struct tp_urecord *u = bpf_map_lookup_elem(&tp_ustack, &zero);
@@ -570,7 +567,7 @@ static __always_inline int tp_urecord_out(struct pt_regs *ctx, __u32 target, __u
 	u->sp = ctx->sp;
 	u->bp = ctx->bp;
 	u->stack_len = ustack_copy(u->data, TP_MAX_STACK, TP_MAX_STACK, 0, u->sp, tp_stack_bytes,
-				    ustack_end(u->sp, TP_MAX_STACK));
+				   ustack_end(u->sp, TP_MAX_STACK));
 	if (u->stack_len == 0 || u->stack_len > TP_MAX_STACK)
 		return -1;
 	u->r.target = target;
@@ -604,7 +601,7 @@ static __always_inline int tp_ticks_are_ns(void)
 /* tp_account_ns adds a call of dns exact ns to c (target's counters): the
  * sum, the 128-bit sum of squares, min, max, the log2 histogram and, when
  * quantiles, the quantile histogram (qhist.h; refined when refine).
- * bpf/qhbench_test.go measures it in a loop. */
+ * bench/qhist measures it in a loop. */
 static __always_inline void tp_account_ns(struct tp_counts *c, __u32 target, __u64 dns,
 					  __u32 quantiles, __u32 refine)
 {
@@ -630,8 +627,8 @@ static __always_inline void tp_account_ns(struct tp_counts *c, __u32 target, __u
  * bpf_get_stackid(ctx, stack_flags) (BPF_F_USER_STACK for the caller's
  * user stack), or, with TP_STACK_COPY, a tp_urecord (tp_urecord_out).
  * Every timing program ends a call through it. */
-static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 target,
-				       __u64 d, __u64 dns, __u64 rt, __u64 stack_flags)
+static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 target, __u64 d,
+				       __u64 dns, __u64 rt, __u64 stack_flags)
 {
 	c->calls++;
 	if (!tp_ticks_are_ns()) {
@@ -682,9 +679,8 @@ static __always_inline __u64 tp_record_ticks(__u64 d, __u64 e, __u64 x)
 
 /* tp_close accounts a call whose entry read etick (and ens, exact mode)
  * and whose exit read tick and ns: every exit path ends here. */
-static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 target,
-				     __u64 tick, __u64 ns, __u64 etick, __u64 ens,
-				     __u64 stack_flags)
+static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 target, __u64 tick,
+				     __u64 ns, __u64 etick, __u64 ens, __u64 stack_flags)
 {
 	__u64 d, dns = 0, rt;
 
@@ -722,8 +718,7 @@ static __always_inline void tp_orphan(__u32 target)
 
 /* tp_exit pops the reading for (id, target) and accounts the call
  * (tp_account). */
-static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target,
-				   __u64 stack_flags)
+static __always_inline int tp_exit(void *ctx, __u64 id, __u32 target, __u64 stack_flags)
 {
 	struct tp_key key = { .id = id, .target = target };
 	struct tp_counts *c;
@@ -831,7 +826,6 @@ static __always_inline __u64 tp_window_flag(__u32 target)
 	return TP_FRAME_UNCOUNTED;
 }
 
-
 /* tp_task_enter_frame pushes the clock reading(s) of target on the current
  * thread's stack, tagged with frame (for a uprobe, sp at the probe: the
  * address of the return address; 0 when unknown, see tp_task_uexit). */
@@ -873,8 +867,8 @@ static __always_inline int tp_task_enter(__u32 target)
  * deeper: the entries above it are dropped as orphans; or target's entry
  * was never seen (the exit probe was attached first): the exit is an
  * orphan and the stack is left alone. */
-static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_flags,
-					   __u64 tick, __u64 ns)
+static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_flags, __u64 tick,
+					   __u64 ns)
 {
 	struct tp_tstack *st;
 	struct tp_counts *c;
@@ -955,8 +949,8 @@ static __always_inline int tp_task_exit(void *ctx, __u32 target, __u64 stack_fla
 
 /* tp_uclose accounts the call of target entered with the readings etick,
  * ens and tagged frame, exiting now (tick, ns). */
-static __always_inline int tp_uclose(void *ctx, __u32 target, __u64 frame, __u64 tick,
-				     __u64 ns, __u64 etick, __u64 ens, __u64 stack_flags)
+static __always_inline int tp_uclose(void *ctx, __u32 target, __u64 frame, __u64 tick, __u64 ns,
+				     __u64 etick, __u64 ens, __u64 stack_flags)
 {
 	struct tp_counts *c;
 
@@ -982,8 +976,8 @@ static __always_inline __u32 tp_utarget(void *ctx)
 }
 
 /* tp_task_uexit_at is tp_task_uexit with the exit's clock readings taken. */
-static __always_inline int tp_task_uexit_at(struct pt_regs *ctx, __u64 stack_flags,
-					    __u64 tick, __u64 ns)
+static __always_inline int tp_task_uexit_at(struct pt_regs *ctx, __u64 stack_flags, __u64 tick,
+					    __u64 ns)
 {
 	struct tp_tstack *st;
 	__u32 slot;
@@ -1066,11 +1060,11 @@ static __always_inline int tp_task_uexit(struct pt_regs *ctx, __u64 stack_flags)
  */
 #define TP_FRAME_BITS 14
 struct tp_frame {
-	__u64 frame;  /* entry sp; 0: free */
+	__u64 frame; /* entry sp; 0: free */
 	__u64 tick;
 	__u64 ns;
 	__u32 target;
-	__u32 flags;  /* TP_FRAME_UNCOUNTED */
+	__u32 flags; /* TP_FRAME_UNCOUNTED */
 };
 
 struct {
@@ -1131,8 +1125,7 @@ static __always_inline int tp_frame_enter(__u32 target, __u64 sp)
  * link (a perf event) runs it for a child forked inside the call, which
  * returns through its copy of the probe at the parent's frame; the
  * multi-uprobe link filters by process at return too (uprobe_prog_run). */
-static __always_inline int tp_frame_uexit(struct pt_regs *ctx, __u64 stack_flags,
-					  int check_process)
+static __always_inline int tp_frame_uexit(struct pt_regs *ctx, __u64 stack_flags, int check_process)
 {
 	__u64 ns, tick, key = ctx->sp - 8, etick, ens, flags;
 	struct tp_frame *f;
@@ -1225,13 +1218,13 @@ static __always_inline int tp_echo_keyed(__u64 id, __u32 target, __u64 t2, __u64
  * frame (tp_frame_enter) and the exit finds them by its frame, without
  * the cookie (tp_frame_uexit); check_process as tp_frame_uexit's.
  */
-#define TP_UPROBE_PAIR(entry, esec, exit, xsec, check_process)                         \
-	SEC(esec) int entry(struct pt_regs *ctx)                                       \
-	{                                                                              \
-		return tp_frame_enter(tp_utarget(ctx), ctx->sp);                       \
-	}                                                                              \
-	SEC(xsec) int exit(struct pt_regs *ctx)                                        \
-	{                                                                              \
+#define TP_UPROBE_PAIR(entry, esec, exit, xsec, check_process)                               \
+	SEC(esec) int entry(struct pt_regs *ctx)                                             \
+	{                                                                                    \
+		return tp_frame_enter(tp_utarget(ctx), ctx->sp);                             \
+	}                                                                                    \
+	SEC(xsec) int exit(struct pt_regs *ctx)                                              \
+	{                                                                                    \
 		return tp_frame_uexit(ctx, BPF_F_USER_STACK | TP_STACK_COPY, check_process); \
 	}
 

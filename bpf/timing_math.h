@@ -43,11 +43,14 @@ static __always_inline __u32 tp_log2(__u64 v)
 {
 	__u32 r = 0, s;
 
+	/* One halving step a line, as a table. */
+	/* clang-format off */
 	s = (v > 0xffffffffULL) << 5; v >>= s; r |= s;
 	s = (v > 0xffffULL) << 4;     v >>= s; r |= s;
 	s = (v > 0xffULL) << 3;       v >>= s; r |= s;
 	s = (v > 0xfULL) << 2;        v >>= s; r |= s;
 	s = (v > 0x3ULL) << 1;        v >>= s; r |= s;
+	/* clang-format on */
 	r |= (v >> 1);
 	return r;
 }

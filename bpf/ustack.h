@@ -57,8 +57,8 @@ static __always_inline __u64 ustack_end(__u64 sp, __u32 max)
  * only stops the loop, at a page's end: a variable length inside the loop
  * makes the verifier walk far more states.)
  */
-static __always_inline __u32 ustack_copy(__u8 *buf, __u32 cap, __u32 max, __u32 pos,
-					 __u64 addr, __u32 want, __u64 end)
+static __always_inline __u32 ustack_copy(__u8 *buf, __u32 cap, __u32 max, __u32 pos, __u64 addr,
+					 __u32 want, __u64 end)
 {
 	__u32 got = 0, at, piece;
 	__u64 sz;

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/tick"
 )
@@ -266,7 +267,7 @@ func TestCorrectedOtherFunction(t *testing.T) {
 		t.Fatalf("calibration %+v: want one kind over %d runs", ovs, DefaultRuns)
 	}
 	o := ovs[0]
-	exe, err := BuildC(dir, "spin", targetSource, []string{"-O2", "-fno-omit-frame-pointer", "-fno-ipa-icf", "-fcf-protection=none",
+	exe, err := cbuild.BuildSource(dir, "spin", targetSource, []string{"-O2", "-fno-omit-frame-pointer", "-fno-ipa-icf", "-fcf-protection=none",
 		"-Dcal_spin=spin", "-Dcal_spin_copy=spin_copy"}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -448,15 +448,7 @@ func TestSampleAll(t *testing.T) {
 // a raw vDSO address, and the vDSO mapping carries the build ID.
 func TestSampleVDSO(t *testing.T) {
 	bpftest.Require(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skipf("gcc not installed: %v", err)
-	}
-	exe := filepath.Join(t.TempDir(), "timed")
-	cmd := exec.Command("gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", exe,
-		filepath.Join("..", "testdata", "c", "timed.c"))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build timed: %v\n%s", err, b)
-	}
+	exe := testtarget.C(t, "c/timed.c", "timed-o2", "-O2", "-fno-omit-frame-pointer", "-pthread")
 	d, p, st := sampleCommand(t, 999, nil, exe, "spin500us", "2000") // 1 s
 	if st.Kept < 100 {
 		t.Fatalf("only %d samples", st.Kept)

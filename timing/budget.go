@@ -78,7 +78,7 @@ func budgetKind(k loader.Kind) string {
 // reads; the target also pays the entry's trap up to its clock read and
 // the exit's program and return after it, the mirror image of that: so a
 // uprobe pair costs the target about twice T_ovhd (uprobePairFactor; on
-// the machine of bench/RESULTS.md 1.81 µs added per call against T_ovhd
+// the machine of bench/results/RESULTS.md 1.81 µs added per call against T_ovhd
 // 0.93-0.98 µs). System calls, which the calibration does not correct, use
 // its syscall pair as it is: that includes getppid's own kernel path and
 // tracepoints take no trap, so it bounds the probes' cost from above.

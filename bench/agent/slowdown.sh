@@ -15,7 +15,8 @@
 # and each round's A, B, C share it). Usage:
 #   bench/agent/slowdown.sh [ROUNDS]   (default 60)
 # Env: RATE (49), WORK (work rounds per run, 4000: about 0.8 s of CPU),
-# CONF (0.95), RAW (a file to keep the per-round CPU times in).
+# CONF (0.95), RAW (the file the per-round CPU times go to; default
+# bench/results/agent/slowdown-RATEHz-TIME.raw).
 # Prints a Markdown section on stdout; about 8 s per round.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -56,7 +57,8 @@ run_C() {
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(date -u +%FT%TZ)
-raw=${RAW:-$tmp/raw}
+raw=${RAW:-bench/results/agent/slowdown-${RATE}Hz-$(date -u +%Y%m%dT%H%MZ).raw}
+mkdir -p "$(dirname "$raw")"
 : >"$raw"
 for r in $(seq "$N"); do
 	declare -A cpu=()
@@ -74,3 +76,5 @@ echo
 paired_table "$CONF" "$raw" "agent slowdown (B/A - 1)|3|2|2" "\`perf record -g\` slowdown (C/A - 1)|4|2|2" "agent - perf ((B - C)/A)|3|4|2"
 echo
 awk '{ base += $2; n++ } END { printf "Unprofiled work: %.3f s of CPU on average over %d rounds.\n", base / n / 1e9, n }' "$raw"
+echo
+echo "Per-round CPU times (round, A, B, C in ns): \`$raw\`."

@@ -1,8 +1,9 @@
 // Package benchkit holds what the C-target benchmarks under bench/ share:
-// building a target with gcc, starting it (optionally SCHED_FIFO) and
+// building a target with gcc (internal/cbuild), starting it (optionally SCHED_FIFO) and
 // reading the figure it prints, enabling and summing BPF program run time,
 // and printing a median with its range. Of third-party modules it imports
-// only cilium/ebpf and x/sys (checked by internal/layers).
+// only cilium/ebpf and x/sys; of the repository's, internal/cbuild (both
+// checked by internal/layers).
 package benchkit
 
 import (
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,12 +29,7 @@ import (
 // -fcf-protection=none). -O0 keeps `push %rbp` first in every function: an
 // instruction the kernel emulates under a uprobe.
 func BuildC(out, src string, flags ...string) error {
-	args := append([]string{"-O0", "-fno-omit-frame-pointer"}, flags...)
-	args = append(args, "-o", out, src)
-	if o, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc: %v: %s", err, o)
-	}
-	return nil
+	return cbuild.Build(out, cbuild.Program{Sources: []string{src}, Flags: append([]string{"-O0", "-fno-omit-frame-pointer"}, flags...)})
 }
 
 // Chrt returns the path of chrt when rt is set and chrt is installed, else

@@ -13,7 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/tickprof/tickprof/bench/benchkit"
-	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/symtab"
 )
@@ -33,7 +32,7 @@ type goConfig struct {
 // the RET, single-stepped), with the exit on the RET instead, and with
 // tickprof. Added ns per call are each target's time per call minus its
 // unprobed time in the same repetition.
-func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) error {
+func runGo(cbin string, calls, reps int, chrt string, objs *CostObjects) error {
 	// The Go target times its whole loop: so do the C runs beside it.
 	perRun = "mean"
 	dir, err := os.MkdirTemp("", "tickprof-bpfcost-go")
@@ -74,7 +73,7 @@ func runGo(cbin string, calls, reps int, chrt string, objs *bpf.CostObjects) err
 
 // goPairConfigs builds testdata/go/probecost into dir and returns the ways
 // of probing its main.target, and a function that closes its symbol table.
-func goPairConfigs(dir string, objs *bpf.CostObjects) ([]goConfig, func(), error) {
+func goPairConfigs(dir string, objs *CostObjects) ([]goConfig, func(), error) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	gobin := filepath.Join(dir, "probecost")
@@ -117,7 +116,7 @@ func goPairConfigs(dir string, objs *bpf.CostObjects) ([]goConfig, func(), error
 
 // emptyAt attaches the empty program at each of addrs of bin in pid and
 // returns the function that detaches them.
-func emptyAt(bin string, tab *symtab.Table, objs *bpf.CostObjects, pid int, addrs []uint64) (func(), error) {
+func emptyAt(bin string, tab *symtab.Table, objs *CostObjects, pid int, addrs []uint64) (func(), error) {
 	sites := map[uint64]*ebpf.Program{}
 	for _, a := range addrs {
 		sites[a] = objs.CostE0

@@ -1,5 +1,5 @@
 // Command bpfcost measures where the BPF program time of timing a user
-// function goes: it attaches, in turn, the pairs of bpf/cost.bpf.c (each
+// function goes: it attaches, in turn, the pairs of cost.bpf.c (each
 // adds one piece of tickprof's entry and exit programs to the one before)
 // and tickprof's own programs (loader, jiffies clock) to a C target calling
 // a ~200 ns function, and reports per call the programs' run time
@@ -29,7 +29,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/bench/benchkit"
-	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/estimate/histogram"
 	"github.com/tickprof/tickprof/internal/loader"
@@ -40,7 +39,7 @@ import (
 type config struct {
 	name   string
 	vs     string // the key of the configuration "over the one it extends" compares with
-	attach func(pid int, bin string, objs *bpf.CostObjects) (progs []*ebpf.Program, detach func(), err error)
+	attach func(pid int, bin string, objs *CostObjects) (progs []*ebpf.Program, detach func(), err error)
 }
 
 // sample is one run of one configuration.
@@ -68,8 +67,8 @@ func main() {
 
 // pair attaches the entry and exit programs e and x to bench_fn, on single
 // uprobe links or, with multi, on multi-uprobe links.
-func pair(e, x func(*bpf.CostObjects) *ebpf.Program, multi bool) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-	return func(pid int, bin string, objs *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+func pair(e, x func(*CostObjects) *ebpf.Program, multi bool) func(int, string, *CostObjects) ([]*ebpf.Program, func(), error) {
+	return func(pid int, bin string, objs *CostObjects) ([]*ebpf.Program, func(), error) {
 		specs, err := loader.ResolveUser(pid, "bench_fn", 1)
 		if err != nil {
 			return nil, nil, err
@@ -108,8 +107,8 @@ func pair(e, x func(*bpf.CostObjects) *ebpf.Program, multi bool) func(int, strin
 // tickprof attaches tickprof's own programs through the loader, as `time`
 // does (multi-uprobe links where the kernel has them), with the clock
 // kind, Exact and CheckEvery of o.
-func tickprof(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+func tickprof(o loader.Options) func(int, string, *CostObjects) ([]*ebpf.Program, func(), error) {
+	return func(pid int, bin string, _ *CostObjects) ([]*ebpf.Program, func(), error) {
 		s, err := openBench(o, pid)
 		if err != nil {
 			return nil, nil, err
@@ -131,8 +130,8 @@ func openBench(o loader.Options, pid int) (*loader.Session, error) {
 // tickprofRefined is tickprof with the buckets near p50, p90, p99 and
 // p99.9 refined every 50 ms, as `time` refines them (bench_fn's calls
 // all fall in a few buckets: nearly every call is counted in a bin).
-func tickprofRefined(o loader.Options) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
-	return func(pid int, bin string, _ *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+func tickprofRefined(o loader.Options) func(int, string, *CostObjects) ([]*ebpf.Program, func(), error) {
+	return func(pid int, bin string, _ *CostObjects) ([]*ebpf.Program, func(), error) {
 		s, err := openBench(o, pid)
 		if err != nil {
 			return nil, nil, err
@@ -155,21 +154,21 @@ func tickprofRefined(o loader.Options) func(int, string, *bpf.CostObjects) ([]*e
 	}
 }
 
-func costPair(e, x func(*bpf.CostObjects) *ebpf.Program) func(int, string, *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+func costPair(e, x func(*CostObjects) *ebpf.Program) func(int, string, *CostObjects) ([]*ebpf.Program, func(), error) {
 	return pair(e, x, false)
 }
 
 var configs = []config{
 	{"unprobed", "unprobed", nil},
-	{"0 empty pair", "unprobed", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE0 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX0 })},
-	{"0m empty pair, multi link", "0", pair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEm }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXm }, true)},
-	{"1 + attach cookie", "0", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE1 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX1 })},
-	{"1t 1 + get_current_task_btf", "1", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostEt }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostXt })},
-	{"2 1 + task storage", "1", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE2 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX2 })},
-	{"3 2 + jiffies, push/pop", "2", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE3 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX3 })},
-	{"4 3 + counters (before)", "3", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE4 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX4 })},
-	{"5 4 - exit cookie (after)", "4", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE5 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX5 })},
-	{"6 frame table (after)", "5", costPair(func(o *bpf.CostObjects) *ebpf.Program { return o.CostE6 }, func(o *bpf.CostObjects) *ebpf.Program { return o.CostX6 })},
+	{"0 empty pair", "unprobed", costPair(func(o *CostObjects) *ebpf.Program { return o.CostE0 }, func(o *CostObjects) *ebpf.Program { return o.CostX0 })},
+	{"0m empty pair, multi link", "0", pair(func(o *CostObjects) *ebpf.Program { return o.CostEm }, func(o *CostObjects) *ebpf.Program { return o.CostXm }, true)},
+	{"1 + attach cookie", "0", costPair(func(o *CostObjects) *ebpf.Program { return o.CostE1 }, func(o *CostObjects) *ebpf.Program { return o.CostX1 })},
+	{"1t 1 + get_current_task_btf", "1", costPair(func(o *CostObjects) *ebpf.Program { return o.CostEt }, func(o *CostObjects) *ebpf.Program { return o.CostXt })},
+	{"2 1 + task storage", "1", costPair(func(o *CostObjects) *ebpf.Program { return o.CostE2 }, func(o *CostObjects) *ebpf.Program { return o.CostX2 })},
+	{"3 2 + jiffies, push/pop", "2", costPair(func(o *CostObjects) *ebpf.Program { return o.CostE3 }, func(o *CostObjects) *ebpf.Program { return o.CostX3 })},
+	{"4 3 + counters (before)", "3", costPair(func(o *CostObjects) *ebpf.Program { return o.CostE4 }, func(o *CostObjects) *ebpf.Program { return o.CostX4 })},
+	{"5 4 - exit cookie (after)", "4", costPair(func(o *CostObjects) *ebpf.Program { return o.CostE5 }, func(o *CostObjects) *ebpf.Program { return o.CostX5 })},
+	{"6 frame table (after)", "5", costPair(func(o *CostObjects) *ebpf.Program { return o.CostE6 }, func(o *CostObjects) *ebpf.Program { return o.CostX6 })},
 	{"s uprobe session (4's work)", "4", session},
 	{"tj tickprof jiffies, no check", "0m", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}, CheckEvery: -1})},
 	{"tc tickprof jiffies (loader)", "tj", tickprof(loader.Options{Clock: loader.Clock{Kind: loader.ClockJiffies}})},
@@ -237,7 +236,7 @@ func run(calls, reps int, rt, goPair bool) error {
 		}
 		defer stats.Close()
 	}
-	var objs bpf.CostObjects
+	var objs CostObjects
 	if err := loadCost(&objs); err != nil {
 		return err
 	}
@@ -269,11 +268,11 @@ func run(calls, reps int, rt, goPair bool) error {
 	return nil
 }
 
-// loadCost loads bpf/cost.bpf.c's programs. Any process filter turns on
+// loadCost loads cost.bpf.c's programs. Any process filter turns on
 // the frame table (pair 6); the filter itself is only read on orphan
 // paths, and the kernel filters the probes by process.
-func loadCost(objs *bpf.CostObjects) error {
-	spec, err := bpf.LoadCost()
+func loadCost(objs *CostObjects) error {
+	spec, err := LoadCost()
 	if err != nil {
 		return err
 	}
@@ -376,7 +375,7 @@ func medCI(v []float64) string {
 	return fmt.Sprintf("%.3f (%.3f, %.3f) [%.3f, %.3f]", q.Value, q.Low, q.High, lo, hi)
 }
 
-func runOnce(bin, chrt string, calls int, c config, objs *bpf.CostObjects) (sample, error) {
+func runOnce(bin, chrt string, calls int, c config, objs *CostObjects) (sample, error) {
 	t, err := benchkit.Start(bin, chrt, fmt.Sprint(calls))
 	if err != nil {
 		return sample{}, err

@@ -8,7 +8,6 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
@@ -52,7 +51,7 @@ func sessionLink(path string, off uint64, pid int, prog *ebpf.Program) (func(), 
 }
 
 // session attaches cost_s as a uprobe session on bench_fn.
-func session(pid int, bin string, objs *bpf.CostObjects) ([]*ebpf.Program, func(), error) {
+func session(pid int, bin string, objs *CostObjects) ([]*ebpf.Program, func(), error) {
 	specs, err := loader.ResolveUser(pid, "bench_fn", 1)
 	if err != nil {
 		return nil, nil, err

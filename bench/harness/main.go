@@ -1,9 +1,9 @@
 // Command harness is `make bench`: it runs tickprof side by side with the
 // floor (empty probe pairs) and the tools people use instead (bpftrace
 // one-liners, perf record) on the same targets in the same run, and writes
-// bench/RESULTS.md with every figure as a ratio to its baseline.
+// bench/results/make-bench.md with every figure as a ratio to its baseline.
 //
-//	harness [-tickprof bin/tickprof] [-out bench/RESULTS.md] [-reps 3]
+//	harness [-tickprof bin/tickprof] [-out bench/results/make-bench.md] [-reps 3]
 //	harness floor (-u BIN:SYM | -s) -- CMD ARGS...
 package main
 
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/safefile"
 )
 
@@ -38,7 +39,7 @@ func main() {
 	}
 	var h harness
 	flag.StringVar(&h.tickprof, "tickprof", "bin/tickprof", "tickprof binary")
-	flag.StringVar(&h.out, "out", "bench/RESULTS.md", "results file")
+	flag.StringVar(&h.out, "out", "bench/results/make-bench.md", "results file")
 	flag.StringVar(&h.benchDir, "bench", "bench", "directory of target.c and other benchmark scripts")
 	flag.IntVar(&h.reps, "reps", 3, "repetitions of every run (the median is reported)")
 	flag.IntVar(&h.calls, "calls", 200000, "calls of the user function per run")
@@ -82,9 +83,9 @@ func (h *harness) run() error {
 	}
 	defer os.RemoveAll(h.tmp)
 	h.target = filepath.Join(h.tmp, "target")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", h.target,
-		filepath.Join(h.benchDir, "target.c")).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc target.c: %v: %s", err, out)
+	if err := cbuild.Build(h.target, cbuild.Program{Sources: []string{filepath.Join(h.benchDir, "target.c")},
+		Flags: []string{"-O2", "-g", "-fno-omit-frame-pointer"}}); err != nil {
+		return err
 	}
 	h.header()
 	if err := h.userFunctions(); err != nil {

@@ -18,9 +18,11 @@
 # with a Student t interval (bench/agent/lib.sh's paired_table). Usage:
 #   bench/sample-unwind/slowdown.sh [ROUNDS]   (default 60; 0: report on RAW)
 # Env: HZ (rates, "99 999"), WORK (sorts per run, 600: about 0.8 s of
-# CPU), CONF (0.95), RAW (a file to keep the per-round CPU times in: the
+# CPU), CONF (0.95), RAW (the file the per-round CPU times go to: the
 # round, A, then B C D for each rate; RAW.n holds the samples each run
-# took in the same layout, A's 0). Prints a Markdown section on stdout;
+# took in the same layout, A's 0; default
+# bench/results/sample-unwind/slowdown-HZHz-TIME.raw, HZ's rates joined by
+# "-"). Prints a Markdown section on stdout;
 # about 12 s per round with two rates on an idle machine (`make
 # bench-unwind`).
 #
@@ -92,10 +94,15 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 max0=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 : >"$tmp/throttle"
 start=$(date -u +%FT%TZ)
-raw=${RAW:-$tmp/raw}
 # ROUNDS 0 runs nothing and reports on RAW and RAW.n as they are (chunks
 # run one by one and concatenated).
-if [ "$N" -gt 0 ]; then : >"$raw" && : >"$raw.n"; fi
+if [ "$N" -eq 0 ] && [ -z "${RAW:-}" ]; then
+	echo "bench/sample-unwind/slowdown.sh 0 reports on RAW: give RAW=FILE" >&2
+	exit 1
+fi
+raw=${RAW:-bench/results/sample-unwind/slowdown-$(echo $HZ | tr ' ' -)Hz-$(date -u +%Y%m%dT%H%MZ).raw}
+if [ "$N" -gt 0 ]; then mkdir -p "$(dirname "$raw")" && : >"$raw" && : >"$raw.n"; fi
+kept=$raw
 keys=("A 0") # run_A takes no rate
 for h in $HZ; do keys+=("B $h" "C $h" "D $h"); done
 for r in $(seq "$N"); do
@@ -183,3 +190,5 @@ awk -v k=$((1 + 3 * $(wc -w <<<"$HZ"))) '{ for (i = 3; i <= k + 1; i++) { n[i] +
 if [ "$N" -gt 0 ]; then
 	echo "perf: $(awk '{ s += $1; l += $2 } END { print s + 0 " THROTTLE events and " l + 0 " samples lost (ring full; counted in n)" }' "$tmp/throttle") over its runs; kernel.perf_event_max_sample_rate $max0 at the start, $(cat /proc/sys/kernel/perf_event_max_sample_rate) at the end."
 fi
+echo
+echo "Per-round data (round, A, then B C D for each rate): \`$kept\` (CPU ns) and \`$kept.n\` (samples)."

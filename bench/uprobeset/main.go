@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
@@ -90,8 +91,8 @@ func measure(glob, singleGlob string, max, reps int, run time.Duration, only str
 // getpid, giving it 200 ms to start.
 func startTarget(dir string) (*exec.Cmd, error) {
 	bin := filepath.Join(dir, "timed")
-	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "testdata/c/timed.c").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build the target: %v: %s", err, out)
+	if err := cbuild.Build(bin, cbuild.Program{Sources: []string{"testdata/c/timed.c"}, Flags: []string{"-O2", "-pthread"}}); err != nil {
+		return nil, err
 	}
 	cmd := exec.Command(bin, "getpid", "0")
 	if err := cmd.Start(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -20,7 +21,7 @@ import (
 // the program. It returns the stripped program, the debug file and the ID.
 func buildSplit(t *testing.T, dir string) (bin, dbg, id string) {
 	t.Helper()
-	for _, tool := range []string{"gcc", "objcopy", "strip"} {
+	for _, tool := range []string{cbuild.Compiler, "objcopy", "strip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("TICKPROF_REQUIRE_BPF") == "1" {
 				t.Fatalf("%s not found: the test builds its own debug files (required in CI)", tool)
@@ -28,15 +29,13 @@ func buildSplit(t *testing.T, dir string) (bin, dbg, id string) {
 			t.Skipf("%s not found: the test builds its own debug files", tool)
 		}
 	}
-	src := filepath.Join(dir, "prog.c")
 	code := "static int local_helper(int x) { return x * 3; }\nint main(int c, char **v) { (void)v; return local_helper(c); }\n"
-	if err := os.WriteFile(src, []byte(code), 0o600); err != nil {
+	bin, err := cbuild.BuildSource(dir, "prog", []byte(code), []string{"-g", "-O0", "-Wl,--build-id"}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	bin = filepath.Join(dir, "prog")
 	dbg = filepath.Join(dir, "prog.debug")
 	for _, s := range [][]string{
-		{"gcc", "-g", "-O0", "-Wl,--build-id", "-o", bin, src},
 		{"objcopy", "--only-keep-debug", bin, dbg},
 		{"strip", "--strip-all", bin},
 		{"objcopy", "--add-gnu-debuglink=" + dbg, bin},
@@ -45,7 +44,6 @@ func buildSplit(t *testing.T, dir string) (bin, dbg, id string) {
 			t.Fatalf("%v: %v\n%s", s, err, out)
 		}
 	}
-	var err error
 	if id, err = BuildID(bin); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/symtab"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
@@ -112,7 +113,7 @@ func TestGoTiming(t *testing.T) {
 		{"normal", "CGO_ENABLED=0", nil, 4000, 4 * time.Second},
 		{"stripped", "CGO_ENABLED=0", []string{"-ldflags=-s -w"}, 1000, 0},
 	}
-	if _, err := exec.LookPath("gcc"); err == nil {
+	if _, err := cbuild.Find(); err == nil {
 		// C start-up code before runtime.text; the pclntab's text start is 0.
 		variants = append(variants, variant{"external-stripped", "CGO_ENABLED=1", []string{"-ldflags=-s -w -linkmode=external"}, 1000, 0})
 	} else {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tickprof/tickprof/internal/cbuild"
 )
 
 // fuzzSeedELF builds the small C executable of the ELF seed corpus (nil
@@ -17,16 +19,10 @@ import (
 // parsed (a 17 KB executable with libc's startup code stalled the fuzzing
 // engine at a few executions a second).
 func fuzzSeedELF(f testing.TB) []byte {
-	gcc, err := exec.LookPath("gcc")
+	src := []byte("int g(int x){return x*3;}\nint f(int x){return x>2?g(x):f(x+1);}\nvoid _start(void){f(1);for(;;);}\n")
+	out, err := cbuild.BuildSource(f.TempDir(), "s", src, []string{"-O1", "-g", "-nostdlib", "-static", "-Wl,-N", "-Wl,--build-id=none",
+		"-fno-asynchronous-unwind-tables"}, nil)
 	if err != nil {
-		return nil
-	}
-	dir := f.TempDir()
-	src := filepath.Join(dir, "s.c")
-	os.WriteFile(src, []byte("int g(int x){return x*3;}\nint f(int x){return x>2?g(x):f(x+1);}\nvoid _start(void){f(1);for(;;);}\n"), 0o644)
-	out := filepath.Join(dir, "s")
-	if err := exec.Command(gcc, "-O1", "-g", "-nostdlib", "-static", "-Wl,-N", "-Wl,--build-id=none",
-		"-fno-asynchronous-unwind-tables", "-o", out, src).Run(); err != nil {
 		return nil
 	}
 	b, _ := os.ReadFile(out)

@@ -46,11 +46,11 @@ func buildTimed(t *testing.T, cgo string, args ...string) string {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, p := range timedBuilt {
-		os.RemoveAll(filepath.Dir(p))
-	}
-	os.Exit(code)
+	testtarget.Main(m, func() {
+		for _, p := range timedBuilt {
+			os.RemoveAll(filepath.Dir(p))
+		}
+	})
 }
 
 func one(t *testing.T, tab *Table, name string) Symbol {

@@ -13,19 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
-// buildC compiles testdata/go/symc/symc.c with gcc and the given flags.
+// buildC compiles testdata/go/symc/symc.c with gcc -O0 -g and the given
+// flags.
 func buildC(t *testing.T, name string, flags ...string) string {
 	t.Helper()
-	testtarget.NeedGCC(t)
-	out := filepath.Join(t.TempDir(), name)
-	args := append([]string{"-g", "-O0", "-o", out, "../../testdata/go/symc/symc.c"}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, b)
-	}
-	return out
+	return testtarget.C(t, "go/symc/symc.c", "symc-"+name, append([]string{"-O0"}, flags...)...)
 }
 
 // buildGo builds testdata/go/symtarget with extra go build arguments.
@@ -221,7 +217,7 @@ func TestGo(t *testing.T) {
 		{"stripped", []string{"CGO_ENABLED=0"}, []string{"-ldflags=-s -w"}, FromGoPclntab, false},
 		{"stripped-pie", []string{"CGO_ENABLED=0"}, []string{"-buildmode=pie", "-ldflags=-s -w"}, FromGoPclntab, true},
 	}
-	if _, err := exec.LookPath("gcc"); err == nil {
+	if _, err := cbuild.Find(); err == nil {
 		// External linking puts C start-up code before runtime.text, and
 		// leaves the pclntab header's text start zero.
 		cases = append(cases,

@@ -10,8 +10,8 @@
 // (CPUProfile). A missing gcc has one policy: the test is skipped with the
 // reason, or fails when TICKPROF_REQUIRE_BPF=1 (CI).
 //
-// Only tests import testtarget, and of third-party modules it imports only
-// x/sys (both checked by internal/layers).
+// Only tests import testtarget; of third-party modules it imports only x/sys,
+// of the repository's only internal/cbuild (checked by internal/layers).
 package testtarget
 
 import (
@@ -21,18 +21,19 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/internal/cbuild"
 )
 
 // EnvTestBin names a directory of prebuilt C test targets (the kernel
 // matrix guests have no compiler): testdata/.../NAME.c is $EnvTestBin/NAME,
 // built with the flags the tests use.
-const EnvTestBin = "TICKPROF_TESTBIN"
+const EnvTestBin = cbuild.EnvPrebuilt
 
 // GoTool is the go command of the toolchain that built the test binary,
 // GOROOT/bin/go, where the kernel matrix's guests find the stand-in that
@@ -55,92 +56,55 @@ func Testdata() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "testdata")
 }
 
-// builds caches the C targets built by C, once per test binary, in one
+// builds holds the C targets built by C, once per test binary, in one
 // temporary directory that Main removes.
-var builds struct {
-	sync.Mutex
-	dir  string
-	done map[string]build // by output name
-}
+var builds = cbuild.Cache{Prefix: "tickprof-test-targets", Prebuilt: os.Getenv(EnvTestBin)}
 
-type build struct {
-	path string
-	err  error
-}
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
-
-// Main runs the tests and removes the C targets built.
-func Main(m *testing.M) {
+// Main runs the tests, then the cleanups, and removes the C targets built.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
-	if builds.dir != "" {
-		os.RemoveAll(builds.dir)
+	for _, f := range cleanups {
+		f()
 	}
+	builds.Close()
 	os.Exit(code)
 }
 
-// NeedGCC skips the test when gcc is missing (no $EnvTestBin), or fails it
-// under TICKPROF_REQUIRE_BPF=1.
+// NeedGCC skips the test when the C compiler is missing (no $EnvTestBin),
+// or fails it under TICKPROF_REQUIRE_BPF=1.
 func NeedGCC(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnvTestBin) != "" {
 		return
 	}
-	if _, err := exec.LookPath("gcc"); err != nil {
+	if _, err := cbuild.Find(); err != nil {
 		if os.Getenv("TICKPROF_REQUIRE_BPF") == "1" {
-			t.Fatalf("gcc is needed to build the test targets: %v", err)
+			t.Fatalf("the test targets cannot be built: %v", err)
 		}
-		t.Skipf("gcc not installed: %v", err)
+		t.Skipf("the test targets cannot be built: %v", err)
 	}
 }
 
 // C returns testdata/SRC built with gcc -O1 -g and flags as the binary
 // out, once per test binary; or, with $EnvTestBin set, the prebuilt
-// $EnvTestBin/NAME for SRC = .../NAME.c whatever the flags.
+// $EnvTestBin/NAME for SRC = .../NAME.c whatever the flags. Flags that
+// name libraries (-lm) go after the source.
 func C(t testing.TB, src, out string, flags ...string) string {
 	t.Helper()
 	NeedGCC(t)
-	builds.Lock()
-	defer builds.Unlock()
-	b, ok := builds.done[out]
-	if !ok {
-		b = buildC(src, out, flags)
-		if builds.done == nil {
-			builds.done = map[string]build{}
+	p := cbuild.Program{Sources: []string{filepath.Join(Testdata(), src)}, Flags: []string{"-O1", "-g"}}
+	for _, f := range flags {
+		if strings.HasPrefix(f, "-l") {
+			p.Libs = append(p.Libs, f)
+		} else {
+			p.Flags = append(p.Flags, f)
 		}
-		builds.done[out] = b
 	}
-	if b.err != nil {
-		t.Fatalf("build the C target %s: %v", out, b.err)
+	path, err := builds.Get(out, p)
+	if err != nil {
+		t.Fatalf("build the C target %s: %v", out, err)
 	}
-	return b.path
-}
-
-// buildC builds one C target (builds held).
-func buildC(src, out string, flags []string) build {
-	if dir := os.Getenv(EnvTestBin); dir != "" {
-		p := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
-		_, err := os.Stat(p)
-		return build{p, err}
-	}
-	if builds.dir == "" {
-		dir, err := os.MkdirTemp("", "tickprof-test-targets")
-		if err != nil {
-			return build{err: err}
-		}
-		builds.dir = dir
-	}
-	p := filepath.Join(builds.dir, out)
-	args := append(append([]string{"-O1", "-g"}, flags...), "-o", p, filepath.Join(Testdata(), src))
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		return build{err: &buildError{err, string(b)}}
-	}
-	return build{path: p}
+	return path
 }
 
 // Timed returns testdata/c/timed.c built PIE (the default here).

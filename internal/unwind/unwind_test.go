@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
@@ -24,14 +25,18 @@ func buildCapture(t *testing.T) string {
 	testtarget.NeedGCC(t) // the unwinder's targets are built by the test
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "capture")
-	steps := [][]string{
-		{"gcc", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables", "-c", "testdata/capture.c", "-o", filepath.Join(dir, "c.o")},
-		{"gcc", "-O2", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-c", "testdata/fp.c", "-o", filepath.Join(dir, "fp.o")},
-		{"gcc", "-o", bin, filepath.Join(dir, "c.o"), filepath.Join(dir, "fp.o")},
+	co, fpo := filepath.Join(dir, "c.o"), filepath.Join(dir, "fp.o")
+	steps := []struct {
+		out string
+		p   cbuild.Program
+	}{
+		{co, cbuild.Program{Sources: []string{"testdata/capture.c"}, Flags: []string{"-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables", "-c"}}},
+		{fpo, cbuild.Program{Sources: []string{"testdata/fp.c"}, Flags: []string{"-O2", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-c"}}},
+		{bin, cbuild.Program{Sources: []string{co, fpo}}},
 	}
 	for _, s := range steps {
-		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", s, err, out)
+		if err := cbuild.Build(s.out, s.p); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return bin

@@ -1,8 +1,9 @@
-// Command samplebpf measures the BPF cost per sample of the two stack
-// designs in bpf/sample.bpf.c on one target process: "ringbuf" (sample_cpu:
-// one variable-size record per sample, drained here) and "stackid"
-// (sample_stackid: stacks interned in a stack-trace map and counted in a
-// hash). It enables kernel.bpf_stats_enabled for the run and prints the
+// Command samplebpf measures the BPF cost per sample of two stack designs
+// on one target process: "ringbuf" (tickprof's sample_cpu of
+// bpf/sample.bpf.c: one variable-size record per sample, drained here) and
+// "stackid" (sample_stackid of stackid.bpf.c: stacks interned in a
+// stack-trace map and counted in a hash). Both are loaded from
+// stackid.bpf.c, which includes sample.bpf.c unchanged. It enables kernel.bpf_stats_enabled for the run and prints the
 // program's mean run time and this process's CPU per sample.
 //
 // Usage: samplebpf -mode ringbuf|stackid -hz 999 -pid PID (runs until PID exits)
@@ -21,7 +22,6 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	tpbpf "github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/sampler"
 )
@@ -49,8 +49,8 @@ func run(mode string, hz, pid int) error {
 		return fmt.Errorf("enable BPF stats: %w", err)
 	}
 	defer stats.Close()
-	var objs tpbpf.SampleObjects
-	if err := tpbpf.LoadSampleObjects(&objs, nil); err != nil {
+	var objs StackidObjects
+	if err := LoadStackidObjects(&objs, nil); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	defer objs.Close()
@@ -94,7 +94,7 @@ func run(mode string, hz, pid int) error {
 
 // sampleProgram marks pid as the target and returns the program of the
 // stack design mode names.
-func sampleProgram(objs *tpbpf.SampleObjects, mode string, pid int) (*ebpf.Program, error) {
+func sampleProgram(objs *StackidObjects, mode string, pid int) (*ebpf.Program, error) {
 	if err := objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func drainUntil(m *ebpf.Map, exited <-chan struct{}) (uint64, error) {
 
 // keptSamples sums the per-CPU count of the target's samples (0 if it
 // cannot be read).
-func keptSamples(objs *tpbpf.SampleObjects) uint64 {
+func keptSamples(objs *StackidObjects) uint64 {
 	var kept uint64
 	var vals []uint64
 	if err := objs.Stats.Lookup(uint32(1), &vals); err == nil {
@@ -145,9 +145,9 @@ func keptSamples(objs *tpbpf.SampleObjects) uint64 {
 }
 
 // countStacks counts the distinct stacks in the stack-count map.
-func countStacks(objs *tpbpf.SampleObjects) uint64 {
+func countStacks(objs *StackidObjects) uint64 {
 	var n uint64
-	var k tpbpf.SampleStackKey
+	var k StackidStackKey
 	var v uint64
 	it := objs.StackCounts.Iterate()
 	for it.Next(&k, &v) {

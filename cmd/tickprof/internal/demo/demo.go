@@ -15,12 +15,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tickprof/tickprof/calibrate"
+	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/loader"
 )
 
@@ -33,11 +32,13 @@ var Source []byte
 // reports them.
 func Functions() []string { return []string{"demo_short", "demo_medium", "demo_sleep"} }
 
-// GCCArgs returns gcc's arguments around the source file: frame pointers
-// for the sampled stacks, -g for file and line, pthreads and libm.
-func GCCArgs(src, out string) []string {
-	return []string{"-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out, src, "-lm"}
-}
+// workloadFlags and workloadLibs go before and after the workload's source
+// on gcc's command line: frame pointers for the sampled stacks, -g for file
+// and line, pthreads and libm.
+var (
+	workloadFlags = []string{"-O2", "-g", "-fno-omit-frame-pointer", "-pthread"}
+	workloadLibs  = []string{"-lm"}
+)
 
 // Truth is one line the workload writes: its own measurement of a
 // function (calls, mean and standard deviation in ns).
@@ -48,28 +49,11 @@ type Truth struct {
 
 // Build compiles the bundled workload with gcc into dir.
 func Build(dir string) (string, error) {
-	src := filepath.Join(dir, "workload.c")
-	exe := filepath.Join(dir, "workload")
-	args := GCCArgs(src, exe)
-	// BuildC takes the flags before and the libraries after the source.
-	var flags, libs []string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "-o" || args[i] == src:
-			if args[i] == "-o" {
-				i++
-			}
-		case strings.HasPrefix(args[i], "-l"):
-			libs = append(libs, args[i])
-		default:
-			flags = append(flags, args[i])
-		}
-	}
-	got, err := calibrate.BuildC(dir, "workload", Source, flags, libs)
+	exe, err := cbuild.BuildSource(dir, "workload", Source, workloadFlags, workloadLibs)
 	if err != nil {
 		return "", fmt.Errorf("build the demo workload: %w", err)
 	}
-	return got, nil
+	return exe, nil
 }
 
 // Overhead returns the uprobe T_ovhd of this machine's calibration,
@@ -132,7 +116,7 @@ func Requirements() error {
 	} else if err != nil {
 		missing = append(missing, err.Error())
 	}
-	if _, err := exec.LookPath("gcc"); err != nil {
+	if _, err := cbuild.Find(); err != nil {
 		missing = append(missing, "gcc to build the workload: apt-get install gcc")
 	}
 	if len(missing) > 0 {

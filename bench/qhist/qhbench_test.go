@@ -1,4 +1,4 @@
-package bpf
+package qhist
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ import (
 // (timing.h's tp_account_ns: sums, min, max, log2 histogram) without and
 // with the quantile histogram and its refinement (ns_acct*).
 //
-//	go test -run '^$' -bench QhistUpdate -benchtime 1x ./bpf/
+//	go test -run '^$' -bench QhistUpdate -benchtime 1x ./bench/qhist/
 func BenchmarkQhistUpdate(b *testing.B) {
 	bpftest.Require(b) // it also raises the memlock limit
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))

@@ -30,17 +30,29 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 __u64 cost_sink;
 
 SEC("uprobe")
-int cost_e0(struct pt_regs *ctx) { return 0; }
+int cost_e0(struct pt_regs *ctx)
+{
+	return 0;
+}
 SEC("uretprobe")
-int cost_x0(struct pt_regs *ctx) { return 0; }
+int cost_x0(struct pt_regs *ctx)
+{
+	return 0;
+}
 
 /* 0m  the empty programs on a multi-uprobe link, as tickprof attaches
  *     user functions where the kernel has them (6.6+): the floor that
  *     tickprof's own configurations compare with. */
 SEC("uprobe.multi")
-int cost_em(struct pt_regs *ctx) { return 0; }
+int cost_em(struct pt_regs *ctx)
+{
+	return 0;
+}
 SEC("uretprobe.multi")
-int cost_xm(struct pt_regs *ctx) { return 0; }
+int cost_xm(struct pt_regs *ctx)
+{
+	return 0;
+}
 
 /* The bodies that an entry and an exit program of one variant share; a
  * constant argument says which of the two it is. Inlined, so each program
@@ -82,14 +94,26 @@ static __always_inline int cost_task(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int cost_e1(struct pt_regs *ctx) { return cost_cookie(ctx); }
+int cost_e1(struct pt_regs *ctx)
+{
+	return cost_cookie(ctx);
+}
 SEC("uretprobe")
-int cost_x1(struct pt_regs *ctx) { return cost_cookie(ctx); }
+int cost_x1(struct pt_regs *ctx)
+{
+	return cost_cookie(ctx);
+}
 
 SEC("uprobe")
-int cost_e2(struct pt_regs *ctx) { return cost_storage(ctx, BPF_LOCAL_STORAGE_GET_F_CREATE); }
+int cost_e2(struct pt_regs *ctx)
+{
+	return cost_storage(ctx, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
 SEC("uretprobe")
-int cost_x2(struct pt_regs *ctx) { return cost_storage(ctx, 0); }
+int cost_x2(struct pt_regs *ctx)
+{
+	return cost_storage(ctx, 0);
+}
 
 SEC("uprobe")
 int cost_e3(struct pt_regs *ctx)
@@ -156,9 +180,15 @@ int cost_x6(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int cost_et(struct pt_regs *ctx) { return cost_task(ctx); }
+int cost_et(struct pt_regs *ctx)
+{
+	return cost_task(ctx);
+}
 SEC("uretprobe")
-int cost_xt(struct pt_regs *ctx) { return cost_task(ctx); }
+int cost_xt(struct pt_regs *ctx)
+{
+	return cost_task(ctx);
+}
 
 /* s  one uprobe.session program at entry and return (uprobe_multi session
  *    link, 6.13+): the kernel keeps an 8-byte cookie per call between the
