@@ -94,7 +94,7 @@ bench-unwind-rate:
 # The coverage suite on real targets (docs/coverage.md; root; about 40 min
 # on 2 CPUs): how often tickprof's interval holds the truth over 20 runs of
 # each call pattern. Rewrites the table in docs/coverage.md and writes every
-# run to bench/results/coverage-DATE.tsv. COVERAGE_RUNS=N changes the runs
+# run to bench/results/coverage-*.tsv. COVERAGE_RUNS=N changes the runs
 # per case; `make test` runs a short version (TestCoverageShort).
 coverage: build
 	mkdir -p bench/results

@@ -69,6 +69,12 @@ func (m OverheadModel) Valid() bool {
 	return finite(m.A, m.B, m.C, m.S0, m.S1) && m.B > 0 && m.B+m.C > 0 && m.S0 >= 0 && m.S1 >= 0
 }
 
+// Predict is the model's mean overhead (ns) for calls of mean echo gap on
+// CPU g, mean wait for a CPU p and own length body (ns).
+func (m OverheadModel) Predict(g, p, body float64) float64 {
+	return m.A + m.Slope(BodyShare(body))*g + p
+}
+
 // Spread is the model's standard error (ns) for calls of mean gap g.
 func (m OverheadModel) Spread(g float64) float64 { return math.Hypot(m.S0, m.S1*g) }
 

@@ -16,7 +16,7 @@
 #   bench/agent/slowdown.sh [ROUNDS]   (default 60)
 # Env: RATE (49), WORK (work rounds per run, 4000: about 0.8 s of CPU),
 # CONF (0.95), RAW (the file the per-round CPU times go to; default
-# bench/results/agent/slowdown-RATEHz-TIME.raw).
+# bench/results/agent/slowdown-*Hz-*.raw).
 # Prints a Markdown section on stdout; about 8 s per round.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * qhbench.bpf.c - the cost of one update of the quantile histogram
- * (qhist.h's tp_qh_add_to), for bpf/qhbench_test.go: syscall programs run with
+ * (qhist.h's tp_qh_add_to), for bench/qhist/qhbench_test.go: syscall programs run with
  * BPF_PROG_TEST_RUN loop QH_N times over durations spread across the
  * buckets (1 us to 1 ms) with the update (qh_add) and without it (qh_none,
  * which consumes the same durations); with run-time statistics enabled,

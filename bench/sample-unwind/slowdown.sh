@@ -21,7 +21,7 @@
 # CPU), CONF (0.95), RAW (the file the per-round CPU times go to: the
 # round, A, then B C D for each rate; RAW.n holds the samples each run
 # took in the same layout, A's 0; default
-# bench/results/sample-unwind/slowdown-HZHz-TIME.raw, HZ's rates joined by
+# bench/results/sample-unwind/slowdown-*Hz-*.raw, HZ's rates joined by
 # "-"). Prints a Markdown section on stdout;
 # about 12 s per round with two rates on an idle machine (`make
 # bench-unwind`).

@@ -62,8 +62,35 @@ func WriteCalibration(w io.Writer, c *calibrate.Calibration) error {
 	for _, o := range c.Overheads {
 		fmt.Fprintf(w, "  %s: %s\n", o.Kind, o.Note)
 	}
+	if err := writeInCall(w, c); err != nil {
+		return err
+	}
 	for _, s := range c.Skipped {
 		fmt.Fprintf(w, "not measured: %s\n", s)
+	}
+	return nil
+}
+
+// writeInCall prints each probe kind's in-call overhead model and the call
+// patterns it was fitted on: what time subtracts inside a call, given the
+// echo's gap G_on and wait P measured in the run itself.
+func writeInCall(w io.Writer, c *calibrate.Calibration) error {
+	for _, o := range c.Overheads {
+		m := o.InCall
+		if m == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\nin-call overhead, %s: O = %s + (%.3f + %.3f u) G_on + P, model error sqrt((%s)^2 + (%.3f G_on)^2) (one SD)\n",
+			o.Kind, units.Ns(m.A), m.B, m.C, units.Ns(m.S0), m.S1)
+		if err := table(w, "  PATTERN\tCALLS\tECHOES\tBODY\tG_on\tP\tO MEASURED\tO MODEL", func(tw io.Writer) {
+			for _, p := range m.Patterns {
+				fit := m.Model().Predict(p.GNs, p.PNs, p.BodyNs)
+				fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s ± %s\t%s\n", p.Name, p.Calls, p.Echoes, units.Ns(p.BodyNs),
+					units.Ns(p.GNs), units.Ns(p.PNs), units.Ns(p.ONs), units.Ns(p.ONsSE), units.Ns(fit))
+			}
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

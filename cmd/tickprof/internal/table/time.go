@@ -239,10 +239,47 @@ func writeOverheadMethods(w io.Writer, r *timing.Result) {
 		fmt.Fprintf(w, "OVERHEAD of %s: measured in this run on its own calls (echo windows: a second probe after the entry times the probe's own path; `tickprof calibrate`'s model turns it into the whole overhead, the model's error in the interval; docs/overhead.md)\n", strings.Join(echo, ", "))
 	}
 	if len(rng) > 0 {
-		fmt.Fprintf(w, "OVERHEAD of %s: not measured in this run (no echo window yet, or no echo site): the range of every call pattern calibrated, subtracted as a bound\n", strings.Join(rng, ", "))
+		why := "no echo window yet, or no echo site"
+		switch {
+		case r.Budget != nil:
+			why = "under --overhead no echo runs"
+		case r.Clock == "jiffies":
+			why = "the jiffies clock: an echo needs the entry's ns reading"
+		}
+		fmt.Fprintf(w, "OVERHEAD of %s: not measured in this run (%s): the range of every call pattern calibrated, subtracted as a bound\n", strings.Join(rng, ", "), why)
+		writeRangeLimits(w, r)
 	}
 	if len(constant) > 0 {
 		fmt.Fprintf(w, "OVERHEAD of %s: the calibration's one constant, measured in a tight loop; it misses calls after waits: run `tickprof calibrate` again for the in-call model\n", strings.Join(constant, ", "))
+	}
+}
+
+// writeRangeLimits says, for each target whose overhead was subtracted as
+// the calibrated patterns' range, when that range alone keeps its mean's
+// interval wider than ±25%: no run length can narrow it then.
+func writeRangeLimits(w io.Writer, r *timing.Result) {
+	for _, t := range r.Targets {
+		o := t.Overhead
+		if !t.Corrected || o.Method != "pattern-range" {
+			continue
+		}
+		half := (o.High - o.Low) / 2
+		if half <= 0.25*math.Max(t.Estimate.Mean, 0) {
+			continue
+		}
+		var how string
+		switch {
+		case r.Clock == "jiffies":
+			how = "with the ns clock (the default for functions), echo windows measure it in the run (to within the in-call model's error, docs/overhead.md)"
+		case r.Budget != nil:
+			how = "without --overhead, echo windows measure it in the run (to within the in-call model's error, docs/overhead.md)"
+		case t.Echo != nil:
+			how = "a longer run lets echo windows measure it (to within the in-call model's error, docs/overhead.md)"
+		default:
+			how = "its entry has no site for an echo (docs/overhead.md)"
+		}
+		fmt.Fprintf(w, "note: %s: the probe's own cost inside its calls is known only to [%s, %s], so no run length narrows its MEAN below ±%s: %s\n",
+			t.Name, units.Ns(o.Low), units.Ns(o.High), units.Ns(half), how)
 	}
 }
 
