@@ -334,6 +334,13 @@ func TestCombineRuns(t *testing.T) {
 	if r := o.At(0.90); math.Abs(r.High-(mean+2.131846786326649*sd*math.Sqrt(1.2))) > 1e-6 || r.Dist != "t" {
 		t.Errorf("at 90%%: %+v", r)
 	}
+	// Runs far apart for their mean (the go kind under load once gave
+	// [-194 ns, 4040 ns]): the interval stops at 0, the mean keeps its
+	// place.
+	wide := []Overhead{{MeanNs: 100, StdErrNs: 2}, {MeanNs: 2000, StdErrNs: 2}, {MeanNs: 150, StdErrNs: 2}}
+	if w, err := CombineRuns(wide, 0.95); err != nil || w.LowNs != 0 || w.MeanLowNs != 0 || w.HighNs <= w.MeanNs || w.MeanNs != 750 {
+		t.Errorf("wide runs: %+v, %v; want intervals from 0, mean 750", w, err)
+	}
 	// Runs that agree better than their own errors: the pooled within-run
 	// interval, mean ± z sqrt(sum s_i^2)/k.
 	for i := range runs {

@@ -285,7 +285,10 @@ func CombineRuns(runs []Overhead, conf float64) (Overhead, error) {
 			hw, out.StdErrNs, out.DF, out.Method = phw, predSE, len(runs)-1, "between-runs-prediction"
 		}
 	}
-	out.LowNs, out.HighNs = out.MeanNs-hw, out.MeanNs+hw
+	// An overhead is not negative: a wide interval (few runs, runs far
+	// apart) stops at 0.
+	out.LowNs, out.HighNs = math.Max(0, out.MeanNs-hw), out.MeanNs+hw
+	out.MeanLowNs = math.Max(0, out.MeanLowNs)
 	return out, nil
 }
 
