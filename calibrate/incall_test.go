@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestFitInCallExact: points on the model's surface give back its
@@ -65,5 +66,26 @@ func TestFitInCallRefuses(t *testing.T) {
 	same := []PatternPoint{{GNs: 1000, ONs: 900}, {GNs: 1000, ONs: 950}, {GNs: 1000, ONs: 920}, {GNs: 1000, ONs: 910}}
 	if _, err := FitInCall(same); err == nil {
 		t.Error("one gap: want an error")
+	}
+}
+
+// TestDisturbed checks the rule that reruns a pattern run the machine
+// disturbed, on the figures of the run that made it.
+func TestDisturbed(t *testing.T) {
+	b2b := PatternPoint{GNs: 1540}
+	for _, c := range []struct {
+		name string
+		pt   PatternPoint
+		p    callPattern
+		want bool
+	}{
+		{"2us handler measured at 13.5us", PatternPoint{GNs: 25200, BodyNs: 13500}, callPattern{body: 2 * time.Microsecond, gap: time.Millisecond}, true},
+		{"2us handler as it should be", PatternPoint{GNs: 4570, BodyNs: 2170}, callPattern{body: 2 * time.Microsecond, gap: 4 * time.Millisecond}, false},
+		{"empty after 4ms, gaps of 24.5us", PatternPoint{GNs: 24500}, callPattern{gap: 4 * time.Millisecond}, true},
+		{"empty after 10ms, gaps of 4.3us", PatternPoint{GNs: 4330}, callPattern{gap: 10 * time.Millisecond}, false},
+	} {
+		if got := disturbed(c.pt, c.p, b2b); got != c.want {
+			t.Errorf("%s: disturbed %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -71,6 +71,11 @@ func WriteCalibration(w io.Writer, c *calibrate.Calibration) error {
 	return nil
 }
 
+// noisyModel is the model error S1 above which the calibration is said to
+// have run disturbed: on the development machine at load 2-3 the fitted S1
+// was 0.05-0.19; a run beside other tests gave 0.64.
+const noisyModel = 0.3
+
 // writeInCall prints each probe kind's in-call overhead model and the call
 // patterns it was fitted on: what time subtracts inside a call, given the
 // echo's gap G_on and wait P measured in the run itself.
@@ -82,6 +87,10 @@ func writeInCall(w io.Writer, c *calibrate.Calibration) error {
 		}
 		fmt.Fprintf(w, "\nin-call overhead, %s: O = %s + (%.3f + %.3f u) G_on + P, model error sqrt((%s)^2 + (%.3f G_on)^2) (one SD)\n",
 			o.Kind, units.Ns(m.A), m.B, m.C, units.Ns(m.S0), m.S1)
+		if m.S1 > noisyModel {
+			fmt.Fprintf(w, "  note: the patterns miss the model by %.0f%% of G_on (one SD), more than the %.0f%% of a quiet machine: the calibration ran disturbed (load, other guests); every correction carries that error, so run `tickprof calibrate` again when the machine is quieter for tighter intervals\n",
+				100*m.S1, 100*noisyModel)
+		}
 		if err := table(w, "  PATTERN\tCALLS\tECHOES\tBODY\tG_on\tP\tO MEASURED\tO MODEL", func(tw io.Writer) {
 			for _, p := range m.Patterns {
 				fit := m.Model().Predict(p.GNs, p.PNs, p.BodyNs)
