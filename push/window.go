@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -33,6 +34,8 @@ type Window struct {
 	once    sync.Once
 	encoded []byte
 	encErr  error
+	// rawBytes is the size of the encoded profile before compression.
+	rawBytes int64
 }
 
 // ServiceLabel is the label that names the application.
@@ -83,7 +86,9 @@ func (w *Window) encode() ([]byte, error) {
 		zw := gzipWriters.Get().(*gzip.Writer)
 		defer gzipWriters.Put(zw)
 		zw.Reset(&b)
-		err := w.Profile.WriteUncompressed(zw)
+		cw := &countingWriter{w: zw}
+		err := w.Profile.WriteUncompressed(cw)
+		w.rawBytes = cw.n
 		if cerr := zw.Close(); err == nil {
 			err = cerr
 		}
@@ -94,6 +99,18 @@ func (w *Window) encode() ([]byte, error) {
 		w.encoded = b.Bytes()
 	})
 	return w.encoded, w.encErr
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // sortedLabels returns the label keys in order, the service label excluded
