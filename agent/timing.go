@@ -43,6 +43,8 @@ type timerConfig struct {
 	// cost it needs.
 	overhead  float64
 	corrector timing.Corrector
+	// maxProbes is the most functions one of users may expand to.
+	maxProbes int
 }
 
 // budgetWindow is the probing window under an overhead budget: longer than
@@ -65,7 +67,7 @@ func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
 		// windows carry its counts (export.HistType).
 		qs = export.DefaultWindowQuantiles
 	}
-	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: 64},
+	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: c.maxProbes},
 		Clock: clock, NoRecords: true, Quantiles: qs, NoRefine: true, Warn: warn}
 	if c.overhead > 0 {
 		tc.Overhead, tc.Window, tc.Corrector, tc.Correction = c.overhead, budgetWindow, c.corrector, timing.CorrectionOn

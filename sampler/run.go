@@ -38,6 +38,7 @@ type Outcome struct {
 // what was gathered with the error.
 func Record(ctx context.Context, rc RunConfig) (*Outcome, error) {
 	cfg := rc.Config
+	caller := ctx
 	var spawned *proc.Held
 	var exited <-chan struct{}
 	var err error
@@ -73,6 +74,9 @@ func Record(ctx context.Context, rc RunConfig) (*Outcome, error) {
 		spawned.Release()
 	}
 	runErr := sess.Run(ctx, exited)
+	// Downloads of debug files end when the caller's context does (an
+	// interrupt), not at the end of the Duration.
+	sess.dlCtx = caller
 	data, err := sess.Result()
 	if err != nil {
 		return nil, err

@@ -78,6 +78,10 @@ type Stats struct {
 	Kept    uint64 // samples of a target
 	Idle    uint64 // samples of the idle task
 	Dropped uint64 // samples lost because the ring buffer was full
+	// Unread counts samples left in the ring buffer when sampling stopped
+	// and not read: at the highest rates the reader falls behind, and the
+	// run must end all the same.
+	Unread  uint64
 	Records uint64 // records read from the ring buffer
 	Exited  int    // processes sampled that were gone at the end
 	// DrainCPU is the CPU time (user+system, ns) this process spent while
@@ -127,6 +131,12 @@ type Session struct {
 	// ksyms is /proc/kallsyms as read at ksymsAt (see kernelSyms).
 	ksyms   *symbolize.Kallsyms
 	ksymsAt time.Time
+	// windowProcs are the processes of the last window cut (window.go).
+	windowProcs map[int]ProcessImage
+	// unread counts the samples discard threw away.
+	unread uint64
+	// dlCtx cancels downloads of debug files (debugfiles.go); nil: none.
+	dlCtx context.Context
 }
 
 // rawStack is one distinct stack of one process image, with its count.
@@ -337,7 +347,8 @@ func (s *Session) Run(ctx context.Context, stop <-chan struct{}) error {
 	c0 := selfCPU()
 	defer func() { s.drainCPU += selfCPU() - c0 }()
 	for {
-		if err := s.drain(time.Now().Add(50 * time.Millisecond)); err != nil {
+		d := time.Now().Add(50 * time.Millisecond)
+		if err := s.drain(d, d); err != nil {
 			return err
 		}
 		select {
@@ -356,15 +367,42 @@ func (s *Session) finish() error {
 	closeCPUClocks(s.clocks)
 	s.clocks = nil
 	s.end = time.Now()
-	return s.drain(time.Now())
+	if err := s.drain(s.end, s.end.Add(finishDrain)); err != nil {
+		return err
+	}
+	s.discard()
+	return nil
 }
 
+// discard empties the ring buffer without handling the records (the
+// reader fell behind and finish ran out of time), counting the samples
+// it held as unread. Nothing adds to the ring once the clocks are closed,
+// so this ends; it copies records and parses nothing, so it ends soon.
+func (s *Session) discard() {
+	s.reader.SetDeadline(time.Now())
+	var rec ringbuf.Record
+	for s.reader.ReadInto(&rec) == nil {
+		if len(rec.RawSample) >= 4 && binary.LittleEndian.Uint32(rec.RawSample) == recSample {
+			s.unread++
+		}
+	}
+}
+
+// finishDrain bounds the reading of what is left in the ring buffer once
+// the clocks are stopped: at the highest rates the reader may be far
+// behind, and the run must still end promptly.
+const finishDrain = time.Second
+
 // drain reads records until the ring buffer is empty and the deadline
-// passed.
-func (s *Session) drain(deadline time.Time) error {
+// passed, or until stop, whichever comes first: at high sampling rates the
+// ring may never be empty, and the caller must get back to its context.
+func (s *Session) drain(deadline, stop time.Time) error {
 	s.reader.SetDeadline(deadline)
 	var rec ringbuf.Record
-	for {
+	for n := 0; ; n++ {
+		if n%256 == 255 && !time.Now().Before(stop) {
+			return nil
+		}
 		err := s.reader.ReadInto(&rec)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -491,7 +529,7 @@ func (s *Session) userStack(img *procImage, b []byte, flags uint32, l recordLayo
 
 // Stats reads the BPF counters.
 func (s *Session) Stats() Stats {
-	st := Stats{Records: s.records}
+	st := Stats{Records: s.records, Unread: s.unread}
 	var vals []uint64
 	for i, dst := range []*uint64{&st.Seen, &st.Kept, &st.Dropped, &st.Idle} {
 		if s.objs.Stats == nil {

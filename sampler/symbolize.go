@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,6 +19,8 @@ type symbolizer struct {
 	kernMap  int
 	maps     map[string]int
 	locs     map[locKey]int
+	// dl bounds and cancels the downloads of debug files (debugfiles.go).
+	dl context.Context
 }
 
 type locKey struct {
@@ -38,7 +41,9 @@ func (s *Session) Result() (*Profile, error) {
 		Start:    start,
 		Duration: dur,
 	}
-	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}}
+	dl, cancel := context.WithTimeout(s.downloads(), downloadBudget)
+	defer cancel()
+	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}, dl: dl}
 	ks, kerr := s.kernelSyms()
 	if kerr == nil {
 		sy.kallsyms = ks
@@ -238,7 +243,7 @@ func (sy *symbolizer) mapping(m proc.Mapping, bin *binFile) int {
 // file's.
 func (sy *symbolizer) name(loc *Location, img *procImage, bin *binFile, va uint64) {
 	tab := bin.table
-	if dt := bin.debugSymbols(img.t.debug); dt != nil {
+	if dt := bin.debugSymbols(sy.dl, img.t.debug); dt != nil {
 		if _, _, ok := dt.Func(va); ok {
 			tab = dt
 		}

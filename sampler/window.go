@@ -23,13 +23,14 @@ func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window t
 		return fmt.Errorf("window %v is not positive", window)
 	}
 	next := s.start.Add(window)
+	s.dlCtx = ctx
 	for {
 		c0 := selfCPU()
 		deadline := time.Now().Add(50 * time.Millisecond)
 		if deadline.After(next) {
 			deadline = next
 		}
-		err := s.drain(deadline)
+		err := s.drain(deadline, deadline)
 		s.drainCPU += selfCPU() - c0
 		if err != nil {
 			return err
@@ -92,11 +93,60 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 			}
 		}
 	}
+	s.noteWindowProcs()
 	s.stacks = map[string]*rawStack{}
 	s.start = end
 	s.restartBase = s.rephase.count()
 	s.procs.prune()
 	return d, err
+}
+
+// ProcessImage is what a session saw of a process whose samples a window
+// holds, when it read the process's memory map: its executable (as
+// /proc/PID/exe named it) and that file's build ID (the GNU build ID, else
+// the Go build ID; "" when it has none).
+type ProcessImage struct {
+	Exe, BuildID string
+}
+
+// WindowProcess returns what the session saw of process pid, if the last
+// window cut holds samples of it: its last image in the window. A process
+// that forked, ran and exited within the window is known only here.
+func (s *Session) WindowProcess(pid int) (ProcessImage, bool) {
+	p, ok := s.windowProcs[pid]
+	return p, ok
+}
+
+// noteWindowProcs records the image of each process with samples in the
+// window being cut (its latest, should it have exec'd), for
+// WindowProcess.
+func (s *Session) noteWindowProcs() {
+	latest := map[int]*procImage{}
+	for _, st := range s.stacks {
+		if img := st.proc; img.exe != "" && (latest[img.pid] == nil || img.id > latest[img.pid].id) {
+			latest[img.pid] = img
+		}
+	}
+	s.windowProcs = make(map[int]ProcessImage, len(latest))
+	for pid, img := range latest {
+		s.windowProcs[pid] = ProcessImage{Exe: img.exe, BuildID: img.exeBuildID()}
+	}
+}
+
+// exeBuildID is the build ID of the image's main executable, read from
+// the file opened when the map was read.
+func (img *procImage) exeBuildID() string {
+	for i, m := range img.maps {
+		if m.Path != img.exe || img.bins[i] == nil || img.bins[i].table == nil {
+			continue
+		}
+		if t := img.bins[i].table; t.BuildID != "" {
+			return t.BuildID
+		} else if t.GoBuildID != "" {
+			return t.GoBuildID
+		}
+	}
+	return ""
 }
 
 // prune drops the images of processes that exited; their samples were
