@@ -243,7 +243,7 @@ func checkLabels(labels map[string]string, service string) error {
 			if k == own {
 				hint := "the agent sets it on every window"
 				if k == push.ServiceLabel {
-					hint = "give the service name on its own (Config.Service)"
+					hint = "the service name is given on its own"
 				}
 				return fmt.Errorf("label %s is reserved: %s", k, hint)
 			}

@@ -294,7 +294,7 @@ func (p *Pusher) loop() {
 			continue
 		}
 		if p.ctx.Err() != nil {
-			p.cutShort(w, name, at.sent.Load())
+			p.cutShort(w, name, at.wasSent())
 			return
 		}
 		p.unpin()

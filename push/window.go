@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 )
@@ -144,14 +145,44 @@ func labelKey(k string) string {
 	return b.String()
 }
 
-// CheckLabel reports whether k=v can be used as a label: k a label name,
-// v free of the characters Pyroscope's application-name syntax reserves.
+// Pyroscope's default limits on a series' labels (validation.Limits):
+// values of at most MaxLabelValueBytes bytes, names of at most
+// MaxLabelNameBytes, and at most MaxLabelNames names, __name__ and
+// service_name included. A window past them is refused.
+const (
+	MaxLabelNames      = 30
+	MaxLabelNameBytes  = 1024
+	MaxLabelValueBytes = 2048
+)
+
+// CheckLabel reports whether k=v can be used as a label: k a label name
+// that Pyroscope does not reserve (__name__ and every name beginning with
+// __, service_name, which the sinks set from the service label), v valid
+// UTF-8, free of control characters and of the characters Pyroscope's
+// application-name syntax reserves, both within Pyroscope's lengths.
 func CheckLabel(k, v string) error {
 	if k == "" || labelKey(k) != k {
 		return fmt.Errorf("label name %q: use letters, digits and _ (not first a digit)", k)
 	}
-	if strings.ContainsAny(v, "{},=\n") {
-		return fmt.Errorf("label %s=%q: a value cannot hold { } , = or a newline", k, v)
+	if len(k) > MaxLabelNameBytes {
+		return fmt.Errorf("label name %.40q... is %d bytes: Pyroscope takes at most %d", k, len(k), MaxLabelNameBytes)
+	}
+	if strings.HasPrefix(k, "__") || k == "service_name" {
+		return fmt.Errorf("label name %s is reserved by Pyroscope (__name__, names beginning with __, service_name): choose another", k)
+	}
+	if len(v) > MaxLabelValueBytes {
+		return fmt.Errorf("label %s: its value is %d bytes, Pyroscope takes at most %d", k, len(v), MaxLabelValueBytes)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("label %s=%q: the value is not UTF-8 text", k, v)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("label %s=%q: a value cannot hold a control character", k, v)
+		}
+	}
+	if strings.ContainsAny(v, "{},=") {
+		return fmt.Errorf("label %s=%q: a value cannot hold { } , or =", k, v)
 	}
 	return nil
 }

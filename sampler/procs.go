@@ -26,6 +26,14 @@ type procTable struct {
 	nextID uint64
 	// debug finds separate debug files (DEBUGINFOD_URLS and friends).
 	debug *debuginfo.Finder
+	// parents notes each fork seen (fork), by child.
+	parents map[int]forkNote
+}
+
+// forkNote is a fork the sampling program reported.
+type forkNote struct {
+	parent int
+	at     time.Time
 }
 
 // procImage is one memory map of one process.
@@ -92,7 +100,8 @@ func (b *binFile) inliner() *inliner {
 }
 
 func newProcTable() *procTable {
-	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}, debug: debuginfo.FromEnv()}
+	return &procTable{cur: map[int]*procImage{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}, debug: debuginfo.FromEnv(),
+		parents: map[int]forkNote{}}
 }
 
 // image returns the current memory map of pid, reading it on first sight.
@@ -111,10 +120,67 @@ func (t *procTable) exec(pid int) {
 }
 
 // load reads the map of pid (read) and makes it the process's current one.
+// A forked child gone before its map could be read takes its parent's
+// (inherit).
 func (t *procTable) load(pid int, reads int) *procImage {
 	img := t.read(pid, reads)
+	if img.err != nil {
+		if inh := t.inherit(pid, 4); inh != nil {
+			img = inh
+		}
+	}
 	t.install(img)
 	return img
+}
+
+// fork notes that parent forked child. A child that runs and exits before
+// its first sample is read has no map left to read: it is then known by
+// its parent's, which it shares until it execs. (A new thread is reported
+// too; its ID never carries samples, and its note is pruned.)
+func (t *procTable) fork(child, parent int) {
+	if len(t.parents) >= maxForkNotes {
+		t.pruneForks(10 * time.Second)
+	}
+	t.parents[child] = forkNote{parent: parent, at: time.Now()}
+}
+
+// maxForkNotes bounds the fork notes of a long run that is not cut into
+// windows (which prune them).
+const maxForkNotes = 1 << 16
+
+// inherit returns a copy of the current image of pid's parent for pid
+// (the parent's read first if need be, up to depth ancestors), or nil.
+func (t *procTable) inherit(pid, depth int) *procImage {
+	note, ok := t.parents[pid]
+	if !ok || depth == 0 {
+		return nil
+	}
+	par, ok := t.cur[note.parent]
+	if !ok {
+		par = t.read(note.parent, 1)
+		if par.err != nil {
+			par = t.inherit(note.parent, depth-1)
+		}
+		if par == nil {
+			return nil
+		}
+		t.install(par)
+	}
+	if par.err != nil {
+		return nil
+	}
+	t.nextID++
+	return &procImage{t: t, id: t.nextID, pid: pid, maps: par.maps, bins: par.bins, exe: par.exe,
+		readAt: par.readAt, readNs: par.readNs, reads: 1, goInfo: par.goInfo, goDone: par.goDone, goOK: par.goOK}
+}
+
+// pruneForks forgets fork notes older than maxAge.
+func (t *procTable) pruneForks(maxAge time.Duration) {
+	for pid, n := range t.parents {
+		if time.Since(n.at) > maxAge {
+			delete(t.parents, pid)
+		}
+	}
 }
 
 // install makes img its process's current map.

@@ -29,6 +29,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -110,6 +111,9 @@ type Session struct {
 	cfg    Config
 	objs   tpbpf.SampleObjects
 	clocks []cpuClock
+	// clockMu guards clocks against pause, which may run on another
+	// goroutine.
+	clockMu sync.Mutex
 	// rephase restarts the clocks at random phases (nil with
 	// FixedPhase); restartBase is its count when the current window
 	// started.
@@ -156,6 +160,7 @@ type rawStack struct {
 const (
 	recSample = 1
 	recExec   = 2
+	recFork   = 3
 
 	flagKernFull = 1
 	flagUserFull = 2
@@ -245,14 +250,13 @@ func (s *Session) attach() error {
 	if _, err := features.EnsureTracefs(); err != nil {
 		return fmt.Errorf("attach the scheduler tracepoints: %w", err)
 	}
-	if !s.cfg.All {
-		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
-		if err != nil {
-			return fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
-		}
-		s.links = append(s.links, l)
+	// Children are followed (and, with All, only noted: see procTable.fork).
+	l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
+	if err != nil {
+		return fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
 	}
-	l, err := link.Tracepoint("sched", "sched_process_exec", s.objs.NoteExec, nil)
+	s.links = append(s.links, l)
+	l, err = link.Tracepoint("sched", "sched_process_exec", s.objs.NoteExec, nil)
 	if err != nil {
 		return fmt.Errorf("attach to sched_process_exec: %w", err)
 	}
@@ -344,6 +348,7 @@ func (s *Session) countBinary(spec string) (bin, sym string, err error) {
 // Run drains samples until ctx is done or stop is closed (the target
 // exited), then stops the perf events and drains what is left.
 func (s *Session) Run(ctx context.Context, stop <-chan struct{}) error {
+	defer context.AfterFunc(ctx, s.pause)()
 	c0 := selfCPU()
 	defer func() { s.drainCPU += selfCPU() - c0 }()
 	for {
@@ -364,8 +369,7 @@ func (s *Session) Run(ctx context.Context, stop <-chan struct{}) error {
 // finish stops sampling and reads the rest of the ring buffer.
 func (s *Session) finish() error {
 	s.rephase.Stop()
-	closeCPUClocks(s.clocks)
-	s.clocks = nil
+	s.closeClocks()
 	s.end = time.Now()
 	if err := s.drain(s.end, s.end.Add(finishDrain)); err != nil {
 		return err
@@ -388,10 +392,31 @@ func (s *Session) discard() {
 	}
 }
 
+// closeClocks closes the sampling clocks.
+func (s *Session) closeClocks() {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	closeCPUClocks(s.clocks)
+	s.clocks = nil
+}
+
+// pause disables the sampling clocks at once; it may run on any
+// goroutine. Run and RunWindows call it as soon as their context ends: at
+// the highest rates the sampling program can take most of every CPU, and
+// this process then crawls until the clocks stop (a kallsyms read took
+// 100 s at 100 kHz on two loaded CPUs).
+func (s *Session) pause() {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	for _, c := range s.clocks {
+		_ = unix.IoctlSetInt(c.fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+}
+
 // finishDrain bounds the reading of what is left in the ring buffer once
 // the clocks are stopped: at the highest rates the reader may be far
 // behind, and the run must still end promptly.
-const finishDrain = time.Second
+const finishDrain = 250 * time.Millisecond
 
 // drain reads records until the ring buffer is empty and the deadline
 // passed, or until stop, whichever comes first: at high sampling rates the
@@ -400,7 +425,7 @@ func (s *Session) drain(deadline, stop time.Time) error {
 	s.reader.SetDeadline(deadline)
 	var rec ringbuf.Record
 	for n := 0; ; n++ {
-		if n%256 == 255 && !time.Now().Before(stop) {
+		if n%64 == 63 && !time.Now().Before(stop) {
 			return nil
 		}
 		err := s.reader.ReadInto(&rec)
@@ -429,6 +454,9 @@ func (s *Session) handle(b []byte) {
 	switch kind {
 	case recExec:
 		s.procs.exec(pid)
+		return
+	case recFork:
+		s.procs.fork(pid, int(le.Uint32(b[8:])))
 		return
 	case recSample:
 	default:
@@ -596,8 +624,7 @@ func selfCPU() float64 {
 // Close detaches everything and releases the BPF objects and open files.
 func (s *Session) Close() error {
 	s.rephase.Stop()
-	closeCPUClocks(s.clocks)
-	s.clocks = nil
+	s.closeClocks()
 	for _, c := range s.counted {
 		c.link.Close()
 	}

@@ -22,6 +22,7 @@ func (s *Session) RunWindows(ctx context.Context, stop <-chan struct{}, window t
 	if window <= 0 {
 		return fmt.Errorf("window %v is not positive", window)
 	}
+	defer context.AfterFunc(ctx, s.pause)()
 	next := s.start.Add(window)
 	s.dlCtx = ctx
 	for {
@@ -98,6 +99,7 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 	s.start = end
 	s.restartBase = s.rephase.count()
 	s.procs.prune()
+	s.procs.pruneForks(time.Minute)
 	return d, err
 }
 

@@ -69,7 +69,16 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 // defaults: zero or negative durations, rates and limits.
 func (f *agentFlags) check(cmd *cobra.Command) error {
 	c := &f.cfg
+	var pidErr error
+	for _, pid := range c.PIDs {
+		if pidErr == nil && pid <= 0 {
+			pidErr = cli.Usagef("-p %d: a PID is positive", pid)
+		}
+	}
 	return cli.FirstErr(
+		pidErr,
+		cli.UsageIf(c.Overhead >= 1, "--overhead %s: want a share of the time below 100%%, such as 1%%", f.overhead),
+		cli.UsageIf(c.Window > 0 && c.Window < time.Second, "--window %v: give at least 1s (Pyroscope's default is 10s)", c.Window),
 		cli.UsageIf(c.Frequency < 1 || c.Frequency > sampler.MaxFrequency, "-F %d: the rate must be between 1 and %d samples per second", c.Frequency, sampler.MaxFrequency),
 		cli.UsageIf(c.Window <= 0, "--window %v: give a positive length such as 10s", c.Window),
 		cli.UsageIf(c.FlushTimeout <= 0, "--flush-timeout %v: give a positive length such as 10s", c.FlushTimeout),
@@ -128,6 +137,9 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 // usage error (2).
 const ExitLost = 3
 
+// forceExit is how long the agent may take to exit after a second signal.
+const forceExit = 1500 * time.Millisecond
+
 // agentSignals returns a context cancelled at the first SIGINT or SIGTERM
 // (the agent then stops sampling and delivers what is queued) and a
 // channel closed at the second (the delivery is cut short); stop releases
@@ -151,6 +163,17 @@ func agentSignals(logf func(string, ...any)) (ctx context.Context, abort <-chan 
 			logf("%v: stopping at once; what is undelivered is spooled or counted as dropped", s)
 			close(ab)
 		case <-done:
+			return
+		}
+		// The agent normally exits at once now; should the last window
+		// still be in the making, it is not waited for.
+		t := time.NewTimer(forceExit)
+		select {
+		case <-t.C:
+			logf("forced exit %v after the second signal: the windows in memory are lost", forceExit)
+			os.Exit(ExitLost)
+		case <-done:
+			t.Stop()
 		}
 	}()
 	return ctx, ab, func() { signal.Stop(sigs); close(done); cancel() }
