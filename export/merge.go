@@ -392,8 +392,8 @@ type targetSums struct {
 	// overflow marks the targets whose histogram counts passed 2^64.
 	overflow map[string]bool
 	ticksSq  map[string]*big.Int
-	hists   map[string]*histogram.Hist
-	batches map[string]*windowBatches
+	hists    map[string]*histogram.Hist
+	batches  map[string]*windowBatches
 }
 
 func mergedTargetSums(p *profile.Profile) targetSums {
