@@ -16,6 +16,7 @@ import (
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/termsafe"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/sampler"
 )
@@ -80,7 +81,8 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	rc := sampler.RunConfig{
 		Config: sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0},
 		PID:    f.pid, Command: args, Duration: dur,
-		Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+		// The command's own output is its own: not escaped.
+		Stdin: os.Stdin, Stdout: termsafe.Unwrap(cmd.OutOrStdout()), Stderr: termsafe.Unwrap(cmd.ErrOrStderr())}
 	return noSamplesHint(console.Sample(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), rc,
 		console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json}))
 }
