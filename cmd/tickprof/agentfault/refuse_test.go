@@ -298,4 +298,3 @@ func TestRefusalCount(t *testing.T) {
 		t.Errorf("%d cases in all, want at least 200", n)
 	}
 }
-
