@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +40,17 @@ type Session struct {
 	qrules []quantileRule
 	// refineOff: refining the quantiles' buckets failed (quantiles.go).
 	refineOff bool
+	// execs follows the process's execs (exec.go); nil for every process.
+	execs *proc.ExecWatch
+	// recheck: the caller cannot observe every process, so its access to
+	// this one is checked again at every poll (credentials change).
+	recheck bool
+	// started: the command started held exec'd its program (exec.go).
+	started bool
+	// execMu serializes the exec checks of the run loop and followExecs;
+	// lost is set when followExecs found access lost.
+	execMu sync.Mutex
+	lost   atomic.Bool
 }
 
 // Open is OpenContext without a context.
@@ -112,6 +125,7 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
+	s.watchExecs()
 	return nil
 }
 
@@ -172,6 +186,9 @@ func (s *Session) Detach(ctx context.Context) error {
 // (an error before Run), kills it.
 func (s *Session) Close() error {
 	var err error
+	if s.execs != nil {
+		s.execs.Close()
+	}
 	if s.ls != nil {
 		err = s.ls.Close()
 	}
@@ -192,6 +209,9 @@ const (
 	StopDuration    StopReason = "duration reached"
 	StopExited      StopReason = "target exited"
 	StopPrecision   StopReason = "precision reached"
+	// StopAccessLost: the process exec'd a program (or changed its
+	// credentials) that the caller may not observe.
+	StopAccessLost StopReason = "access lost"
 )
 
 // Run releases the held command, polls every Interval until a stop rule
@@ -250,6 +270,9 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 	}
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
+	stopFollow := make(chan struct{})
+	followed := s.followExecs(stopFollow)
+	defer func() { close(stopFollow); <-followed }()
 	early := newRefineSchedule(s.cfg.Interval)
 	defer early.Stop()
 	var lastGood *loader.Poll
@@ -266,6 +289,9 @@ func (s *Session) loop(ctx context.Context, onProgress func(Progress)) (StopReas
 			early.next()
 			continue
 		case <-tick.C:
+		}
+		if s.accessLost() {
+			return StopAccessLost, lastGood
 		}
 		p, err := s.ls.Poll()
 		if err != nil {
