@@ -51,6 +51,8 @@ type Session struct {
 	// lost is set when followExecs found access lost.
 	execMu sync.Mutex
 	lost   atomic.Bool
+	// othersSeen are the functions another tracer was seen probing.
+	othersSeen map[string]bool
 }
 
 // Open is OpenContext without a context.
@@ -126,6 +128,7 @@ func (s *Session) open(ctx context.Context) error {
 	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
 	s.watchExecs()
+	s.warnOthers()
 	return nil
 }
 
@@ -236,6 +239,7 @@ func (s *Session) Run(ctx context.Context, onProgress func(Progress)) (*Result, 
 	} else {
 		reason, lastGood = s.loop(ctx, onProgress)
 	}
+	s.warnOthers()
 	s.ls.Stop()
 	p, err := s.ls.Poll()
 	if err != nil {

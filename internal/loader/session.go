@@ -167,6 +167,8 @@ type Session struct {
 	// uprobeRelinks attach the probes bound to the process again
 	// (RelinkUprobes).
 	uprobeRelinks []func() error
+	// ownLinks are the IDs of this session's uprobe links (others.go).
+	ownLinks map[link.ID]bool
 	// finalInFlight and finalGo are read by Stop with the final counters.
 	finalInFlight []uint64
 	finalGo       *GoStats
