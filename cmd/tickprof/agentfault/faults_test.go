@@ -266,7 +266,9 @@ func testSpoolFullDisk(t *testing.T) {
 func testSpoolFullDiskSlow(t *testing.T) {
 	pid := burner(t, "tpafdsl", "")
 	spool := spoolWithOld(t)
-	srv := newRecorder(t, 300*time.Millisecond)
+	// Slow enough that new windows come while the old one is still in the
+	// spool, being pushed.
+	srv := newRecorder(t, 1500*time.Millisecond)
 	r := startAgent(t, nil, "-p", strconv.Itoa(pid), "--window", "1s", "--pyroscope", srv.url, "--spool", spool, "--flush-timeout", "15s")
 	r.waitLog(t, `sampling at`, 10*time.Second)
 	time.Sleep(4 * time.Second)
