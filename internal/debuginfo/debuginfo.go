@@ -15,9 +15,9 @@
 //
 // Downloads are bounded and cancellable: each by the caller's context, by
 // Timeout, and by HeaderTimeout until the server starts answering; a server
-// that does not answer in time, or cannot be reached, is not asked again by
-// the same Finder (a server that accepts connections and never answers
-// cost 30 s per build ID before).
+// that does not answer in time is not asked again by the same Finder (a
+// server that accepts connections and never answers cost 30 s per build ID
+// before).
 //
 // It imports only the standard library, symtab (for build IDs) and
 // internal/safefile (the private cache directory).
@@ -182,8 +182,10 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 		if cause := context.Cause(hctx); cause != nil {
 			err = cause
 		}
-		if !inTime || ctx.Err() == nil {
-			// Silent or unreachable (not merely cancelled by the caller).
+		if !inTime {
+			// Silent: asking again would cost as long each time. (A
+			// refused connection costs nothing, and the server may be
+			// starting: it is asked again.)
 			f.markDead(server, err)
 		}
 		return "", fmt.Errorf("debuginfod %s: %w", url, err)
