@@ -17,7 +17,6 @@ package agentfault
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -303,13 +302,6 @@ func burner(t *testing.T, name, script string) int {
 		cmd.Wait()
 	})
 	return cmd.Process.Pid
-}
-
-// ctxFor is a context that ends with the test.
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // hasLine reports whether the log has a line containing all of parts.
