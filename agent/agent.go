@@ -7,14 +7,18 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/safefile"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/timing"
@@ -30,6 +34,10 @@ const TimeProfileName = "tickprof_time"
 
 // DefaultWindow is the default window length (Pyroscope's).
 const DefaultWindow = 10 * time.Second
+
+// DefaultMaxProbes is the default limit on the functions one timed pattern
+// may expand to (per watched process: each is its own timing session).
+const DefaultMaxProbes = 64
 
 // Config says what the agent watches and where windows go.
 type Config struct {
@@ -76,6 +84,12 @@ type Config struct {
 	// FlushTimeout bounds delivery of what is queued when Run stops (0:
 	// 10 s).
 	FlushTimeout time.Duration
+	// Abort, when closed, cuts that delivery short (a second Ctrl-C): what
+	// is undelivered goes to the spool, or is counted as dropped.
+	Abort <-chan struct{}
+	// MaxProbes is the most functions one of Users may expand to (0:
+	// DefaultMaxProbes).
+	MaxProbes int
 	// Logf receives one line per notable event (nil: silent).
 	Logf func(format string, args ...any)
 	// Destinations are opened by New and added to Sinks.
@@ -108,6 +122,9 @@ type Agent struct {
 	timers   *timers // of the current session; nil when nothing is timed
 
 	windows, samples, ringDrops, processes atomic.Uint64
+	// unmade counts per-process windows that could not be made (encoding
+	// or reading the counters failed), before any pusher saw them.
+	unmade atomic.Uint64
 	// Counters of sessions that ended (a session restarts after an error).
 	ringBase, sampleBase uint64
 }
@@ -119,7 +136,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	for _, pid := range cfg.PIDs {
-		if err := mayObserve(pid); err != nil {
+		if err := proc.CheckAccess(pid); err != nil {
 			return nil, err
 		}
 	}
@@ -134,6 +151,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.Sinks = append(append([]push.Sink(nil), cfg.Sinks...), sinks...)
 	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks, timerCfg: tc}
+	a.watch.logf = a.logf
 	if a.host == "" {
 		a.host, _ = os.Hostname()
 	}
@@ -145,6 +163,9 @@ func New(cfg Config) (*Agent, error) {
 		a.closePushers()
 		return nil, err
 	}
+	for _, w := range cfg.Destinations.credentialWarnings() {
+		a.logf("warning: %s", w)
+	}
 	a.metrics = newMetrics(a)
 	return a, nil
 }
@@ -155,8 +176,8 @@ func (a *Agent) openPushers() error {
 		pc := a.cfg.Push
 		pc.Sink = s
 		if pc.SpoolDir != "" {
-			if err := os.MkdirAll(pc.SpoolDir, 0o700); err != nil {
-				return fmt.Errorf("spool directory: %w", err)
+			if err := privateDir(pc.SpoolDir); err != nil {
+				return &ConfigError{fmt.Errorf("spool directory: %w", err)}
 			}
 			pc.SpoolDir = filepath.Join(pc.SpoolDir, s.Name())
 		}
@@ -165,9 +186,27 @@ func (a *Agent) openPushers() error {
 		}
 		p, err := push.New(pc)
 		if err != nil {
-			return err
+			return &ConfigError{err}
 		}
 		a.pushers = append(a.pushers, p)
+	}
+	return nil
+}
+
+// privateDir makes the directory path (mode 0700) when missing and
+// refuses it unless only this user or root can change it and where its
+// path leads: owned by one of them, writable by no one else (not even with
+// the sticky bit), every directory above it trusted as well.
+func privateDir(path string) error {
+	if err := safefile.MkdirPrivate(path); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return err
+	}
+	if st.Mode&0o022 != 0 {
+		return fmt.Errorf("%s is writable by group or others (mode %#o): another user could fill or change the spool; chmod go-w it", path, st.Mode&0o7777)
 	}
 	return nil
 }
@@ -188,22 +227,27 @@ func (a *Agent) logf(format string, args ...any) {
 }
 
 // Run samples until ctx is cancelled; then it ends the current window,
-// pushes it, and flushes the pushers (waiting at most FlushTimeout). One
-// sampler session serves the whole run: it starts when the first watched
-// process exists, and processes are added to and removed from it as the
-// watch set changes (rescanned every rescan interval). It returns an error
-// only when sampling cannot start at all.
+// pushes it, and flushes the pushers (waiting at most FlushTimeout, less
+// when Abort closes). One sampler session serves the whole run: it starts
+// when the first watched process exists, and processes are added to and
+// removed from it as the watch set changes (rescanned every rescan
+// interval). It returns an error when sampling cannot start at all, and a
+// *LossError when windows were lost (see Stats.Lost).
 func (a *Agent) Run(ctx context.Context) error {
-	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
-		defer cancel()
-		for _, p := range a.pushers {
-			if err := p.Close(fctx); err != nil {
-				a.logf("%v", err)
-			}
-		}
-		a.closeSinks()
-	}()
+	runErr := a.sample(ctx)
+	a.flush()
+	if runErr != nil {
+		return runErr
+	}
+	if st := a.Stats(); st.Lost() > 0 {
+		return &LossError{Stats: st}
+	}
+	return nil
+}
+
+// sample runs sessions until ctx is done (one after another when one
+// fails); an error when none could start.
+func (a *Agent) sample(ctx context.Context) error {
 	failures := 0
 	for ctx.Err() == nil {
 		err := a.session(ctx)
@@ -218,6 +262,48 @@ func (a *Agent) Run(ctx context.Context) error {
 		sleep(ctx, time.Second)
 	}
 	return nil
+}
+
+// flush delivers what the pushers hold within FlushTimeout, or until
+// Abort closes; then closes the pushers and sinks.
+func (a *Agent) flush() {
+	fctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
+	defer cancel()
+	if a.cfg.Abort != nil {
+		go func() {
+			select {
+			case <-a.cfg.Abort:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
+	}
+	for _, p := range a.pushers {
+		if err := p.Close(fctx); err != nil {
+			a.logf("%v", err)
+		}
+	}
+	a.closeSinks()
+}
+
+// LossError says that a run ended with windows lost: dropped (the queue
+// and spool full, or undelivered at shutdown without a spool), refused by
+// a destination, unconfirmed (cut short by shutdown after they were sent),
+// or not made at all. A supervisor should not take the run for a success.
+type LossError struct{ Stats Stats }
+
+func (e *LossError) Error() string {
+	st := e.Stats
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d windows were not delivered", st.Lost())
+	for _, name := range sortedKeys(st.Push) {
+		ps := st.Push[name]
+		fmt.Fprintf(&b, "; %s: %d dropped, %d refused, %d unconfirmed", name, ps.Dropped, ps.Rejected, ps.Unconfirmed)
+	}
+	if st.Unmade > 0 {
+		fmt.Fprintf(&b, "; %d could not be made", st.Unmade)
+	}
+	return b.String()
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -302,7 +388,7 @@ func (a *Agent) session(ctx context.Context) error {
 	cancel()
 	<-rescanDone
 	st := sess.Stats()
-	a.ringBase += st.Dropped
+	a.ringBase += st.Dropped + st.Unread
 	a.sampleBase += st.Kept
 	return err
 }
@@ -369,13 +455,14 @@ func (a *Agent) startTimers(set map[int]procInfo) (*timers, error) {
 // the time windows.
 func (a *Agent) window(sess *sampler.Session, tm *timers, d *sampler.Profile) {
 	st := sess.Stats()
-	a.ringDrops.Store(a.ringBase + st.Dropped)
+	a.ringDrops.Store(a.ringBase + st.Dropped + st.Unread)
 	a.samples.Store(a.sampleBase + st.Kept)
-	if err := a.emit(d); err != nil {
+	if err := a.emit(sess, d); err != nil {
+		a.unmade.Add(uint64(max(1, countPIDs(d))))
 		a.logf("window: %v", err)
 	}
 	if tm != nil {
-		a.emitTimes(tm, d.Start, d.Start.Add(d.Duration))
+		a.emitTimes(sess, tm, d.Start, d.Start.Add(d.Duration))
 	}
 	a.windows.Add(1)
 	a.markDone()
@@ -430,9 +517,18 @@ func (a *Agent) markDone() {
 	a.mu.Unlock()
 }
 
+// countPIDs counts the processes whose samples a window holds.
+func countPIDs(d *sampler.Profile) int {
+	pids := map[int64]bool{}
+	for _, s := range d.Samples {
+		pids[s.Pid] = true
+	}
+	return len(pids)
+}
+
 // emit encodes the window, splits it by process and enqueues one window per
 // process to every pusher.
-func (a *Agent) emit(d *sampler.Profile) error {
+func (a *Agent) emit(sess *sampler.Session, d *sampler.Profile) error {
 	if len(d.Samples) == 0 {
 		return nil
 	}
@@ -455,7 +551,7 @@ func (a *Agent) emit(d *sampler.Profile) error {
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
 	start, end := d.Start, d.Start.Add(d.Duration)
 	for _, pid := range pids {
-		a.enqueue(&push.Window{Start: start, End: end, Labels: a.processLabels(pid),
+		a.enqueue(&push.Window{Start: start, End: end, Labels: a.processLabels(sess, pid),
 			Profile: rebuild(p, byPID[pid]), SampleRate: a.cfg.Frequency})
 		a.processes.Add(1)
 	}
@@ -465,16 +561,18 @@ func (a *Agent) emit(d *sampler.Profile) error {
 // emitTimes reads the timers and enqueues one time profile per timed
 // process that made calls in the window, labelled like its CPU window
 // (without pid under All).
-func (a *Agent) emitTimes(tm *timers, start, end time.Time) {
+func (a *Agent) emitTimes(sess *sampler.Session, tm *timers, start, end time.Time) {
 	pids, ws, errs := tm.windows(start, end)
 	for _, err := range errs {
+		a.unmade.Add(1)
 		a.logf("time window: %v", err)
 	}
 	for i, tw := range ws {
 		if tw == nil || !anyCalls(tw) {
 			continue
 		}
-		if err := a.enqueueTime(int64(pids[i]), tw); err != nil {
+		if err := a.enqueueTime(sess, int64(pids[i]), tw); err != nil {
+			a.unmade.Add(1)
 			a.logf("time window: %v", err)
 		}
 	}
@@ -490,12 +588,12 @@ func anyCalls(tw *export.TimeWindow) bool {
 }
 
 // enqueueTime encodes a time window of process pid and enqueues it.
-func (a *Agent) enqueueTime(pid int64, tw *export.TimeWindow) error {
+func (a *Agent) enqueueTime(sess *sampler.Session, pid int64, tw *export.TimeWindow) error {
 	p, err := export.EncodeTimeWindow(tw)
 	if err != nil {
 		return err
 	}
-	a.enqueue(&push.Window{Start: tw.Start, End: tw.Start.Add(tw.Duration), Labels: a.processLabels(pid),
+	a.enqueue(&push.Window{Start: tw.Start, End: tw.Start.Add(tw.Duration), Labels: a.processLabels(sess, pid),
 		Profile: p, Name: TimeProfileName})
 	return nil
 }
@@ -523,14 +621,19 @@ func rebuild(p *profile.Profile, samples []*profile.Sample) *profile.Profile {
 
 // processLabels returns the labels of process pid's windows (0: of no one
 // process). The process is watched, a child of a watched process, or any
-// process under All (read from /proc while it lives).
-func (a *Agent) processLabels(pid int64) map[string]string {
+// process under All: read from /proc while it lives, else as the sampling
+// session saw it when it read its memory map (a child that forked, ran and
+// exited within the window is known only there).
+func (a *Agent) processLabels(sess *sampler.Session, pid int64) map[string]string {
 	var info procInfo
 	ok := false
 	if pid > 0 {
 		a.mu.Lock()
 		info, ok = a.watch.recall(int(pid))
 		a.mu.Unlock()
+		if img, seen := sess.WindowProcess(int(pid)); seen && (!ok || info.exe != img.Exe) {
+			info, ok = procInfo{pid: int(pid), exe: img.Exe, buildID: img.BuildID}, true
+		}
 	}
 	return a.labels(pid, info, ok)
 }
@@ -547,14 +650,14 @@ func (a *Agent) labels(pid int64, info procInfo, ok bool) map[string]string {
 		l["pid"] = strconv.FormatInt(pid, 10)
 	}
 	if ok {
-		l["executable"] = info.exe
+		l["executable"] = clampLabel(info.exe)
 		if info.buildID != "" {
 			l["build_id"] = info.buildID
 		}
 	}
 	svc := a.cfg.Service
 	if svc == "" && ok {
-		svc = filepath.Base(info.exe)
+		svc = clampLabel(filepath.Base(info.exe))
 	}
 	if svc == "" {
 		svc = "unknown"
@@ -563,7 +666,21 @@ func (a *Agent) labels(pid int64, info procInfo, ok bool) map[string]string {
 	return l
 }
 
-func sortedKeys(m map[string]string) []string {
+// clampLabel keeps the last push.MaxLabelValueBytes bytes of a value the
+// agent derives from a process (a path may be longer than Pyroscope takes),
+// cut at a character boundary.
+func clampLabel(v string) string {
+	if len(v) <= push.MaxLabelValueBytes {
+		return v
+	}
+	v = v[len(v)-push.MaxLabelValueBytes+3:]
+	for len(v) > 0 && !utf8.RuneStart(v[0]) {
+		v = v[1:]
+	}
+	return "..." + v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -587,6 +704,9 @@ type Stats struct {
 	// enqueued; Samples the stack samples kept; RingDrops samples lost to a
 	// full ring buffer.
 	Windows, Processes, Samples, RingDrops uint64
+	// Unmade counts per-process windows lost before a pusher saw them
+	// (encoding them or reading the timers failed).
+	Unmade uint64
 	// Watched is the number of processes in the watch set now; Timed the
 	// number whose functions or system calls are being timed.
 	Watched, Timed int
@@ -597,7 +717,7 @@ type Stats struct {
 // Stats returns the counters.
 func (a *Agent) Stats() Stats {
 	st := Stats{Windows: a.windows.Load(), Processes: a.processes.Load(), Samples: a.samples.Load(),
-		RingDrops: a.ringDrops.Load(), Push: map[string]push.Stats{}}
+		RingDrops: a.ringDrops.Load(), Unmade: a.unmade.Load(), Push: map[string]push.Stats{}}
 	a.mu.Lock()
 	st.Watched = a.watched
 	tm := a.timers
@@ -609,4 +729,15 @@ func (a *Agent) Stats() Stats {
 		st.Push[a.cfg.Sinks[i].Name()] = p.Stats()
 	}
 	return st
+}
+
+// Lost counts the windows that were lost: not made, or dropped, refused or
+// unconfirmed by a destination (a window enqueued to several destinations
+// counts once for each that lost it).
+func (st Stats) Lost() uint64 {
+	n := st.Unmade
+	for _, ps := range st.Push {
+		n += ps.Dropped + ps.Rejected + ps.Unconfirmed
+	}
+	return n
 }

@@ -63,6 +63,9 @@ func (cfg *Config) check() error {
 			return configErrorf("PID %d is not positive", pid)
 		}
 	}
+	if cfg.Window < 0 || cfg.FlushTimeout < 0 || cfg.MaxProbes < 0 {
+		return configErrorf("window %v, flush timeout %v, probe limit %d: give positive values (0: the default)", cfg.Window, cfg.FlushTimeout, cfg.MaxProbes)
+	}
 	if cfg.Frequency == 0 {
 		cfg.Frequency = DefaultFrequency
 	}
@@ -75,15 +78,8 @@ func (cfg *Config) check() error {
 	if cfg.Window < time.Second {
 		return configErrorf("window %v is shorter than a second (Pyroscope's default is 10s)", cfg.Window)
 	}
-	for k, v := range cfg.Labels {
-		if err := push.CheckLabel(k, v); err != nil {
-			return &ConfigError{err}
-		}
-	}
-	if cfg.Service != "" {
-		if err := push.CheckLabel(push.ServiceLabel, cfg.Service); err != nil {
-			return &ConfigError{err}
-		}
+	if err := checkLabels(cfg.Labels, cfg.Service); err != nil {
+		return &ConfigError{err}
 	}
 	if !(cfg.Confidence >= 0 && cfg.Confidence < 1) {
 		return configErrorf("confidence %v is not in [0, 1)", cfg.Confidence)
@@ -94,11 +90,19 @@ func (cfg *Config) check() error {
 	if cfg.Overhead > 0 && (len(cfg.Users) == 0 || len(cfg.Syscalls) > 0) {
 		return configErrorf("an overhead budget applies to timed user functions only (no system calls)")
 	}
+	if cfg.Listen != "" {
+		if _, _, err := net.SplitHostPort(cfg.Listen); err != nil {
+			return configErrorf("metrics address %q: give HOST:PORT, such as 127.0.0.1:9464", cfg.Listen)
+		}
+	}
 	if len(cfg.Sinks) == 0 && !cfg.Destinations.any() {
 		return configErrorf("no destination for the windows: give a Pyroscope URL, an OTLP endpoint or a directory")
 	}
-	if cfg.FlushTimeout <= 0 {
+	if cfg.FlushTimeout == 0 {
 		cfg.FlushTimeout = 10 * time.Second
+	}
+	if cfg.MaxProbes == 0 {
+		cfg.MaxProbes = DefaultMaxProbes
 	}
 	return cfg.Destinations.check()
 }
@@ -106,7 +110,7 @@ func (cfg *Config) check() error {
 // timerConfig is what the timers need; under an overhead budget without a
 // Corrector it loads this machine's calibration.
 func (cfg *Config) timerConfig() (timerConfig, error) {
-	tc := timerConfig{users: cfg.Users, syscalls: cfg.Syscalls, conf: cfg.Confidence, overhead: cfg.Overhead, corrector: cfg.Corrector}
+	tc := timerConfig{users: cfg.Users, syscalls: cfg.Syscalls, conf: cfg.Confidence, overhead: cfg.Overhead, corrector: cfg.Corrector, maxProbes: cfg.MaxProbes}
 	if cfg.Overhead > 0 && tc.corrector == nil {
 		c, err := calibrate.LoadCorrector("")
 		if err != nil {
@@ -138,7 +142,7 @@ func (d *Destinations) check() error {
 	if d.BasicPasswordFile != "" {
 		pw, err := push.ReadTokenFile(d.BasicPasswordFile)
 		if err != nil {
-			return fmt.Errorf("basic-auth password: %w", err)
+			return &ConfigError{fmt.Errorf("basic-auth password: %w", err)}
 		}
 		d.Auth.BasicPassword = pw
 	}
@@ -146,6 +150,17 @@ func (d *Destinations) check() error {
 		return &ConfigError{err}
 	}
 	return nil
+}
+
+// credentialWarnings says which credential files every user can read.
+func (d *Destinations) credentialWarnings() []string {
+	var out []string
+	for _, f := range []string{d.BasicPasswordFile, d.Auth.BearerTokenFile} {
+		if f != "" && push.WorldReadable(f) {
+			out = append(out, fmt.Sprintf("credential file %s is readable by every user: chmod o-r it", f))
+		}
+	}
+	return out
 }
 
 // sinks opens the destinations; close closes those it opened.
@@ -180,7 +195,7 @@ func (d Destinations) sinks() (sinks []push.Sink, close func(), err error) {
 	if d.Dir != "" {
 		s, err := push.NewDir(d.Dir, push.DirOptions{MaxBytes: d.DirMaxBytes, MaxAge: d.DirMaxAge})
 		if err != nil {
-			return nil, close, err
+			return nil, close, &ConfigError{err}
 		}
 		closers = append(closers, s.Close)
 		sinks = append(sinks, s)
@@ -188,7 +203,7 @@ func (d Destinations) sinks() (sinks []push.Sink, close func(), err error) {
 	return sinks, close, nil
 }
 
-// ParseLabels reads labels written KEY=VALUE.
+// ParseLabels reads labels written KEY=VALUE, each name once.
 func ParseLabels(kvs []string) (map[string]string, error) {
 	labels := map[string]string{}
 	for _, kv := range kvs {
@@ -196,12 +211,51 @@ func ParseLabels(kvs []string) (map[string]string, error) {
 		if !ok {
 			return nil, configErrorf("label %q: give KEY=VALUE", kv)
 		}
-		if err := push.CheckLabel(k, v); err != nil {
-			return nil, &ConfigError{err}
+		if _, dup := labels[k]; dup {
+			return nil, configErrorf("label %s is given twice: give each name once", k)
 		}
 		labels[k] = v
 	}
+	if err := checkLabels(labels, ""); err != nil {
+		return nil, &ConfigError{err}
+	}
 	return labels, nil
+}
+
+// ownLabels are the labels the agent sets on every window itself: a user
+// label of the same name would be overridden (service: give Service).
+var ownLabels = []string{push.ServiceLabel, "host", "pid", "executable", "build_id", "kernel_release"}
+
+// MaxUserLabels is how many labels a Config may add: Pyroscope takes at
+// most push.MaxLabelNames names per series, and a window carries the
+// agent's own labels, __name__ and service_name besides.
+var MaxUserLabels = push.MaxLabelNames - len(ownLabels) - 2
+
+// checkLabels checks the user's labels and service name: valid for
+// Pyroscope (push.CheckLabel), none of the agent's own, not too many.
+func checkLabels(labels map[string]string, service string) error {
+	if len(labels) > MaxUserLabels {
+		return fmt.Errorf("%d labels: at most %d can be added (Pyroscope takes %d per series, %d of them the agent's own)",
+			len(labels), MaxUserLabels, push.MaxLabelNames, push.MaxLabelNames-MaxUserLabels)
+	}
+	for _, k := range sortedKeys(labels) {
+		for _, own := range ownLabels {
+			if k == own {
+				hint := "the agent sets it on every window"
+				if k == push.ServiceLabel {
+					hint = "the service name is given on its own"
+				}
+				return fmt.Errorf("label %s is reserved: %s", k, hint)
+			}
+		}
+		if err := push.CheckLabel(k, labels[k]); err != nil {
+			return err
+		}
+	}
+	if service != "" {
+		return push.CheckLabel(push.ServiceLabel, service)
+	}
+	return nil
 }
 
 // Logger returns a Logf that writes one time-stamped line per event to w.

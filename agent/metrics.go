@@ -16,17 +16,18 @@ type metrics struct {
 	a   *Agent
 	reg *prometheus.Registry
 
-	windows, pushDesc, ringDrops, watched, timed, probes, samples *prometheus.Desc
+	windows, pushDesc, ringDrops, watched, timed, probes, samples, unmade *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
 	m := &metrics{a: a, reg: prometheus.NewRegistry()}
 	m.windows = prometheus.NewDesc("tickprof_agent_windows_total", "Windows sampled (one per window, all processes).", nil, nil)
 	m.pushDesc = prometheus.NewDesc("tickprof_agent_push_windows_total",
-		"Per-process windows by destination and outcome: pushed, failed (an attempt that will be retried), rejected (refused for good), spooled, dropped (queue and spool full).",
+		"Per-process windows by destination and outcome: pushed, failed (an attempt that will be retried), rejected (refused for good), spooled, dropped (queue and spool full, unreadable in the spool, or undelivered at shutdown without a spool), unconfirmed (cut short by shutdown after it was sent: it may be stored, and is not kept).",
 		[]string{"destination", "result"}, nil)
-	m.ringDrops = prometheus.NewDesc("tickprof_agent_ring_buffer_drops_total", "Stack samples lost because the BPF ring buffer was full.", nil, nil)
+	m.ringDrops = prometheus.NewDesc("tickprof_agent_ring_buffer_drops_total", "Stack samples lost because the BPF ring buffer was full, or left unread in it when a session stopped.", nil, nil)
 	m.samples = prometheus.NewDesc("tickprof_agent_samples_total", "Stack samples of watched processes.", nil, nil)
+	m.unmade = prometheus.NewDesc("tickprof_agent_windows_unmade_total", "Per-process windows lost before any destination saw them (encoding them or reading the timers failed).", nil, nil)
 	m.watched = prometheus.NewDesc("tickprof_agent_watched_processes", "Processes in the watch set.", nil, nil)
 	m.timed = prometheus.NewDesc("tickprof_agent_timed_processes", "Processes whose functions or system calls are timed (each its own timing session; 1 for all processes).", nil, nil)
 	m.probes = prometheus.NewDesc("tickprof_agent_attached_probes", "Attached BPF probes: a cpu-clock perf event per CPU and the fork and exec tracepoints (0 between windows).", nil, nil)
@@ -39,7 +40,7 @@ func newMetrics(a *Agent) *metrics {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.windows, m.pushDesc, m.ringDrops, m.samples, m.watched, m.timed, m.probes} {
+	for _, d := range []*prometheus.Desc{m.windows, m.pushDesc, m.ringDrops, m.samples, m.watched, m.timed, m.probes, m.unmade} {
 		ch <- d
 	}
 }
@@ -50,6 +51,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.windows, prometheus.CounterValue, float64(st.Windows))
 	ch <- prometheus.MustNewConstMetric(m.ringDrops, prometheus.CounterValue, float64(st.RingDrops))
 	ch <- prometheus.MustNewConstMetric(m.samples, prometheus.CounterValue, float64(st.Samples))
+	ch <- prometheus.MustNewConstMetric(m.unmade, prometheus.CounterValue, float64(st.Unmade))
 	ch <- prometheus.MustNewConstMetric(m.watched, prometheus.GaugeValue, float64(st.Watched))
 	ch <- prometheus.MustNewConstMetric(m.timed, prometheus.GaugeValue, float64(st.Timed))
 	m.a.mu.Lock()
@@ -60,7 +62,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range []struct {
 			result string
 			v      uint64
-		}{{"pushed", ps.Pushed}, {"failed", ps.Failed}, {"rejected", ps.Rejected}, {"spooled", ps.Spooled}, {"dropped", ps.Dropped}} {
+		}{{"pushed", ps.Pushed}, {"failed", ps.Failed}, {"rejected", ps.Rejected}, {"spooled", ps.Spooled}, {"dropped", ps.Dropped}, {"unconfirmed", ps.Unconfirmed}} {
 			ch <- prometheus.MustNewConstMetric(m.pushDesc, prometheus.CounterValue, float64(r.v), name, r.result)
 		}
 	}

@@ -40,6 +40,8 @@ type timerConfig struct {
 	// cost it needs.
 	overhead  float64
 	corrector timing.Corrector
+	// maxProbes is the most functions one of users may expand to.
+	maxProbes int
 }
 
 // budgetWindow is the probing window under an overhead budget: longer than
@@ -55,7 +57,7 @@ func startTimer(c timerConfig, pid int, warn func(string)) (*timer, error) {
 	if len(c.users)+len(c.syscalls) == 0 {
 		return nil, errors.New("no timing targets")
 	}
-	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: 64},
+	tc := timing.Config{PID: pid, Targets: timing.Targets{Users: c.users, Syscalls: c.syscalls, MaxProbes: c.maxProbes},
 		NoRecords: true, NoRefine: true, Warn: warn}
 	tc.Clock = tc.DefaultClock()
 	if tc.Clock.Kind == timing.ClockNS {

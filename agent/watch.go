@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/symtab"
 )
 
@@ -23,6 +23,9 @@ type procInfo struct {
 	buildID string // GNU build ID, else Go build ID, else ""
 	start   uint64 // start time in clock ticks (tells a reused PID apart)
 	seen    time.Time
+	// checked is when the agent's access to it was last checked (zero:
+	// never).
+	checked time.Time
 }
 
 // watcher keeps the watch set: the given PIDs while they live, every
@@ -36,10 +39,21 @@ type watcher struct {
 	// keep is how long an exited process is remembered, so that its last
 	// window is still labelled.
 	keep time.Duration
+	// access checks that the agent may observe a process (proc.CheckAccess;
+	// tests replace it); denied remembers the processes it refused, by
+	// start time, so that each refusal is said once; recheck makes every
+	// scan check every process again (the caller cannot observe every
+	// process, so a credential change can take that right away).
+	access  func(pid int) error
+	denied  map[int]uint64
+	recheck bool
+	// logf says which processes are refused, or no longer observed.
+	logf func(format string, args ...any)
 }
 
 func newWatcher(pids []int, exes []string, keep time.Duration) *watcher {
-	w := &watcher{pids: pids, self: os.Getpid(), known: map[int]procInfo{}, builds: map[string]string{}, keep: keep}
+	w := &watcher{pids: pids, self: os.Getpid(), known: map[int]procInfo{}, builds: map[string]string{}, keep: keep,
+		access: proc.CheckAccess, denied: map[int]uint64{}, recheck: !proc.Self().Ptrace, logf: func(string, ...any) {}}
 	for _, e := range exes {
 		if strings.ContainsRune(e, '/') {
 			if abs, err := filepath.Abs(e); err == nil {
@@ -83,7 +97,7 @@ func (w *watcher) scan() ([]procInfo, error) {
 			}
 		}
 		info, ok := w.info(pid)
-		if !ok {
+		if !ok || !w.allowed(info) {
 			continue
 		}
 		seen[pid] = true
@@ -97,17 +111,56 @@ func (w *watcher) scan() ([]procInfo, error) {
 	return out, nil
 }
 
+// allowed reports whether the agent may observe the process: checked when
+// it is new or exec'd (its credentials may have changed with its program),
+// and at every scan when the agent cannot observe every process. A
+// refusal is logged once per process; a process that was watched is then
+// dropped from the watch set.
+func (w *watcher) allowed(p procInfo) bool {
+	old, known := w.known[p.pid]
+	fresh := !known || old.start != p.start || old.exe != p.exe || old.checked.IsZero()
+	if !fresh && !w.recheck {
+		return true
+	}
+	err := w.access(p.pid)
+	if err == nil {
+		delete(w.denied, p.pid)
+		p.checked = time.Now()
+		w.known[p.pid] = p
+		return true
+	}
+	if s, ok := w.denied[p.pid]; !ok || s != p.start {
+		if known && !old.checked.IsZero() {
+			w.logf("process %d (%s): no longer observed, access lost: %v", p.pid, p.exe, err)
+		} else {
+			w.logf("process %d (%s): not watched: %v", p.pid, p.exe, err)
+		}
+		w.denied[p.pid] = p.start
+	}
+	delete(w.known, p.pid)
+	return false
+}
+
 // info reads (or recalls) what is known of a live process; false when it
 // is gone, a zombie or a kernel thread. The executable is read on every
-// call: a process seen between fork and exec changes it.
+// call: a process seen between fork and exec changes it. When /proc cannot
+// be read for another reason (the agent is out of file descriptors), what
+// was known stands: a watched process is not dropped for the agent's own
+// failure.
 func (w *watcher) info(pid int) (procInfo, bool) {
-	start, state, ok := procStat(pid)
-	if !ok || state == 'Z' || state == 'X' {
+	start, state, err := procStat(pid)
+	if err == nil && (state == 'Z' || state == 'X') {
 		return procInfo{}, false
 	}
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	var exe string
+	if err == nil {
+		exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	}
 	if err != nil {
-		return procInfo{}, false // kernel thread, or gone
+		if p, ok := w.known[pid]; ok && !gone(err) {
+			return p, true
+		}
+		return procInfo{}, false // kernel thread (no exe), or gone
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
 	if p, ok := w.known[pid]; ok && p.start == start && p.exe == exe {
@@ -115,14 +168,21 @@ func (w *watcher) info(pid int) (procInfo, bool) {
 		w.known[pid] = p
 		return p, true
 	}
-	p := procInfo{pid: pid, exe: exe, start: start, buildID: w.buildID(pid, exe), seen: time.Now()}
-	w.known[pid] = p
-	return p, true
+	return procInfo{pid: pid, exe: exe, start: start, buildID: w.buildID(pid, exe), seen: time.Now()}, true
+}
+
+// gone reports whether reading a process's /proc entry failed because the
+// process is gone (or is a kernel thread, which has no executable).
+func gone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) || errors.Is(err, errBadStat)
 }
 
 // recall returns what was known of a process, alive or recently exited.
 func (w *watcher) recall(pid int) (procInfo, bool) {
 	if p, ok := w.info(pid); ok {
+		if _, known := w.known[pid]; !known {
+			w.known[pid] = p
+		}
 		return p, true
 	}
 	p, ok := w.known[pid]
@@ -176,48 +236,26 @@ func readBuildID(path string) (string, error) {
 	return "", errors.New("no build ID note")
 }
 
+// errBadStat is a /proc/PID/stat line that cannot be parsed.
+var errBadStat = errors.New("unreadable stat line")
+
 // procStat returns a process's start time (field 22) and state (field 3).
-func procStat(pid int) (start uint64, state byte, ok bool) {
+func procStat(pid int) (start uint64, state byte, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, err
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return 0, 0, false
+		return 0, 0, errBadStat
 	}
 	fields := strings.Fields(string(b[i+2:]))
 	if len(fields) < 20 {
-		return 0, 0, false
+		return 0, 0, errBadStat
 	}
 	start, err = strconv.ParseUint(fields[19], 10, 64)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, errBadStat
 	}
-	return start, fields[0][0], true
-}
-
-// mayObserve reports whether this process may sample pid: root may; another
-// user only its own processes.
-func mayObserve(pid int) error {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return fmt.Errorf("process %d: %w", pid, err)
-	}
-	defer f.Close()
-	euid := os.Geteuid()
-	if euid == 0 {
-		return nil
-	}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
-			fs := strings.Fields(rest)
-			if len(fs) > 0 && fs[0] == strconv.Itoa(euid) {
-				return nil
-			}
-			return fmt.Errorf("process %d belongs to another user", pid)
-		}
-	}
-	return fmt.Errorf("process %d: no Uid in its status", pid)
+	return start, fields[0][0], nil
 }

@@ -29,6 +29,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define REC_SAMPLE 1
 #define REC_EXEC 2
+#define REC_FORK 3 /* pid: the child; tid: the parent process */
 
 #define FLAG_KERN_FULL 1 /* kernel stack filled MAX_DEPTH: may be cut */
 #define FLAG_USER_FULL 2 /* user stack filled MAX_DEPTH: may be cut */
@@ -362,19 +363,33 @@ struct fork_args {
 	__s32 child_pid;
 };
 
-/* Follow children: a process forked by a target becomes a target. */
+/* Follow children: a process forked by a target becomes a target (every
+ * process is one with filter_all). User space is told (REC_FORK), so that a
+ * child that exits before its own memory map is read is known by its
+ * parent's: same executable, same mappings until it execs. A new thread is
+ * told too (its ID is not a process's; user space ignores it). */
 SEC("tracepoint/sched/sched_process_fork")
 int follow_fork(struct fork_args *args)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u32 child = args->child_pid;
 	__u8 one = 1;
+	struct sample_hdr h = {};
 
-	if (filter_all || !bpf_map_lookup_elem(&targets, &tgid))
-		return 0;
 	if (child == tgid)
 		return 0;
-	bpf_map_update_elem(&targets, &child, &one, BPF_NOEXIST);
+	if (!filter_all) {
+		if (!bpf_map_lookup_elem(&targets, &tgid))
+			return 0;
+		bpf_map_update_elem(&targets, &child, &one, BPF_NOEXIST);
+	}
+	h.kind = REC_FORK;
+	h.pid = child;
+	h.tid = tgid;
+	h.cpu = bpf_get_smp_processor_id();
+	h.time_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&samples, &h, sizeof(h), 0) < 0)
+		bump(STAT_DROPPED);
 	return 0;
 }
 

@@ -44,10 +44,18 @@ func ReadTimeJSONFile(path string) (*timing.Result, error) {
 	return safefile.ReadParsed(path, "JSON document", MaxJSONFile, ReadTimeJSON)
 }
 
-// gunzip decompresses gzipped profile data, at most MaxProfileData bytes:
-// a few KiB of gzip can stand for gigabytes of zeros.
+// gunzip decompresses gzipped profile data, at most gunzipBound of its
+// size: a few KiB of gzip can stand for gigabytes of zeros.
 func gunzip(data []byte, name string) ([]byte, error) {
-	return gunzipLimit(data, name, MaxProfileData)
+	return gunzipLimit(data, name, gunzipBound(len(data)))
+}
+
+// gunzipBound is how large n bytes of gzipped profile may be once
+// decompressed: 64 MiB, or 32 times n for larger files (a pprof profile
+// compresses 3 to 10 times), at most MaxProfileData. A 1.1 MB gzip of
+// zeros stood for 1 GiB, whose parse took 2.6 GB.
+func gunzipBound(n int) int64 {
+	return min(MaxProfileData, max(64<<20, 32*int64(n)))
 }
 
 func gunzipLimit(data []byte, name string, limit int64) ([]byte, error) {

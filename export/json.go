@@ -315,9 +315,10 @@ func trimHist(h []uint64) []uint64 {
 }
 
 // WriteTimeJSONFile writes r as JSON to path, through safefile: a link
-// at path or another user's file in a sticky directory is refused.
+// at path or another user's file in a sticky directory is refused. The
+// file is readable by its owner only (OutputPerm).
 func WriteTimeJSONFile(path string, r *timing.Result) error {
-	if err := safefile.WriteFile(path, 0o644, func(w io.Writer) error { return WriteTimeJSON(w, r) }); err != nil {
+	if err := safefile.WriteFile(path, OutputPerm, func(w io.Writer) error { return WriteTimeJSON(w, r) }); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

@@ -356,6 +356,12 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 		if r.Calls == 0 {
 			continue
 		}
+		if sums.overflow[r.Target] {
+			return fmt.Errorf("target %s: its histogram counts %w", r.Target, errOverflow)
+		}
+		if err := checkTicksSq(sums.ticksSq[r.Target], r.Calls, r.Ticks); err != nil {
+			return fmt.Errorf("target %s: %w", r.Target, err)
+		}
 		lo, hi := ticksSqCounts(sums.ticksSq[r.Target], r.Calls, r.Ticks)
 		e, err := estimate.Time(estimate.Counts{Resolution: res, Calls: r.Calls, Ticks: r.Ticks,
 			TicksSq: lo, TicksSqHi: hi, HasTicksSq: true}, o)
@@ -383,9 +389,11 @@ func recomputeTimeRows(p *profile.Profile, t *TimeTable) error {
 // targetSums are the per-target sums of a merged time profile beyond
 // calls and ticks.
 type targetSums struct {
-	ticksSq map[string]*big.Int
-	hists   map[string]*histogram.Hist
-	batches map[string]*windowBatches
+	// overflow marks the targets whose histogram counts passed 2^64.
+	overflow map[string]bool
+	ticksSq  map[string]*big.Int
+	hists    map[string]*histogram.Hist
+	batches  map[string]*windowBatches
 }
 
 func mergedTargetSums(p *profile.Profile) targetSums {
@@ -394,7 +402,7 @@ func mergedTargetSums(p *profile.Profile) targetSums {
 	for i, typ := range batchTypes {
 		bi[i] = sampleTypeIndex(p, typ)
 	}
-	t := targetSums{ticksSq: map[string]*big.Int{}, hists: map[string]*histogram.Hist{}, batches: map[string]*windowBatches{}}
+	t := targetSums{ticksSq: map[string]*big.Int{}, hists: map[string]*histogram.Hist{}, batches: map[string]*windowBatches{}, overflow: map[string]bool{}}
 	for _, s := range p.Sample {
 		name := sampleTarget(s)
 		if qi < len(s.Value) {
@@ -407,7 +415,11 @@ func mergedTargetSums(p *profile.Profile) targetSums {
 			if t.hists[name] == nil {
 				t.hists[name] = &histogram.Hist{}
 			}
-			t.hists[name].Counts[histogram.Index(uint64(lo[0]))] += nonNeg(s.Value[hi])
+			c := &t.hists[name].Counts[histogram.Index(uint64(lo[0]))]
+			if *c+nonNeg(s.Value[hi]) < *c {
+				t.overflow[name] = true
+			}
+			*c += nonNeg(s.Value[hi])
 			continue
 		}
 		if t.batches[name] == nil {

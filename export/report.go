@@ -454,6 +454,9 @@ func ReadProfile(data []byte, name string) (*profile.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a pprof profile: %v", name, firstLine(err.Error()))
 	}
+	if p.DurationNanos < 0 || p.Period < 0 {
+		return nil, fmt.Errorf("%s: duration %d ns, period %d: neither can be negative (the profile was changed or damaged)", name, p.DurationNanos, p.Period)
+	}
 	if len(p.Sample) == 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoSamples)
 	}

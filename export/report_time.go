@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -135,7 +136,7 @@ func timeRows(p *profile.Profile, conf float64) (map[string]*TimeRow, []string, 
 // and interval from each.
 func (r *TimeRow) add(s *profile.Sample, conf float64) error {
 	c, k := nonNeg(s.Value[0]), nonNeg(s.Value[1])
-	if r.Calls+c < r.Calls || r.Ticks+k < r.Ticks {
+	if r.Calls+c < r.Calls || r.Ticks+k < r.Ticks || r.Calls+c > math.MaxInt64 || r.Ticks+k > math.MaxInt64 {
 		return fmt.Errorf("target %s: %w", r.Target, errOverflow)
 	}
 	r.Calls += c
@@ -143,9 +144,15 @@ func (r *TimeRow) add(s *profile.Sample, conf float64) error {
 	r.Wall += float64(nonNeg(s.Value[2]))
 	if r.qs == nil && r.MinNs == nil {
 		if mn, mx := s.NumLabel["min_ns"], s.NumLabel["max_ns"]; len(mn) == 1 && len(mx) == 1 {
+			if mn[0] < 0 || mn[0] > mx[0] {
+				return fmt.Errorf("target %s: labels min_ns %d, max_ns %d are not a range of times (want 0 <= min <= max): the profile was not written by tickprof time as is", r.Target, mn[0], mx[0])
+			}
 			r.MinNs, r.MaxNs = &mn[0], &mx[0]
 		}
 		r.qs = QuantilesFromLabels(s.NumLabel, conf, 0)
+		if err := checkQuantiles(r.Target, r.qs); err != nil {
+			return err
+		}
 	}
 	mean, lo, hi := s.NumLabel["mean_ns"], s.NumLabel["low_ns"], s.NumLabel["high_ns"]
 	if len(mean) > 0 && len(lo) > 0 && len(hi) > 0 {
@@ -154,6 +161,18 @@ func (r *TimeRow) add(s *profile.Sample, conf float64) error {
 		}
 		r.HasEstimate = true
 		r.Mean, r.Low, r.High = float64(mean[0]), float64(lo[0]), float64(hi[0])
+	}
+	return nil
+}
+
+// checkQuantiles refuses quantiles read from labels whose interval is
+// not one (low <= value <= high, all times non-negative).
+func checkQuantiles(target string, qs []estimate.Quantile) error {
+	for _, q := range qs {
+		if q.Value < 0 || q.Low < 0 || q.Low > q.Value || (!q.TooFew && q.Value > q.High) {
+			return fmt.Errorf("target %s: the p%g interval %g [%g, %g] ns is not an interval of times (want 0 <= low <= value <= high): the profile was not written by tickprof time as is",
+				target, 100*q.P, q.Value, q.Low, q.High)
+		}
 	}
 	return nil
 }

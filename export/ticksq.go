@@ -1,6 +1,7 @@
 package export
 
 import (
+	"fmt"
 	"math/big"
 
 	"github.com/google/pprof/profile"
@@ -38,6 +39,23 @@ func addTicksSq(sum *big.Int, s *profile.Sample, qi int) {
 		v.Lsh(v, uint(k[0]))
 	}
 	sum.Add(sum, v)
+}
+
+// checkTicksSq refuses a sum of squared ticks q that n calls crossing s
+// ticks in all cannot have: every real sum lies in [s^2/n, s^2] (within
+// the rounding of wide sums, far below 2^-40 of them). One outside was
+// clamped in, and its interval came out up to 10^4 times too narrow.
+func checkTicksSq(q *big.Int, n, s uint64) error {
+	if q == nil || n == 0 {
+		return nil
+	}
+	s2 := new(big.Int).Mul(new(big.Int).SetUint64(s), new(big.Int).SetUint64(s))
+	least := new(big.Int).Quo(s2, new(big.Int).SetUint64(n))
+	slack := func(x *big.Int) *big.Int { return new(big.Int).Add(new(big.Int).Rsh(x, 40), big.NewInt(1)) }
+	if q.Cmp(new(big.Int).Sub(least, slack(least))) < 0 || q.Cmp(new(big.Int).Add(s2, slack(s2))) > 0 {
+		return fmt.Errorf("ticks_sq %v is not possible for %d calls of %d ticks in all (the sum of squares lies between ticks^2/calls = %v and ticks^2 = %v): the profile was changed or damaged", q, n, s, least, s2)
+	}
+	return nil
 }
 
 // ticksSqCounts returns a merged sum of squared ticks q as the 128-bit

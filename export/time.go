@@ -279,11 +279,17 @@ func WriteTimeProfile(path string, r *timing.Result) error {
 	return WriteProfileFile(path, p)
 }
 
+// OutputPerm is the mode of the profiles and JSON files written: readable
+// by their owner only, as perf writes perf.data and the agent its windows.
+// A profile names another user's functions, files and build IDs (root
+// profiles any process), and may hold their arguments' timings.
+const OutputPerm = 0o600
+
 // WriteProfileFile writes p, gzipped, to the file at path, through
 // safefile: a link at path or another user's file in a sticky directory is
-// refused.
+// refused. The file is readable by its owner only (OutputPerm).
 func WriteProfileFile(path string, p *profile.Profile) error {
-	if err := safefile.WriteFile(path, 0o644, p.Write); err != nil {
+	if err := safefile.WriteFile(path, OutputPerm, p.Write); err != nil {
 		return fmt.Errorf("write profile: %w", err)
 	}
 	return nil

@@ -114,11 +114,11 @@ func TestDirRefusesUnsafe(t *testing.T) {
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("write followed a link: victim now %q", b)
 	}
-	if _, err := d.read("x.pb.gz"); err != nil {
+	if _, err := d.read("x.pb.gz", 1<<20); err != nil {
 		t.Errorf("read back: %v", err)
 	}
 	os.Symlink(target, filepath.Join(real, "y"))
-	if _, err := d.read("y"); err == nil {
+	if _, err := d.read("y", 1<<20); err == nil {
 		t.Error("read followed a link")
 	}
 }

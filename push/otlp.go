@@ -63,7 +63,7 @@ func NewOTLP(endpoint string, opts OTLPOptions) (*OTLP, error) {
 	default:
 		cred = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 	}
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(cred))
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(cred), grpc.WithStatsHandler(sentHandler{}))
 	if err != nil {
 		return nil, fmt.Errorf("OTLP endpoint %s: %w", endpoint, err)
 	}

@@ -66,9 +66,14 @@ type Stats struct {
 	Failed   uint64 // delivery attempts that failed and will be retried
 	Rejected uint64 // windows the destination refused for good
 	Spooled  uint64 // windows written to the spool
-	Dropped  uint64 // windows lost because the queue and spool were full
-	Queued   int    // windows waiting in memory now
-	Spool    int    // windows in the spool now
+	Dropped  uint64 // windows lost: queue and spool full, spool unreadable, or left at shutdown without a spool
+	// Unconfirmed counts windows whose push was cut short by shutdown
+	// after the destination had received all of it: it may have stored
+	// them, so they are neither retried nor spooled (that would store them
+	// twice), and may be lost.
+	Unconfirmed uint64
+	Queued      int // windows waiting in memory now
+	Spool       int // windows in the spool now
 	// SpoolBytes is the spool's size now.
 	SpoolBytes int64
 }
@@ -87,7 +92,7 @@ type Pusher struct {
 	abort    context.CancelFunc
 	once     sync.Once
 
-	pushed, failed, rejected, spooled, dropped atomic.Uint64
+	pushed, failed, rejected, spooled, dropped, unconfirmed atomic.Uint64
 }
 
 // New starts a Pusher. When a spool is configured it is opened, and windows a
@@ -120,8 +125,9 @@ func New(cfg Config) (*Pusher, error) {
 
 // Enqueue hands a window over for delivery; it never blocks on the network.
 // When memory is full the window goes to the spool (oldest spooled windows
-// are dropped at the spool's cap) or, without a spool, the oldest window in
-// memory is dropped. Windows enqueued after Close are dropped.
+// are dropped at the spool's cap) or, without a spool or when the spool
+// cannot take it (a full disk), the oldest window in memory is dropped.
+// Windows enqueued after Close are dropped.
 func (p *Pusher) Enqueue(w *Window) {
 	select {
 	case <-p.stop:
@@ -134,26 +140,29 @@ func (p *Pusher) Enqueue(w *Window) {
 		size = int64(len(b))
 	}
 	p.mu.Lock()
-	switch {
-	case p.spool != nil && (p.full(size) || len(p.spool.files) > 0):
-		p.toSpool(w)
-	default:
-		lost := 0
-		for p.full(size) && len(p.mem) > 0 {
-			p.pop()
-			lost++
-		}
-		p.mem = append(p.mem, w)
-		p.memBytes += size
-		if lost > 0 {
-			p.dropped.Add(uint64(lost))
-			p.logf("queue full: dropped the %d oldest windows", lost)
-		}
+	if !(p.spool != nil && (p.full(size) || len(p.spool.files) > 0) && p.toSpool(w)) {
+		p.toMemory(w, size)
 	}
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
 	default:
+	}
+}
+
+// toMemory queues w in memory, dropping the oldest windows to make room;
+// p.mu is held.
+func (p *Pusher) toMemory(w *Window, size int64) {
+	lost := 0
+	for p.full(size) && len(p.mem) > 0 {
+		p.pop()
+		lost++
+	}
+	p.mem = append(p.mem, w)
+	p.memBytes += size
+	if lost > 0 {
+		p.dropped.Add(uint64(lost))
+		p.logf("queue full: dropped the %d oldest windows", lost)
 	}
 }
 
@@ -175,18 +184,19 @@ func (p *Pusher) pop() {
 	p.mem = p.mem[1:]
 }
 
-// toSpool writes w to the spool; p.mu is held.
-func (p *Pusher) toSpool(w *Window) {
-	lost, err := p.spool.add(w)
-	p.dropped.Add(uint64(lost))
+// toSpool writes w to the spool and reports whether it did; p.mu is held.
+func (p *Pusher) toSpool(w *Window) bool {
+	evicted, err := p.spool.add(w)
+	p.dropped.Add(uint64(evicted))
+	if evicted > 0 {
+		p.logf("spool full (%d bytes): dropped %d windows", p.cfg.SpoolBytes, evicted)
+	}
 	if err != nil {
 		p.logf("%v", err)
-		return
+		return false
 	}
 	p.spooled.Add(1)
-	if lost > 0 {
-		p.logf("spool full (%d bytes): dropped %d windows", p.cfg.SpoolBytes, lost)
-	}
+	return true
 }
 
 func (p *Pusher) logf(format string, args ...any) {
@@ -196,7 +206,10 @@ func (p *Pusher) logf(format string, args ...any) {
 }
 
 // next returns the window to deliver: memory first (older than anything
-// spooled after it filled), then the spool's oldest file.
+// spooled after it filled), then the spool's oldest file, pinned so that it
+// is not evicted while it is read and delivered. The file is read and
+// decoded without p.mu, so that a slow disk or a large file never holds up
+// Enqueue.
 func (p *Pusher) next() (w *Window, spoolName string, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -204,15 +217,18 @@ func (p *Pusher) next() (w *Window, spoolName string, ok bool) {
 		return p.mem[0], "", true
 	}
 	for p.spool != nil && len(p.spool.files) > 0 {
-		w, name, err := p.spool.oldest()
-		if err != nil {
-			p.logf("unreadable spooled window dropped: %v", err)
-			p.spool.remove(name)
-			p.dropped.Add(1)
-			continue
-		}
+		name := p.spool.files[0].name
 		p.spool.pinned = name
-		return w, name, true
+		p.mu.Unlock()
+		w, err := p.spool.load(name)
+		p.mu.Lock()
+		if err == nil {
+			return w, name, true
+		}
+		p.logf("unreadable spooled window dropped: %v", err)
+		p.spool.pinned = ""
+		p.spool.remove(name)
+		p.dropped.Add(1)
 	}
 	return nil, "", false
 }
@@ -241,7 +257,7 @@ func (p *Pusher) unpin() {
 
 func (p *Pusher) loop() {
 	defer close(p.done)
-	attempt := 0
+	tries := 0
 	for {
 		w, name, ok := p.next()
 		if !ok {
@@ -261,29 +277,31 @@ func (p *Pusher) loop() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.Timeout)
+		ctx, at := withAttempt(ctx)
 		err := p.cfg.Sink.Push(ctx, w)
 		cancel()
 		switch {
 		case err == nil:
 			p.pushed.Add(1)
 			p.settle(w, name)
-			attempt = 0
+			tries = 0
 			continue
 		case errors.Is(err, ErrPermanent):
 			p.rejected.Add(1)
 			p.logf("window %s..%s refused: %v", w.Start.Format(time.TimeOnly), w.End.Format(time.TimeOnly), err)
 			p.settle(w, name)
-			attempt = 0
+			tries = 0
 			continue
 		}
-		p.unpin()
 		if p.ctx.Err() != nil {
+			p.cutShort(w, name, at.wasSent())
 			return
 		}
+		p.unpin()
 		p.failed.Add(1)
-		attempt++
-		d := p.cfg.Backoff.Delay(attempt)
-		p.logf("push failed (attempt %d, next in %s): %v", attempt, d.Round(time.Millisecond), err)
+		tries++
+		d := p.cfg.Backoff.Delay(tries)
+		p.logf("push failed (attempt %d, next in %s): %v", tries, d.Round(time.Millisecond), err)
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -292,6 +310,21 @@ func (p *Pusher) loop() {
 			return
 		}
 	}
+}
+
+// cutShort settles the window whose push Close cut short: when all of it
+// had gone out, the destination may have stored it, so it is counted as
+// unconfirmed and forgotten (spooling it would store it twice); otherwise
+// it stays, to be spooled by Close.
+func (p *Pusher) cutShort(w *Window, spoolName string, sent bool) {
+	if !sent {
+		p.unpin()
+		return
+	}
+	p.unconfirmed.Add(1)
+	p.logf("window %s..%s was sent, but shutdown came before the answer: it may not be stored, and is not kept (keeping it could store it twice)",
+		w.Start.Format(time.TimeOnly), w.End.Format(time.TimeOnly))
+	p.settle(w, spoolName)
 }
 
 // Close stops accepting windows and delivers what is queued until ctx is
@@ -308,12 +341,11 @@ func (p *Pusher) Close(ctx context.Context) error {
 	p.abort()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	left := len(p.mem)
+	left := 0
 	for _, w := range p.mem {
-		if p.spool != nil {
-			p.toSpool(w)
-		} else {
+		if p.spool == nil || !p.toSpool(w) {
 			p.dropped.Add(1)
+			left++
 		}
 	}
 	p.mem, p.memBytes = nil, 0
@@ -323,8 +355,9 @@ func (p *Pusher) Close(ctx context.Context) error {
 		if n := len(p.spool.files); n > 0 {
 			p.logf("%d windows left in the spool %s for the next run", n, p.cfg.SpoolDir)
 		}
-	} else if left > 0 {
-		err = fmt.Errorf("%s: %d windows undelivered at shutdown", p.cfg.Sink.Name(), left)
+	}
+	if left > 0 {
+		err = errors.Join(err, fmt.Errorf("%s: %d windows undelivered at shutdown, dropped", p.cfg.Sink.Name(), left))
 	}
 	return err
 }
@@ -333,7 +366,7 @@ func (p *Pusher) Close(ctx context.Context) error {
 func (p *Pusher) Stats() Stats {
 	st := Stats{
 		Pushed: p.pushed.Load(), Failed: p.failed.Load(), Rejected: p.rejected.Load(),
-		Spooled: p.spooled.Load(), Dropped: p.dropped.Load(),
+		Spooled: p.spooled.Load(), Dropped: p.dropped.Load(), Unconfirmed: p.unconfirmed.Load(),
 	}
 	p.mu.Lock()
 	st.Queued = len(p.mem)

@@ -112,9 +112,9 @@ func (d *safeDir) write(name string, data []byte) error {
 	return nil
 }
 
-// read returns the content of the regular file name, refusing a link and a
-// file another user could have written.
-func (d *safeDir) read(name string) ([]byte, error) {
+// read returns the content of the regular file name, refusing a link, a
+// file another user could have written and a file over limit bytes.
+func (d *safeDir) read(name string, limit int64) ([]byte, error) {
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s in %s: %w", name, d.path, err)
@@ -131,7 +131,14 @@ func (d *safeDir) read(name string) ([]byte, error) {
 	if err := trustworthy(&st); err != nil {
 		return nil, fmt.Errorf("%s in %s: %w", name, d.path, err)
 	}
-	return io.ReadAll(f)
+	if st.Size > limit {
+		return nil, fmt.Errorf("%s in %s is %d bytes, over the limit of %d", name, d.path, st.Size, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("%s in %s grew over the limit of %d bytes", name, d.path, limit)
+	}
+	return b, err
 }
 
 // remove deletes name.

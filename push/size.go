@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// ParseSize reads a size in bytes: a positive number with an optional K,
-// M, G (powers of 1000) or KiB, MiB, GiB (powers of 1024) suffix.
+// ParseSize reads a size in bytes: a number with an optional K, M, G
+// (powers of 1000) or KiB, MiB, GiB (powers of 1024) suffix, of at least
+// one byte (a fraction of a byte is refused, not rounded to nothing).
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
@@ -23,6 +24,9 @@ func ParseSize(s string) (int64, error) {
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || !(v > 0) || v*float64(mult) > 1<<62 {
 		return 0, fmt.Errorf("%q is not a size such as 512MiB or 2GB", s)
+	}
+	if v*float64(mult) < 1 {
+		return 0, fmt.Errorf("%q is less than one byte: give a size such as 512MiB or 2GB", s)
 	}
 	return int64(v * float64(mult)), nil
 }

@@ -8,7 +8,7 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "-1MiB", "lots", "0", "1e30GiB"} {
+	for _, in := range []string{"", "-1MiB", "lots", "0", "1e30GiB", "0.5", "0.9B", "1e-4KiB", "NaN", "Inf"} {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) accepted", in)
 		}

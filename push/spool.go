@@ -2,9 +2,11 @@ package push
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +34,7 @@ type spoolHeader struct {
 	End        time.Time         `json:"end"`
 	Labels     map[string]string `json:"labels"`
 	SampleRate int               `json:"sample_rate,omitempty"`
+	Name       string            `json:"name,omitempty"`
 }
 
 // openSpool opens the spool directory and indexes the windows a previous
@@ -61,17 +64,31 @@ func openSpool(path string, cap int64) (*spool, error) {
 
 func (s *spool) close() error { return s.dir.close() }
 
+// Spool files are bounded, so that a file changed on disk (or a window
+// too large to spool) cannot make the agent read or decompress more than
+// this: maxSpoolFile bounds a file, maxSpoolRaw the profile it holds once
+// decompressed. A 10 s window of every process at the default rate is a
+// few hundred KiB.
+const (
+	maxSpoolFile = 16 << 20
+	maxSpoolRaw  = 64 << 20
+)
+
 // add writes a window, evicting the oldest files (not the pinned one) while
-// the cap would be exceeded. It returns how many windows were lost: evicted
-// files, or the new window itself when it cannot fit.
-func (s *spool) add(w *Window) (lost int, err error) {
+// the cap would be exceeded. It returns how many spooled windows were
+// evicted, and an error when w itself was not written (it does not fit, or
+// the disk refused it): the caller then decides w's fate.
+func (s *spool) add(w *Window) (evicted int, err error) {
 	raw, err := w.encode()
 	if err != nil {
-		return 1, err
+		return 0, err
 	}
-	hdr, err := json.Marshal(spoolHeader{Start: w.Start, End: w.End, Labels: w.Labels, SampleRate: w.SampleRate})
+	if int64(len(raw)) > maxSpoolFile-(4<<10) || w.rawBytes > maxSpoolRaw {
+		return 0, fmt.Errorf("spool: a window of %d bytes (%d decompressed) is over the spool's file limit", len(raw), w.rawBytes)
+	}
+	hdr, err := json.Marshal(spoolHeader{Start: w.Start, End: w.End, Labels: w.Labels, SampleRate: w.SampleRate, Name: w.Name})
 	if err != nil {
-		return 1, err
+		return 0, err
 	}
 	data := append(append(hdr, '\n'), raw...)
 	size := int64(len(data))
@@ -81,41 +98,39 @@ func (s *spool) add(w *Window) (lost int, err error) {
 			i = 1
 		}
 		if i >= len(s.files) {
-			return lost + 1, fmt.Errorf("spool: a window of %d bytes does not fit in %d", size, s.cap)
+			return evicted, fmt.Errorf("spool: a window of %d bytes does not fit in %d", size, s.cap)
 		}
 		if err := s.dir.remove(s.files[i].name); err != nil {
-			return lost + 1, err
+			return evicted, err
 		}
 		s.bytes -= s.files[i].size
 		s.files = append(s.files[:i], s.files[i+1:]...)
 		s.evicted++
-		lost++
+		evicted++
 	}
 	name := fmt.Sprintf("%020d%s", s.next, spoolSuffix)
 	if err := s.dir.write(name, data); err != nil {
-		return lost + 1, err
+		return evicted, err
 	}
 	s.next++
 	s.files = append(s.files, entry{name: name, size: size})
 	s.bytes += size
-	return lost, nil
+	return evicted, nil
 }
 
-// oldest returns the oldest spooled window and its file name.
-func (s *spool) oldest() (*Window, string, error) {
-	if len(s.files) == 0 {
-		return nil, "", nil
-	}
-	name := s.files[0].name
-	data, err := s.dir.read(name)
+// load reads and decodes the spooled window name. It touches only the
+// directory, not the index, so the Pusher calls it without its lock (with
+// name pinned, so that it is not evicted meanwhile).
+func (s *spool) load(name string) (*Window, error) {
+	data, err := s.dir.read(name, maxSpoolFile)
 	if err != nil {
-		return nil, name, err
+		return nil, err
 	}
 	w, err := decodeSpooled(data)
 	if err != nil {
-		return nil, name, fmt.Errorf("spool file %s: %w", name, err)
+		return nil, fmt.Errorf("spool file %s: %w", name, err)
 	}
-	return w, name, nil
+	return w, nil
 }
 
 // remove deletes a delivered (or unreadable) window.
@@ -130,6 +145,9 @@ func (s *spool) remove(name string) error {
 	return nil
 }
 
+// decodeSpooled reads a spool file: its header line, then the gzipped
+// profile, decompressed within maxSpoolRaw and kept as the window's
+// encoding (it is pushed as it was spooled).
 func decodeSpooled(data []byte) (*Window, error) {
 	i := bytes.IndexByte(data, '\n')
 	if i < 0 {
@@ -139,9 +157,23 @@ func decodeSpooled(data []byte) (*Window, error) {
 	if err := json.Unmarshal(data[:i], &h); err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}
-	p, err := profile.ParseData(data[i+1:])
+	body := data[i+1:]
+	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
-	return &Window{Start: h.Start, End: h.End, Labels: h.Labels, Profile: p, SampleRate: h.SampleRate}, nil
+	raw, err := io.ReadAll(io.LimitReader(zr, maxSpoolRaw+1))
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if len(raw) > maxSpoolRaw {
+		return nil, fmt.Errorf("profile: over %d bytes decompressed", maxSpoolRaw)
+	}
+	p, err := profile.ParseUncompressed(raw)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	w := &Window{Start: h.Start, End: h.End, Labels: h.Labels, Profile: p, SampleRate: h.SampleRate, Name: h.Name}
+	w.once.Do(func() { w.encoded, w.rawBytes = body, int64(len(raw)) })
+	return w, nil
 }

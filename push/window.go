@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 )
@@ -33,6 +35,8 @@ type Window struct {
 	once    sync.Once
 	encoded []byte
 	encErr  error
+	// rawBytes is the size of the encoded profile before compression.
+	rawBytes int64
 }
 
 // ServiceLabel is the label that names the application.
@@ -83,7 +87,9 @@ func (w *Window) encode() ([]byte, error) {
 		zw := gzipWriters.Get().(*gzip.Writer)
 		defer gzipWriters.Put(zw)
 		zw.Reset(&b)
-		err := w.Profile.WriteUncompressed(zw)
+		cw := &countingWriter{w: zw}
+		err := w.Profile.WriteUncompressed(cw)
+		w.rawBytes = cw.n
 		if cerr := zw.Close(); err == nil {
 			err = cerr
 		}
@@ -94,6 +100,18 @@ func (w *Window) encode() ([]byte, error) {
 		w.encoded = b.Bytes()
 	})
 	return w.encoded, w.encErr
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // sortedLabels returns the label keys in order, the service label excluded
@@ -127,14 +145,44 @@ func labelKey(k string) string {
 	return b.String()
 }
 
-// CheckLabel reports whether k=v can be used as a label: k a label name,
-// v free of the characters Pyroscope's application-name syntax reserves.
+// Pyroscope's default limits on a series' labels (validation.Limits):
+// values of at most MaxLabelValueBytes bytes, names of at most
+// MaxLabelNameBytes, and at most MaxLabelNames names, __name__ and
+// service_name included. A window past them is refused.
+const (
+	MaxLabelNames      = 30
+	MaxLabelNameBytes  = 1024
+	MaxLabelValueBytes = 2048
+)
+
+// CheckLabel reports whether k=v can be used as a label: k a label name
+// that Pyroscope does not reserve (__name__ and every name beginning with
+// __, service_name, which the sinks set from the service label), v valid
+// UTF-8, free of control characters and of the characters Pyroscope's
+// application-name syntax reserves, both within Pyroscope's lengths.
 func CheckLabel(k, v string) error {
 	if k == "" || labelKey(k) != k {
 		return fmt.Errorf("label name %q: use letters, digits and _ (not first a digit)", k)
 	}
-	if strings.ContainsAny(v, "{},=\n") {
-		return fmt.Errorf("label %s=%q: a value cannot hold { } , = or a newline", k, v)
+	if len(k) > MaxLabelNameBytes {
+		return fmt.Errorf("label name %.40q... is %d bytes: Pyroscope takes at most %d", k, len(k), MaxLabelNameBytes)
+	}
+	if strings.HasPrefix(k, "__") || k == "service_name" {
+		return fmt.Errorf("label name %s is reserved by Pyroscope (__name__, names beginning with __, service_name): choose another", k)
+	}
+	if len(v) > MaxLabelValueBytes {
+		return fmt.Errorf("label %s: its value is %d bytes, Pyroscope takes at most %d", k, len(v), MaxLabelValueBytes)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("label %s=%q: the value is not UTF-8 text", k, v)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("label %s=%q: a value cannot hold a control character", k, v)
+		}
+	}
+	if strings.ContainsAny(v, "{},=") {
+		return fmt.Errorf("label %s=%q: a value cannot hold { } , or =", k, v)
 	}
 	return nil
 }

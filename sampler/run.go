@@ -25,6 +25,9 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Downloads of debug files end when the caller's context does (an
+	// interrupt), not at the end of the Duration.
+	s.dlCtx = ctx
 	ctx, cancel := s.limit(ctx)
 	defer cancel()
 	if err := s.begin(); err != nil {

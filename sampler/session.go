@@ -36,6 +36,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -117,6 +118,10 @@ type Stats struct {
 	Kept    uint64 // samples of a target
 	Idle    uint64 // samples of the idle task
 	Dropped uint64 // samples lost because the ring buffer was full
+	// Unread counts samples left in the ring buffer when sampling stopped
+	// and not read: at the highest rates the reader falls behind, and the
+	// run must end all the same.
+	Unread  uint64
 	Records uint64 // records read from the ring buffer
 	Exited  int    // processes sampled that were gone at the end
 	// DrainCPU is the CPU time (user+system, ns) this process spent while
@@ -149,6 +154,9 @@ type Session struct {
 	ran    bool
 	objs   tpbpf.SampleObjects
 	clocks []cpuClock
+	// clockMu guards clocks against pause, which may run on another
+	// goroutine.
+	clockMu sync.Mutex
 	// rephase restarts the clocks at random phases (nil with
 	// FixedPhase); restartBase is its count when the current window
 	// started.
@@ -173,6 +181,12 @@ type Session struct {
 	// ksyms is /proc/kallsyms as read at ksymsAt (see kernelSyms).
 	ksyms   *symbolize.Kallsyms
 	ksymsAt time.Time
+	// windowProcs are the processes of the last window cut (window.go).
+	windowProcs map[int]ProcessImage
+	// unread counts the samples discard threw away.
+	unread uint64
+	// dlCtx cancels downloads of debug files (symbolize.go); nil: none.
+	dlCtx context.Context
 }
 
 // rawStack is one distinct stack of one process image, with its count.
@@ -192,6 +206,7 @@ type rawStack struct {
 const (
 	recSample = 1
 	recExec   = 2
+	recFork   = 3
 
 	flagKernFull = 1
 	flagUserFull = 2
@@ -317,14 +332,14 @@ func (s *Session) attach() error {
 	if _, err := features.EnsureTracefs(); err != nil {
 		return fmt.Errorf("attach the scheduler tracepoints: %w", err)
 	}
-	if !s.cfg.All {
-		l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
-		if err != nil {
-			return fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
-		}
-		s.links = append(s.links, l)
+	// Children are followed (and, with All, only noted: see
+	// symbolize.Procs.Fork).
+	l, err := link.Tracepoint("sched", "sched_process_fork", s.objs.FollowFork, nil)
+	if err != nil {
+		return fmt.Errorf("attach to sched_process_fork (needed to follow children): %w", proc.TracefsPermission(err))
 	}
-	l, err := link.Tracepoint("sched", "sched_process_exec", s.objs.NoteExec, nil)
+	s.links = append(s.links, l)
+	l, err = link.Tracepoint("sched", "sched_process_exec", s.objs.NoteExec, nil)
 	if err != nil {
 		return fmt.Errorf("attach to sched_process_exec: %w", err)
 	}
@@ -416,10 +431,12 @@ func (s *Session) countBinary(spec string) (bin, sym string, err error) {
 // sample drains samples until ctx is done or stop is closed (the targets
 // exited), then stops the perf events and drains what is left.
 func (s *Session) sample(ctx context.Context, stop <-chan struct{}) error {
+	defer context.AfterFunc(ctx, s.pause)()
 	c0 := selfCPU()
 	defer func() { s.drainCPU += selfCPU() - c0 }()
 	for {
-		if err := s.drain(time.Now().Add(50 * time.Millisecond)); err != nil {
+		d := time.Now().Add(50 * time.Millisecond)
+		if err := s.drain(d, d); err != nil {
 			return err
 		}
 		select {
@@ -435,18 +452,65 @@ func (s *Session) sample(ctx context.Context, stop <-chan struct{}) error {
 // finish stops sampling and reads the rest of the ring buffer.
 func (s *Session) finish() error {
 	s.rephase.Stop()
-	closeCPUClocks(s.clocks)
-	s.clocks = nil
+	s.closeClocks()
 	s.end = time.Now()
-	return s.drain(time.Now())
+	if err := s.drain(s.end, s.end.Add(finishDrain)); err != nil {
+		return err
+	}
+	s.discard()
+	return nil
 }
 
+// discard empties the ring buffer without handling the records (the
+// reader fell behind and finish ran out of time), counting the samples
+// it held as unread. Nothing adds to the ring once the clocks are closed,
+// so this ends; it copies records and parses nothing, so it ends soon.
+func (s *Session) discard() {
+	s.reader.SetDeadline(time.Now())
+	var rec ringbuf.Record
+	for s.reader.ReadInto(&rec) == nil {
+		if len(rec.RawSample) >= 4 && binary.LittleEndian.Uint32(rec.RawSample) == recSample {
+			s.unread++
+		}
+	}
+}
+
+// closeClocks closes the sampling clocks.
+func (s *Session) closeClocks() {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	closeCPUClocks(s.clocks)
+	s.clocks = nil
+}
+
+// pause disables the sampling clocks at once; it may run on any
+// goroutine. Run and RunWindows call it as soon as their context ends: at
+// the highest rates the sampling program can take most of every CPU, and
+// this process then crawls until the clocks stop (a kallsyms read took
+// 100 s at 100 kHz on two loaded CPUs).
+func (s *Session) pause() {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	for _, c := range s.clocks {
+		_ = unix.IoctlSetInt(c.fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+}
+
+// finishDrain bounds the reading of what is left in the ring buffer once
+// the clocks are stopped: at the highest rates the reader may be far
+// behind, and the run must still end promptly.
+const finishDrain = 250 * time.Millisecond
+
 // drain reads records until the ring buffer is empty and the deadline
-// passed.
-func (s *Session) drain(deadline time.Time) error {
+// passed, or until stop, whichever comes first: at high sampling rates the
+// ring may never be empty, and the caller must get back to its context.
+func (s *Session) drain(deadline, stop time.Time) error {
 	s.reader.SetDeadline(deadline)
 	var rec ringbuf.Record
-	for {
+	for n := 0; ; n++ {
+		if n%64 == 63 && !time.Now().Before(stop) {
+			return nil
+		}
 		err := s.reader.ReadInto(&rec)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -468,11 +532,13 @@ func (s *Session) handle(b []byte) {
 		return
 	}
 	le := binary.LittleEndian
-	kind := le.Uint32(b[0:])
 	pid := int(le.Uint32(b[4:]))
-	switch kind {
+	switch le.Uint32(b[0:]) { // the record's kind
 	case recExec:
 		s.procs.Exec(pid)
+		return
+	case recFork:
+		s.procs.Fork(pid, int(le.Uint32(b[8:])))
 		return
 	case recSample:
 	default:
@@ -573,7 +639,7 @@ func (s *Session) userStack(img *symbolize.Image, b []byte, flags uint32, l reco
 
 // Stats reads the BPF counters.
 func (s *Session) Stats() Stats {
-	st := Stats{Records: s.records}
+	st := Stats{Records: s.records, Unread: s.unread}
 	var vals []uint64
 	for i, dst := range []*uint64{&st.Seen, &st.Kept, &st.Dropped, &st.Idle} {
 		if s.objs.Stats == nil {
@@ -645,8 +711,7 @@ func (s *Session) Close() error {
 		s.held.Wait()
 	}
 	s.rephase.Stop()
-	closeCPUClocks(s.clocks)
-	s.clocks = nil
+	s.closeClocks()
 	for _, c := range s.counted {
 		c.link.Close()
 	}

@@ -1,8 +1,10 @@
 package sampler
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/unwind"
@@ -15,6 +17,24 @@ type symbolizer struct {
 	kernMap  int
 	maps     map[string]int
 	locs     map[locKey]int
+	// dl bounds and cancels the downloads of debug files (downloads).
+	dl context.Context
+}
+
+// downloadBudget bounds the time one symbolization spends downloading
+// debug files from debuginfod servers: the output must not wait on a slow
+// server (a file not downloaded in time is looked for again at the next
+// symbolization, and found in the cache once a download completes).
+const downloadBudget = 4 * time.Second
+
+// downloads is the context debug-file downloads run under: the caller's
+// (Run and RunWindows set it), so that the caller's interrupt cancels
+// them.
+func (s *Session) downloads() context.Context {
+	if s.dlCtx != nil {
+		return s.dlCtx
+	}
+	return context.Background()
 }
 
 type locKey struct {
@@ -34,7 +54,9 @@ func (s *Session) profile() (*Profile, error) {
 		Start:    start,
 		Duration: dur,
 	}
-	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}}
+	dl, cancel := context.WithTimeout(s.downloads(), downloadBudget)
+	defer cancel()
+	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}, dl: dl}
 	ks, kerr := s.kernelSyms()
 	if kerr == nil {
 		sy.kallsyms = ks
@@ -186,7 +208,7 @@ func (sy *symbolizer) user(img *symbolize.Image, addr uint64, leaf bool) (int, s
 	if i, ok := sy.locs[k]; ok {
 		return i, sy.d.Locations[i].Function
 	}
-	sl := img.Locate(addr, leaf)
+	sl := img.LocateContext(sy.dl, addr, leaf)
 	loc := Location{Address: addr, Mapping: pm}
 	if n := len(sl.Frames); n > 0 {
 		fr := sl.Frames[n-1]

@@ -29,11 +29,16 @@ func (s *Session) RunWindows(ctx context.Context, window time.Duration, emit fun
 	if s.held != nil {
 		stop = s.held.Done()
 	}
+	// Downloads of debug files end when the caller's context does (an
+	// interrupt), not at the end of the Duration: the last window is
+	// symbolized after it.
+	s.dlCtx = ctx
 	ctx, cancel := s.limit(ctx)
 	defer cancel()
 	if err := s.begin(); err != nil {
 		return err
 	}
+	defer context.AfterFunc(ctx, s.pause)()
 	next := s.start.Add(window)
 	for {
 		c0 := selfCPU()
@@ -41,7 +46,7 @@ func (s *Session) RunWindows(ctx context.Context, window time.Duration, emit fun
 		if deadline.After(next) {
 			deadline = next
 		}
-		err := s.drain(deadline)
+		err := s.drain(deadline, deadline)
 		s.drainCPU += selfCPU() - c0
 		if err != nil {
 			return err
@@ -55,17 +60,7 @@ func (s *Session) RunWindows(ctx context.Context, window time.Duration, emit fun
 		default:
 		}
 		if done {
-			c0 := selfCPU()
-			err := s.finish()
-			s.drainCPU += selfCPU() - c0
-			if err != nil {
-				return err
-			}
-			d, err := s.cut(s.end)
-			if err != nil {
-				return err
-			}
-			return emit(d)
+			return s.lastWindow(emit)
 		}
 		if now := time.Now(); !now.Before(next) {
 			d, err := s.cut(now)
@@ -80,6 +75,22 @@ func (s *Session) RunWindows(ctx context.Context, window time.Duration, emit fun
 			}
 		}
 	}
+}
+
+// lastWindow stops sampling, reads what is left and emits the last
+// (partial) window.
+func (s *Session) lastWindow(emit func(*Profile) error) error {
+	c0 := selfCPU()
+	err := s.finish()
+	s.drainCPU += selfCPU() - c0
+	if err != nil {
+		return err
+	}
+	d, err := s.cut(s.end)
+	if err != nil {
+		return err
+	}
+	return emit(d)
 }
 
 // cut symbolizes the stacks gathered up to end into a window, then starts
@@ -104,16 +115,54 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 			}
 		}
 	}
+	s.noteWindowProcs()
 	s.stacks = map[string]*rawStack{}
 	s.start = end
 	s.restartBase = s.rephase.count()
 	s.procs.Prune()
+	s.procs.PruneForks(time.Minute)
 	for pid := range s.goNoted {
 		if _, ok := s.procs.Current(pid); !ok {
 			delete(s.goNoted, pid)
 		}
 	}
 	return d, err
+}
+
+// ProcessImage is what a session saw of a process whose samples a window
+// holds, when it read the process's memory map: its executable (as
+// /proc/PID/exe named it) and that file's build ID (the GNU build ID, else
+// the Go build ID; "" when it has none).
+type ProcessImage struct {
+	Exe, BuildID string
+}
+
+// WindowProcess returns what the session saw of process pid, if the last
+// window cut holds samples of it: its last image in the window. A process
+// that forked, ran and exited within the window is known only here.
+func (s *Session) WindowProcess(pid int) (ProcessImage, bool) {
+	p, ok := s.windowProcs[pid]
+	return p, ok
+}
+
+// noteWindowProcs records the image of each process with samples in the
+// window being cut (its latest, should it have exec'd), for
+// WindowProcess.
+func (s *Session) noteWindowProcs() {
+	latest := map[int]*symbolize.Image{}
+	for _, st := range s.stacks {
+		img := st.proc
+		if img.Exe() == "" {
+			continue
+		}
+		if l := latest[img.Pid()]; l == nil || img.ID() > l.ID() {
+			latest[img.Pid()] = img
+		}
+	}
+	s.windowProcs = make(map[int]ProcessImage, len(latest))
+	for pid, img := range latest {
+		s.windowProcs[pid] = ProcessImage{Exe: img.Exe(), BuildID: img.ExeBuildID()}
+	}
 }
 
 // Watch adds a process to the running session's targets (its children are

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +41,19 @@ type Session struct {
 	echo echoRunner
 	// ran is set when Run starts.
 	ran bool
+	// execs follows the process's execs (exec.go); nil for every process.
+	execs *proc.ExecWatch
+	// recheck: the caller cannot observe every process, so its access to
+	// this one is checked again at every poll (credentials change).
+	recheck bool
+	// started: the command started held exec'd its program (exec.go).
+	started bool
+	// execMu serializes the exec checks of the run loop and followExecs;
+	// lost is set when followExecs found access lost.
+	execMu sync.Mutex
+	lost   atomic.Bool
+	// othersSeen are the functions another tracer was seen probing.
+	othersSeen map[string]bool
 }
 
 // Open starts the command held before exec (or checks the process),
@@ -108,6 +123,8 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
+	s.watchExecs()
+	s.warnOthers()
 	return nil
 }
 
@@ -169,6 +186,9 @@ func (s *Session) Detach(ctx context.Context) error {
 // (an error before Run), kills it.
 func (s *Session) Close() error {
 	var err error
+	if s.execs != nil {
+		s.execs.Close()
+	}
 	if s.ls != nil {
 		err = s.ls.Close()
 	}
@@ -189,6 +209,9 @@ const (
 	StopDuration    StopReason = "duration reached"
 	StopExited      StopReason = "target exited"
 	StopPrecision   StopReason = "precision reached"
+	// StopAccessLost: the process exec'd a program (or changed its
+	// credentials) that the caller may not observe.
+	StopAccessLost StopReason = "access lost"
 )
 
 // Run releases the held command, polls every Interval until a stop rule
@@ -219,6 +242,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	} else {
 		reason, lastGood = s.loop(ctx)
 	}
+	s.warnOthers()
 	s.ls.Stop()
 	p, err := s.ls.Poll()
 	if err != nil {
@@ -254,6 +278,9 @@ func (s *Session) loop(ctx context.Context) (StopReason, *loader.Poll) {
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
 	defer s.startEchoes(ctx)()
+	stopFollow := make(chan struct{})
+	followed := s.followExecs(stopFollow)
+	defer func() { close(stopFollow); <-followed }()
 	early := newRefineSchedule(s.cfg.Interval)
 	defer early.Stop()
 	var lastGood *loader.Poll
@@ -270,6 +297,9 @@ func (s *Session) loop(ctx context.Context) (StopReason, *loader.Poll) {
 			early.next()
 			continue
 		case <-tick.C:
+		}
+		if s.accessLost() {
+			return StopAccessLost, lastGood
 		}
 		p, err := s.ls.Poll()
 		if err != nil {

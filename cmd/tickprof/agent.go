@@ -14,6 +14,7 @@ import (
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/push"
+	"github.com/tickprof/tickprof/sampler"
 )
 
 // agentFlags are the options of `tickprof agent`: most go straight into
@@ -60,7 +61,33 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.overhead, "overhead", "", "budget `PCT` on each timed process's slowdown (e.g. 1%): probe -u functions in random windows at the duty cycle that holds it (needs a calibration of this machine)")
 	fl.StringVar(&f.confide, "confidence", "95%", "confidence level report uses for the time windows' intervals")
 	fl.StringVar(&c.Listen, "listen", "", "serve /metrics and /healthz on `ADDR` (e.g. :9464)")
-	fl.DurationVar(&c.FlushTimeout, "flush-timeout", 10*time.Second, "at exit, wait this long for queued windows to be pushed")
+	fl.DurationVar(&c.FlushTimeout, "flush-timeout", 10*time.Second, "at exit, wait this long for queued windows to be pushed (a second Ctrl-C or SIGTERM stops at once)")
+	fl.IntVar(&c.MaxProbes, "max-probes", agent.DefaultMaxProbes, "most functions one -u pattern may expand to (per watched process)")
+}
+
+// check refuses the values the agent would otherwise replace by its
+// defaults: zero or negative durations, rates and limits.
+func (f *agentFlags) check(cmd *cobra.Command) error {
+	c := &f.cfg
+	var pidErr error
+	for _, pid := range c.PIDs {
+		if pidErr == nil && pid <= 0 {
+			pidErr = cli.Usagef("-p %d: a PID is positive", pid)
+		}
+	}
+	return cli.FirstErr(
+		pidErr,
+		cli.UsageIf(c.Overhead >= 1, "--overhead %s: want a share of the time below 100%%, such as 1%%", f.overhead),
+		cli.UsageIf(c.Window > 0 && c.Window < time.Second, "--window %v: give at least 1s (Pyroscope's default is 10s)", c.Window),
+		cli.UsageIf(c.Frequency < 1 || c.Frequency > sampler.MaxFrequency, "-F %d: the rate must be between 1 and %d samples per second", c.Frequency, sampler.MaxFrequency),
+		cli.UsageIf(c.Window <= 0, "--window %v: give a positive length such as 10s", c.Window),
+		cli.UsageIf(c.FlushTimeout <= 0, "--flush-timeout %v: give a positive length such as 10s", c.FlushTimeout),
+		cli.UsageIf(c.Destinations.DirMaxAge < 0, "--dir-max-age %v: give a positive age, or 0 to prune by size only", c.Destinations.DirMaxAge),
+		cli.UsageIf(c.MaxProbes < 1, "--max-probes %d: want at least 1", c.MaxProbes),
+		cli.UsageIf(cmd.Flags().Changed("spool-size") && c.Push.SpoolDir == "", "--spool-size needs --spool DIR"),
+		cli.UsageIf(cmd.Flags().Changed("dir-max-size") && c.Destinations.Dir == "", "--dir-max-size needs --dir DIR"),
+		cli.UsageIf(cmd.Flags().Changed("dir-max-age") && c.Destinations.Dir == "", "--dir-max-age needs --dir DIR"),
+	)
 }
 
 func runAgent(cmd *cobra.Command, f *agentFlags) error {
@@ -86,13 +113,68 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if c.Labels, err = agent.ParseLabels(f.labels); err != nil {
 		return cli.Usagef("--label: %v", err)
 	}
+	if err := f.check(cmd); err != nil {
+		return err
+	}
 	c.Logf = agent.Logger(cmd.ErrOrStderr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, abort, stop := agentSignals(c.Logf)
 	defer stop()
+	c.Abort = abort
 	err = agent.Serve(ctx, *c)
 	var ce *agent.ConfigError
-	if errors.As(err, &ce) {
+	var le *agent.LossError
+	switch {
+	case errors.As(err, &ce):
 		return cli.Usagef("agent: %v", err)
+	case errors.As(err, &le):
+		return cli.StatusError{Err: err, Code: ExitLost}
 	}
 	return err
+}
+
+// ExitLost is the agent's exit status when it ran but lost windows (see
+// agent.LossError): neither success (0) nor a failure to run (1) or a
+// usage error (2).
+const ExitLost = 3
+
+// forceExit is how long the agent may take to exit after a second signal.
+const forceExit = 1500 * time.Millisecond
+
+// agentSignals returns a context cancelled at the first SIGINT or SIGTERM
+// (the agent then stops sampling and delivers what is queued) and a
+// channel closed at the second (the delivery is cut short); stop releases
+// the signals.
+func agentSignals(logf func(string, ...any)) (ctx context.Context, abort <-chan struct{}, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	ab := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			logf("%v: stopping; delivering what is queued (a second signal stops at once)", s)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			logf("%v: stopping at once; what is undelivered is spooled or counted as dropped", s)
+			close(ab)
+		case <-done:
+			return
+		}
+		// The agent normally exits at once now; should the last window
+		// still be in the making, it is not waited for.
+		t := time.NewTimer(forceExit)
+		select {
+		case <-t.C:
+			logf("forced exit %v after the second signal: the windows in memory are lost", forceExit)
+			os.Exit(ExitLost)
+		case <-done:
+			t.Stop()
+		}
+	}()
+	return ctx, ab, func() { signal.Stop(sigs); close(done); cancel() }
 }

@@ -27,14 +27,14 @@ func TestAgentUsage(t *testing.T) {
 		{[]string{"agent", "--all", "-p", "3", "--dir", "x"}, "one kind of target"},
 		{[]string{"agent", "--all"}, "no destination"},
 		{[]string{"agent", "--all", "--dir", "x", "--label", "novalue"}, "KEY=VALUE"},
-		{[]string{"agent", "--all", "--dir", "x", "--window", "100ms"}, "shorter than a second"},
+		{[]string{"agent", "--all", "--dir", "x", "--window", "100ms"}, "give at least 1s"},
 		{[]string{"agent", "--all", "--pyroscope", "http://h", "--pyroscope-api", "grpc"}, "ingest or connect"},
 		{[]string{"agent", "--all", "--otlp", "nohost"}, "HOST:PORT"},
 		{[]string{"agent", "--all", "--dir", "x", "--basic-auth-user", "u"}, "password file"},
 		{[]string{"agent", "--all", "--dir", "x", "--spool-size", "big"}, "not a size"},
-		{[]string{"agent", "--dir", "x", "-p=-3"}, "not positive"},
+		{[]string{"agent", "--dir", "x", "-p=-3"}, "a PID is positive"},
 		{[]string{"agent", "-p", "1", "--dir", "x", "-s", "read", "--overhead", "1%"}, "user functions only"},
-		{[]string{"agent", "-p", "1", "--dir", "x", "-u", "f", "--overhead", "150%"}, "between 0 and 1"},
+		{[]string{"agent", "-p", "1", "--dir", "x", "-u", "f", "--overhead", "150%"}, "below 100%"},
 		{[]string{"agent", "-p", "1", "--dir", "x", "--confidence", "150%"}, "--confidence"},
 	} {
 		_, errs, code := runTickprof(t, c.args...)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
+	"github.com/tickprof/tickprof/internal/termsafe"
 	"github.com/tickprof/tickprof/timing"
 )
 
@@ -38,6 +39,10 @@ func newRootCmd() *cobra.Command {
 		newAgentCmd(),
 	)
 	cli.Harden(root)
+	// Names from targets and files reach the terminal escaped (termsafe);
+	// the files written keep them exact.
+	root.SetOut(termsafe.NewWriter(os.Stdout))
+	root.SetErr(termsafe.NewWriter(os.Stderr))
 	return root
 }
 
@@ -46,7 +51,7 @@ func main() {
 		runDetachHelper()
 	}
 	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "tickprof:", err)
+		fmt.Fprintln(os.Stderr, "tickprof:", termsafe.String(err.Error()))
 		os.Exit(cli.ExitCode(err))
 	}
 }

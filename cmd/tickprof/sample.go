@@ -16,6 +16,7 @@ import (
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/termsafe"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/sampler"
 )
@@ -78,7 +79,9 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0,
-		Command: args, Duration: dur, Stdin: os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+		Command: args, Duration: dur,
+		// The command's own output is its own: not escaped.
+		Stdin: os.Stdin, Stdout: termsafe.Unwrap(cmd.OutOrStdout()), Stderr: termsafe.Unwrap(cmd.ErrOrStderr())}
 	if f.pid != 0 {
 		cfg.PIDs = []int{f.pid}
 	}

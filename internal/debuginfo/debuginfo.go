@@ -13,6 +13,12 @@
 // that only this user and root can change, every directory on its path
 // checked (safefile.MkdirPrivate), and renamed into place.
 //
+// Downloads are bounded and cancellable: each by the caller's context, by
+// Timeout, and by HeaderTimeout until the server starts answering; a server
+// that does not answer in time is not asked again by the same Finder (a
+// server that accepts connections and never answers cost 30 s per build ID
+// before).
+//
 // It imports symtab (for build IDs), internal/safefile (the private cache
 // directory) and no third-party module (checked by internal/layers).
 package debuginfo
@@ -25,7 +31,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,22 +49,41 @@ type Finder struct {
 	CacheDir string
 	// URLs are debuginfod servers; empty means no network access.
 	URLs []string
-	// Timeout bounds one download (default 30 s).
+	// Timeout bounds one download (default 30 s; $DEBUGINFOD_MAXTIME).
 	Timeout time.Duration
+	// HeaderTimeout bounds the wait for a server's answer to begin
+	// (default 2 s; $DEBUGINFOD_TIMEOUT).
+	HeaderTimeout time.Duration
 	// Client makes the requests (default http.DefaultClient).
 	Client *http.Client
 	// MaxBytes bounds a download (default 2 GiB).
 	MaxBytes int64
+
+	mu sync.Mutex
+	// dead holds the servers that did not answer or could not be reached,
+	// with why: they are not asked again.
+	dead map[string]error
 }
 
 // FromEnv returns a Finder configured like the elfutils debuginfod client:
 // /usr/lib/debug, the client cache, and $DEBUGINFOD_URLS.
 func FromEnv() *Finder {
-	f := &Finder{DebugDirs: []string{"/usr/lib/debug"}, CacheDir: CacheDir()}
+	f := &Finder{DebugDirs: []string{"/usr/lib/debug"}, CacheDir: CacheDir(),
+		Timeout: envSeconds("DEBUGINFOD_MAXTIME"), HeaderTimeout: envSeconds("DEBUGINFOD_TIMEOUT")}
 	for _, u := range strings.Fields(os.Getenv("DEBUGINFOD_URLS")) {
 		f.URLs = append(f.URLs, strings.TrimSuffix(u, "/"))
 	}
 	return f
+}
+
+// envSeconds reads a positive number of seconds from the environment
+// variable name, as the elfutils client does; 0 when unset or invalid.
+func envSeconds(name string) time.Duration {
+	v, err := strconv.ParseFloat(strings.TrimSpace(os.Getenv(name)), 64)
+	if err != nil || !(v > 0) || v > 1e6 {
+		return 0
+	}
+	return time.Duration(v * float64(time.Second))
 }
 
 // CacheDir is the debuginfod client cache directory the environment
@@ -103,6 +130,14 @@ func (f *Finder) Find(ctx context.Context, buildID string) (string, error) {
 		}
 	}
 	for _, u := range f.URLs {
+		if err := f.deadErr(u); err != nil {
+			tried = append(tried, err.Error())
+			continue
+		}
+		if ctx.Err() != nil {
+			tried = append(tried, fmt.Sprintf("debuginfod %s not asked: %v", u, context.Cause(ctx)))
+			continue
+		}
 		p, err := f.fetch(ctx, u, id)
 		if err == nil {
 			return p, nil
@@ -120,14 +155,20 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 	if f.CacheDir == "" {
 		return "", errors.New("no debuginfod cache directory to download into")
 	}
-	timeout := f.Timeout
+	timeout, header := f.Timeout, f.HeaderTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if header <= 0 {
+		header = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("no complete answer within %v", timeout))
 	defer cancel()
 	url := server + "/buildid/" + id + "/debuginfo"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	hctx, hcancel := context.WithCancelCause(ctx)
+	defer hcancel(nil)
+	silent := time.AfterFunc(header, func() { hcancel(fmt.Errorf("no answer within %v", header)) })
+	req, err := http.NewRequestWithContext(hctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", fmt.Errorf("debuginfod request %s: %w", url, err)
 	}
@@ -136,7 +177,17 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 		client = http.DefaultClient
 	}
 	resp, err := client.Do(req)
+	inTime := silent.Stop()
 	if err != nil {
+		if cause := context.Cause(hctx); cause != nil {
+			err = cause
+		}
+		if !inTime {
+			// Silent: asking again would cost as long each time. (A
+			// refused connection costs nothing, and the server may be
+			// starting: it is asked again.)
+			f.markDead(server, err)
+		}
 		return "", fmt.Errorf("debuginfod %s: %w", url, err)
 	}
 	defer resp.Body.Close()
@@ -144,6 +195,26 @@ func (f *Finder) fetch(ctx context.Context, server, id string) (string, error) {
 		return "", fmt.Errorf("debuginfod %s: %s", url, resp.Status)
 	}
 	return f.store(resp.Body, id, url)
+}
+
+// deadErr says why server is no longer asked, or nil.
+func (f *Finder) deadErr(server string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err, ok := f.dead[server]; ok {
+		return fmt.Errorf("debuginfod %s not asked again: %w", server, err)
+	}
+	return nil
+}
+
+// markDead stops asking server.
+func (f *Finder) markDead(server string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dead == nil {
+		f.dead = map[string]error{}
+	}
+	f.dead[server] = err
 }
 
 // store writes a download into the cache as BUILDID/debuginfo: into a new

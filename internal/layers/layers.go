@@ -87,6 +87,7 @@ func Tickprof() Rules {
 			"internal/rank":             {},
 			"internal/safefile":         {"golang.org/x/sys"},
 			"internal/symtab":           {"golang.org/x/arch", "golang.org/x/sys"},
+			"internal/termsafe":         {},
 			"internal/testtarget":       {"golang.org/x/sys"},
 			"internal/tick":             {},
 			"internal/units":            {},

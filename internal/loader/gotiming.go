@@ -193,7 +193,7 @@ func attachGoBinary(s *Session, bin string, ts []*Target) error {
 	// Every exit site is attached before any entry (see attachUser), and
 	// entries are detached before every exit: an entry whose RET probe is
 	// gone would be expired (and counted) by the next call.
-	return s.linkProbes(func() error {
+	return s.linkUprobes(func() error {
 		if err := s.attachUprobes(s.ctx, exits, false, false, objs.exit, objs.exitMulti); err != nil {
 			return err
 		}

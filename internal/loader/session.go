@@ -172,6 +172,11 @@ type Session struct {
 	// relinks attach each kind's probes again from the programs already
 	// loaded (windowed sessions: linkProbes, AttachProbes).
 	relinks []func() error
+	// uprobeRelinks attach the probes bound to the process again
+	// (RelinkUprobes).
+	uprobeRelinks []func() error
+	// ownLinks are the IDs of this session's uprobe links (others.go).
+	ownLinks map[link.ID]bool
 	// finalInFlight and finalGo are read by Stop with the final counters.
 	finalInFlight []uint64
 	finalGo       *GoStats

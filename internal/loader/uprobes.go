@@ -257,6 +257,7 @@ func linkErr(err error) error {
 // addRoleLink keeps a link as an entry link (detached first) or an exit
 // link (detached after every entry link).
 func (s *Session) addRoleLink(l link.Link, entry bool) {
+	s.noteOwnLink(l)
 	if entry {
 		s.entryLinks = append(s.entryLinks, l)
 	} else {

@@ -194,7 +194,7 @@ func attachUser(s *Session, ts []*Target) error {
 	} else if err := s.reserveSingleLinks(2 * len(ts)); err != nil {
 		return err
 	}
-	return s.linkProbes(func() error {
+	return s.linkUprobes(func() error {
 		if err := s.attachUprobes(s.ctx, reqs, true, false, s.objs.TpUexit, exitMulti); err != nil {
 			return err
 		}

@@ -1,8 +1,10 @@
 package loader
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"sync"
 
 	"github.com/cilium/ebpf/link"
@@ -36,13 +38,66 @@ func boolU32(b bool) uint32 {
 }
 
 // linkProbes runs attach, which links one kind's programs (already loaded)
-// to their probe sites, and keeps it in windowed sessions so that
-// AttachProbes links them again without loading anything.
+// to their probe sites, and keeps it so that AttachProbes (windowed
+// sessions) and RelinkUprobes link them again without loading anything.
 func (s *Session) linkProbes(attach func() error) error {
-	if s.opts.Windowed {
-		s.relinks = append(s.relinks, attach)
-	}
+	s.relinks = append(s.relinks, attach)
 	return attach()
+}
+
+// linkUprobes is linkProbes for probes bound to the process (uprobes),
+// kept so that RelinkUprobes can attach them again.
+func (s *Session) linkUprobes(attach func() error) error {
+	s.uprobeRelinks = append(s.uprobeRelinks, attach)
+	return s.linkProbes(attach)
+}
+
+// RelinkUprobes attaches the probes of user and Go functions again, from
+// the programs already loaded, after a thread other than the process's
+// main one exec'd (proc.ExecWatch): the kernel then stops installing the
+// probes bound to the old main thread in the new program, while a
+// multi-uprobe link's handler still runs for the process once another
+// link installs them, so no old link may stay beside a new one (each call
+// would count twice). Links this session holds are replaced: new ones
+// attached, then the old closed. Links handed to a helper (HandOff) are
+// detached by it, every kind, then all are attached again and handed to a
+// new helper from helper (nil: kept here). Calls during the change are not
+// counted. A windowed session needs none of it: each window attaches its
+// probes anew.
+func (s *Session) RelinkUprobes(ctx context.Context, helper func() *exec.Cmd) error {
+	if s.stopped || s.opts.Windowed {
+		return nil
+	}
+	if s.helper != nil {
+		// The helper closes every link it holds, then all are attached
+		// again: the calls in between are lost, none counted twice.
+		if err := s.detachHelper(ctx); err != nil {
+			return fmt.Errorf("take the probes back from the detach helper: %w", err)
+		}
+		s.detached = false
+		for _, attach := range s.relinks {
+			if err := attach(); err != nil {
+				return fmt.Errorf("attach the probes again: %w", err)
+			}
+		}
+		if helper != nil {
+			return s.HandOff(helper())
+		}
+		return nil
+	}
+	oldEntries, oldExits := s.entryLinks, s.exitLinks
+	s.entryLinks, s.exitLinks = nil, nil
+	for _, attach := range s.uprobeRelinks {
+		if err := attach(); err != nil {
+			return fmt.Errorf("attach the probes again: %w", err)
+		}
+	}
+	// The old links go once the new ones are in: closed first, the last
+	// consumer of an address would take its uprobe away, and calls would
+	// trap in it, uncounted, while a new one is made.
+	closeParallel(ctx, oldEntries)
+	closeParallel(ctx, oldExits)
+	return nil
 }
 
 // SetWindowOpen opens or closes the window of a windowed session: while it

@@ -9,11 +9,14 @@
 //     after exec (Procs.Exec) and when an address taken after the last read
 //     falls outside it (Image.Refresh: a library the dynamic loader or
 //     dlopen mapped since), with the mapped files opened at once, so that a
-//     process that exits before the end keeps symbolized addresses;
+//     process that exits before the end keeps symbolized addresses; a
+//     forked child gone before its map was read takes its parent's
+//     (Procs.Fork);
 //   - the vDSO, which has no file: read from the process's memory and
 //     parsed as ELF (vdso.go);
 //   - separate debug files, found by build ID through internal/debuginfo
-//     for files without their own .symtab (file.go);
+//     for files without their own .symtab, their downloads bounded by the
+//     caller's context (Image.LocateContext; file.go);
 //   - the frames at an address (Image.Locate): ELF and Go symbols through
 //     internal/symtab, lines, and inlined calls from DWARF, each inlined
 //     function a frame with its own name and line and its caller a frame at

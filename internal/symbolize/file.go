@@ -71,21 +71,24 @@ func (b *binFile) wantsDebug() bool {
 }
 
 // debugSymbols returns the symbols of the file's separate debug file, found
-// by build ID through fd (wantsDebug). It looks once per file; nil when
-// there is none.
-func (b *binFile) debugSymbols(fd *debuginfo.Finder) *symtab.Table {
+// by build ID through fd (wantsDebug), a download from a debuginfod server
+// bounded by ctx. It looks once per file, unless a download was cut short
+// by ctx (the next symbolization tries again); nil when there is none.
+func (b *binFile) debugSymbols(ctx context.Context, fd *debuginfo.Finder) *symtab.Table {
 	if b.dbgDone {
 		return b.dbg
 	}
-	b.dbgDone = true
 	if fd == nil || !b.wantsDebug() {
+		b.dbgDone = true
 		return nil
 	}
-	p, err := fd.Find(context.Background(), b.table.BuildID)
+	p, err := fd.Find(ctx, b.table.BuildID)
 	if err != nil {
 		b.dbgErr = err
+		b.dbgDone = ctx.Err() == nil
 		return nil
 	}
+	b.dbgDone = true
 	t, err := symtab.Open(p)
 	if err != nil {
 		b.dbgErr = err
@@ -103,8 +106,8 @@ func (b *binFile) localDebugPath(fd *debuginfo.Finder) string {
 	if b.dbgDone || fd == nil || !b.wantsDebug() {
 		return b.debugPath
 	}
-	local := *fd
-	local.URLs = nil
+	// The machine's own directories only (no URLs, no lock to share).
+	local := debuginfo.Finder{DebugDirs: fd.DebugDirs, CacheDir: fd.CacheDir}
 	p, err := local.Find(context.Background(), b.table.BuildID)
 	if err != nil {
 		return ""

@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"context"
 	"strings"
 
 	"github.com/tickprof/tickprof/internal/debuginfo"
@@ -83,12 +84,20 @@ func (img *Image) Mapping(i int) Mapping {
 	return m
 }
 
-// Locate symbolizes addr: a leaf address is the instruction itself, any
-// other a return address, whose call is the instruction before it.
-// Functions are named from the mapped file's symbols or, for a file
-// without its own .symtab, its separate debug file's (found by build ID);
-// lines and inlined calls come from the DWARF of the same file.
+// Locate is LocateContext without a context: a debug file's download is
+// bounded only by the Finder's own timeouts.
 func (img *Image) Locate(addr uint64, leaf bool) Location {
+	return img.LocateContext(context.Background(), addr, leaf)
+}
+
+// LocateContext symbolizes addr: a leaf address is the instruction itself,
+// any other a return address, whose call is the instruction before it.
+// Functions are named from the mapped file's symbols or, for a file
+// without its own .symtab, its separate debug file's (found by build ID;
+// ctx bounds and cancels its download, and a file whose download it cut
+// short is looked for again by the next call); lines and inlined calls
+// come from the DWARF of the same file.
+func (img *Image) LocateContext(ctx context.Context, addr uint64, leaf bool) Location {
 	mi, ok := img.Find(addr)
 	if !ok {
 		return Location{Addr: addr, Mapping: -1}
@@ -103,7 +112,7 @@ func (img *Image) Locate(addr uint64, leaf bool) Location {
 				look--
 			}
 			if va, ok := bin.table.VAddr(look - m.Start + m.Offset); ok {
-				bin.locate(&loc, va, img.t.debug)
+				bin.locate(ctx, &loc, va, img.t.debug)
 			}
 		}
 	}
@@ -114,10 +123,11 @@ func (img *Image) Locate(addr uint64, leaf bool) Location {
 	return loc
 }
 
-// locate fills loc's frames for the file's virtual address va.
-func (b *binFile) locate(loc *Location, va uint64, fd *debuginfo.Finder) {
+// locate fills loc's frames for the file's virtual address va, its debug
+// file downloaded under ctx.
+func (b *binFile) locate(ctx context.Context, loc *Location, va uint64, fd *debuginfo.Finder) {
 	tab := b.table
-	if dt := b.debugSymbols(fd); dt != nil {
+	if dt := b.debugSymbols(ctx, fd); dt != nil {
 		if _, _, ok := dt.Func(va); ok {
 			tab = dt
 		}

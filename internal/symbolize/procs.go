@@ -27,6 +27,14 @@ type Procs struct {
 	nextID uint64
 	// debug finds separate debug files (nil: none are looked for).
 	debug *debuginfo.Finder
+	// parents notes each fork seen (Fork), by child.
+	parents map[int]forkNote
+}
+
+// forkNote is a fork reported to Fork.
+type forkNote struct {
+	parent int
+	at     time.Time
 }
 
 // Image is one memory map of one process: its executable mappings and
@@ -56,7 +64,8 @@ type Image struct {
 // NewProcs returns an empty table that finds separate debug files with
 // debug (nil: it looks for none).
 func NewProcs(debug *debuginfo.Finder) *Procs {
-	return &Procs{cur: map[int]*Image{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}, debug: debug}
+	return &Procs{cur: map[int]*Image{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}, debug: debug,
+		parents: map[int]forkNote{}}
 }
 
 // Image returns the current memory map of pid, reading it on first sight.
@@ -79,13 +88,74 @@ func (t *Procs) Current(pid int) (*Image, bool) {
 // the addresses taken in them.
 func (t *Procs) Exec(pid int) {
 	delete(t.cur, pid)
+	delete(t.parents, pid) // its map is its parent's no more
 }
 
 // load reads the map of pid (read) and makes it the process's current one.
+// A forked child gone before its map could be read takes its parent's
+// (inherit).
 func (t *Procs) load(pid int, reads int) *Image {
 	img := t.read(pid, reads)
+	if img.err != nil {
+		if inh := t.inherit(pid, 4); inh != nil {
+			img = inh
+		}
+	}
 	t.install(img)
 	return img
+}
+
+// Fork notes that process parent forked child (the sampler's BPF program
+// reports every fork of a target). A child that runs and exits before its
+// first address is symbolized has no map left to read: Image then gives it
+// its parent's, which it shares until it execs (Exec forgets the note). A
+// new thread may be reported too: its ID never carries samples, and its
+// note is pruned (PruneForks).
+func (t *Procs) Fork(child, parent int) {
+	if len(t.parents) >= maxForkNotes {
+		t.PruneForks(10 * time.Second)
+	}
+	t.parents[child] = forkNote{parent: parent, at: time.Now()}
+}
+
+// maxForkNotes bounds the fork notes of a long run whose caller does not
+// prune them.
+const maxForkNotes = 1 << 16
+
+// PruneForks forgets the forks noted more than maxAge ago: a child read or
+// gone by then needs its note no more.
+func (t *Procs) PruneForks(maxAge time.Duration) {
+	for pid, n := range t.parents {
+		if time.Since(n.at) > maxAge {
+			delete(t.parents, pid)
+		}
+	}
+}
+
+// inherit returns a copy of the current image of pid's parent for pid
+// (the parent's read first if need be, up to depth ancestors), or nil.
+func (t *Procs) inherit(pid, depth int) *Image {
+	note, ok := t.parents[pid]
+	if !ok || depth == 0 {
+		return nil
+	}
+	par, ok := t.cur[note.parent]
+	if !ok {
+		par = t.read(note.parent, 1)
+		if par.err != nil {
+			par = t.inherit(note.parent, depth-1)
+		}
+		if par == nil {
+			return nil
+		}
+		t.install(par)
+	}
+	if par.err != nil {
+		return nil
+	}
+	t.nextID++
+	return &Image{t: t, id: t.nextID, pid: pid, maps: par.maps, bins: par.bins, exe: par.exe,
+		readAt: par.readAt, readNs: par.readNs, reads: 1, goInfo: par.goInfo, goDone: par.goDone, goOK: par.goOK}
 }
 
 // install makes img its process's current map.
@@ -133,6 +203,18 @@ func (img *Image) Exe() string { return img.exe }
 
 // Maps are the image's executable mappings, sorted by address.
 func (img *Image) Maps() []proc.Mapping { return img.maps }
+
+// ExeBuildID is the build ID of the process's main executable (the GNU
+// build ID, else the Go build ID), read from the file opened when the map
+// was read; "" when it has none or was not read.
+func (img *Image) ExeBuildID() string {
+	for i := range img.maps {
+		if m := img.Mapping(i); m.File == img.exe && m.BuildID != "" {
+			return m.BuildID
+		}
+	}
+	return ""
+}
 
 // quickRereads is how many reads of a process's map may follow each other
 // at once; later ones are at least rereadGap apart.

@@ -46,12 +46,25 @@ func FirstErr(errs ...error) error {
 	return nil
 }
 
+// StatusError is an error that sets its own exit status.
+type StatusError struct {
+	Err  error
+	Code int
+}
+
+func (s StatusError) Error() string { return s.Err.Error() }
+func (s StatusError) Unwrap() error { return s.Err }
+
 // ExitCode maps an error to the process exit status: 2 for usage errors
-// (bad flags or values), 1 for everything else.
+// (bad flags or values), a StatusError's own, 1 for everything else.
 func ExitCode(err error) int {
 	var u UsageError
 	if errors.As(err, &u) {
 		return 2
+	}
+	var s StatusError
+	if errors.As(err, &s) {
+		return s.Code
 	}
 	return 1
 }

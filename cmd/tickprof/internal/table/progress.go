@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/termsafe"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -21,9 +22,11 @@ type Progress struct {
 	last  time.Time
 }
 
-// NewProgress returns a Progress writing to w.
+// NewProgress returns a Progress writing to w. It redraws in place with
+// control sequences of its own, so it writes to what w wraps
+// (termsafe.Unwrap) and escapes the target names itself.
 func NewProgress(w io.Writer) *Progress {
-	return &Progress{w: w, tty: isTerminal(w)}
+	return &Progress{w: termsafe.Unwrap(w), tty: isTerminal(w)}
 }
 
 // Update shows the estimates after a polling batch.
@@ -40,7 +43,7 @@ func (p *Progress) Update(pr timing.Progress) {
 	p.last = now
 	var b strings.Builder
 	for i, r := range rows {
-		fmt.Fprintf(&b, "%6.1fs  %-28s %10d calls  ", elapsed.Seconds(), r.Name, r.Calls)
+		fmt.Fprintf(&b, "%6.1fs  %-28s %10d calls  ", elapsed.Seconds(), termsafe.String(r.Name), r.Calls)
 		if r.Err != nil {
 			b.WriteString("waiting for calls")
 		} else {

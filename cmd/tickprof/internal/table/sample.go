@@ -17,6 +17,9 @@ func WriteSampleStats(w io.Writer, st sampler.Stats, freq int, dur time.Duration
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, ", %d lost to a full ring buffer", st.Dropped)
 	}
+	if st.Unread > 0 {
+		fmt.Fprintf(w, ", %d left unread at the end (the reader fell behind: sample at a lower -F)", st.Unread)
+	}
 	if st.Exited > 0 {
 		fmt.Fprintf(w, ", %d sampled processes exited", st.Exited)
 	}

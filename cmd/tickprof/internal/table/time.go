@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/termsafe"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/timing"
 )
@@ -297,7 +298,7 @@ func ShortErr(s string) string {
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := termsafe.Unwrap(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
