@@ -245,8 +245,39 @@ func TestDecide(t *testing.T) {
 	if r.Low != 400 || r.High != 1800 || r.Mean != 800 {
 		t.Errorf("a looser exact sample: want the hull around the tick mean, got %+v", r)
 	}
+	// As sharp, but from 50 calls: too few to report alone (a heavy tail
+	// may be missing from them); the hull.
+	few := &Result{Mean: 1106, Low: 1100, High: 1112, Confidence: 0.95, Calls: 50}
+	r, _ = ClockCheck{ExactMean: few}.Decide(tick)
+	if r.Low != 540 || r.High != 1112 || r.Method != "two-point+exact-sample" {
+		t.Errorf("a sharp sample of 50 calls: want the hull, got %+v", r)
+	}
 	r, why = ClockCheck{}.Decide(tick)
 	if r.Mean != tick.Mean || r.Low != tick.Low || r.High != tick.High || why != "" {
 		t.Errorf("no exact sample: %+v %q", r, why)
+	}
+}
+
+// TestSampledMeanSmallBatches: a batch of one drawn call (at 1 in 64, so
+// standing for 64 calls) has no spread of its own; it takes the spread
+// pooled within the other batches, here 100 ns^2 a call, instead of
+// adding nothing to the variance.
+func TestSampledMeanSmallBatches(t *testing.T) {
+	// Two batches drawn at rate 1: 10 calls each with spread s^2 = 100
+	// (values 500 +- 10 alternating, sum of squares about the mean 1000,
+	// 9 df: 1000/9 each), and one call of 600 at rate 64.
+	b := func(calls, mean, ss float64, rate float64) SampledBatch {
+		return SampledBatch{Rate: rate, Calls: calls, Sum: calls * mean, SumSq: ss + calls*mean*mean}
+	}
+	batches := []SampledBatch{b(10, 500, 1000, 1), b(10, 500, 1000, 1), b(1, 600, 0, 64)}
+	r, err := SampledMean(batches, Options{Confidence: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := 10.0 + 10 + 64
+	pooled := 2000.0 / 18
+	want := 2*(10/w)*(10/w)*(1000.0/9)/10 + (64/w)*(64/w)*pooled/1
+	if math.Abs(r.Mean-(5000+5000+64*600)/w) > 1e-9 || math.Abs(r.StdErr*r.StdErr-want) > 1e-9 {
+		t.Errorf("mean %v, variance %v; want %v and %v", r.Mean, r.StdErr*r.StdErr, (5000+5000+64*600)/w, want)
 	}
 }

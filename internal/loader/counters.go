@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"errors"
 	"math"
 	"math/bits"
 
@@ -254,25 +255,37 @@ func ClockCheck(clk Clock, total Counters, batches []Counters, o estimate.Option
 
 // sampledMean is the checked calls' exact mean as an estimate of every
 // call's: each batch's checked calls weighted by the rate they were drawn
-// at (estimate.SampledMean). Without the batches' rates it is their plain
-// mean, which is right when the rate never changed.
+// at (estimate.SampledMean). A batch whose rate differs from the batch
+// before it is left out: the calls in flight when the rate changed were
+// drawn at the old rate but end in it, and these are the long calls (a
+// call preempted for milliseconds spans the change), so weighting them
+// by the new rate biased the mean low by a third on a loaded machine.
+// Without the batches' rates it is the checked calls' plain mean, which
+// is right when the rate never changed.
 func sampledMean(total Counters, batches []Counters, o estimate.Options) (estimate.Result, error) {
 	var bs []estimate.SampledBatch
 	var calls uint64
-	for _, b := range batches {
-		if b.Check.Calls == 0 {
-			continue
-		}
-		if b.CheckEvery == 0 {
-			bs = nil
+	var prev uint32
+	plain := len(batches) == 0
+	for i, b := range batches {
+		if b.CheckEvery == 0 && b.Check.Calls > 0 {
+			plain = true
 			break
+		}
+		changed := i > 0 && b.CheckEvery != prev
+		prev = b.CheckEvery
+		calls += b.Check.Calls
+		if b.Check.Calls == 0 || changed {
+			continue
 		}
 		bs = append(bs, estimate.SampledBatch{Rate: float64(b.CheckEvery), Calls: float64(b.Check.Calls),
 			Sum: float64(b.Check.Ns), SumSq: b.Check.NsSq.Float64()})
-		calls += b.Check.Calls
 	}
-	if bs == nil || calls != total.Check.Calls {
+	if plain || calls != total.Check.Calls {
 		return estimate.MeanFromSums(total.Check.Calls, float64(total.Check.Ns), total.Check.NsSq.Float64(), o)
+	}
+	if len(bs) == 0 {
+		return estimate.Result{}, errors.New("every batch with checked calls followed a change of the check's rate")
 	}
 	return estimate.SampledMean(bs, o)
 }
