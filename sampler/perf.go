@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -22,11 +23,12 @@ const MaxFrequency = 100000
 type cpuClock struct {
 	cpu int
 	fd  int
+	on  time.Time // when it was enabled
 }
 
 // openCPUClocks opens a cpu-clock event on every online CPU, with the
 // period 1e9/hz ns the kernel would derive from the frequency (so that
-// PERF_EVENT_IOC_PERIOD, see rephase.go, takes the same unit), attaches
+// PERF_EVENT_IOC_PERIOD, see dither.go, takes the same unit), attaches
 // prog to each and enables them. On error everything opened so
 // far is closed.
 func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
@@ -65,11 +67,12 @@ func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
 			return nil, fmt.Errorf("attach sampling program to perf event on CPU %d: %w", cpu, err)
 		}
 	}
-	for _, c := range clocks {
+	for i, c := range clocks {
 		if err := unix.IoctlSetInt(c.fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
 			closeAll()
 			return nil, fmt.Errorf("enable perf event on CPU %d: %w", c.cpu, err)
 		}
+		clocks[i].on = time.Now()
 	}
 	return clocks, nil
 }

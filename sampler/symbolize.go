@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/tickprof/tickprof/internal/symbolize"
@@ -30,7 +31,7 @@ func (s *Session) profile() (*Profile, error) {
 	defer func() { s.symCPU += selfCPU() - c0 }()
 	start, dur := s.Span()
 	d := &Profile{
-		Period:   int64(s.period(dur)),
+		Period:   int64(math.Round(s.period())),
 		Start:    start,
 		Duration: dur,
 	}

@@ -106,7 +106,7 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 	}
 	s.stacks = map[string]*rawStack{}
 	s.start = end
-	s.restartBase = s.rephase.count()
+	s.periodBase = s.clockLog.sofar()
 	s.procs.Prune()
 	for pid := range s.goNoted {
 		if _, ok := s.procs.Current(pid); !ok {

@@ -1,0 +1,279 @@
+package sampler
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dithered sampling periods.
+//
+// A cpu-clock event fires on a fixed grid of its period (the kernel's
+// hrtimer is forwarded by whole periods), so a program whose work repeats
+// at the sampling period, or keeps time with it, is seen at the same phase
+// every time and its shares are biased without bound. The perf_event
+// interface has no per-sample jitter and a BPF program cannot change its
+// event's period; the one knob is PERF_EVENT_IOC_PERIOD, which sets a new
+// period and restarts the event's timer a full new period after the call.
+// So every CPU's clock is restarted, after waits drawn uniformly from
+// [waitLow, waitHigh] nominal periods, each time with a period drawn
+// uniformly from [P/2, 3P/2] (P the nominal period).
+//
+// Why these draws (docs/design.md, "Sampling and stacks"): the samples of
+// one run (between two restarts) lie on a lattice of its period v, and the
+// phase that a program periodic with period T sees moves by v mod T from
+// one sample to the next. With v uniform over a width of P, v mod T is
+// exactly uniform when T divides P (the program locked to the nominal
+// period, the likely case: one that sleeps to the period's boundaries)
+// whatever the restart's own phase, and nearly uniform for every other T
+// up to P. Simulated (TestDitherSpectrum), the variance of a share, per
+// frequency of the program's activity, is then about the binomial one
+// the Wilson interval assumes at the sampling rate and its multiples (a
+// program periodic at the rate: 95% intervals covered 94.8% of runs,
+// TestDitherShareCoverage), at most 1.35 times it from 1.4 to 1.9 times
+// the rate (at 1.7 times: 92% covered), at most 1.2 times at other
+// frequencies up to 8 times the rate, and below it under the rate; a
+// program's share has a weighted mean of its harmonics' variances, so
+// 1.35 bounds them all. The fixed grid's is unbounded at the sampling
+// rate, and restarts at a fixed period had 5 (after these waits) to 8
+// times (after the former 4 to 12 periods).
+// Shorter waits would help little (about one period: at most 1.2 times)
+// for five times the restarts. The waits' mean, 1/(2 (ln 3 - 1)) = 5.07
+// periods, makes the expected rate exactly the nominal one (clockLog).
+const (
+	waitLow  = meanWaitPeriods / 2
+	waitHigh = 3 * meanWaitPeriods / 2
+	// meanWaitPeriods is 1/(2 (ln 3 - 1)): a run of length w with a period
+	// drawn from [P/2, 3P/2] fires w E[1/v] - 1/2 = w ln 3 / P - 1/2 times
+	// on average, which is w/P when E[w] is this many periods.
+	meanWaitPeriods = 5.070361987873576
+	// minClockPeriod is the kernel's floor on a cpu-clock period (ns).
+	minClockPeriod = 10000
+	// roundShare bounds the restarts' own time: the wait before a round of
+	// restarts is at least this many times the last round's length, so
+	// that with many CPUs (each restart of another CPU's clock waits for an
+	// interrupt there) the restarts take at most 1/roundShare of a thread.
+	roundShare = 20
+)
+
+// periodRange is the range [lo, lo+width] the periods are drawn from for a
+// nominal period p (ns): [p/2, 3p/2], narrowed around p to keep above the
+// kernel's floor.
+func periodRange(p uint64) (lo, width uint64) {
+	half := p / 2
+	if p < minClockPeriod+half {
+		half = p - min(p, minClockPeriod)
+	}
+	return p - half, 2 * half
+}
+
+// drawPeriod is a period for the nominal p, from u uniform on [0, 1).
+func drawPeriod(p uint64, u float64) uint64 {
+	lo, width := periodRange(p)
+	return lo + uint64(u*float64(width+1))
+}
+
+// drawWait is the wait before a round of restarts, from u uniform on [0, 1).
+func drawWait(p uint64, u float64) time.Duration {
+	return time.Duration(float64(p) * (waitLow + u*(waitHigh-waitLow)))
+}
+
+// clockRun is one CPU clock's history, in ns since its log's epoch.
+type clockRun struct {
+	on     float64 // when the clock was enabled
+	since  float64 // when its current run started (its last restart, or on)
+	period float64 // the current run's period
+	done   float64 // fires expected of the runs before the current one
+}
+
+// clockLog records when each sampling clock started, was restarted and
+// with what period, for the mean period: the CPU time one sample stands
+// for is the time the clocks ran over the fires expected of them. A run
+// of length d with period v fires floor(d/v) times; the restart times do
+// not depend on the lattice's phase, so its fraction is uniform and the
+// expectation is d/v - 1/2 (checked against the kernel's own count in
+// TestDitherExpectedFires). The expectation uses the periods drawn, not
+// their distribution: over a 10 s window at 49 Hz the realized mean of
+// 1/v strays a few percent from ln 3 / P.
+type clockLog struct {
+	nominal  uint64
+	epoch    time.Time
+	mu       sync.Mutex
+	runs     []clockRun
+	off      float64 // when the clocks were closed (+Inf while they run)
+	restarts int64
+}
+
+// newClockLog starts the log of clocks, each enabled at its on time with
+// the nominal period.
+func newClockLog(clocks []cpuClock, nominal uint64) *clockLog {
+	l := &clockLog{nominal: nominal, epoch: time.Now(), off: math.Inf(1)}
+	if len(clocks) > 0 {
+		l.epoch = clocks[0].on
+	}
+	for _, c := range clocks {
+		on := l.ns(c.on)
+		l.runs = append(l.runs, clockRun{on: on, since: on, period: float64(nominal)})
+	}
+	return l
+}
+
+func (l *clockLog) ns(t time.Time) float64 { return float64(t.Sub(l.epoch).Nanoseconds()) }
+
+// restart records that clock i was restarted at t with period (ns).
+func (l *clockLog) restart(i int, t time.Time, period uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := &l.runs[i]
+	x := l.ns(t)
+	r.done += (x-r.since)/r.period - 0.5
+	r.since, r.period = x, float64(max(period, minClockPeriod))
+	l.restarts++
+}
+
+// close records that the clocks were closed at t.
+func (l *clockLog) close(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.off = math.Min(l.off, l.ns(t))
+}
+
+// clockTotals are the CPU time the clocks covered (ns) and the fires
+// expected of them, from their start.
+type clockTotals struct{ cpu, fires float64 }
+
+// sofar is the totals up to now (or to when the clocks were closed).
+func (l *clockLog) sofar() clockTotals {
+	if l == nil {
+		return clockTotals{}
+	}
+	return l.totals(time.Now())
+}
+
+// totals is the totals up to t (or to when the clocks were closed), t no
+// earlier than the last restart.
+func (l *clockLog) totals(t time.Time) clockTotals {
+	var tot clockTotals
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	x := math.Min(l.ns(t), l.off)
+	for _, r := range l.runs {
+		if x <= r.on {
+			continue
+		}
+		tot.cpu += x - r.on
+		tot.fires += r.done + (x-r.since)/r.period - 0.5
+	}
+	return tot
+}
+
+// meanPeriod is the CPU time one sample stands for between the totals
+// from and to (ns): the nominal period when too little was covered to
+// tell.
+func (l *clockLog) meanPeriod(from, to clockTotals) float64 {
+	if l == nil {
+		return 0
+	}
+	if f := to.fires - from.fires; f >= 1 {
+		return (to.cpu - from.cpu) / f
+	}
+	return float64(l.nominal)
+}
+
+// ditherer restarts a set of cpu-clock events with random periods after
+// random waits, until Stop.
+type ditherer struct {
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// startDither starts dithering the periods of clocks, recording each
+// restart in log.
+func startDither(clocks []cpuClock, log *clockLog) *ditherer {
+	d := &ditherer{stop: make(chan struct{})}
+	d.done.Add(1)
+	go func() {
+		defer d.done.Done()
+		d.loop(clocks, log)
+	}()
+	return d
+}
+
+// loop waits, restarts every clock, and again, until stopped. A restart
+// is dated at the middle of its system call; one that fails leaves the
+// clock on its current run.
+func (d *ditherer) loop(clocks []cpuClock, log *clockLog) {
+	var round time.Duration
+	for {
+		wait := max(drawWait(log.nominal, rand.Float64()), roundShare*round)
+		t := time.NewTimer(wait)
+		select {
+		case <-d.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		for i, c := range clocks {
+			v := drawPeriod(log.nominal, rand.Float64())
+			t0 := time.Now()
+			_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.fd), unix.PERF_EVENT_IOC_PERIOD, uintptr(unsafe.Pointer(&v)))
+			t1 := time.Now()
+			if e == 0 {
+				log.restart(i, t0.Add(t1.Sub(t0)/2), v)
+			}
+		}
+		round = time.Since(start)
+	}
+}
+
+// Stop ends the restarts and waits for the last one; safe on nil and more
+// than once.
+func (d *ditherer) Stop() {
+	if d == nil {
+		return
+	}
+	select {
+	case <-d.stop:
+	default:
+		close(d.stop)
+	}
+	d.done.Wait()
+}
+
+// startClocks opens the sampling clocks, starts their log and, unless
+// FixedPeriod, dithers their periods.
+func (s *Session) startClocks() error {
+	clocks, err := openCPUClocks(s.objs.SampleCpu, s.cfg.Frequency)
+	if err != nil {
+		return err
+	}
+	s.clocks = clocks
+	s.clockLog = newClockLog(clocks, clockPeriod(s.cfg.Frequency))
+	if !s.cfg.FixedPeriod {
+		s.dither = startDither(clocks, s.clockLog)
+	}
+	return nil
+}
+
+// stopClocks stops the dithering and closes the clocks; safe more than
+// once.
+func (s *Session) stopClocks() {
+	s.dither.Stop()
+	if s.clocks == nil {
+		return
+	}
+	closeCPUClocks(s.clocks)
+	s.clockLog.close(time.Now())
+	s.clocks = nil
+}
+
+// period is the CPU time one sample of the current window stands for, in
+// ns, from the clocks' log.
+func (s *Session) period() float64 {
+	return s.clockLog.meanPeriod(s.periodBase, s.clockLog.sofar())
+}
