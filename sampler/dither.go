@@ -20,8 +20,9 @@ import (
 // event's period; the one knob is PERF_EVENT_IOC_PERIOD, which sets a new
 // period and restarts the event's timer a full new period after the call.
 // So every CPU's clock is restarted, after waits drawn uniformly from
-// [waitLow, waitHigh] nominal periods, each time with a period drawn
-// uniformly from [P/2, 3P/2] (P the nominal period).
+// [W/2, 3W/2] nominal periods (W the mean wait, drawsFor), each time with
+// a period drawn uniformly from [aP, (a+1)P] (P the nominal period, a
+// = 0.56).
 //
 // Why these draws (docs/design.md, "Sampling and stacks"): the samples of
 // one run (between two restarts) lie on a lattice of its period v, and the
@@ -30,27 +31,32 @@ import (
 // exactly uniform when T divides P (the program locked to the nominal
 // period, the likely case: one that sleeps to the period's boundaries)
 // whatever the restart's own phase, and nearly uniform for every other T
-// up to P. Simulated (TestDitherSpectrum), the variance of a share, per
-// frequency of the program's activity, is then about the binomial one
-// the Wilson interval assumes at the sampling rate and its multiples (a
-// program periodic at the rate: 95% intervals covered 94.8% of runs,
-// TestDitherShareCoverage), at most 1.35 times it from 1.4 to 1.9 times
-// the rate (at 1.7 times: 92% covered), at most 1.2 times at other
-// frequencies up to 8 times the rate, and below it under the rate; a
-// program's share has a weighted mean of its harmonics' variances, so
-// 1.35 bounds them all. The fixed grid's is unbounded at the sampling
-// rate, and restarts at a fixed period had 5 (after these waits) to 8
-// times (after the former 4 to 12 periods).
-// Shorter waits would help little (about one period: at most 1.2 times)
-// for five times the restarts. The waits' mean, 1/(2 (ln 3 - 1)) = 5.07
-// periods, makes the expected rate exactly the nominal one (clockLog).
+// up to P. The range's start a makes the expected rate the nominal one:
+// a run of length w at period v fires w/v - 1/2 times on average, and
+// E[1/v] = ln((a+1)/a)/P, so W ln((a+1)/a) - 1/2 = W when
+// a = 1/(exp(1 + 1/(2W)) - 1) (0.5 at W = 5.07, 0.56 at W = 20, 0.58 as W
+// grows).
+//
+// The waits are long because each restart is a system call that waits for
+// an interrupt on the clock's CPU: restarted every ~5 periods, the clocks
+// cost tickprof 5.95% of a core at 999 Hz and 14.3% at 4999 Hz, against
+// 1.56% and 5.06% at a fixed period (bench/dither, docs/performance.md).
+// Simulated (TestDitherSpectrum), the variance of a share, per frequency
+// of the program's activity, is about the binomial one the Wilson
+// interval assumes at the sampling rate and its multiples (a program
+// periodic at the rate: 95% intervals covered 95% of runs,
+// TestDitherShareCoverage) and at most 1.5 times it at any frequency up
+// to 4 times the rate (1.4 to 1.9 times the rate: 91% covered at 1.7),
+// after mean waits of 20 periods; a program's share has a weighted mean
+// of its harmonics' variances, so that bounds them all. Longer waits cost
+// less and spread the worst a little more: 1.5-1.6 at 35 and 50 periods,
+// 1.7 at 100 (coverage at 1.7 times the rate still 91-94%). The fixed
+// grid's is unbounded at the sampling rate. Each clock's first period is
+// drawn too (startClocks): a first run at the nominal period would lock
+// for a whole wait.
 const (
-	waitLow  = meanWaitPeriods / 2
-	waitHigh = 3 * meanWaitPeriods / 2
-	// meanWaitPeriods is 1/(2 (ln 3 - 1)): a run of length w with a period
-	// drawn from [P/2, 3P/2] fires w E[1/v] - 1/2 = w ln 3 / P - 1/2 times
-	// on average, which is w/P when E[w] is this many periods.
-	meanWaitPeriods = 5.070361987873576
+	// meanWait is W, the mean wait between restarts in nominal periods.
+	meanWait = 20
 	// minClockPeriod is the kernel's floor on a cpu-clock period (ns).
 	minClockPeriod = 10000
 	// roundShare bounds the restarts' own time: the wait before a round of
@@ -60,26 +66,40 @@ const (
 	roundShare = 20
 )
 
-// periodRange is the range [lo, lo+width] the periods are drawn from for a
-// nominal period p (ns): [p/2, 3p/2], narrowed around p to keep above the
-// kernel's floor.
-func periodRange(p uint64) (lo, width uint64) {
-	half := p / 2
-	if p < minClockPeriod+half {
-		half = p - min(p, minClockPeriod)
+// draws are the ditherer's distributions for one nominal period.
+type draws struct {
+	nominal   uint64  // P, ns
+	wait      float64 // W, the mean wait in nominal periods
+	lo, width uint64  // periods are drawn from [lo, lo+width] ns
+}
+
+// drawsFor is the draws for the nominal period p (ns), after mean waits
+// of meanWait periods.
+func drawsFor(p uint64) draws { return drawsWith(p, meanWait) }
+
+// drawsWith is the draws for the nominal period p (ns) and the mean wait
+// w (nominal periods): periods from [aP, (a+1)P], the a that keeps the
+// nominal rate (see above), or where aP is below the kernel's floor, from
+// a range around P above it (the rate is then slightly above the nominal).
+func drawsWith(p uint64, w float64) draws {
+	a := 1 / math.Expm1(1+1/(2*w))
+	d := draws{nominal: p, wait: w, lo: uint64(a * float64(p)), width: p}
+	if d.lo < minClockPeriod {
+		half := p - min(p, minClockPeriod)
+		d.lo, d.width = p-half, 2*half
 	}
-	return p - half, 2 * half
+	return d
 }
 
-// drawPeriod is a period for the nominal p, from u uniform on [0, 1).
-func drawPeriod(p uint64, u float64) uint64 {
-	lo, width := periodRange(p)
-	return lo + uint64(u*float64(width+1))
+// period is a drawn period (ns), from u uniform on [0, 1).
+func (d draws) period(u float64) uint64 {
+	return d.lo + uint64(u*float64(d.width+1))
 }
 
-// drawWait is the wait before a round of restarts, from u uniform on [0, 1).
-func drawWait(p uint64, u float64) time.Duration {
-	return time.Duration(float64(p) * (waitLow + u*(waitHigh-waitLow)))
+// waitFor is a drawn wait before a round of restarts, from u uniform on
+// [0, 1).
+func (d draws) waitFor(u float64) time.Duration {
+	return time.Duration(float64(d.nominal) * d.wait * (0.5 + u))
 }
 
 // clockRun is one CPU clock's history, in ns since its log's epoch.
@@ -117,15 +137,18 @@ type clockLog struct {
 }
 
 // newClockLog starts the log of clocks, each enabled at its on time with
-// the nominal period.
+// its period (the nominal one when not set).
 func newClockLog(clocks []cpuClock, nominal uint64) *clockLog {
 	l := &clockLog{nominal: nominal, epoch: time.Now(), off: math.Inf(1)}
 	if len(clocks) > 0 {
 		l.epoch = clocks[0].on
 	}
 	for _, c := range clocks {
-		on := l.ns(c.on)
-		l.runs = append(l.runs, clockRun{on: on, since: on, period: float64(nominal)})
+		on, v := l.ns(c.on), c.period
+		if v == 0 {
+			v = nominal
+		}
+		l.runs = append(l.runs, clockRun{on: on, since: on, period: float64(max(v, minClockPeriod))})
 	}
 	return l
 }
@@ -199,14 +222,14 @@ type ditherer struct {
 	done sync.WaitGroup
 }
 
-// startDither starts dithering the periods of clocks, recording each
-// restart in log.
-func startDither(clocks []cpuClock, log *clockLog) *ditherer {
+// startDither starts dithering the periods of clocks with the draws dr,
+// recording each restart in log.
+func startDither(clocks []cpuClock, log *clockLog, dr draws) *ditherer {
 	d := &ditherer{stop: make(chan struct{})}
 	d.done.Add(1)
 	go func() {
 		defer d.done.Done()
-		d.loop(clocks, log)
+		d.loop(clocks, log, dr)
 	}()
 	return d
 }
@@ -214,10 +237,10 @@ func startDither(clocks []cpuClock, log *clockLog) *ditherer {
 // loop waits, restarts every clock, and again, until stopped. A restart
 // is dated at the middle of its system call; one that fails leaves the
 // clock on its current run.
-func (d *ditherer) loop(clocks []cpuClock, log *clockLog) {
+func (d *ditherer) loop(clocks []cpuClock, log *clockLog, dr draws) {
 	var round time.Duration
 	for {
-		wait := max(drawWait(log.nominal, rand.Float64()), roundShare*round)
+		wait := max(dr.waitFor(rand.Float64()), roundShare*round)
 		t := time.NewTimer(wait)
 		select {
 		case <-d.stop:
@@ -227,7 +250,7 @@ func (d *ditherer) loop(clocks []cpuClock, log *clockLog) {
 		}
 		start := time.Now()
 		for i, c := range clocks {
-			v := drawPeriod(log.nominal, rand.Float64())
+			v := dr.period(rand.Float64())
 			t0 := time.Now()
 			_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.fd), unix.PERF_EVENT_IOC_PERIOD, uintptr(unsafe.Pointer(&v)))
 			t1 := time.Now()
@@ -254,16 +277,24 @@ func (d *ditherer) Stop() {
 }
 
 // startClocks opens the sampling clocks, starts their log and, unless
-// FixedPeriod, dithers their periods.
+// FixedPeriod, dithers their periods: each clock's first period is drawn
+// too, or the first run, at the nominal period for a whole wait, would
+// lock to a program periodic at the rate for its ~W samples.
 func (s *Session) startClocks() error {
-	clocks, err := openCPUClocks(s.objs.SampleCpu, s.cfg.Frequency)
+	p := clockPeriod(s.cfg.Frequency)
+	dr := drawsFor(p)
+	var first func() uint64
+	if !s.cfg.FixedPeriod {
+		first = func() uint64 { return dr.period(rand.Float64()) }
+	}
+	clocks, err := openCPUClocks(s.objs.SampleCpu, s.cfg.Frequency, first)
 	if err != nil {
 		return err
 	}
 	s.clocks = clocks
-	s.clockLog = newClockLog(clocks, clockPeriod(s.cfg.Frequency))
+	s.clockLog = newClockLog(clocks, p)
 	if !s.cfg.FixedPeriod {
-		s.dither = startDither(clocks, s.clockLog)
+		s.dither = startDither(clocks, s.clockLog, dr)
 	}
 	return nil
 }

@@ -27,13 +27,13 @@ const (
 	// lockInflation is the most a dithered clock multiplies the variance
 	// of a share by, for a program periodic at any frequency (simulated:
 	// TestDitherSpectrum); at the sampling rate itself it is about 1.
-	lockInflation = 1.3
+	lockInflation = 1.5
 	// lockZ is the two-sided 99.9% normal quantile: a correct sampler
 	// fails the dithered check in at most 0.1% of runs.
 	lockZ = 3.29
 	// lockMinSamples is the fewest samples of the two phases with which a
 	// locked clock (share 0 or 1 against 0.3) lies beyond lockZ from the
-	// truth (33 would do: 0.3 / sqrt(1.3 x 0.21 / 33) = 3.3); with fewer the
+	// truth (38 would do: 0.3 / sqrt(1.5 x 0.21 / 38) = 3.3); with fewer the
 	// machine is too busy for the test.
 	lockMinSamples = 40
 )
