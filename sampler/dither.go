@@ -38,9 +38,11 @@ import (
 // grows).
 //
 // The waits are long because each restart is a system call that waits for
-// an interrupt on the clock's CPU: restarted every ~5 periods, the clocks
-// cost tickprof 5.95% of a core at 999 Hz and 14.3% at 4999 Hz, against
-// 1.56% and 5.06% at a fixed period (bench/dither, docs/performance.md).
+// an interrupt on the clock's CPU (bench/dither, docs/performance.md; 2
+// CPUs under a load average of 2.4-2.9, medians of 3): restarted every ~5
+// periods the clocks cost tickprof 8.3% of a core at 999 Hz and 11.6% at
+// 4999 Hz, every ~20 periods 4.6% and 8.1%, at a fixed period 2.1% and
+// 3.5%.
 // Simulated (TestDitherSpectrum), the variance of a share, per frequency
 // of the program's activity, is about the binomial one the Wilson
 // interval assumes at the sampling rate and its multiples (a program
