@@ -236,9 +236,13 @@ func startDither(clocks []cpuClock, log *clockLog, dr draws) *ditherer {
 	return d
 }
 
-// loop waits, restarts every clock, and again, until stopped. A restart
-// is dated at the middle of its system call; one that fails leaves the
-// clock on its current run.
+// loop waits, restarts every clock, and again, until stopped. A round
+// gives every clock the same period: the profile has one period for the
+// samples of every CPU, and with a period drawn per clock a target on one
+// CPU would get that CPU's realized rate, which over a few hundred runs
+// strays a few percent from the mean of all (a CPU-bound target read 6%
+// high once). A restart is dated at the middle of its system call; one
+// that fails leaves the clock on its current run.
 func (d *ditherer) loop(clocks []cpuClock, log *clockLog, dr draws) {
 	var round time.Duration
 	for {
@@ -251,8 +255,8 @@ func (d *ditherer) loop(clocks []cpuClock, log *clockLog, dr draws) {
 		case <-t.C:
 		}
 		start := time.Now()
+		v := dr.period(rand.Float64())
 		for i, c := range clocks {
-			v := dr.period(rand.Float64())
 			t0 := time.Now()
 			_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.fd), unix.PERF_EVENT_IOC_PERIOD, uintptr(unsafe.Pointer(&v)))
 			t1 := time.Now()
@@ -287,7 +291,8 @@ func (s *Session) startClocks() error {
 	dr := drawsFor(p)
 	var first func() uint64
 	if !s.cfg.FixedPeriod {
-		first = func() uint64 { return dr.period(rand.Float64()) }
+		v := dr.period(rand.Float64()) // the same for every CPU (see loop)
+		first = func() uint64 { return v }
 	}
 	clocks, err := openCPUClocks(s.objs.SampleCpu, s.cfg.Frequency, first)
 	if err != nil {
