@@ -50,6 +50,9 @@ type Config struct {
 	All bool
 	// Frequency is the sampling rate per CPU in Hz (0: DefaultFrequency).
 	Frequency int
+	// FixedPeriod samples on a fixed grid of the period instead of
+	// dithered periods (sampler.Config.FixedPeriod).
+	FixedPeriod bool
 	// Window is the length of a window (0: DefaultWindow).
 	Window time.Duration
 	// Users and Syscalls are functions ([BINARY:]SYMBOL, as `tickprof time
@@ -349,7 +352,7 @@ func (a *Agent) session(ctx context.Context) error {
 	if err != nil || ctx.Err() != nil {
 		return err
 	}
-	scfg := sampler.Config{Frequency: a.cfg.Frequency, All: a.cfg.All}
+	scfg := sampler.Config{Frequency: a.cfg.Frequency, All: a.cfg.All, FixedPeriod: a.cfg.FixedPeriod}
 	for pid := range set {
 		scfg.PIDs = append(scfg.PIDs, pid)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -20,16 +21,18 @@ const MaxFrequency = 100000
 // cpuClock is one software cpu-clock perf event on one CPU with the sampling
 // program attached.
 type cpuClock struct {
-	cpu int
-	fd  int
+	cpu    int
+	fd     int
+	on     time.Time // when it was enabled
+	period uint64    // the period it was opened with (ns)
 }
 
-// openCPUClocks opens a cpu-clock event on every online CPU, with the
-// period 1e9/hz ns the kernel would derive from the frequency (so that
-// PERF_EVENT_IOC_PERIOD, see rephase.go, takes the same unit), attaches
-// prog to each and enables them. On error everything opened so
-// far is closed.
-func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
+// openCPUClocks opens a cpu-clock event on every online CPU, each with a
+// period from first (nil: the period 1e9/hz ns the kernel would derive
+// from the frequency, in the unit PERF_EVENT_IOC_PERIOD takes, see
+// dither.go), attaches prog to each and enables them. On error everything
+// opened so far is closed.
+func openCPUClocks(prog *ebpf.Program, hz int, first func() uint64) ([]cpuClock, error) {
 	cpus, err := onlineCPUs()
 	if err != nil {
 		return nil, err
@@ -44,11 +47,15 @@ func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
 		}
 	}
 	for _, cpu := range cpus {
+		period := clockPeriod(hz)
+		if first != nil {
+			period = first()
+		}
 		attr := unix.PerfEventAttr{
 			Type:   unix.PERF_TYPE_SOFTWARE,
 			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
 			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-			Sample: clockPeriod(hz),
+			Sample: period,
 			Bits:   unix.PerfBitDisabled,
 		}
 		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
@@ -59,17 +66,18 @@ func openCPUClocks(prog *ebpf.Program, hz int) ([]cpuClock, error) {
 			}
 			return nil, fmt.Errorf("open cpu-clock perf event on CPU %d at %d Hz: %w", cpu, hz, err)
 		}
-		clocks = append(clocks, cpuClock{cpu: cpu, fd: fd})
+		clocks = append(clocks, cpuClock{cpu: cpu, fd: fd, period: period})
 		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
 			closeAll()
 			return nil, fmt.Errorf("attach sampling program to perf event on CPU %d: %w", cpu, err)
 		}
 	}
-	for _, c := range clocks {
+	for i, c := range clocks {
 		if err := unix.IoctlSetInt(c.fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
 			closeAll()
 			return nil, fmt.Errorf("enable perf event on CPU %d: %w", c.cpu, err)
 		}
+		clocks[i].on = time.Now()
 	}
 	return clocks, nil
 }
@@ -142,7 +150,7 @@ func (c cpuClocks) Close() error {
 // prog attached (a perf_event program). The benchmark uses it to run the
 // sampling programs alone; Start does the same for a session.
 func AttachCPUClocks(prog *ebpf.Program, hz int) (io.Closer, error) {
-	c, err := openCPUClocks(prog, hz)
+	c, err := openCPUClocks(prog, hz, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,9 @@ const VDSOPath = symbolize.VDSOPath
 // encodes it as pprof): symbolized locations and stacks of location
 // indices, as the sampler collected them.
 type Profile struct {
-	// Period is the CPU time one sample stands for, in nanoseconds
-	// (1e9 / sampling frequency).
+	// Period is the CPU time one sample stands for, in nanoseconds: the
+	// mean period of the sampling clocks over the profile's span (near
+	// 1e9 / sampling frequency; see dither.go).
 	Period int64
 	// Start and Duration are the wall-clock span of the sampling.
 	Start    time.Time

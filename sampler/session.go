@@ -86,10 +86,12 @@ type Config struct {
 	// FramePointersOnly turns the stack copy off: user stacks are then
 	// the kernel's frame-pointer walks.
 	FramePointersOnly bool
-	// FixedPhase keeps the sampling clocks on one grid of their period,
-	// as perf does, instead of restarting them at random phases
-	// (rephase.go); it exists to measure what the restarts change.
-	FixedPhase bool
+	// FixedPeriod keeps the sampling clocks on one grid of their nominal
+	// period, as perf does, instead of restarting them with random
+	// periods (dither.go), which a program periodic at the sampling rate
+	// can lock to; it exists to compare with perf and to measure what the
+	// restarts change.
+	FixedPeriod bool
 	// Duration stops Run after this long (0: at the targets' exit or when
 	// its context is done).
 	Duration time.Duration
@@ -134,6 +136,12 @@ type Stats struct {
 	// it (zero unless they are enabled: kernel.bpf_stats_enabled or
 	// BPF_ENABLE_STATS).
 	BPFRuntime time.Duration
+	// Period is the mean sampling period of the session so far, in ns:
+	// the CPU time one sample stands for (a window's own is its
+	// Profile's). Dithered says the periods were drawn at random, not
+	// fixed (Config.FixedPeriod).
+	Period   float64
+	Dithered bool
 }
 
 // counted is one --count function.
@@ -157,17 +165,18 @@ type Session struct {
 	// clockMu guards clocks against pause, which may run on another
 	// goroutine.
 	clockMu sync.Mutex
-	// rephase restarts the clocks at random phases (nil with
-	// FixedPhase); restartBase is its count when the current window
-	// started.
-	rephase     *rephaser
-	restartBase int64
-	links       []link.Link
-	counted     []*counted
-	reader      *ringbuf.Reader
-	start       time.Time
-	end         time.Time
-	procs       *symbolize.Procs
+	// clockLog records the clocks' periods and restarts, dither restarts
+	// them (nil with FixedPeriod), and periodBase is the log's totals
+	// when the current window started.
+	clockLog   *clockLog
+	dither     *ditherer
+	periodBase clockTotals
+	links      []link.Link
+	counted    []*counted
+	reader     *ringbuf.Reader
+	start      time.Time
+	end        time.Time
+	procs      *symbolize.Procs
 	// goNoted is the image of each Go process whose g the BPF program
 	// was told of (noteGo), by PID.
 	goNoted map[int]uint64
@@ -451,8 +460,7 @@ func (s *Session) sample(ctx context.Context, stop <-chan struct{}) error {
 
 // finish stops sampling and reads the rest of the ring buffer.
 func (s *Session) finish() error {
-	s.rephase.Stop()
-	s.closeClocks()
+	s.stopClocks()
 	s.end = time.Now()
 	if err := s.drain(s.end, s.end.Add(finishDrain)); err != nil {
 		return err
@@ -473,14 +481,6 @@ func (s *Session) discard() {
 			s.unread++
 		}
 	}
-}
-
-// closeClocks closes the sampling clocks.
-func (s *Session) closeClocks() {
-	s.clockMu.Lock()
-	defer s.clockMu.Unlock()
-	closeCPUClocks(s.clocks)
-	s.clocks = nil
 }
 
 // pause disables the sampling clocks at once; it may run on any
@@ -653,6 +653,8 @@ func (s *Session) Stats() Stats {
 	}
 	st.Exited = s.procs.Exited()
 	st.DrainCPU, st.SymbolizeCPU = s.drainCPU, s.symCPU
+	st.Period = s.clockLog.meanPeriod(clockTotals{}, s.clockLog.sofar())
+	st.Dithered = s.dither != nil
 	if s.objs.SampleCpu != nil {
 		if ps, err := s.objs.SampleCpu.Stats(); err == nil {
 			st.BPFRuntime = ps.Runtime
@@ -710,8 +712,7 @@ func (s *Session) Close() error {
 		s.held.Kill()
 		s.held.Wait()
 	}
-	s.rephase.Stop()
-	s.closeClocks()
+	s.stopClocks()
 	for _, c := range s.counted {
 		c.link.Close()
 	}

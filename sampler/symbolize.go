@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -50,7 +51,7 @@ func (s *Session) profile() (*Profile, error) {
 	defer func() { s.symCPU += selfCPU() - c0 }()
 	start, dur := s.Span()
 	d := &Profile{
-		Period:   int64(s.period(dur)),
+		Period:   int64(math.Round(s.period())),
 		Start:    start,
 		Duration: dur,
 	}

@@ -118,7 +118,7 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 	s.noteWindowProcs()
 	s.stacks = map[string]*rawStack{}
 	s.start = end
-	s.restartBase = s.rephase.count()
+	s.periodBase = s.clockLog.sofar()
 	s.procs.Prune()
 	s.procs.PruneForks(time.Minute)
 	for pid := range s.goNoted {

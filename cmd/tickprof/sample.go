@@ -31,6 +31,7 @@ type sampleFlags struct {
 	count     []string
 	top       int
 	userStack int
+	fixed     bool
 	outputFlags
 }
 
@@ -44,6 +45,7 @@ func newSampleCmd() *cobra.Command {
 	fl.IntVarP(&f.pid, "pid", "p", 0, "sample the process `PID` (and the children it starts)")
 	fl.BoolVar(&f.all, "all", false, "sample every process")
 	fl.IntVarP(&f.freq, "frequency", "F", 99, "samples per second per CPU (`HZ`)")
+	fl.BoolVar(&f.fixed, "fixed-period", false, "sample on a fixed grid of 1/HZ, as perf does, instead of dithered periods (a program periodic at the rate can bias it: for comparisons)")
 	fl.StringVar(&f.duration, "duration", "", "stop after this long (e.g. 10s; default: until the target exits or Ctrl-C)")
 	fl.StringVarP(&f.out, "output", "o", "sample.pb.gz", "write the pprof CPU profile to `FILE` (\"\" for none)")
 	fl.StringArrayVar(&f.count, "count", nil, "count calls of `[BINARY:]SYMBOL` and report its time per call (repeatable)")
@@ -79,7 +81,7 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0,
-		Command: args, Duration: dur,
+		FixedPeriod: f.fixed, Command: args, Duration: dur,
 		// The command's own output is its own: not escaped.
 		Stdin: os.Stdin, Stdout: termsafe.Unwrap(cmd.OutOrStdout()), Stderr: termsafe.Unwrap(cmd.ErrOrStderr())}
 	if f.pid != 0 {

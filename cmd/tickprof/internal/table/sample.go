@@ -14,6 +14,13 @@ import (
 // (file, "" for none).
 func WriteSampleStats(w io.Writer, st sampler.Stats, freq int, dur time.Duration, file string) {
 	fmt.Fprintf(w, "tickprof: %d samples at %d Hz over %s", st.Kept, freq, units.Ns(float64(dur)))
+	if st.Period > 0 {
+		how := "dithered"
+		if !st.Dithered {
+			how = "fixed"
+		}
+		fmt.Fprintf(w, " (%s periods, mean %s)", how, units.Ns(st.Period))
+	}
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, ", %d lost to a full ring buffer", st.Dropped)
 	}
