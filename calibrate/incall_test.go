@@ -89,3 +89,14 @@ func TestDisturbed(t *testing.T) {
 		}
 	}
 }
+
+// TestModelProgramSpread: the model the estimator gets carries at least
+// MinProgramSpread of relative error, and keeps a larger fitted one.
+func TestModelProgramSpread(t *testing.T) {
+	if s := (InCallModel{B: 1, S1: 0.05}).Model().S1; s != MinProgramSpread {
+		t.Errorf("fitted 0.05: S1 %v, want %v", s, MinProgramSpread)
+	}
+	if s := (InCallModel{B: 1, S1: 0.4}).Model().S1; s != 0.4 {
+		t.Errorf("fitted 0.4: S1 %v, want 0.4", s)
+	}
+}

@@ -87,6 +87,9 @@ func writeInCall(w io.Writer, c *calibrate.Calibration) error {
 		}
 		fmt.Fprintf(w, "\nin-call overhead, %s: O = %s + (%.3f + %.3f u) G_on + P, model error sqrt((%s)^2 + (%.3f G_on)^2) (one SD)\n",
 			o.Kind, units.Ns(m.A), m.B, m.C, units.Ns(m.S0), m.S1)
+		if m.S1 < calibrate.MinProgramSpread {
+			fmt.Fprintf(w, "  corrections carry %.2f G_on instead of %.3f G_on: the least error for a program that was not calibrated (docs/overhead.md)\n", calibrate.MinProgramSpread, m.S1)
+		}
 		if m.S1 > noisyModel {
 			fmt.Fprintf(w, "  note: the patterns miss the model by %.0f%% of G_on (one SD), more than the %.0f%% of a quiet machine: the calibration ran disturbed (load, other guests); every correction carries that error, so run `tickprof calibrate` again when the machine is quieter for tighter intervals\n",
 				100*m.S1, 100*noisyModel)
