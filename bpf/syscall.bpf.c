@@ -41,6 +41,7 @@ struct sc_state {
 	__u32 target; /* target index + 1; 0 when no timed syscall is in flight */
 	__u64 tick;
 	__u64 ns;
+	__u64 rd; /* run_delay at entry, under the check (tp_check_on) */
 };
 
 /* Slot mask: the size of sc_slots minus one (set by the loader). */
@@ -103,10 +104,31 @@ static __always_inline int sc_enter(__u32 tid, __u32 target1)
 	if (tp_windowed)
 		tp_inflight_add(target1 - 1, 1);
 	st->tid = tid;
+	st->rd = tp_check_on() ? tp_run_delay() : 0;
 	st->tick = tp_entry_readings(target1 - 1, &ns);
 	st->ns = ns;
 	st->target = target1;
 	return 0;
+}
+
+/* sc_account_wait adds the time a call waited for a CPU inside it, w, to
+ * c, and for a checked call (entry tick etick, exact ns from ens to ns) its
+ * time on CPU. */
+static __always_inline void sc_account_wait(struct tp_counts *c, __u64 w, __u64 etick, __u64 ens,
+					    __u64 ns)
+{
+	__u64 cns, on;
+
+	if (etick & TP_TICK_CHECKED) {
+		cns = ns - ens;
+		if (w > cns)
+			w = cns;
+		on = cns - w;
+		c->chk_on_ns += on;
+		tp_add_sq(&c->chk_on_sq_lo, &c->chk_on_sq_hi, on);
+	}
+	c->wait_ns += w;
+	tp_add_sq(&c->wait_sq_lo, &c->wait_sq_hi, w);
 }
 
 /* sc_exit ends thread tid's call in flight; returns 0 when one was timed,
@@ -140,6 +162,8 @@ static __always_inline int sc_exit(void *ctx, __u32 tid)
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
 		return 0;
+	if (tp_check_on())
+		sc_account_wait(c, tp_run_delay() - st->rd, st->tick, st->ns, ns);
 	tp_close(ctx, c, target, tick, ns, st->tick, st->ns, BPF_F_USER_STACK);
 	return 0;
 }

@@ -19,6 +19,7 @@ type SyscallScState struct {
 	Target uint32
 	Tick   uint64
 	Ns     uint64
+	Rd     uint64
 }
 
 type SyscallTpCounts struct {
@@ -41,6 +42,12 @@ type SyscallTpCounts struct {
 	ChkNs      uint64
 	ChkNsSqLo  uint64
 	ChkNsSqHi  uint64
+	WaitNs     uint64
+	WaitSqLo   uint64
+	WaitSqHi   uint64
+	ChkOnNs    uint64
+	ChkOnSqLo  uint64
+	ChkOnSqHi  uint64
 }
 
 type SyscallTpEchoCounts struct {

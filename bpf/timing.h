@@ -124,6 +124,18 @@ struct tp_counts {
 	__u64 chk_ns;
 	__u64 chk_ns_sq_lo; /* their exact ns squared, 128 bits */
 	__u64 chk_ns_sq_hi;
+	/* Syscalls under the check: the time every call waited for a CPU
+	 * inside it (run_delay, exact for all calls) and its squares, and
+	 * the checked calls' time on CPU (their ns less that wait) and its
+	 * squares: the mean is the on-CPU sample's mean plus the exact mean
+	 * wait, so that a preemption (milliseconds, rare) is not a heavy
+	 * tail the sample may miss (docs/statistics.md). */
+	__u64 wait_ns;
+	__u64 wait_sq_lo;
+	__u64 wait_sq_hi;
+	__u64 chk_on_ns;
+	__u64 chk_on_sq_lo;
+	__u64 chk_on_sq_hi;
 };
 
 /* Per-CPU run statistics: value of tp_runstats[0]. */

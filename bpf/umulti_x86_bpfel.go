@@ -33,6 +33,12 @@ type UmultiTpCounts struct {
 	ChkNs      uint64
 	ChkNsSqLo  uint64
 	ChkNsSqHi  uint64
+	WaitNs     uint64
+	WaitSqLo   uint64
+	WaitSqHi   uint64
+	ChkOnNs    uint64
+	ChkOnSqLo  uint64
+	ChkOnSqHi  uint64
 }
 
 type UmultiTpEchoCounts struct {

@@ -32,3 +32,31 @@ func TestSampledMeanRateChange(t *testing.T) {
 		t.Error("only a changed batch: want no sampled mean")
 	}
 }
+
+// TestSampledMeanWaits: for system calls the sample is of the time on CPU
+// and every call's wait for a CPU is added exactly: a sample that missed
+// the one preempted call (2 ms among 1,000 calls of 400 ns) still has its
+// wait in the mean, 400 + 2000 ns.
+func TestSampledMeanWaits(t *testing.T) {
+	o := estimate.Options{Confidence: 0.95}
+	on := U128{Lo: 16 * 400 * 400}
+	b := Counters{Calls: 1000, CheckEvery: 64, Check: CheckCounts{Calls: 16, Ns: 16 * 400, NsSq: on, OnNs: 16 * 400, OnSq: on,
+		WaitNs: 2000000, WaitSq: U128{Lo: 2000000 * 2000000}}}
+	r, err := sampledMean(b, []Counters{b}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.Mean-2400) > 1e-6 {
+		t.Errorf("mean %v, want 2400 (400 on CPU + 2000000/1000 waited)", r.Mean)
+	}
+	// The wait's standard error: s_w / sqrt(n), s_w^2 = (4e12 - 1000 * 2000^2) / 999.
+	sw := math.Sqrt((4e12 - 1000*2000.0*2000) / 999)
+	if math.Abs(r.StdErr-sw/math.Sqrt(1000)) > 1e-6 || !(r.Low < 2400 && r.High > 2400) {
+		t.Errorf("standard error %v, want %v; interval [%v, %v]", r.StdErr, sw/math.Sqrt(1000), r.Low, r.High)
+	}
+	// Without the on-CPU sums (not a system call) the plain sample.
+	b.Check.OnNs, b.Check.OnSq = 0, U128{}
+	if r, _ := sampledMean(b, []Counters{b}, o); math.Abs(r.Mean-400) > 1e-6 {
+		t.Errorf("without waits: mean %v, want 400", r.Mean)
+	}
+}

@@ -555,7 +555,7 @@ func (s *Session) setCheckEvery(i int, every uint32) error {
 // adaptCheck sets, from the checked calls so far, how many calls of each
 // target one checked call stands for: the fewest (a power of two, at most
 // Options.CheckEvery) for which the check's two ns reads cost at most
-// about 1% of the target's mean, so that long calls, where the check
+// about 1% of the target's mean (changed only by a factor of 4 or more), so that long calls, where the check
 // costs nothing next to the call, are all checked and the check is as
 // sharp as the estimate itself. Only the rate of later draws changes: the
 // checked calls stay a sample drawn independently of the calls.
@@ -573,7 +573,13 @@ func (s *Session) adaptCheck(p Poll) {
 		for every < uint32(s.opts.CheckEvery) && float64(every)*mean < 100*checkCostNs {
 			every *= 2
 		}
-		if every != s.checkEvery[i] {
+		// Only a change of 4 times or more: every change costs the
+		// sampled mean the batch it happens in (its calls in flight were
+		// drawn at the old rate, loader.sampledMean), and rates that
+		// followed the running mean back and forth across a threshold
+		// left out the batches where the calls' length had changed,
+		// which biased the mean (2 misses in 8 runs of read at 95%).
+		if cur := s.checkEvery[i]; every*4 <= cur || every >= 4*cur {
 			s.setCheckEvery(i, every) // best effort: the old rate stays valid
 		}
 	}
