@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agent runs tickprof continuously: it watches a set of processes
 // (PIDs, every process running an executable, or all), samples their stacks
 // with the sampler package in consecutive windows, encodes each window of

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * census.bpf.c - counts the system calls of one process by number
  * (raw_syscalls:sys_enter), for a short window: when a timed syscall gets

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // The syscall census: counts one process's system calls by number, for

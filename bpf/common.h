@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * common.h - the few kernel types and constants tickprof's BPF programs
  * use, written by hand instead of a full vmlinux.h. Values match

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * echo.h - the probe's own cost inside a timed call, measured where and
  * when the calls happen (docs/overhead.md).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bpf holds tickprof's BPF C sources and the Go bindings bpf2go
 // generates from them. Regenerate with `make generate` (needs clang and
 // llvm-strip); the generated files are committed.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // The sampling programs of `tickprof sample`: sample_cpu (perf_event),

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * gomulti.bpf.c - the Go-function programs of gotiming.bpf.c with, beside
  * them, uprobe.multi versions (Linux 6.6+): every entry site of a binary in

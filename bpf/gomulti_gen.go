@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // The Go-function programs with their uprobe.multi versions (gomulti.bpf.c),

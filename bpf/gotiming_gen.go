@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // The Go-function timing programs (gotiming.bpf.c): go_entry and go_exit,

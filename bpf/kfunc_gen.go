@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // The kernel-function programs of `tickprof time -k`: kprobe/kretprobe and

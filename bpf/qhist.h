@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * qhist.h - per-target, per-CPU log-linear histograms of exact durations,
  * for quantiles with intervals (Go: package histogram, which merges the

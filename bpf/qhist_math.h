@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * qhist_math.h - the bucket layout of the quantile histograms (qhist.h),
  * identical to Go's histogram.Index (bpf/qhist_math_test.go checks the two

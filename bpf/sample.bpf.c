@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /* PC and stack sampling for `tickprof sample`.
  *
  * sample_cpu runs on a software cpu-clock perf event opened per CPU. It keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /* Go's cgo and vDSO calls, for sample.bpf.c: where the goroutine stack is.
  *
  * Go runs C code on the thread's system stack (g0), not on the goroutine's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /* The sampling programs' kernel types beyond common.h (the shared types and
  * UAPI constants): the perf_event program context with its x86-64 struct
  * pt_regs in UAPI layout (read directly, not relocated by CO-RE), so that

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // The system-call programs of `tickprof time -s`: raw_syscalls and

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * timing_math.h - the overflow-free arithmetic of timing.h, in plain C so
  * that a host test (bpf/timing_math_test.go) compiles it with gcc and

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * umulti.bpf.c - the user-function entry and exit programs of timing.bpf.c
  * as uprobe.multi programs (attach type BPF_TRACE_UPROBE_MULTI, Linux 6.6+).

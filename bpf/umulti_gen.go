@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // The user-function programs as uprobe.multi programs (umulti.bpf.c), for

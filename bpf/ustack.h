@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * ustack.h - a bounded copy of user memory (the user stack) into a buffer
  * in a map value, for unwinding by call frame information in user space.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package calibrate measures, on this machine, what tickprof's numbers
 // rest on: each clock's resolution (the slides' method, seed 002), the
 // probe overhead T_ovhd that tickprof's own entry and exit add to every

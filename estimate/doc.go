@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package estimate turns counts into estimates with confidence intervals:
 // interval times from a quantized clock, shares from program-counter samples,
 // means of measurements, sample-size plans and comparisons.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package estimate_test
 
 // The seed papers' worked examples and tables, reproduced through the

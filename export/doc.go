@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package export owns tickprof's file formats: it encodes timing and
 // sampling results as pprof profiles and JSON, reads them back, merges
 // windows, and turns a profile into the report and diff models (the rows

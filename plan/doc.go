@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package plan plans a measurement from a pilot run: for every target of
 // a time result (its JSON or its profile), the calls and the run time still
 // needed for a precision, from the pilot's observed spread and call rate

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Model of the plans this package computes: what `tickprof plan` prints
 // and writes as JSON (the keys are part of the interface).
 

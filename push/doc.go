@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package push delivers windows of profiling data — a time span, its labels
 // and a pprof profile — to continuous-profiling backends, one file per
 // destination:

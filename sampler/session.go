@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sampler samples the program counters and stacks of processes with
 // a BPF program on per-CPU cpu-clock perf events, counts calls of chosen
 // functions with entry-only uprobes, and turns what it gathered into a

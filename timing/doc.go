@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package timing owns a timing run: it starts the command to time held
 // before exec (or checks the process to attach to), resolves the targets,
 // loads and attaches the probes, polls them into batches, estimates every

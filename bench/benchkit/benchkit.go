@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package benchkit holds what the C-target benchmarks under bench/ share:
 // building a target with gcc (internal/cbuild), starting it (optionally SCHED_FIFO) and
 // reading the figure it prints, enabling and summing BPF program run time,

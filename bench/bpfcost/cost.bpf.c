@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * cost.bpf.c - the user-function timing programs taken apart, for
  * bench/bpfcost: each pair (cost_eN entry, cost_xN exit) adds one piece of

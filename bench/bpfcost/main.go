@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bpfcost measures where the BPF program time of timing a user
 // function goes: it attaches, in turn, the pairs of cost.bpf.c (each
 // adds one piece of tickprof's entry and exit programs to the one before)

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command budget measures timing under an overhead budget on a real
 // target: target.c calls bud_fn from 2 threads (about 200,000 calls a
 // second here) and reports its own throughput over the run. Each

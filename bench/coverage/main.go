@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command coverage is tickprof's coverage suite (`make coverage`): real
 // targets on ordinary call patterns, each timing itself inside the probed
 // function on every call (testdata/coverage), run under `tickprof time`

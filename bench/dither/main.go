@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command dither measures what dithered sampling periods cost, and what
 // the mechanisms set aside would have cost, on a CPU-bound target
 // (bench/sample/target.c), interleaving the configurations A B C ... A B C

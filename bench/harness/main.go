@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command harness is `make bench`: it runs tickprof side by side with the
 // floor (empty probe pairs) and the tools people use instead (bpftrace
 // one-liners, perf record) on the same targets in the same run, and writes

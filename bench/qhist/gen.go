@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package qhist measures what one update of the quantile histogram
 // (bpf/qhist.h) costs in BPF: BenchmarkQhistUpdate runs the programs of
 // qhbench.bpf.c, which include the product's timing.h, with the kernel's

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * qhbench.bpf.c - the cost of one update of the quantile histogram
  * (qhist.h's tp_qh_add_to), for bench/qhist/qhbench_test.go: syscall programs run with

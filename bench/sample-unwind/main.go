@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bench-unwind measures how complete tickprof's user stacks are and
 // what unwinding costs, on Debian's sqlite3 and redis-server under load and on
 // a C++ program built -O2 -fomit-frame-pointer, against perf record

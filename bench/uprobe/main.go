@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command uprobe measures what timing a user function with tickprof costs
 // (issue "Benchmark"): a C target calls a ~200 ns function in a loop, run
 // unprobed, with an empty uprobe+uretprobe pair (the floor), with tickprof's

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command uprobeset measures attaching and detaching large sets of uprobes
 // on a C target that keeps calling libc: every function of libc (-glob)
 // with multi-uprobe links, and a smaller glob (-single-glob; single links

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command tickprof is an eBPF profiler that reports every time with a
 // confidence interval. See README.md for a tour and docs/usage.md for every
 // command.

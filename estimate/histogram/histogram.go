@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package histogram owns the log-geometric (HDR-style) histogram of exact
 // call durations that tickprof's BPF programs keep per target and per CPU:
 // its bucket layout (the same index function as bpf/qhist_math.h's

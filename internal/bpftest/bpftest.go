@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bpftest decides whether a test that needs root and BPF can run.
 //
 // Such a test calls Require first. Where BPF is unavailable (not root, no

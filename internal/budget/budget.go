@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package budget runs a windowed timing session under an overhead budget:
 // it attaches the probes only in time windows placed at random, at the duty
 // cycle that holds the target's projected slowdown within the budget, and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cbuild compiles the C programs tickprof builds itself: the
 // calibration target and the demo's workload on the user's machine at run
 // time (BuildSource), and the targets of the tests and benchmarks (Build,

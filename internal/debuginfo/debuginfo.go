@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package debuginfo finds the separate debug file of an ELF build by its GNU
 // build ID, the way gdb and perf do: first under /usr/lib/debug/.build-id/
 // (xx/yyyy.debug, as Debian's -dbg and -dbgsym packages install them), then

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package features probes what this kernel offers tickprof: privileges,
 // BTF, each attach type (uprobes, kprobes, fentry, tracepoints, perf
 // events), the BPF helpers and maps the programs use, tracefs and the

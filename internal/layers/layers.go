@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package layers holds tickprof's import layering as a table and checks a
 // module's packages against it; its test runs the check over `go list` of
 // this module, and `make lint` runs that test.

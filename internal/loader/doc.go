@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package loader loads tickprof's timing programs (package bpf), attaches
 // them to targets, polls their per-CPU counters into batches and drains
 // their crossing records.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package proc owns what tickprof does with processes: starting a command
 // held before exec, reading /proc/PID/maps, noticing a process's exit,
 // checking the privileges BPF needs, checking that the caller may observe

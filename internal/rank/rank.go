@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package rank orders the keys of a tally: most counted first. It is the
 // one place for that order (timing's stack comments, the unwinding
 // benchmark's top functions). rank imports no third-party module (checked

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package safefile owns how tickprof touches files a user names: it
 // creates outputs without following symbolic links and without replacing
 // another user's file in a sticky directory, and it reads inputs with a

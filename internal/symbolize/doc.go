@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package symbolize turns addresses of processes and of the kernel into
 // frames, for every pipeline that records them (the sampler's stacks and
 // the caller stacks of timed calls), so that both name the same address

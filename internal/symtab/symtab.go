@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package symtab reads the function symbols of an ELF file and answers the
 // questions a profiler asks of them: where is the function with this name (as
 // a file offset, which is what a uprobe needs), which function and source line

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package termsafe escapes text before it reaches a terminal. Names that
 // come from a target or a file (a symbol renamed with objcopy, a function
 // in a crafted profile, a process's executable path) may hold control

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testtarget is the tests' support for the programs they probe: it
 // builds the C targets under testdata once per test binary (or hands out
 // the prebuilt ones under $TICKPROF_TESTBIN, as the kernel matrix does),

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tick measures the kernel's tick: the jiffy period, the
 // resolution of bpf_jiffies64, which every jiffies-clock estimate rests
 // on. It is the one tick measurer: loader uses it for the jiffies clock,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package units parses and formats the quantities people type and read:
 // durations ("16.666ms", "40us", "8.33 ms"), percentages and confidence
 // levels ("95%", "0.95"), rates ("1000/s"), counts and batch files. It

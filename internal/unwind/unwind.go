@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package unwind walks user-space stacks of x86-64 processes from a copy of
 // the stack and the registers at the sample, with the call frame
 // information (.eh_frame, .debug_frame) of the mapped files, falling back to

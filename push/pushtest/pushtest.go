@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pushtest starts real receivers in-process for tests of the push
 // package and of its users: Pyroscope's /ingest contract, Pyroscope's
 // published Connect push service handler, and the OpenTelemetry Collector's

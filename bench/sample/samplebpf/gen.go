@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // stackid.bpf.c: bpf/sample.bpf.c's programs and the alternative stack

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command samplebpf measures the BPF cost per sample of two stack designs
 // on one target process: "ringbuf" (tickprof's sample_cpu of
 // bpf/sample.bpf.c: one variable-size record per sample, drained here) and

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * stackid.bpf.c - the alternative stack design, measured against tickprof's
  * by bench/sample/samplebpf: sample_stackid interns the kernel and user

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agentfault runs `tickprof agent` on bad input and under faults:
 // every flag's edge values, credential files of every kind, labels Pyroscope
 // would refuse, spool directories another user controls (refusals, in

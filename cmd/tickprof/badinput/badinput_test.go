@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package badinput runs the tickprof binary on malformed input of every
 // command and flag, and on hostile files, and checks that each run ends in
 // time with the right exit status and one line that says what is wrong

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cli holds what tickprof's commands share in refusing bad input:
 // the usage error (exit status 2, one line saying what is expected), checks
 // written as ordered lists, and the hardening of a cobra command tree

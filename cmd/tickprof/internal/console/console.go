@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package console runs a timing or sampling session for a person at a
 // terminal, the way the commands time, sample and demo show it: it says
 // what it measures, shows the live progress, writes the outputs before the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package demo owns the workload of `tickprof demo` (c/workload.c): three
 // functions of known duration, each measuring itself, built with the
 // machine's gcc when the demo runs; the measurements it writes (its truth);
