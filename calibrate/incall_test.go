@@ -85,6 +85,7 @@ func TestDisturbed(t *testing.T) {
 		{"2us handler as it should be", PatternPoint{GNs: 4570, BodyNs: 2170}, callPattern{body: 2 * time.Microsecond, gap: 4 * time.Millisecond}, false},
 		{"empty after 4ms, gaps of 24.5us", PatternPoint{GNs: 24500}, callPattern{gap: 4 * time.Millisecond}, true},
 		{"empty after 10ms, gaps of 4.3us", PatternPoint{GNs: 4330}, callPattern{gap: 10 * time.Millisecond}, false},
+		{"back to back, waits of 1.5us beside 1.1us on CPU", PatternPoint{GNs: 1089, PNs: 1523}, callPattern{}, true},
 	} {
 		if got := disturbed(c.pt, c.p, b2b); got != c.want {
 			t.Errorf("%s: disturbed %v, want %v", c.name, got, c.want)
