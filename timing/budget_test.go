@@ -171,29 +171,42 @@ func TestBudgetedKernelFunc(t *testing.T) {
 		}
 		t.Skipf("skipping: this kernel cannot probe kernel functions (the kernel matrix runs this): %v", err)
 	}
-	const n = 2000
+	// The target calls until the run has two windows (the fewest a mean
+	// with windows as clusters needs), 2 minutes at most: in the
+	// matrix's guests a window's attach, drain and detach took 0.3 s, and
+	// slots of 35 s fitted one window in a run of 2,000 calls (6.5 s).
+	const n = 60000
 	bin := testtarget.C(t, "kernels/targets/sysloop.c", "sysloop")
 	p := testtarget.Start(t, exec.Command(bin, "nanosleep", strconv.Itoa(n), "2000"), testtarget.ReadyPrefix, nil)
 	cost := estimate.Result{Mean: 75000, Low: 70000, High: 80000, Confidence: 0.95} // doubled: see budgetCost
-	s, err := Open(context.Background(), Config{PID: p.Pid(), Targets: Targets{Kernel: []string{"__x64_sys_nanosleep"}}, Clock: Clock{Kind: ClockNS}, Overhead: 0.02,
-		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	windows := 0
+	s, err := Open(ctx, Config{PID: p.Pid(), Targets: Targets{Kernel: []string{"__x64_sys_nanosleep"}}, Clock: Clock{Kind: ClockNS}, Overhead: 0.02,
+		Window: 20 * time.Millisecond, Corrector: fixedCost{cost}, Correction: CorrectionOn,
+		OnProgress: func(Progress) {
+			if windows++; windows >= 2 {
+				cancel()
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	start := time.Now()
 	p.Release(t)
-	run, err := s.Run(context.Background()) // until the target exits
+	run, err := s.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
+	made := float64(min(n, int(elapsed/(2*time.Millisecond)))) // calls made so far, about
 	b, tr := run.Budget, run.Targets[0]
 	if b == nil {
 		t.Fatal("no budget figures in the result")
 	}
 	w := b.Windowed[0]
-	own := float64(n) / elapsed.Seconds()
+	own := made / elapsed.Seconds()
 	t.Logf("%d windows, duty %.3f (next %.3f), slowdown %.2f%% [%.2f, %.2f]; %d calls counted in %.0f ms of windows, rate %.0f/s [%.0f, %.0f] (95%%), the target's own %.0f/s over %v; mean %.0f ns [%.0f, %.0f]; stop %s",
 		b.Windows, b.Duty, b.NextDuty, 100*b.Slowdown.Mean, 100*b.Slowdown.Low, 100*b.Slowdown.High,
 		tr.Calls, w.Probed/1e6, w.Rate.Mean, w.Rate.Low, w.Rate.High, own, elapsed, tr.Estimate.Mean, tr.Estimate.Low, tr.Estimate.High, run.StopReason)
