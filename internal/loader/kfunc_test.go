@@ -128,9 +128,10 @@ func TestResolveKernelFuncsErrors(t *testing.T) {
 func TestWindowedKernelFunc(t *testing.T) {
 	eachKernelMethod(t, "vfs_read", func(t *testing.T, _ features.AttachMode, specs []Spec) {
 		// No crossing records: reading them symbolizes the callers,
-		// and the files that reads are read by this very process, whose
-		// vfs_read calls the windows count (24 where 20 were made, in a
-		// window of the kernel matrix).
+		// which may read files from this very process, whose vfs_read
+		// calls the windows count (a window of the kernel matrix, under
+		// load, counted 24 where 20 were made; the cause is not pinned
+		// down).
 		s := openFor(t, Options{Clock: Clock{Kind: ClockNS}, Windowed: true, NoRecords: true}, os.Getpid(), specs)
 		s.DetachProbes()
 		fd := openReadable(t)
