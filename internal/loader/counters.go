@@ -268,8 +268,9 @@ func ClockCheck(clk Clock, total Counters, batches []Counters, o estimate.Option
 
 // sampledMean is the checked calls' exact mean as an estimate of every
 // call's: each batch's checked calls weighted by the rate they were drawn
-// at (estimate.SampledMean). A batch whose rate differs from the batch
-// before it is left out: the calls in flight when the rate changed were
+// at (estimate.SampledMean). A batch of long calls (longCheckedNs) whose
+// rate differs from the batch before it is left out: the calls in flight
+// when the rate changed were
 // drawn at the old rate but end in it, and these are the long calls (a
 // call preempted for milliseconds spans the change), so weighting them
 // by the new rate biased the mean low by a third on a loaded machine.
@@ -295,7 +296,12 @@ func sampledMean(total Counters, batches []Counters, o estimate.Options) (estima
 			plain = true
 			break
 		}
-		changed := i > 0 && b.CheckEvery != prev
+		// Only batches of long calls: for calls of microseconds the
+		// few in flight at the change are nothing beside the batch,
+		// while leaving the batch out leaves its calls out of the mean
+		// (the first ones of a run, often slower: getppid's interval
+		// missed its own calls' mean 7 times in 20, both ways).
+		changed := i > 0 && b.CheckEvery != prev && b.Check.Calls > 0 && b.Check.Ns/b.Check.Calls > longCheckedNs
 		prev = b.CheckEvery
 		calls += b.Check.Calls
 		if b.Check.Calls == 0 || changed {
@@ -320,6 +326,10 @@ func sampledMean(total Counters, batches []Counters, o estimate.Options) (estima
 	}
 	return withWaits(r, total), nil
 }
+
+// longCheckedNs is the mean checked call (ns) from which a batch where the
+// check's rate changed is left out of the sampled mean.
+const longCheckedNs = 10000
 
 // withWaits adds to r, the sampled mean time on CPU of a system call's
 // calls, the mean time every call waited for a CPU inside it (exact over
