@@ -96,7 +96,7 @@ func writeInCall(w io.Writer, c *calibrate.Calibration) error {
 			fmt.Fprintf(w, "  note: the patterns miss the model by %.0f%% of G_on (one SD), more than the %.0f%% of a quiet machine: the calibration ran disturbed (load, other guests); every correction carries that error, so run `tickprof calibrate` again when the machine is quieter for tighter intervals\n",
 				100*m.S1, 100*noisyModel)
 		}
-		if err := table(w, "  PATTERN\tCALLS\tECHOES\tBODY\tG_on\tP\tO MEASURED\tO MODEL", func(tw io.Writer) {
+		if err := table(w, "  PATTERN\tCALLS\tECHOES\tBODY\tG_on\tP\tO MEASURED (± 1 SE)\tO MODEL", func(tw io.Writer) {
 			for _, p := range m.Patterns {
 				fit := m.Model().Predict(p.GNs, p.PNs, p.BodyNs)
 				fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s ± %s\t%s\n", p.Name, p.Calls, p.Echoes, units.Ns(p.BodyNs),
