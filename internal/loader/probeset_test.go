@@ -70,9 +70,23 @@ func TestDetachSingleLinksCancel(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err = s.Detach(ctx)
-	t.Logf("detach of %d single links: %v after %v", 2*len(s.Targets()), err, time.Since(start))
-	if time.Since(start) > 2*time.Second {
-		t.Errorf("Detach returned %v after its context ended", time.Since(start)-300*time.Millisecond)
+	took := time.Since(start)
+	t.Logf("detach of %d single links: %v after %v", 2*len(s.Targets()), err, took)
+	// Detach waits for the closes under way (closeWorkers of them) and no
+	// more: 2 s bounds one round here. In the kernel matrix's TCG guests
+	// one round of uprobe unregisters took 2.1 s on a loaded host (each
+	// waits for an RCU grace period, tens of times slower than on
+	// hardware), so the bound there is 8 s; what holds everywhere is that
+	// an early end leaves links for Close.
+	bound := 2 * time.Second
+	if os.Getenv("TICKPROF_IN_MATRIX") == "1" {
+		bound = 8 * time.Second
+	}
+	if took > bound {
+		t.Errorf("Detach returned %v after its context ended", took-300*time.Millisecond)
+	}
+	if err != nil && len(s.entryLinks)+len(s.exitLinks) == 0 {
+		t.Errorf("Detach returned %v with every link closed: it waited for all of them", err)
 	}
 
 	// Past the cap: refused before anything is attached.

@@ -185,7 +185,7 @@ func TestWindowedSyscall(t *testing.T) {
 // calls in flight drain to zero after each window), entries pushed between
 // windows and left without their RET are neither orphans nor in flight,
 // and the counted calls' mean agrees with the target's own mean of all its
-// calls (within a factor of 2: Work's length varies with the token bursts,
+// calls (within a factor of 2, 4 in the matrix: Work's length varies with the token bursts,
 // and the probes add their cost to the counted calls).
 func TestWindowedGo(t *testing.T) {
 	bpftest.Require(t)
@@ -218,8 +218,17 @@ func TestWindowedGo(t *testing.T) {
 	if r.orphans != 0 {
 		t.Errorf("%d orphans: entries left between windows must be neither counted nor orphans", r.orphans)
 	}
-	if mean < own/2 || mean > 2*own {
-		t.Errorf("counted mean %.0f ns, the target's own %.0f ns: want within a factor of 2", mean, own)
+	// A factor of 2 on hardware. In the kernel matrix's TCG guests each
+	// probe hit costs tens of microseconds and a loaded host preempts the
+	// guest for whole milliseconds inside calls, which lengthens the calls
+	// the windows count more than the target's own (mostly unprobed) ones:
+	// 120 ms against 57 ms was seen there, so the bound is a factor of 4.
+	factor := 2.0
+	if os.Getenv("TICKPROF_IN_MATRIX") == "1" {
+		factor = 4
+	}
+	if mean < own/factor || mean > factor*own {
+		t.Errorf("counted mean %.0f ns, the target's own %.0f ns: want within a factor of %g", mean, own, factor)
 	}
 }
 
