@@ -47,6 +47,9 @@ volatile const __u32 stack_bytes = 0;
 
 /* Set before load: sample every task except the idle task. */
 volatile const __u8 filter_all = 0;
+/* The reader is woken when the ring holds more than wake_bytes (set from
+ * the ring's size at load); below it, records wait for its next poll. */
+volatile const __u64 wake_bytes = 2 << 20;
 
 /* Header of a ring-buffer record; the kernel addresses, the user stack's
  * copy, the goroutine stack's copy and the user addresses follow. */
@@ -343,7 +346,7 @@ int sample_cpu(void *ctx)
 		 * exists.) */
 		bpf_map_update_elem(&seen, &tgid, &zero, BPF_ANY);
 		wake = BPF_RB_FORCE_WAKEUP;
-	} else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
+	} else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wake_bytes)
 		wake = BPF_RB_FORCE_WAKEUP;
 
 	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len + b->hdr.go_len;

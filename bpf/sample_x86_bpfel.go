@@ -56,6 +56,7 @@ const (
 	SampleProgSampleCpu  = "sample_cpu"
 	SampleVarFilterAll   = "filter_all"
 	SampleVarStackBytes  = "stack_bytes"
+	SampleVarWakeBytes   = "wake_bytes"
 )
 
 // LoadSample returns the embedded CollectionSpec for Sample.
@@ -125,6 +126,7 @@ type SampleMapSpecs struct {
 type SampleVariableSpecs struct {
 	FilterAll  *ebpf.VariableSpec `ebpf:"filter_all"`
 	StackBytes *ebpf.VariableSpec `ebpf:"stack_bytes"`
+	WakeBytes  *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // SampleObjects contains all objects after they have been loaded into the kernel.
@@ -174,6 +176,7 @@ func (m *SampleMaps) Close() error {
 type SampleVariables struct {
 	FilterAll  *ebpf.Variable `ebpf:"filter_all"`
 	StackBytes *ebpf.Variable `ebpf:"stack_bytes"`
+	WakeBytes  *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // SamplePrograms contains all programs after they have been loaded into the kernel.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/selfcost"
+
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/safefile"
 	"github.com/tickprof/tickprof/timing"
@@ -17,6 +19,9 @@ import (
 
 // timeJSON is the --json document of `tickprof time`.
 type timeJSON struct {
+	// OwnCost is what the run cost tickprof itself, when the writer
+	// measured it; a reader ignores it.
+	OwnCost      *selfcost.Cost   `json:"own_cost,omitempty"`
 	Clock        string           `json:"clock"`
 	ResolutionNs float64          `json:"resolution_ns"`
 	Confidence   float64          `json:"confidence"`
@@ -176,8 +181,11 @@ func fp(v float64) *float64 {
 // when the clock keeps time with the program and the mean is biased;
 // resolves is false when the check is much less sharp than the target's
 // estimate (it checked a small share of short calls).
-func WriteTimeJSON(w io.Writer, r *timing.Result) error {
-	doc := timeJSON{
+func WriteTimeJSON(w io.Writer, r *timing.Result) error { return writeTimeJSON(w, r, nil) }
+
+// writeTimeJSON is WriteTimeJSON with the run's own cost (nil: none).
+func writeTimeJSON(w io.Writer, r *timing.Result, cost *selfcost.Cost) error {
+	doc := timeJSON{OwnCost: cost,
 		Clock: r.Clock, ResolutionNs: r.Resolution, Confidence: r.Confidence,
 		Start: r.Start.UTC(), DurationS: r.Duration.Seconds(), PID: r.PID, Command: r.Command,
 		StopReason: string(r.StopReason), Validate: r.Validate, RingDrops: r.RingDrops, StackFails: r.StackFails,
@@ -320,7 +328,13 @@ func trimHist(h []uint64) []uint64 {
 // at path or another user's file in a sticky directory is refused. The
 // file is readable by its owner only (OutputPerm).
 func WriteTimeJSONFile(path string, r *timing.Result) error {
-	if err := safefile.WriteFile(path, OutputPerm, func(w io.Writer) error { return WriteTimeJSON(w, r) }); err != nil {
+	return WriteTimeJSONFileCost(path, r, nil)
+}
+
+// WriteTimeJSONFileCost is WriteTimeJSONFile with what the run cost
+// tickprof itself (own_cost; nil: left out).
+func WriteTimeJSONFileCost(path string, r *timing.Result, cost *selfcost.Cost) error {
+	if err := safefile.WriteFile(path, OutputPerm, func(w io.Writer) error { return writeTimeJSON(w, r, cost) }); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

@@ -438,7 +438,7 @@ func TestSampleAll(t *testing.T) {
 			mine += s.Count
 		}
 	}
-	t.Logf("%d samples of the target among %d stacks", mine, len(d.Samples))
+	t.Logf("%d samples of the target among %d stacks; %+v", mine, len(d.Samples), res.Stats)
 
 	if mine < 50 {
 		t.Errorf("only %d samples of the burning target with --all", mine)

@@ -35,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -134,10 +133,12 @@ type Stats struct {
 	// SymbolizeCPU is the CPU time (ns) spent symbolizing the profile.
 	SymbolizeCPU float64
 	// BPFRuntime is the time the sampling program ran, in the context of
-	// whatever each CPU was running, as the kernel's BPF statistics count
-	// it (zero unless they are enabled: kernel.bpf_stats_enabled or
-	// BPF_ENABLE_STATS).
+	// whatever each CPU was running, and BPFRuns its runs, as the
+	// kernel's BPF statistics count them; BPFStats says they were on (the
+	// session turns them on where the kernel can: 5.8+).
 	BPFRuntime time.Duration
+	BPFRuns    uint64
+	BPFStats   bool
 	// Period is the mean sampling period of the session so far, in ns:
 	// the CPU time one sample stands for (a window's own is its
 	// Profile's). Dithered says the periods were drawn at random, not
@@ -176,6 +177,7 @@ type Session struct {
 	links      []link.Link
 	counted    []*counted
 	reader     *ringbuf.Reader
+	pump       *pump
 	start      time.Time
 	end        time.Time
 	procs      *symbolize.Procs
@@ -198,6 +200,8 @@ type Session struct {
 	unread uint64
 	// dlCtx cancels downloads of debug files (symbolize.go); nil: none.
 	dlCtx context.Context
+	// bpfStats holds the kernel's BPF run-time statistics on (nil: off).
+	bpfStats io.Closer
 }
 
 // rawStack is one distinct stack of one process image, with its count.
@@ -259,6 +263,14 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err := s.load(ctx, spec); err != nil {
 		s.Close()
 		return nil, err
+	}
+	// The kernel's BPF run-time statistics, for the cost of the sampling
+	// program (Stats.BPFRuntime): two clock reads per program run, a few
+	// tens of ns beside a sample's microseconds. They are the kernel's
+	// own switch for every program while the handle is held (5.8+); a
+	// kernel without them leaves BPFStats false.
+	if st, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME); err == nil {
+		s.bpfStats = st
 	}
 	return s, nil
 }
@@ -325,7 +337,10 @@ func (cfg Config) spec() (*ebpf.CollectionSpec, error) {
 		if err := spec.Variables["stack_bytes"].Set(uint32(n)); err != nil {
 			return nil, fmt.Errorf("set stack_bytes: %w", err)
 		}
-		spec.Maps["samples"].MaxEntries = ringBytes(cfg.Frequency, runtime.NumCPU(), n)
+	}
+	spec.Maps["samples"].MaxEntries = ringBytes(cfg.Frequency, runtime.NumCPU(), cfg.stackBytes())
+	if err := spec.Variables["wake_bytes"].Set(ringWakeBytes(spec.Maps["samples"].MaxEntries)); err != nil {
+		return nil, fmt.Errorf("set wake_bytes: %w", err)
 	}
 	return spec, nil
 }
@@ -365,6 +380,7 @@ func (s *Session) attach() error {
 	if s.reader, err = ringbuf.NewReader(s.objs.Samples); err != nil {
 		return fmt.Errorf("open sample ring buffer: %w", err)
 	}
+	s.pump = newPump(s.reader)
 	s.start = time.Now()
 	return s.startClocks()
 }
@@ -460,28 +476,39 @@ func (s *Session) sample(ctx context.Context, stop <-chan struct{}) error {
 	}
 }
 
-// finish stops sampling and reads the rest of the ring buffer.
+// finish stops sampling and handles the records left, for at most
+// finishDrain; what is left then is counted as unread (discard).
 func (s *Session) finish() error {
 	s.stopClocks()
 	s.end = time.Now()
-	if err := s.drain(s.end, s.end.Add(finishDrain)); err != nil {
-		return err
+	s.pump.stop()
+	budget := time.NewTimer(finishDrain)
+	defer budget.Stop()
+	for {
+		select {
+		case c, ok := <-s.pump.full:
+			if !ok {
+				return s.pump.err
+			}
+			s.handleChunk(c)
+		case <-budget.C:
+			s.discard()
+			return s.pump.err
+		}
 	}
-	s.discard()
-	return nil
 }
 
-// discard empties the ring buffer without handling the records (the
-// reader fell behind and finish ran out of time), counting the samples
-// it held as unread. Nothing adds to the ring once the clocks are closed,
-// so this ends; it copies records and parses nothing, so it ends soon.
+// discard takes the records left without handling them (the reader fell
+// behind and finish ran out of time), counting the samples among them as
+// unread. Nothing adds to the ring once the clocks are closed, so the
+// pump ends; this parses nothing, so it ends soon.
 func (s *Session) discard() {
-	s.reader.SetDeadline(time.Now())
-	var rec ringbuf.Record
-	for s.reader.ReadInto(&rec) == nil {
-		if len(rec.RawSample) >= 4 && binary.LittleEndian.Uint32(rec.RawSample) == recSample {
-			s.unread++
-		}
+	for c := range s.pump.full {
+		records(c, func(b []byte) {
+			if len(b) >= 4 && binary.LittleEndian.Uint32(b) == recSample {
+				s.unread++
+			}
+		})
 	}
 }
 
@@ -503,29 +530,40 @@ func (s *Session) pause() {
 // behind, and the run must still end promptly.
 const finishDrain = 250 * time.Millisecond
 
-// drain reads records until the ring buffer is empty and the deadline
-// passed, or until stop, whichever comes first: at high sampling rates the
-// ring may never be empty, and the caller must get back to its context.
+// drain handles the pump's chunks until the deadline, or until stop
+// once a chunk is handled: at high sampling rates records may never stop
+// coming, and the caller must get back to its context.
 func (s *Session) drain(deadline, stop time.Time) error {
-	s.reader.SetDeadline(deadline)
-	var rec ringbuf.Record
-	for n := 0; ; n++ {
-		if n%64 == 63 && !time.Now().Before(stop) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	full := s.pump.full
+	for {
+		select {
+		case c, ok := <-full:
+			if !ok {
+				if s.pump.err != nil {
+					return s.pump.err
+				}
+				full = nil // the ring is closed: wait out the deadline
+				continue
+			}
+			s.handleChunk(c)
+			if !time.Now().Before(stop) {
+				return nil
+			}
+		case <-timer.C:
 			return nil
 		}
-		err := s.reader.ReadInto(&rec)
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return nil
-			}
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("read sample ring buffer: %w", err)
-		}
-		s.records++
-		s.handle(rec.RawSample)
 	}
+}
+
+// handleChunk handles a chunk's records and hands the chunk back.
+func (s *Session) handleChunk(c []byte) {
+	records(c, func(b []byte) {
+		s.records++
+		s.handle(b)
+	})
+	s.pump.recycle(c)
 }
 
 // handle parses one ring-buffer record and adds it to the stack counts.
@@ -659,7 +697,8 @@ func (s *Session) Stats() Stats {
 	st.Dithered = s.dither != nil
 	if s.objs.SampleCpu != nil {
 		if ps, err := s.objs.SampleCpu.Stats(); err == nil {
-			st.BPFRuntime = ps.Runtime
+			st.BPFRuntime, st.BPFRuns = ps.Runtime, ps.RunCount
+			st.BPFStats = s.bpfStats != nil || ps.RunCount > 0
 		}
 	}
 	return st
@@ -726,6 +765,19 @@ func (s *Session) Close() error {
 	if s.reader != nil {
 		s.reader.Close()
 	}
+	if s.pump != nil {
+		// The pump ends at the closed reader; a chunk it is handing on
+		// when nothing reads any more is taken here.
+		go func(full <-chan []byte) {
+			for range full {
+			}
+		}(s.pump.full)
+		s.pump = nil
+	}
 	s.procs.Close()
+	if s.bpfStats != nil {
+		s.bpfStats.Close()
+		s.bpfStats = nil
+	}
 	return s.objs.Close()
 }

@@ -34,22 +34,30 @@ func (c Config) stackBytes() int {
 	return c.StackBytes
 }
 
-// ringBytes sizes the sample ring buffer when user stacks are copied: two
-// seconds of samples at hz on every CPU, each a copy of stackBytes plus
-// its header and frames, rounded up to a power of two between 8 MiB and
-// 32 MiB. The reader drains every 50 ms, so two seconds is ample; a ring
-// larger than the rate needs is not free: its pages stay resident once
-// written, and a long-running agent at 49 Hz would carry 64 MiB of
-// mapped ring (the kernel maps its data twice) for a few MiB of samples.
+// ringBytes sizes the sample ring buffer when user stacks are copied:
+// 1/32 s of samples at hz on every CPU, each a full copy of stackBytes
+// plus its header and frames, rounded up to a power of two between 1 MiB
+// and 16 MiB (2 MiB at 999 Hz on 2 CPUs; copies are 11 KiB on average
+// there, so that is 90 ms of them). The pump (pump.go) empties the ring
+// as records arrive and is woken when a quarter of it is full
+// (ringWakeBytes), so the ring only has to hold what arrives while the
+// pump is being woken; what the handler has not taken yet waits in the
+// pump's chunks. A ring is not free: the kernel maps its data twice, and
+// every page is resident for the whole run (a 32 MiB ring was 64 MiB of
+// a sampling run's 180 MiB).
 func ringBytes(hz, cpus, stackBytes int) uint32 {
-	const lo, hi = 8 << 20, 32 << 20
-	need := 2 * hz * cpus * (stackBytes + 2048)
+	const lo, hi = 1 << 20, 16 << 20
+	need := hz * cpus * (stackBytes + 2048) / 32
 	size := lo
 	for size < need && size < hi {
 		size <<= 1
 	}
 	return uint32(size)
 }
+
+// ringWakeBytes is how full the ring gets before the sampling program
+// wakes the pump (below it, the pump's own poll every pumpFlush reads).
+func ringWakeBytes(ring uint32) uint64 { return uint64(ring) / 4 }
 
 // walkStop is why a user stack ended where it did, for the profile's
 // comments: the reason and the file.

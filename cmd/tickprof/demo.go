@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -50,8 +51,13 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	precision, _ := units.ParsePercent(f.precision)
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find tickprof's own executable (the Go calibration target): %w", err)
+	}
 	return noSamplesHint(demo.Run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), demo.Options{Dir: f.dir,
-		Precision: precision, PrecText: f.precision, Limit: f.limit, SampleFor: f.sampleFor, Frequency: f.freq}))
+		Precision: precision, PrecText: f.precision, Limit: f.limit, SampleFor: f.sampleFor, Frequency: f.freq,
+		GoTarget: []string{self, "calibrate", "--go-target"}}))
 }
 
 // checkDemoFlags validates every flag before anything is built or run

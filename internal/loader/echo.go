@@ -284,7 +284,14 @@ func (s *Session) attachEchoes() error {
 	for _, e := range s.echo.sites {
 		g := group{e.binary, e.single, e.multi}
 		if e.single == nil {
-			g.single, g.multi = s.objs.TpUecho, nativeMulti
+			g.multi = nativeMulti
+			if nativeMulti == nil {
+				p, err := s.echoProgram()
+				if err != nil {
+					return err
+				}
+				g.single = p
+			}
 		}
 		if by[g] == nil {
 			order = append(order, g)

@@ -195,6 +195,8 @@ func attachUser(s *Session, ts []*Target) error {
 		entryMulti, exitMulti = m.TpUentryMulti, m.TpUexitMulti
 	} else if err := s.reserveSingleLinks(2 * len(ts)); err != nil {
 		return err
+	} else if err := s.singlePrograms(); err != nil {
+		return err
 	}
 	return s.linkUprobes(func() error {
 		if err := s.attachUprobes(s.ctx, reqs, true, false, s.objs.TpUexit, exitMulti); err != nil {

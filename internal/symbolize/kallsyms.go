@@ -4,8 +4,10 @@ package symbolize
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -19,9 +21,18 @@ type KernelSym struct {
 	Module string // "" for the core kernel
 }
 
-// Kallsyms is the kernel's text symbols sorted by address.
+// Kallsyms is the kernel's text symbols sorted by address, held compactly
+// (about 14 bytes a symbol beside its name): the 80,000 or so text
+// symbols of a distribution kernel were 15 MiB as strings and structs,
+// a sampling run's largest allocation.
 type Kallsyms struct {
-	syms []KernelSym
+	addrs []uint64
+	// Symbol i's name is names[off[i]:off[i+1]]; its module is
+	// modules[mod[i]] ("" for the core kernel).
+	names   []byte
+	off     []uint32
+	mod     []uint16
+	modules []string
 }
 
 // ReadKallsyms reads /proc/kallsyms. It fails when the addresses are hidden
@@ -42,59 +53,102 @@ func ReadKallsyms() (*Kallsyms, error) {
 // ParseKallsyms parses kallsyms text ("addr type name [module]"), keeping text
 // symbols (types t, T, w, W).
 func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
-	var syms []KernelSym
+	var raw Kallsyms
+	raw.modules = []string{""}
+	modIndex := map[string]uint16{"": 0}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	nonzero := false
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 {
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) < 3 || len(fields[1]) != 1 {
 			continue
 		}
-		switch fields[1] {
-		case "t", "T", "w", "W":
+		switch fields[1][0] {
+		case 't', 'T', 'w', 'W':
 		default:
 			continue
 		}
-		addr, err := strconv.ParseUint(fields[0], 16, 64)
+		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
 		if err != nil {
 			return nil, fmt.Errorf("parse kallsyms address %q: %w", fields[0], err)
 		}
 		if addr != 0 {
 			nonzero = true
 		}
-		s := KernelSym{Addr: addr, Name: fields[2]}
+		m := uint16(0)
 		if len(fields) > 3 {
-			s.Module = strings.Trim(fields[3], "[]")
+			name := string(bytes.Trim(fields[3], "[]"))
+			i, ok := modIndex[name]
+			if !ok {
+				if len(raw.modules) > math.MaxUint16 {
+					return nil, fmt.Errorf("kallsyms names more than %d modules", math.MaxUint16)
+				}
+				i = uint16(len(raw.modules))
+				raw.modules = append(raw.modules, name)
+				modIndex[name] = i
+			}
+			m = i
 		}
-		syms = append(syms, s)
+		if len(raw.names)+len(fields[2]) > math.MaxUint32 {
+			return nil, fmt.Errorf("kallsyms names exceed 4 GiB")
+		}
+		raw.addrs = append(raw.addrs, addr)
+		raw.off = append(raw.off, uint32(len(raw.names)))
+		raw.names = append(raw.names, fields[2]...)
+		raw.mod = append(raw.mod, m)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read kallsyms: %w", err)
 	}
-	if len(syms) == 0 {
+	if len(raw.addrs) == 0 {
 		return nil, fmt.Errorf("kallsyms holds no text symbols")
 	}
 	if !nonzero {
 		return nil, fmt.Errorf("kernel symbol addresses are hidden (run as root, or set kernel.kptr_restrict=0)")
 	}
-	sort.SliceStable(syms, func(i, j int) bool { return syms[i].Addr < syms[j].Addr })
-	return &Kallsyms{syms: syms}, nil
+	raw.off = append(raw.off, uint32(len(raw.names)))
+	return raw.sorted(), nil
+}
+
+// sorted is k with its symbols in address order (stable: of symbols at
+// one address, the first listed stays first), names packed in that order.
+func (k *Kallsyms) sorted() *Kallsyms {
+	n := len(k.addrs)
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return k.addrs[order[i]] < k.addrs[order[j]] })
+	out := &Kallsyms{addrs: make([]uint64, n), names: make([]byte, 0, len(k.names)),
+		off: make([]uint32, n+1), mod: make([]uint16, n), modules: k.modules}
+	for i, j := range order {
+		out.addrs[i], out.mod[i] = k.addrs[j], k.mod[j]
+		out.off[i] = uint32(len(out.names))
+		out.names = append(out.names, k.names[k.off[j]:k.off[j+1]]...)
+	}
+	out.off[n] = uint32(len(out.names))
+	return out
+}
+
+// sym is symbol i.
+func (k *Kallsyms) sym(i int) KernelSym {
+	return KernelSym{Addr: k.addrs[i], Name: string(k.names[k.off[i]:k.off[i+1]]), Module: k.modules[k.mod[i]]}
 }
 
 // Lookup returns the symbol holding addr: the last symbol starting at or
 // below it.
 func (k *Kallsyms) Lookup(addr uint64) (KernelSym, bool) {
-	i := sort.Search(len(k.syms), func(i int) bool { return k.syms[i].Addr > addr }) - 1
+	i := sort.Search(len(k.addrs), func(i int) bool { return k.addrs[i] > addr }) - 1
 	if i < 0 {
 		return KernelSym{}, false
 	}
-	return k.syms[i], true
+	return k.sym(i), true
 }
 
 // Range returns the lowest and highest symbol addresses.
 func (k *Kallsyms) Range() (lo, hi uint64) {
-	return k.syms[0].Addr, k.syms[len(k.syms)-1].Addr
+	return k.addrs[0], k.addrs[len(k.addrs)-1]
 }
 
 // EachKallsym calls fn with the fields of each line of /proc/kallsyms

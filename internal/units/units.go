@@ -493,3 +493,20 @@ func PercentDigits(f float64, sig int) string {
 func ShareInterval(share, low, high float64) (m, lo, hi string) {
 	return apart(PercentDigits, share, low, high)
 }
+
+// Bytes formats a size in bytes with 3 significant digits in the binary
+// unit that fits: 512 -> "512 B", 38797312 -> "37 MiB".
+func Bytes(n int64) string {
+	v, unit := float64(n), "B"
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if math.Abs(v) < 1024 {
+			break
+		}
+		v, unit = v/1024, u
+	}
+	if math.Abs(v) >= 100 {
+		// 1000 to 1023 of a unit: all the digits, not "1e+03".
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64) + " " + unit
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64) + " " + unit
+}

@@ -65,6 +65,7 @@ const (
 	StackidProgSampleStackid = "sample_stackid"
 	StackidVarFilterAll      = "filter_all"
 	StackidVarStackBytes     = "stack_bytes"
+	StackidVarWakeBytes      = "wake_bytes"
 )
 
 // LoadStackid returns the embedded CollectionSpec for Stackid.
@@ -137,6 +138,7 @@ type StackidMapSpecs struct {
 type StackidVariableSpecs struct {
 	FilterAll  *ebpf.VariableSpec `ebpf:"filter_all"`
 	StackBytes *ebpf.VariableSpec `ebpf:"stack_bytes"`
+	WakeBytes  *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // StackidObjects contains all objects after they have been loaded into the kernel.
@@ -190,6 +192,7 @@ func (m *StackidMaps) Close() error {
 type StackidVariables struct {
 	FilterAll  *ebpf.Variable `ebpf:"filter_all"`
 	StackBytes *ebpf.Variable `ebpf:"stack_bytes"`
+	WakeBytes  *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // StackidPrograms contains all programs after they have been loaded into the kernel.

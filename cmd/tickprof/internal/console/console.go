@@ -23,6 +23,7 @@ import (
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/selfcost"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/sampler"
 	"github.com/tickprof/tickprof/timing"
@@ -66,6 +67,7 @@ func Timing(ctx context.Context, errOut io.Writer, cfg timing.Config, write func
 	// set takes a while to detach, and nothing is lost if the program is
 	// killed meanwhile).
 	werr := write(run)
+	table.WriteOwnCost(errOut, table.TimeCost(run))
 	detach(s, errOut)
 	return run, werr
 }
@@ -109,6 +111,7 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 		return runErr
 	}
 	data, st := res.Profile, res.Stats
+	data.Comments = append(data.Comments, "tickprof's own cost until the profile was encoded: "+sampleCost(st).String())
 	prof, err := export.EncodeCPU(data)
 	if err != nil {
 		return err
@@ -118,16 +121,35 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 			return err
 		}
 	}
-	table.WriteSampleStats(errw, st, cfg.Frequency, data.Duration, o.File)
+	var tab *export.CPUTable
+	if runErr == nil && st.Kept > 0 {
+		if tab, err = export.CPUReport(prof, estimate.Options{Confidence: o.Confidence}); err != nil {
+			return err
+		}
+	}
+	cost := sampleCost(st)
+	table.WriteSampleStats(errw, st, cfg.Frequency, data.Duration, o.File, cost)
 	if runErr != nil {
 		return runErr
 	}
 	if st.Kept == 0 {
 		return ErrNoSamples
 	}
-	tab, err := export.CPUReport(prof, estimate.Options{Confidence: o.Confidence})
-	if err != nil {
-		return err
+	if o.JSON {
+		return export.WriteJSON(w, struct {
+			*export.CPUTable
+			OwnCost selfcost.Cost `json:"own_cost"`
+		}{tab, cost})
 	}
-	return export.WriteCPUTable(w, tab, o.Top, o.JSON)
+	return export.WriteCPUTable(w, tab, o.Top, false)
+}
+
+// sampleCost is this process's cost so far with the sampling program's
+// run time, when the kernel counted it.
+func sampleCost(st sampler.Stats) selfcost.Cost {
+	c, _ := selfcost.Self() // a partial cost (no wall time) is still the cost
+	if st.BPFStats {
+		c.AddBPF(st.BPFRuntime, st.BPFRuns)
+	}
+	return c
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/internal/cbuild"
 	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/timing"
 )
 
 // Source is c/workload.c.
@@ -58,23 +59,39 @@ func Build(dir string) (string, error) {
 	return exe, nil
 }
 
-// Overhead returns the uprobe T_ovhd of this machine's calibration,
-// or measures it now (not saved: `tickprof calibrate` does the full job).
-func Overhead(ctx context.Context, dir string, errOut io.Writer) (calibrate.Overhead, string, error) {
-	if c, err := calibrate.Load(); err == nil {
-		if o, ok := c.Overhead("user"); ok {
-			return o, "from this machine's calibration of " + c.Date.Format("2006-01-02 15:04 MST"), nil
-		}
-	}
-	fmt.Fprintln(errOut, "tickprof: no calibration for this machine: measuring the uprobe overhead on an empty function (2s)...")
-	ovs, _, err := calibrate.MeasureOverheads(ctx, dir, calibrate.OverheadOptions{Duration: 2 * time.Second, Kinds: []calibrate.ProbeKind{calibrate.KindUser}})
+// Correction is this machine's probe-overhead correction, as `tickprof
+// time` applies it, and where it came from: the saved calibration, or one
+// made now and saved (as `tickprof calibrate` would, about 2 minutes)
+// when there is none. goTarget is the command that runs the Go
+// calibration target (`tickprof calibrate --go-target`).
+func Correction(ctx context.Context, errOut io.Writer, goTarget []string) (timing.Corrector, string, error) {
+	c, mode, err := calibrate.Correction("", false)
 	if err != nil {
-		return calibrate.Overhead{}, "", err
+		return nil, "", err
 	}
-	if len(ovs) != 1 {
-		return calibrate.Overhead{}, "", errors.New("demo: the probe overhead could not be measured on the empty function: run `sudo tickprof calibrate` to see why")
+	if mode == timing.CorrectionOn {
+		if cal, err := calibrate.Load(); err == nil {
+			return c, "this machine's calibration of " + cal.Date.Format("2006-01-02 15:04 MST"), nil
+		}
+		return c, "this machine's calibration", nil
 	}
-	return ovs[0], "measured just now (run tickprof calibrate to keep one)", nil
+	fmt.Fprintln(errOut, "tickprof: no calibration for this machine: measuring the probe overheads as `tickprof calibrate` does (about 2 minutes, saved for later runs)...")
+	cal, err := calibrate.Run(ctx, calibrate.Options{
+		Overhead: calibrate.OverheadOptions{Duration: 2500 * time.Millisecond, Runs: calibrate.DefaultRuns, GoTarget: goTarget},
+		Progress: func(what string) { fmt.Fprintf(errOut, "tickprof: measuring %s...\n", what) },
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("calibrate this machine: %w", err)
+	}
+	path, err := cal.Save("")
+	if err != nil {
+		return nil, "", err
+	}
+	c, mode, err = calibrate.Correction("", false)
+	if err != nil || mode != timing.CorrectionOn {
+		return nil, "", fmt.Errorf("read the calibration just saved in %s: %v", path, err)
+	}
+	return c, "a calibration made just now (saved in " + path + ")", nil
 }
 
 // ReadTruth parses the workload's "truth func=F calls=N mean_ns=X sd_ns=S"

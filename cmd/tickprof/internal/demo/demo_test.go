@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/demo"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
-	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/timing"
 )
 
 func TestDemoTruthAndTable(t *testing.T) {
@@ -28,33 +28,25 @@ func TestDemoTruthAndTable(t *testing.T) {
 	if truth["demo_short"].Calls != 100 || truth["demo_sleep"].Mean != 1.06e6 {
 		t.Fatalf("truth %+v", truth)
 	}
-	// What `time --no-correct --json` wrote, read back as the demo reads it.
-	doc := `{"clock":"jiffies","resolution_ns":4000000,"confidence":0.95,"targets":[
-	  {"target":"demo_short","calls":100,"mean_ns":7300,"low_ns":7000,"high_ns":7600,"confidence":0.95},
-	  {"target":"demo_sleep","calls":10,"mean_ns":2000000,"low_ns":1900000,"high_ns":2100000,"confidence":0.95},
-	  {"target":"demo_medium","calls":0,"mean_ns":null,"low_ns":null,"high_ns":null,"confidence":0.95,"error":"0 calls: nothing to estimate"}]}`
-	jsonPath := filepath.Join(t.TempDir(), "time.json")
-	if err := os.WriteFile(jsonPath, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
+	// A run as `time` returns it: demo_short corrected (raw 7.3 us, less
+	// the probes' in-call cost: 5.1 us, holding the truth), demo_sleep
+	// corrected far from its truth, demo_medium without calls, and
+	// demo_sleep2 left uncorrected (no calibration of its probe kind).
+	res := func(m, lo, hi float64) estimate.Result {
+		return estimate.Result{Mean: m, Low: lo, High: hi, Confidence: 0.95}
 	}
-	// Raw 7.3 us includes a 2.2 us overhead: corrected 5.1 us holds the
-	// truth; demo_sleep's interval is far from its truth and says so.
-	fh, err := os.Open(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	ts, err := export.ReadTimeJSON(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := calibrate.Overhead{Kind: "user", MeanNs: 2200, LowNs: 2100, HighNs: 2300, StdErrNs: 100 / 1.959963984540054, Confidence: 0.95}
+	ts := &timing.Result{Resolution: 4e6, Targets: []timing.TargetResult{
+		{Name: "demo_short", Calls: 100, Raw: res(7300, 7000, 7600), Estimate: res(5100, 4800, 5400), Corrected: true},
+		{Name: "demo_sleep", Calls: 10, Raw: res(2e6, 1.9e6, 2.1e6), Estimate: res(1.99e6, 1.89e6, 2.09e6), Corrected: true},
+		{Name: "demo_medium", Err: "0 calls: nothing to estimate"},
+		{Name: "demo_sleep2", Calls: 10, Raw: res(2e6, 1.9e6, 2.1e6), Estimate: res(2e6, 1.9e6, 2.1e6)},
+	}}
 	var out bytes.Buffer
-	if err := table.WriteDemoTable(&out, ts, demo.Means(truth), o); err != nil {
+	if err := table.WriteDemoTable(&out, ts, demo.Means(truth)); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"demo_short", "5.10 µs", "yes", "demo_sleep", "no", "no estimate"} {
+	for _, want := range []string{"demo_short", "5.10 µs", "yes", "demo_sleep", "no", "no estimate", "not corrected"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}

@@ -28,12 +28,16 @@ type Options struct {
 	Limit     time.Duration // stop timing after this long in any case
 	SampleFor time.Duration // how long to sample
 	Frequency int           // samples per second per CPU
+	// GoTarget runs the Go calibration target when the machine must be
+	// calibrated first (`tickprof calibrate --go-target`).
+	GoTarget []string
 }
 
 // Run builds the workload, times its functions with the jiffies clock
 // until the precision or the limit, samples it, and prints each function's
 // interval beside the truth the workload measured, raw and corrected for
-// the probe overhead (this machine's calibration, or one measured now). It
+// the probe overhead as `tickprof time` corrects it (this machine's
+// calibration, made now and saved when there is none). It
 // prints on out what `tickprof time` and `tickprof sample` would, and its
 // progress on errOut.
 func Run(ctx context.Context, out, errOut io.Writer, o Options) error {
@@ -48,13 +52,11 @@ func Run(ctx context.Context, out, errOut io.Writer, o Options) error {
 	}
 	timeOut, cpuOut := filepath.Join(o.Dir, "demo-time.pb.gz"), filepath.Join(o.Dir, "demo-cpu.pb.gz")
 	truthFile := filepath.Join(work, "truth.txt")
-	ovhd, ovhdFrom, err := Overhead(ctx, work, errOut)
+	corr, corrFrom, err := Correction(ctx, errOut, o.GoTarget)
 	if err != nil {
 		return err
 	}
-	// Not corrected: the table below subtracts the overhead once, the one
-	// it prints (this machine's calibration, or the quick one just made).
-	targets, err := runTime(ctx, out, errOut, o, exe, truthFile, timeOut)
+	targets, err := runTime(ctx, out, errOut, o, exe, truthFile, timeOut, corr)
 	if err != nil {
 		return fmt.Errorf("demo: timing: %w", err)
 	}
@@ -65,7 +67,7 @@ func Run(ctx context.Context, out, errOut io.Writer, o Options) error {
 	if err := runSample(ctx, out, errOut, o, exe, filepath.Join(work, "truth-sample.txt"), cpuOut); err != nil {
 		return fmt.Errorf("demo: sampling: %w", err)
 	}
-	return table.WriteDemoSummary(out, targets, Means(truth), ovhd, ovhdFrom, timeOut, cpuOut)
+	return table.WriteDemoSummary(out, targets, Means(truth), corrFrom, timeOut, cpuOut)
 }
 
 // runSample samples the workload for o.SampleFor and prints the top
@@ -81,13 +83,13 @@ func runSample(ctx context.Context, out, errOut io.Writer, o Options, exe, truth
 // runTime times the workload's functions with the jiffies clock until
 // every interval is within the precision or the limit, and prints and
 // writes (to timeOut) what `tickprof time` would.
-func runTime(ctx context.Context, out, errOut io.Writer, o Options, exe, truthFile, timeOut string) (*timing.Result, error) {
+func runTime(ctx context.Context, out, errOut io.Writer, o Options, exe, truthFile, timeOut string, corr timing.Corrector) (*timing.Result, error) {
 	argv := []string{exe, "-t", truthFile, strconv.Itoa(int(o.Limit.Seconds()) + 30)}
 	cfg := timing.Config{Command: argv, Clock: timing.Clock{Kind: timing.ClockJiffies},
 		Targets:  timing.Targets{Users: Functions(), MaxProbes: 256},
 		Estimate: estimate.Options{Confidence: 0.95}, Precision: o.Precision, Duration: o.Limit,
-		Correction: timing.CorrectionOff}
-	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s --no-correct -o %s -u %s -- %s\n",
+		Corrector: corr, Correction: timing.CorrectionOn}
+	fmt.Fprintf(out, "== tickprof time --clock jiffies --precision %s --duration %s -o %s -u %s -- %s\n",
 		o.PrecText, o.Limit, timeOut, strings.Join(Functions(), " -u "), strings.Join(argv, " "))
 	return console.Timing(ctx, errOut, cfg, func(run *timing.Result) error {
 		if err := table.WriteTimeTable(out, run, o.Precision); err != nil {

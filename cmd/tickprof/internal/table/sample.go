@@ -7,14 +7,15 @@ import (
 	"io"
 	"time"
 
+	"github.com/tickprof/tickprof/internal/selfcost"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/sampler"
 )
 
-// WriteSampleStats prints one line about a sampling run: samples kept and
-// lost, processes exited, the sampler's own CPU, and the profile written
-// (file, "" for none).
-func WriteSampleStats(w io.Writer, st sampler.Stats, freq int, dur time.Duration, file string) {
+// WriteSampleStats prints a line about a sampling run: samples kept and
+// lost, processes exited, and the profile written (file, "" for none);
+// then a line of what the run cost (WriteOwnCost).
+func WriteSampleStats(w io.Writer, st sampler.Stats, freq int, dur time.Duration, file string, cost selfcost.Cost) {
 	fmt.Fprintf(w, "tickprof: %d samples at %d Hz over %s", st.Kept, freq, units.Ns(float64(dur)))
 	if st.Period > 0 {
 		how := "dithered"
@@ -32,11 +33,15 @@ func WriteSampleStats(w io.Writer, st sampler.Stats, freq int, dur time.Duration
 	if st.Exited > 0 {
 		fmt.Fprintf(w, ", %d sampled processes exited", st.Exited)
 	}
-	if secs := dur.Seconds(); secs > 0 {
-		fmt.Fprintf(w, "; own CPU %.2f%% of a core while sampling", st.DrainCPU/1e9/secs*100)
-	}
 	if file != "" {
 		fmt.Fprintf(w, "; profile written to %s (go tool pprof -http=: %s)", file, file)
 	}
 	fmt.Fprintln(w)
+	WriteOwnCost(w, cost)
+}
+
+// WriteOwnCost prints what the run cost, from the kernel's accounting of
+// this process since it started (selfcost).
+func WriteOwnCost(w io.Writer, cost selfcost.Cost) {
+	fmt.Fprintf(w, "tickprof: own cost: %s\n", cost)
 }

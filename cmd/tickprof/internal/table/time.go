@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/selfcost"
 	"github.com/tickprof/tickprof/internal/termsafe"
 	"github.com/tickprof/tickprof/internal/units"
 	"github.com/tickprof/tickprof/timing"
@@ -313,7 +314,8 @@ func WriteTimeOutputs(out io.Writer, run *timing.Result, precision float64, json
 	}
 	var errs []string
 	if jsonPath != "" {
-		if err := export.WriteTimeJSONFile(jsonPath, run); err != nil {
+		cost := TimeCost(run)
+		if err := export.WriteTimeJSONFileCost(jsonPath, run, &cost); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -342,4 +344,16 @@ func writeBudget(w io.Writer, b *timing.BudgetResult, conf string) {
 	if b.Censored > 0 {
 		fmt.Fprintf(w, "%d calls were still running when their window's probes were detached: the means leave them out and lean toward short calls\n", b.Censored)
 	}
+}
+
+// TimeCost is this process's cost so far, with the timing programs' run
+// time when the kernel's BPF statistics were on (kernel.bpf_stats_enabled:
+// a timing run does not turn them on itself, since they add two clock
+// reads to every probe hit, inside the timed calls).
+func TimeCost(run *timing.Result) selfcost.Cost {
+	c, _ := selfcost.Self() // a partial cost (no wall time) is still the cost
+	if run != nil && selfcost.KernelStatsOn() {
+		c.AddBPF(run.BPFRuntime, 0)
+	}
+	return c
 }
