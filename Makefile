@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-unwind bench-unwind-rate coverage demo test-kernels clean
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-unwind bench-unwind-rate coverage demo test-kernels clean
 
 all: build
 
@@ -77,6 +77,16 @@ bench:
 # Markdown section; the rounds' raw data go to bench/results/agent/.
 bench-agent:
 	bench/agent/run.sh
+
+# What tickprof costs beside perf and bpftrace (root; about 6 min for 10
+# rounds of 5 s runs): peak RSS and own CPU of `sample -F 999` against
+# `perf record -F 999 -g` on four targets, start-to-first-output and own CPU
+# of `time` on one function against bpftrace, and tickprof's reported own
+# CPU against the kernel's figure. Rewrites the bench-cost section of
+# docs/performance.md; every run goes to bench/results/cost.tsv.
+# COST_ROUNDS=N changes the rounds.
+bench-cost: build
+	$(GO) run ./bench/cost -tickprof $(BIN) -rounds $${COST_ROUNDS:-10}
 
 # Target slowdown of stack sampling with call-frame-information unwinding
 # against frame-pointer sampling and perf --call-graph dwarf, at 99 and 999
