@@ -43,6 +43,13 @@ type Config struct {
 	Exact bool
 	// NoRecords turns off the crossing records (no caller stacks).
 	NoRecords bool
+	// SkipCallers leaves the caller stacks unsymbolized and out of the
+	// Result (TargetResult.Callers empty): for a caller whose outputs do
+	// not show them, since symbolizing them reads the line tables and
+	// inline information of every file they pass through (the DWARF of
+	// libc's debug file: a third of a one-function run's CPU). The probes
+	// record as they would.
+	SkipCallers bool
 	// StackBytes is the user stack a crossing record of a user function
 	// copies for its caller stack, unwound with call frame information
 	// (0: the most the probes copy, 28 KiB); negative: frame-pointer

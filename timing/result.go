@@ -22,7 +22,13 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 		Records:  p.Records, RingDrops: p.Stats.RingDrops, StackFails: p.Stats.StackFails, Links: ls.LinkKind(),
 	}
 	inflight, _ := ls.InFlight()
-	callers := ls.Callers()
+	var callers []loader.Caller
+	var records []uint64
+	if cfg.SkipCallers {
+		records = ls.CallerRecords()
+	} else {
+		callers = ls.Callers()
+	}
 	for i, c := range p.Totals {
 		tg := ls.Targets()[i]
 		if tg.Spec.Kind == loader.KindGoUser && run.Go == nil {
@@ -47,9 +53,13 @@ func (s *Session) buildRun(p loader.Poll, reason StopReason) *Result {
 		if row.Decided != "" {
 			t.Notes = append(t.Notes, "the mean is "+row.Decided)
 		}
-		t.Callers, t.Dropped = targetCallers(callers, i, c)
-		if clk.Kind == loader.ClockNS {
-			scaleCallers(t.Callers, c.Ticks)
+		if cfg.SkipCallers {
+			t.Dropped = subFloor(c.Crossings, records[i])
+		} else {
+			t.Callers, t.Dropped = targetCallers(callers, i, c)
+			if clk.Kind == loader.ClockNS {
+				scaleCallers(t.Callers, c.Ticks)
+			}
 		}
 		if cfg.Exact || clk.Kind == loader.ClockNS {
 			t.Exact, t.Covered = exactFigures(c, row, run.Validate, cfg.Estimate)

@@ -80,6 +80,7 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	); err != nil {
 		return err
 	}
+	tightenSampleGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0,

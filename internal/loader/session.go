@@ -1058,6 +1058,20 @@ type Caller struct {
 	Records, Ticks, Ns uint64
 }
 
+// CallerRecords is, per target (Index order), how many crossing records
+// Callers would attribute to caller stacks, without symbolizing them.
+func (s *Session) CallerRecords() []uint64 {
+	out := make([]uint64, len(s.targets))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, a := range s.callers {
+		if int(k.target) < len(out) {
+			out[k.target] += a.records
+		}
+	}
+	return out
+}
+
 // Callers returns the per-caller attribution gathered from the crossing
 // records, largest tick count first. Stacks are symbolized with the
 // process's memory map each was taken in.
