@@ -21,7 +21,7 @@ func parseTimeFlags(f timeFlags, argv []string) (timing.Config, error) {
 	cfg := timing.Config{PID: f.pid, Command: argv, Exact: f.validate, Interval: f.interval, Duration: f.duration, Window: f.window, StackBytes: cmp.Or(f.userStack, -1),
 		// Only the profile and the JSON show caller stacks.
 		SkipCallers: f.jsonOut == "" && f.pprofOut == "",
-		Targets: timing.Targets{Users: f.users, Syscalls: f.syscalls, Kernel: f.kfuncs, MaxProbes: f.maxProbes}}
+		Targets:     timing.Targets{Users: f.users, Syscalls: f.syscalls, Kernel: f.kfuncs, MaxProbes: f.maxProbes}}
 	conf, confErr := parseConfidence(f.confidence)
 	if err := cli.FirstErr(
 		cli.UsageIf(len(f.users)+len(f.syscalls)+len(f.kfuncs) == 0, "no target: give at least one -u SYMBOL, -s SYSCALL or -k FUNC"),
