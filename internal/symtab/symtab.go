@@ -26,6 +26,7 @@ package symtab
 
 import (
 	"bytes"
+	"cmp"
 	"debug/buildinfo"
 	"debug/dwarf"
 	"debug/elf"
@@ -38,6 +39,7 @@ import (
 	"iter"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -796,7 +798,11 @@ func (t *Table) DWARF() (*dwarf.Data, error) {
 			t.dwErr = fmt.Errorf("table of %s is closed", t.Path)
 			return
 		}
-		t.dw, t.dwErr = t.f.DWARF()
+		var file io.ReaderAt // nil: a table not read from a file of its own
+		if t.file != nil {
+			file = t.file
+		}
+		t.dw, t.dwErr = loadDWARF(t.f, file)
 	})
 	return t.dw, t.dwErr
 }
@@ -847,16 +853,41 @@ func (g goLines) line(addr uint64) (string, int, bool) {
 	return file, line, fn != nil && line != 0
 }
 
-// dwarfLines is every row of every DWARF line program, sorted by address.
+// dwarfLines answers line lookups from the line programs of the compile
+// units that hold the addresses asked about, each decoded on first use:
+// a sampled program touches a few of a library's units, and decoding
+// every unit's program was half of a sampling run's CPU on a Python
+// interpreter with its debug file (libpython's line programs).
 type dwarfLines struct {
+	d *dwarf.Data
+	// units are the compile units' address ranges, by start.
+	units []unitRange
+	// mu guards tables, the units decoded so far (by index in entries).
+	mu      sync.Mutex
+	entries []*dwarf.Entry
+	tables  map[int]*rowTable
+}
+
+// unitRange is one address range of a compile unit (entries[unit]).
+type unitRange struct {
+	lo, hi uint64
+	unit   int
+}
+
+// rowTable is one or more line programs' rows, sorted by address.
+type rowTable struct {
 	addrs []uint64
 	files []int32 // index into names; -1 marks an end of sequence
 	lines []int32
 	names []string
 }
 
+// readDWARFLines indexes d's compile units by address. A unit without
+// address ranges has its line program decoded now, into the table of
+// unit -1, which every lookup outside the indexed ranges consults.
 func readDWARFLines(d *dwarf.Data) (*dwarfLines, error) {
-	b := &lineTableBuilder{dl: &dwarfLines{}, nameIdx: map[string]int32{}}
+	dl := &dwarfLines{d: d, tables: map[int]*rowTable{}}
+	rest := &lineTableBuilder{dl: &rowTable{}, nameIdx: map[string]int32{}}
 	r := d.Reader()
 	for {
 		e, err := r.Next()
@@ -866,29 +897,81 @@ func readDWARFLines(d *dwarf.Data) (*dwarfLines, error) {
 		if e == nil {
 			break
 		}
-		if e.Tag != dwarf.TagCompileUnit {
-			r.SkipChildren()
-			continue
-		}
-		lr, err := d.LineReader(e)
-		if err != nil {
-			return nil, err
-		}
 		r.SkipChildren()
-		if lr == nil {
+		if e.Tag != dwarf.TagCompileUnit {
 			continue
 		}
-		if err := b.addUnit(lr); err != nil {
-			return nil, err
+		ranges, err := d.Ranges(e)
+		if err != nil || len(ranges) == 0 {
+			if err := addUnitLines(d, e, rest); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		i := len(dl.entries)
+		dl.entries = append(dl.entries, e)
+		for _, rg := range ranges {
+			if rg[1] > rg[0] {
+				dl.units = append(dl.units, unitRange{rg[0], rg[1], i})
+			}
 		}
 	}
-	return b.finish(), nil
+	slices.SortFunc(dl.units, func(a, b unitRange) int { return cmp.Compare(a.lo, b.lo) })
+	dl.tables[-1] = rest.finish()
+	return dl, nil
+}
+
+// addUnitLines adds the rows of unit e's line program to b.
+func addUnitLines(d *dwarf.Data, e *dwarf.Entry, b *lineTableBuilder) error {
+	lr, err := d.LineReader(e)
+	if err != nil || lr == nil {
+		return err
+	}
+	return b.addUnit(lr)
+}
+
+// unitOf is the index of the compile unit whose ranges hold addr, or -1.
+func (dl *dwarfLines) unitOf(addr uint64) int {
+	k := sort.Search(len(dl.units), func(i int) bool { return dl.units[i].lo > addr })
+	// Ranges may overlap (rarely): the latest-starting range that holds
+	// addr wins, as the sorted rows of every unit used to.
+	for k--; k >= 0; k-- {
+		if u := dl.units[k]; addr < u.hi {
+			return u.unit
+		}
+	}
+	return -1
+}
+
+// table is unit i's decoded line table (-1: the units without ranges).
+func (dl *dwarfLines) table(i int) *rowTable {
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	if t, ok := dl.tables[i]; ok {
+		return t
+	}
+	b := &lineTableBuilder{dl: &rowTable{}, nameIdx: map[string]int32{}}
+	if err := addUnitLines(dl.d, dl.entries[i], b); err != nil {
+		b.rows = nil // a unit whose program cannot be read has no lines
+	}
+	t := b.finish()
+	dl.tables[i] = t
+	return t
+}
+
+func (dl *dwarfLines) line(addr uint64) (string, int, bool) {
+	if u := dl.unitOf(addr); u >= 0 {
+		if f, l, ok := dl.table(u).line(addr); ok {
+			return f, l, true
+		}
+	}
+	return dl.table(-1).line(addr)
 }
 
 // lineTableBuilder gathers the rows of every compile unit's line table,
 // with the file names interned.
 type lineTableBuilder struct {
-	dl      *dwarfLines
+	dl      *rowTable
 	nameIdx map[string]int32
 	rows    []lineRow
 }
@@ -929,14 +1012,20 @@ func (b *lineTableBuilder) addUnit(lr *dwarf.LineReader) error {
 }
 
 // finish sorts the rows by address and stores them in the table.
-func (b *lineTableBuilder) finish() *dwarfLines {
+func (b *lineTableBuilder) finish() *rowTable {
 	rows, dl := b.rows, b.dl
 	// At one address an end of sequence sorts before the start of the next.
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].addr != rows[j].addr {
-			return rows[i].addr < rows[j].addr
+	slices.SortStableFunc(rows, func(a, b lineRow) int {
+		if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
 		}
-		return rows[i].file < 0 && rows[j].file >= 0
+		switch {
+		case a.file < 0 && b.file >= 0:
+			return -1
+		case b.file < 0 && a.file >= 0:
+			return 1
+		}
+		return 0
 	})
 	dl.addrs = make([]uint64, len(rows))
 	dl.files = make([]int32, len(rows))
@@ -947,7 +1036,7 @@ func (b *lineTableBuilder) finish() *dwarfLines {
 	return dl
 }
 
-func (dl *dwarfLines) line(addr uint64) (string, int, bool) {
+func (dl *rowTable) line(addr uint64) (string, int, bool) {
 	k := sort.Search(len(dl.addrs), func(i int) bool { return dl.addrs[i] > addr }) - 1
 	if k < 0 || dl.files[k] < 0 || dl.lines[k] == 0 {
 		return "", 0, false
