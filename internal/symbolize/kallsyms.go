@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -60,42 +59,40 @@ func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	nonzero := false
 	for sc.Scan() {
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) < 3 || len(fields[1]) != 1 {
+		addr, addrOK, typ, name, mod, ok := kallsymsLine(sc.Bytes())
+		if !ok {
 			continue
 		}
-		switch fields[1][0] {
+		switch typ {
 		case 't', 'T', 'w', 'W':
 		default:
 			continue
 		}
-		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("parse kallsyms address %q: %w", fields[0], err)
+		if !addrOK {
+			return nil, fmt.Errorf("parse kallsyms address in %q", sc.Bytes())
 		}
 		if addr != 0 {
 			nonzero = true
 		}
 		m := uint16(0)
-		if len(fields) > 3 {
-			name := string(bytes.Trim(fields[3], "[]"))
-			i, ok := modIndex[name]
+		if len(mod) > 0 {
+			i, ok := modIndex[string(mod)]
 			if !ok {
 				if len(raw.modules) > math.MaxUint16 {
 					return nil, fmt.Errorf("kallsyms names more than %d modules", math.MaxUint16)
 				}
 				i = uint16(len(raw.modules))
-				raw.modules = append(raw.modules, name)
-				modIndex[name] = i
+				raw.modules = append(raw.modules, string(mod))
+				modIndex[string(mod)] = i
 			}
 			m = i
 		}
-		if len(raw.names)+len(fields[2]) > math.MaxUint32 {
+		if len(raw.names)+len(name) > math.MaxUint32 {
 			return nil, fmt.Errorf("kallsyms names exceed 4 GiB")
 		}
 		raw.addrs = append(raw.addrs, addr)
 		raw.off = append(raw.off, uint32(len(raw.names)))
-		raw.names = append(raw.names, fields[2]...)
+		raw.names = append(raw.names, name...)
 		raw.mod = append(raw.mod, m)
 	}
 	if err := sc.Err(); err != nil {
@@ -109,6 +106,59 @@ func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
 	}
 	raw.off = append(raw.off, uint32(len(raw.names)))
 	return raw.sorted(), nil
+}
+
+// kallsymsLine splits a kallsyms line ("addr type name [module]", fields
+// apart by spaces or tabs) without allocating: the address (addrOK false when
+// it is not a hexadecimal number of at most 16 digits), the type, the
+// name and the module without its brackets ("" for none). ok is false for
+// a line of fewer than three fields.
+func kallsymsLine(b []byte) (addr uint64, addrOK bool, typ byte, name, mod []byte, ok bool) {
+	var f [4][]byte
+	n := 0
+	for i := 0; i < len(b) && n < len(f); {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+			i++
+		}
+		j := i
+		for j < len(b) && b[j] != ' ' && b[j] != '\t' {
+			j++
+		}
+		if j > i {
+			f[n] = b[i:j]
+			n++
+		}
+		i = j
+	}
+	if n < 3 || len(f[1]) != 1 {
+		return 0, false, 0, nil, nil, false
+	}
+	addr, addrOK = hexAddr(f[0])
+	if n > 3 {
+		mod = bytes.Trim(f[3], "[]")
+	}
+	return addr, addrOK, f[1][0], f[2], mod, true
+}
+
+// hexAddr parses up to 16 hexadecimal digits.
+func hexAddr(h []byte) (uint64, bool) {
+	if len(h) == 0 || len(h) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | uint64(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }
 
 // sorted is k with its symbols in address order (stable: of symbols at

@@ -60,3 +60,22 @@ func TestKallsymsPackedAgrees(t *testing.T) {
 		t.Errorf("Range %#x-%#x", lo, hi)
 	}
 }
+
+// The kernel's own /proc/kallsyms parses, and every text symbol of it is
+// found at its address (when the addresses are shown: root).
+func TestReadKallsyms(t *testing.T) {
+	k, err := ReadKallsyms()
+	if err != nil {
+		t.Skipf("kallsyms: %v", err)
+	}
+	lo, hi := k.Range()
+	if lo == 0 || hi <= lo || len(k.addrs) < 1000 {
+		t.Fatalf("%d symbols, range %#x-%#x", len(k.addrs), lo, hi)
+	}
+	for i := 0; i < len(k.addrs); i += 97 {
+		s, ok := k.Lookup(k.addrs[i])
+		if !ok || s.Addr != k.addrs[i] || s.Name == "" {
+			t.Fatalf("Lookup(%#x) = %+v %v", k.addrs[i], s, ok)
+		}
+	}
+}
