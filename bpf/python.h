@@ -22,15 +22,18 @@
  * 3.12) or .current_frame (3.13) (_PyInterpreterFrame: previous,
  * f_code/f_executable, prev_instr/instr_ptr, and is_entry (3.11) or owner
  * (3.12+), which say where one call of the eval loop starts). Each frame is
- * one struct py_frame: the code object's address and the instruction word
- * (low 56 bits) with the is_entry/owner byte in the top 8.
+ * one struct py_frame: the code object's address, the instruction word
+ * (low 56 bits) with the is_entry/owner byte in the top 8, and a stamp of
+ * the code object (two of its pointers), so that user space, which reads
+ * each code object once, knows a code object freed and another allocated
+ * at its address (module code objects are freed after the import).
  */
 #ifndef TICKPROF_PYTHON_H
 #define TICKPROF_PYTHON_H
 
 #define PY_MAX_FRAMES 64
 #define PY_MAX_THREADS 64
-#define PY_BYTES (PY_MAX_FRAMES * 16)
+#define PY_BYTES (PY_MAX_FRAMES * 24)
 
 /* Why a Python process's sample has no or only part of its Python stack. */
 #define PY_ERR_NO_THREAD 1 /* no thread state is the sampled thread's */
@@ -50,12 +53,18 @@ struct py_proc {
 	__s16 frame_code;
 	__s16 frame_instr;
 	__s16 frame_owner;
-	__s16 pad[3];
+	__s16 code_name; /* co_qualname (3.11+) or co_name */
+	__s16 code_table; /* co_linetable or co_lnotab */
+	__s16 pad;
 };
 
+/* One frame: the code object, the instruction word, and the code object's
+ * stamp, its name's address xor its line table's (rotated), which tells a
+ * code object from a later one at the same address. */
 struct py_frame {
 	__u64 code;
 	__u64 instr;
+	__u64 stamp;
 };
 
 struct py_buf {
@@ -123,7 +132,7 @@ static __always_inline __u64 py_thread(struct py_proc *p, __u32 tid, __u64 fsbas
  * returns the number of frames, setting *err when it ends early. */
 static __always_inline __u32 py_frames(struct py_proc *p, __u64 ts, struct py_frame *out, __u16 *err)
 {
-	__u64 f, code, instr;
+	__u64 f, code, instr, name, table;
 	__u8 owner;
 	int i;
 
@@ -145,8 +154,15 @@ static __always_inline __u32 py_frames(struct py_proc *p, __u64 ts, struct py_fr
 			*err = PY_ERR_READ;
 			return i;
 		}
+		/* The entry frames of 3.12+ hold no code object: no stamp. */
+		name = table = 0;
+		if (code) {
+			py_read(code + p->code_name, &name);
+			py_read(code + p->code_table, &table);
+		}
 		out[i].code = code;
 		out[i].instr = (instr & 0x00ffffffffffffffULL) | ((__u64)owner << 56);
+		out[i].stamp = name ^ (table << 16 | table >> 48);
 		if (py_read(f + p->frame_previous, &f)) {
 			*err = PY_ERR_READ;
 			return i + 1;

@@ -19,6 +19,7 @@ type SamplePyBuf struct {
 		_     structs.HostLayout
 		Code  uint64
 		Instr uint64
+		Stamp uint64
 	}
 }
 
@@ -34,13 +35,15 @@ type SamplePyProc struct {
 	FrameCode     int16
 	FrameInstr    int16
 	FrameOwner    int16
-	Pad           [3]int16
+	CodeName      int16
+	CodeTable     int16
+	Pad           int16
 }
 
 type SampleSampleBuf struct {
 	_    structs.HostLayout
 	Hdr  SampleSampleHdr
-	Data [31728]uint8
+	Data [32240]uint8
 }
 
 type SampleSampleHdr struct {

@@ -43,6 +43,9 @@ type pyProc struct {
 	err error
 }
 
+// pyFrameSize is sizeof(struct py_frame) (bpf/python.h).
+const pyFrameSize = 24
+
 // evalLoop is the native function whose frames the Python frames replace
 // (GCC may split off a cold part, "_PyEval_EvalFrameDefault.cold").
 const evalLoop = "_PyEval_EvalFrameDefault"
@@ -79,6 +82,10 @@ func (s *Session) notePython(img *symbolize.Image) {
 // pyLayout is what the BPF walk needs of an interpreter.
 func pyLayout(in python.Interpreter) tpbpf.SamplePyProc {
 	l := in.Layout
+	nameAt := l.CodeName
+	if l.HasQualname() {
+		nameAt = l.CodeQualname
+	}
 	return tpbpf.SamplePyProc{
 		Head:          in.InterpHead(),
 		ThreadsHead:   int16(l.InterpThreadsHead),
@@ -90,6 +97,8 @@ func pyLayout(in python.Interpreter) tpbpf.SamplePyProc {
 		FrameCode:     int16(l.FrameCode),
 		FrameInstr:    int16(l.FrameInstr),
 		FrameOwner:    int16(l.FrameOwner),
+		CodeName:      int16(nameAt),
+		CodeTable:     int16(l.CodeLineTable),
 	}
 }
 
@@ -114,8 +123,8 @@ func (s *Session) pythonStack(pid int, b []byte, flags uint32, l recordLayout) (
 	}
 	raw := make([]python.Raw, l.pn)
 	for i := range raw {
-		at := l.py + 16*i
-		raw[i] = python.Raw{Code: le.Uint64(b[at:]), Instr: le.Uint64(b[at+8:])}
+		at := l.py + pyFrameSize*i
+		raw[i] = python.Raw{Code: le.Uint64(b[at:]), Instr: le.Uint64(b[at+8:]), Stamp: le.Uint64(b[at+16:])}
 	}
 	frames, failed := p.r.Frames(raw)
 	if failed > 0 && lost == "" {

@@ -616,7 +616,7 @@ func (s *Session) handle(b []byte) {
 // struct sample_buf): kn kernel addresses at hdrSize, then the copy of the
 // user stack at stack, the copy of a goroutine's stack at goStack, and un
 // user addresses (the frame-pointer walk) at user, then pn Python frames
-// (16 bytes each) at py.
+// (pyFrameSize bytes each) at py.
 type recordLayout struct {
 	kn, un, pn               int
 	stack, goStack, user, py int
@@ -631,7 +631,7 @@ func layoutOf(b []byte) (recordLayout, bool) {
 	l.goStack = l.stack + int(le.Uint32(b[64:]))
 	l.user = l.goStack + int(le.Uint32(b[68:]))
 	l.py, l.pn = l.user+8*l.un, int(le.Uint16(b[88:]))
-	return l, l.py+16*l.pn <= len(b)
+	return l, l.py+pyFrameSize*l.pn <= len(b)
 }
 
 // userStack is a sample record's user stack: unwound from its registers

@@ -12,10 +12,17 @@ import (
 // Raw is one frame as the BPF walk copies it (bpf/python.h struct
 // py_frame): the code object's address, and the instruction (f_lasti in
 // 3.8-3.10, a pointer into the code in 3.11+) in the low 56 bits with the
-// frame's is_entry (3.11) or owner (3.12+) byte in the top 8.
+// frame's is_entry (3.11) or owner (3.12+) byte in the top 8; and the
+// code object's stamp at sample time (Stamp).
 type Raw struct {
-	Code, Instr uint64
+	Code, Instr, Stamp uint64
 }
+
+// Stamp is a code object's stamp as the BPF walk takes it: the address
+// of its name (co_qualname, 3.11+, else co_name) xor that of its line
+// table rotated by 16 bits. A code object freed and another allocated at
+// its address (module code objects are freed once imported) has another.
+func Stamp(name, table uint64) uint64 { return name ^ (table<<16 | table>>48) }
 
 // Frame is one Python frame.
 type Frame struct {
@@ -43,8 +50,11 @@ const (
 type Resolver struct {
 	in    Interpreter
 	mem   *os.File
-	codes map[uint64]*code
+	codes map[codeKey]*code
 }
+
+// codeKey is a code object: its address and stamp.
+type codeKey struct{ addr, stamp uint64 }
 
 // code is what a frame needs of one code object.
 type code struct {
@@ -60,7 +70,7 @@ func NewResolver(pid int, in Interpreter) (*Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
-	return &Resolver{in: in, mem: f, codes: map[uint64]*code{}}, nil
+	return &Resolver{in: in, mem: f, codes: map[codeKey]*code{}}, nil
 }
 
 // Close closes the process's memory.
@@ -84,7 +94,7 @@ func (r *Resolver) Frames(raw []Raw) (out []Frame, failed int) {
 			}
 			continue
 		}
-		c := r.code(f.Code)
+		c := r.code(f.Code, f.Stamp)
 		if c.err != nil {
 			failed++
 			continue
@@ -124,20 +134,23 @@ func (r *Resolver) line(c *code, addr, instr uint64) int {
 	return max(line, 0)
 }
 
-// code reads the code object at addr once.
-func (r *Resolver) code(addr uint64) *code {
-	if c, ok := r.codes[addr]; ok {
+// code reads the code object at addr with stamp once: an error when its
+// stamp is not the one the sample took (it was freed since, or the frame
+// was being set up).
+func (r *Resolver) code(addr, stamp uint64) *code {
+	k := codeKey{addr, stamp}
+	if c, ok := r.codes[k]; ok {
 		return c
 	}
 	if len(r.codes) >= maxCodes {
 		clear(r.codes)
 	}
-	c := r.readCode(addr)
-	r.codes[addr] = c
+	c := r.readCode(addr, stamp)
+	r.codes[k] = c
 	return c
 }
 
-func (r *Resolver) readCode(addr uint64) *code {
+func (r *Resolver) readCode(addr, stamp uint64) *code {
 	l := r.in.Layout
 	nameAt := l.CodeName
 	if l.HasQualname() {
@@ -145,7 +158,17 @@ func (r *Resolver) readCode(addr uint64) *code {
 	}
 	c := &code{}
 	var first [4]byte
-	var err error
+	name, err := r.word(addr + uint64(nameAt))
+	if err != nil {
+		return &code{err: err}
+	}
+	table, err := r.word(addr + uint64(l.CodeLineTable))
+	if err != nil {
+		return &code{err: err}
+	}
+	if Stamp(name, table) != stamp {
+		return &code{err: fmt.Errorf("code object %#x changed since the sample", addr)}
+	}
 	if c.name, err = r.unicodeAt(addr + uint64(nameAt)); err != nil {
 		return &code{err: fmt.Errorf("code object %#x name: %w", addr, err)}
 	}
