@@ -93,7 +93,7 @@ func sourceLines(t *testing.T, file string, markers ...string) map[string]int64 
 // of its body, of main's call, of the module's call of main), in place of
 // the eval-loop frames and above the native stack down to main.
 //
-// The test needs 1,000 samples of the two (about 3,900 at 1999 Hz for 2 s
+// The test needs 1,000 samples of the two (about 2,900 at 1999 Hz for 1.5 s
 // on an idle machine): the binomial spread of the share is then at most
 // 1.4 points, and 5 points at least 3.6 standard deviations, a false alarm
 // in under one run in 3,000 if the work's true split is 0.75 (the loop
@@ -104,7 +104,7 @@ func TestPythonShares(t *testing.T) {
 	at := sourceLines(t, script, "def burn_a", "def burn_b", "return x", "w.burn_a(", "w.burn_b(", "    main()")
 	for _, py := range installedPythons(t) {
 		t.Run(py.Name, func(t *testing.T) {
-			_, p, st := sampleWith(t, sampler.Config{Frequency: 1999}, py.Exe, script, "2")
+			_, p, st := sampleWith(t, sampler.Config{Frequency: 1999}, py.Exe, script, "1.5")
 			want := map[string][2]int64{
 				qualname(py.Minor, "Worker", "burn_a"): {at["def burn_a"], at["def burn_b"] - 1},
 				qualname(py.Minor, "Worker", "burn_b"): {at["def burn_b"], at["w.burn_a("] - 1},
@@ -155,7 +155,9 @@ func TestPythonShares(t *testing.T) {
 
 // TestPythonThreads samples testdata/python/threads.py, whose main thread
 // and two other threads each spin in their own function, under every
-// installed CPython: each function must have samples, and at least 95% of
+// CPython of each kind of frame chain (3.10: PyFrameObject; Debian's 3.11:
+// _PyCFrame, is_entry; 3.12: _PyCFrame, owner; 3.13: current_frame;
+// TestPythonShares runs every version): each function must have samples, and at least 95% of
 // them must hold their own thread's whole stack: from the thread's
 // function down to threading's Thread._bootstrap (co_name _bootstrap
 // before 3.11) and the native start_thread, or for the main thread down to
@@ -164,6 +166,9 @@ func TestPythonThreads(t *testing.T) {
 	bpftest.Require(t)
 	script, _ := filepath.Abs("../testdata/python/threads.py")
 	for _, py := range installedPythons(t) {
+		if py.Minor < 10 || py.Minor == 11 && !strings.Contains(py.Name, "Debian") {
+			continue
+		}
 		t.Run(py.Name, func(t *testing.T) {
 			d, p, st := sampleWith(t, sampler.Config{Frequency: 499}, py.Exe, script, "1.5")
 			t.Logf("%d samples kept, %d of Python processes; lost: no thread %d, read %d, deep %d; %s", st.Kept, st.Python, st.PythonNoThread, st.PythonReadFailed, st.PythonTooDeep, strings.Join(d.Comments, "; "))
