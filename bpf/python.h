@@ -41,7 +41,9 @@
 #define PY_ERR_DEEP 3      /* more than PY_MAX_FRAMES frames: cut */
 
 /* One Python process: where its interpreter is and the offsets the walk
- * reads (internal/python.Layout; -1: the version has no such field). */
+ * reads (internal/python.Layout; cframe_current -1: the version has no
+ * _PyCFrame; frame_owner is a byte, read as the low byte of a word, and
+ * any field of the frame where the version has none). */
 struct py_proc {
 	__u64 head; /* address of _PyRuntime.interpreters.head */
 	__s16 threads_head;
@@ -101,7 +103,8 @@ static __always_inline int py_read(__u64 addr, __u64 *v)
 }
 
 /* py_thread finds the thread state of the thread tid whose thread pointer
- * is fsbase; 0 with *err set when it cannot. */
+ * is fsbase; 0 with *err set when it cannot. (The loops' bodies keep few
+ * branches: the verifier walks every iteration.) */
 static __always_inline __u64 py_thread(struct py_proc *p, __u32 tid, __u64 fsbase, __u16 *err)
 {
 	__u64 *cached = bpf_map_lookup_elem(&py_threads, &tid);
@@ -110,30 +113,31 @@ static __always_inline __u64 py_thread(struct py_proc *p, __u32 tid, __u64 fsbas
 
 	if (cached && *cached && py_read(*cached + p->thread_id, &id) == 0 && id == fsbase)
 		return *cached;
-	if (py_read(p->head, &interp) || !interp || py_read(interp + p->threads_head, &ts)) {
+	if (py_read(p->head, &interp) || py_read(interp + p->threads_head, &ts)) {
 		*err = PY_ERR_READ;
 		return 0;
 	}
-	for (i = 0; i < PY_MAX_THREADS && ts; i++) {
-		if (py_read(ts + p->thread_id, &id))
+	for (i = 0; i < PY_MAX_THREADS; i++) {
+		if (!ts || py_read(ts + p->thread_id, &id))
 			break;
 		if (id == fsbase) {
 			bpf_map_update_elem(&py_threads, &tid, &ts, BPF_ANY);
 			return ts;
 		}
-		if (py_read(ts + p->thread_next, &ts))
-			break;
+		py_read(ts + p->thread_next, &ts);
 	}
 	*err = PY_ERR_NO_THREAD;
 	return 0;
 }
 
 /* py_frames copies the frame chain of thread state ts into out and
- * returns the number of frames, setting *err when it ends early. */
+ * returns the number of frames, setting *err when it ends early. Every
+ * read is made whatever the one before gave (a failed one reads 0), and
+ * the frame's reads are checked once. */
 static __always_inline __u32 py_frames(struct py_proc *p, __u64 ts, struct py_frame *out, __u16 *err)
 {
-	__u64 f, code, instr, name, table;
-	__u8 owner;
+	__u64 f, code, instr, name, table, owner;
+	long r;
 	int i;
 
 	if (py_read(ts + p->thread_frame, &f)) {
@@ -147,23 +151,18 @@ static __always_inline __u32 py_frames(struct py_proc *p, __u64 ts, struct py_fr
 	for (i = 0; i < PY_MAX_FRAMES; i++) {
 		if (!f)
 			return i;
-		owner = 0;
-		if (py_read(f + p->frame_code, &code) || py_read(f + p->frame_instr, &instr) ||
-		    (p->frame_owner >= 0 &&
-		     bpf_probe_read_user(&owner, 1, (void *)(f + p->frame_owner)))) {
-			*err = PY_ERR_READ;
-			return i;
-		}
-		/* The entry frames of 3.12+ hold no code object: no stamp. */
-		name = table = 0;
-		if (code) {
-			py_read(code + p->code_name, &name);
-			py_read(code + p->code_table, &table);
-		}
+		r = py_read(f + p->frame_code, &code);
+		r |= py_read(f + p->frame_instr, &instr);
+		r |= py_read(f + p->frame_owner, &owner);
+		/* The stamp; the entry frames of 3.12+ hold no code object,
+		 * and their reads give 0. */
+		py_read(code + p->code_name, &name);
+		py_read(code + p->code_table, &table);
 		out[i].code = code;
-		out[i].instr = (instr & 0x00ffffffffffffffULL) | ((__u64)owner << 56);
+		out[i].instr = (instr & 0x00ffffffffffffffULL) | (owner << 56);
 		out[i].stamp = name ^ (table << 16 | table >> 48);
-		if (py_read(f + p->frame_previous, &f)) {
+		r |= py_read(f + p->frame_previous, &f);
+		if (r) {
 			*err = PY_ERR_READ;
 			return i + 1;
 		}
@@ -173,39 +172,59 @@ static __always_inline __u32 py_frames(struct py_proc *p, __u64 ts, struct py_fr
 	return PY_MAX_FRAMES;
 }
 
-/* py_stack copies the Python stack of the current thread of process tgid
- * into buf at pos (buf holds at least pos + PY_BYTES bytes when pos is at
- * most max) and returns its frame count; *walked says the process is a
- * Python one, *err why its stack is missing or cut. */
-static __always_inline __u32 py_stack(__u32 tgid, __u32 tid, __u8 *buf, __u64 pos, __u64 max,
-				      int *walked, __u16 *err)
+/* py_walk copies the Python stack of the current thread (tid) of process
+ * tgid into py_scratch: -1 when the process is not a Python one, else the
+ * frame count with the PY_ERR_* reason shifted left by 16. It is a global
+ * function, so that the verifier checks it once, not once for each state
+ * the sampling program reaches it in. */
+__attribute__((noinline)) int py_walk(__u32 tgid, __u32 tid)
 {
 	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task;
 	struct py_buf *pb;
 	__u32 zero = 0, n;
-	__u64 ts, sz;
+	__u16 err = 0;
+	__u64 ts;
 
 	if (!p)
-		return 0;
-	*walked = 1;
+		return -1;
 	pb = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!pb)
-		return 0;
+		return PY_ERR_READ << 16;
 	task = bpf_get_current_task_btf();
-	ts = py_thread(p, tid, task->thread.fsbase, err);
+	ts = py_thread(p, tid, task->thread.fsbase, &err);
 	if (!ts)
+		return err << 16;
+	n = py_frames(p, ts, pb->f, &err);
+	return n | err << 16;
+}
+
+/* py_stack copies the Python stack of the current thread of process tgid
+ * (py_walk) into buf at pos (buf holds at least pos + PY_BYTES bytes when
+ * pos is at most max) and returns its frame count; *walked says the
+ * process is a Python one, *err why its stack is missing or cut. */
+static __always_inline __u32 py_stack(__u32 tgid, __u32 tid, __u8 *buf, __u64 pos, __u64 max,
+				      int *walked, __u16 *err)
+{
+	struct py_buf *pb;
+	__u32 zero = 0;
+	__u64 sz;
+	int r = py_walk(tgid, tid);
+
+	if (r < 0)
 		return 0;
-	n = py_frames(p, ts, pb->f, err);
-	sz = n * sizeof(struct py_frame);
+	*walked = 1;
+	*err = r >> 16;
+	sz = (r & 0xffff) * sizeof(struct py_frame);
 	asm volatile("" : "+r"(sz));
-	if (sz == 0 || sz > PY_BYTES || pos > max)
+	pb = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!pb || sz == 0 || sz > PY_BYTES || pos > max)
 		return 0;
 	if (bpf_probe_read_kernel(&buf[pos], sz, pb) != 0) {
 		*err = PY_ERR_READ;
 		return 0;
 	}
-	return n;
+	return sz / sizeof(struct py_frame);
 }
 
 #endif /* TICKPROF_PYTHON_H */

@@ -82,9 +82,12 @@ func (s *Session) notePython(img *symbolize.Image) {
 // pyLayout is what the BPF walk needs of an interpreter.
 func pyLayout(in python.Interpreter) tpbpf.SamplePyProc {
 	l := in.Layout
-	nameAt := l.CodeName
+	nameAt, owner := l.CodeName, l.FrameOwner
 	if l.HasQualname() {
 		nameAt = l.CodeQualname
+	}
+	if owner == python.None {
+		owner = l.FrameCode // read and ignored (3.8-3.10)
 	}
 	return tpbpf.SamplePyProc{
 		Head:          in.InterpHead(),
@@ -96,7 +99,7 @@ func pyLayout(in python.Interpreter) tpbpf.SamplePyProc {
 		FramePrevious: int16(l.FramePrevious),
 		FrameCode:     int16(l.FrameCode),
 		FrameInstr:    int16(l.FrameInstr),
-		FrameOwner:    int16(l.FrameOwner),
+		FrameOwner:    int16(owner),
 		CodeName:      int16(nameAt),
 		CodeTable:     int16(l.CodeLineTable),
 	}

@@ -24,9 +24,14 @@
 // meets an address outside it; the vDSO; separate debug files; inlined
 // calls; the kernel's symbols.
 //
+// In CPython processes the BPF program also copies the Python stack
+// (bpf/python.h); python.go names its frames (internal/python) and puts
+// them in place of the eval-loop frames.
+//
 // sampler may import bpf, internal/features, internal/proc,
-// internal/symbolize, internal/symtab, internal/debuginfo and
-// internal/unwind; it must not import export or cmd.
+// internal/python, internal/symbolize, internal/symtab,
+// internal/debuginfo and internal/unwind; it must not import export or
+// cmd.
 package sampler
 
 import (
