@@ -55,7 +55,7 @@ struct py_proc {
 	__s16 frame_code;
 	__s16 frame_instr;
 	__s16 frame_owner;
-	__s16 code_name; /* co_qualname (3.11+) or co_name */
+	__s16 code_name;  /* co_qualname (3.11+) or co_name */
 	__s16 code_table; /* co_linetable or co_lnotab */
 	__s16 pad;
 };
@@ -134,7 +134,8 @@ static __always_inline __u64 py_thread(struct py_proc *p, __u32 tid, __u64 fsbas
  * returns the number of frames, setting *err when it ends early. Every
  * read is made whatever the one before gave (a failed one reads 0), and
  * the frame's reads are checked once. */
-static __always_inline __u32 py_frames(struct py_proc *p, __u64 ts, struct py_frame *out, __u16 *err)
+static __always_inline __u32 py_frames(struct py_proc *p, __u64 ts, struct py_frame *out,
+				       __u16 *err)
 {
 	__u64 f, code, instr, name, table, owner;
 	long r;
