@@ -34,9 +34,10 @@ const (
 	pyroscopeGRPC = 9300
 )
 
-// startPyroscope starts the real Grafana Pyroscope server
-// (../shared/pyroscope/start from the repository root, or
-// $TICKPROF_PYROSCOPE_START) on the ports given and returns its URL; the
+// startPyroscope starts the real Grafana Pyroscope server (its start
+// script, which CI's checkout has in the repository's parent directory,
+// under shared and pyroscope; or $TICKPROF_PYROSCOPE_START) on the ports
+// given and returns its URL; the
 // server is killed when the test ends. The test skips when the start
 // script is absent.
 func startPyroscope(t *testing.T, httpPort, grpcPort int) string {

@@ -41,7 +41,7 @@
 #define PY_ERR_DEEP 3      /* more than PY_MAX_FRAMES frames: cut */
 
 /* One Python process: where its interpreter is and the offsets the walk
- * reads (internal/python.Layout; cframe_current -1: the version has no
+ * reads (Layout in internal/python; cframe_current -1: the version has no
  * _PyCFrame; frame_owner is a byte, read as the low byte of a word, and
  * any field of the frame where the version has none). */
 struct py_proc {

@@ -39,9 +39,9 @@ func lineTable310(tab []byte, first, addr int) int {
 }
 
 // lineLocations is the line of code unit unit in a 3.11+ code object
-// (co_linetable, the location table of Objects/locations.md: entries of
-// 1-8 code units, each with a line delta by its kind); -1 for an
-// instruction without a line.
+// (co_linetable, CPython's location table: entries of 1-8 code units,
+// each with a line delta by its kind); -1 for an instruction without a
+// line.
 func lineLocations(tab []byte, first, unit int) int {
 	line, end := first, 0
 	for i := 0; i < len(tab); {
