@@ -150,6 +150,27 @@ func (py *pyState) intern(f python.Frame) int32 {
 	return i
 }
 
+// prunePython forgets the Python processes that are gone (their
+// resolvers hold their memory open) and, the window's stacks being cut,
+// the interned frames.
+func (s *Session) prunePython() {
+	for pid, p := range s.py.procs {
+		if _, ok := s.procs.Current(pid); ok {
+			continue
+		}
+		if p.r != nil {
+			p.r.Close()
+		}
+		delete(s.py.procs, pid)
+		if s.objs.PyProcs != nil {
+			_ = s.objs.PyProcs.Delete(uint32(pid)) // gone with the process's exit anyway
+		}
+	}
+	if len(s.stacks) == 0 && s.py.index != nil {
+		s.py.frames, s.py.index = nil, map[python.Frame]int32{}
+	}
+}
+
 // close closes the resolvers.
 func (py *pyState) close() {
 	for _, p := range py.procs {
