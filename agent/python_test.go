@@ -148,6 +148,7 @@ func readBack(t *testing.T, url string, pid int, from time.Time) *profile.Profil
 	c := querierv1connect.NewQuerierServiceClient(http.DefaultClient, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	//lint:ignore SA1019 the whole profile as pprof, lines and files included, is what the test reads; the server built for the tests answers it
 	res, err := c.SelectMergeProfile(ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{
 		ProfileTypeID: "process_cpu:samples:count:cpu:nanoseconds",
 		LabelSelector: `{service_name=~".+",pid="` + strconv.Itoa(pid) + `"}`,
