@@ -208,3 +208,30 @@ func TestPythonThreads(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonUnknownVersion samples burn.py under pyenv's CPython 3.7,
+// outside the version table: its samples carry no Python frame, and the
+// profile's comments count them as lost to an unknown version.
+func TestPythonUnknownVersion(t *testing.T) {
+	bpftest.Require(t)
+	exes, _ := filepath.Glob(filepath.Join(testtarget.PyenvRoot(), "versions", "3.7.*", "bin", "python3.7"))
+	if len(exes) == 0 {
+		t.Skip("no pyenv CPython 3.7 installed")
+	}
+	script, _ := filepath.Abs("../testdata/python/burn.py")
+	d, p, st := sampleWith(t, sampler.Config{Frequency: 499}, exes[0], script, "0.5")
+	for _, s := range p.Sample {
+		if fr := pyFrames(s); len(fr) > 0 {
+			t.Fatalf("a Python frame under 3.7: %v", fr)
+		}
+	}
+	found := false
+	for _, c := range d.Comments {
+		if strings.HasPrefix(c, "Python stacks missing or cut:") && strings.Contains(c, "unknown version") {
+			found = true
+		}
+	}
+	if !found || st.Python != 0 {
+		t.Errorf("3.7's samples not counted as lost to an unknown version (%d walked): %q", st.Python, d.Comments)
+	}
+}

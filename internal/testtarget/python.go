@@ -33,7 +33,7 @@ var PythonVersions = []int{8, 9, 10, 11, 12, 13}
 // for the tests' skip messages.
 func Pythons(t testing.TB) (found []Python, missing []string) {
 	t.Helper()
-	root := pyenvRoot()
+	root := PyenvRoot()
 	for _, minor := range PythonVersions {
 		v := "3." + strconv.Itoa(minor)
 		dirs, _ := filepath.Glob(filepath.Join(root, "versions", v+".*"))
@@ -67,8 +67,9 @@ func includeDir(dir string) string {
 	return dir
 }
 
-// pyenvRoot is where pyenv keeps its versions.
-func pyenvRoot() string {
+// PyenvRoot is where pyenv keeps its versions: `pyenv root`, else
+// $PYENV_ROOT, else ~/.pyenv.
+func PyenvRoot() string {
 	if out, err := exec.Command("pyenv", "root").Output(); err == nil {
 		if r := strings.TrimSpace(string(out)); r != "" {
 			return r
