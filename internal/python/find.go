@@ -97,6 +97,9 @@ func fromFile(f *elf.File, m proc.Mapping) (Interpreter, bool, error) {
 	if !ok {
 		return Interpreter{}, true, fmt.Errorf("%s: no loadable segment at file offset %#x", m.Path, m.Offset)
 	}
+	if freeThreaded.MatchString(path.Base(m.Path)) {
+		return Interpreter{}, true, fmt.Errorf("%s: %w: a free-threaded build", m.Path, ErrUnsupported)
+	}
 	major, minor, ok := version(f, syms, m.Path)
 	if !ok {
 		return Interpreter{}, true, fmt.Errorf("%s: %w: version unknown", m.Path, ErrUnsupported)
@@ -140,7 +143,12 @@ func loadBias(f *elf.File, m proc.Mapping) (uint64, bool) {
 	return 0, false
 }
 
-var versionName = regexp.MustCompile(`python(\d)\.(\d+)`)
+var (
+	versionName = regexp.MustCompile(`python(\d)\.(\d+)`)
+	// freeThreaded names a free-threaded build (python3.13t,
+	// libpython3.13t.so), whose structures differ from the table's.
+	freeThreaded = regexp.MustCompile(`python\d\.\d+t([.-]|$)`)
+)
 
 // version is the interpreter's version: Py_Version (3.11+, PY_VERSION_HEX
 // in read-only data), else the file's name (python3.X, libpython3.X.so).

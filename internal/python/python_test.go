@@ -146,3 +146,16 @@ func TestLineTables(t *testing.T) {
 		})
 	}
 }
+
+// TestFreeThreadedRefused: a free-threaded build's file names are told
+// from the others'.
+func TestFreeThreadedRefused(t *testing.T) {
+	for name, want := range map[string]bool{
+		"python3.13t": true, "libpython3.13t.so.1.0": true, "python3.13": false,
+		"libpython3.13.so.1.0": false, "python3.11-dbg": false, "python3.13-config": false,
+	} {
+		if got := freeThreaded.MatchString(name); got != want {
+			t.Errorf("%s: free-threaded %v, want %v", name, got, want)
+		}
+	}
+}

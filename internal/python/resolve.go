@@ -43,6 +43,9 @@ const (
 	maxString = 4096
 	maxTable  = 1 << 20
 	maxCodes  = 1 << 16
+	// maxCached bounds what one resolver keeps of the code objects it
+	// read: past it the cache starts again.
+	maxCached = 32 << 20
 )
 
 // Resolver turns one process's raw frames into frames, reading its code
@@ -51,6 +54,8 @@ type Resolver struct {
 	in    Interpreter
 	mem   *os.File
 	codes map[codeKey]*code
+	// cached is the bytes the cached code objects hold.
+	cached int
 }
 
 // codeKey is a code object: its address and stamp.
@@ -142,11 +147,13 @@ func (r *Resolver) code(addr, stamp uint64) *code {
 	if c, ok := r.codes[k]; ok {
 		return c
 	}
-	if len(r.codes) >= maxCodes {
+	if len(r.codes) >= maxCodes || r.cached >= maxCached {
 		clear(r.codes)
+		r.cached = 0
 	}
 	c := r.readCode(addr, stamp)
 	r.codes[k] = c
+	r.cached += len(c.name) + len(c.file) + len(c.table) + 64
 	return c
 }
 
