@@ -59,7 +59,7 @@ func (l Layout) Version() string { return fmt.Sprintf("%d.%d", l.Major, l.Minor)
 func (l Layout) HasQualname() bool { return l.CodeQualname != None }
 
 // layouts is the version table, from each version's headers (offsetof,
-// with Py_BUILD_CORE: testdata/python/offsets.c prints them, and the
+// with Py_BUILD_CORE: testdata/python/offsets.inc prints them, and the
 // package's tests compare them with every installed interpreter's).
 var layouts = map[int]Layout{
 	8: {Major: 3, Minor: 8, RuntimeInterpHead: 32, InterpThreadsHead: 8,

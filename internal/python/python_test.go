@@ -30,7 +30,7 @@ func pythons(t *testing.T) []testtarget.Python {
 	return found
 }
 
-// TestLayoutsMatchHeaders compiles testdata/python/offsets.c against each
+// TestLayoutsMatchHeaders compiles testdata/python/offsets.inc against each
 // installed interpreter's own headers and compares the offsets it prints
 // with the version table.
 func TestLayoutsMatchHeaders(t *testing.T) {
@@ -38,15 +38,18 @@ func TestLayoutsMatchHeaders(t *testing.T) {
 	if err != nil {
 		t.Skip("gcc not installed")
 	}
-	src, _ := filepath.Abs("../../testdata/python/offsets.c")
+	src, _ := filepath.Abs("../../testdata/python/offsets.inc")
 	for _, py := range pythons(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			if py.Include == "" {
 				t.Skipf("%s: no internal headers installed", py.Exe)
 			}
 			bin := filepath.Join(t.TempDir(), "offsets")
-			if out, err := exec.Command(gcc, "-I"+py.Include, src, "-o", bin).CombinedOutput(); err != nil {
-				t.Fatalf("compile offsets.c: %v\n%s", err, out)
+			// A C source named .inc: the kernel matrix builds every
+			// testdata .c file, and this one needs an interpreter's
+			// headers.
+			if out, err := exec.Command(gcc, "-I"+py.Include, "-x", "c", src, "-o", bin).CombinedOutput(); err != nil {
+				t.Fatalf("compile offsets.inc: %v\n%s", err, out)
 			}
 			out, err := exec.Command(bin).Output()
 			if err != nil {
@@ -84,7 +87,7 @@ func parseOffsets(t *testing.T, out []byte) map[string]int {
 	return got
 }
 
-// layoutFields names a layout's fields as offsets.c prints them.
+// layoutFields names a layout's fields as offsets.inc prints them.
 func layoutFields(l Layout) map[string]int {
 	return map[string]int{
 		"runtime.interpreters_head": l.RuntimeInterpHead, "interp.threads_head": l.InterpThreadsHead,
