@@ -27,6 +27,9 @@
  * the code object (two of its pointers), so that user space, which reads
  * each code object once, knows a code object freed and another allocated
  * at its address (module code objects are freed after the import).
+ *
+ * Included after sample_go.h, whose struct task_struct (the thread's
+ * fsbase, relocated by CO-RE) it reads.
  */
 #ifndef TICKPROF_PYTHON_H
 #define TICKPROF_PYTHON_H
