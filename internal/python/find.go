@@ -112,10 +112,13 @@ func fromFile(f *elf.File, m proc.Mapping) (Interpreter, bool, error) {
 }
 
 // symbols finds the named symbols in the dynamic symbol table (CPython
-// exports both), else in the full one.
+// exports them), else, when the first name is not there, in the full one.
 func symbols(f *elf.File, names ...string) map[string]elf.Symbol {
 	out := map[string]elf.Symbol{}
 	for _, read := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
+		if _, ok := out[names[0]]; ok {
+			break
+		}
 		syms, _ := read()
 		for _, s := range syms {
 			for _, n := range names {
