@@ -93,18 +93,18 @@ func sourceLines(t *testing.T, file string, markers ...string) map[string]int64 
 // of its body, of main's call, of the module's call of main), in place of
 // the eval-loop frames and above the native stack down to main.
 //
-// The test needs 1,000 samples of the two (about 2,900 at 1999 Hz for 1.5 s
-// on an idle machine): the binomial spread of the share is then at most
-// 1.4 points, and 5 points at least 3.6 standard deviations, a false alarm
-// in under one run in 3,000 if the work's true split is 0.75 (the loop
-// between the calls costs under 1%).
+// The program runs for 1 s of CPU time, about 1,950 samples of the two at
+// 1999 Hz whatever the machine's load; the test needs 1,000: the binomial
+// spread of the share is then at most 1.4 points, and 5 points at least
+// 3.6 standard deviations, a false alarm in under one run in 3,000 if the
+// work's true split is 0.75 (the loop between the calls costs under 1%).
 func TestPythonShares(t *testing.T) {
 	bpftest.Require(t)
 	script, _ := filepath.Abs("../testdata/python/burn.py")
 	at := sourceLines(t, script, "def burn_a", "def burn_b", "return x", "w.burn_a(", "w.burn_b(", "    main()")
 	for _, py := range installedPythons(t) {
 		t.Run(py.Name, func(t *testing.T) {
-			_, p, st := sampleWith(t, sampler.Config{Frequency: 1999}, py.Exe, script, "1.5")
+			_, p, st := sampleWith(t, sampler.Config{Frequency: 1999}, py.Exe, script, "1")
 			want := map[string][2]int64{
 				qualname(py.Minor, "Worker", "burn_a"): {at["def burn_a"], at["def burn_b"] - 1},
 				qualname(py.Minor, "Worker", "burn_b"): {at["def burn_b"], at["w.burn_a("] - 1},
