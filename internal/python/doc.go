@@ -7,7 +7,9 @@
 // The BPF side (bpf/python.h) walks the sampled thread's frame chain and
 // copies each frame's code-object address and instruction; it needs the
 // address of _PyRuntime and a handful of offsets, which Find gives from
-// the interpreter's symbols and the version table (Layout). Resolve then
+// the interpreter's symbols and the version table (Layout; checked against
+// a 3.13 interpreter's own _Py_DebugOffsets, and by the tests against each
+// installed interpreter's headers). Resolve then
 // reads each code object once from the target's memory (/proc/PID/mem,
 // never stopping it): its qualified name (co_qualname, 3.11+; co_name in
 // 3.8-3.10, whose code objects have no qualified name), file name and line

@@ -108,6 +108,9 @@ func fromFile(f *elf.File, m proc.Mapping) (Interpreter, bool, error) {
 	if !ok {
 		return Interpreter{}, true, fmt.Errorf("%s: %w: %d.%d", m.Path, ErrUnsupported, major, minor)
 	}
+	if err := checkDebugOffsets(f, rt, l); err != nil {
+		return Interpreter{}, true, fmt.Errorf("%s: %w", m.Path, err)
+	}
 	return Interpreter{Layout: l, File: m.Path, Runtime: bias + rt.Value}, true, nil
 }
 
@@ -171,14 +174,68 @@ func version(f *elf.File, syms map[string]elf.Symbol, name string) (int, int, bo
 
 // readSym reads the 4-byte value of symbol s from the file's sections.
 func readSym(f *elf.File, s elf.Symbol) (uint32, bool) {
+	b, ok := readAt(f, s.Value, 4)
+	if !ok {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(b), true
+}
+
+// readAt reads n bytes at address addr of the file's initialized data.
+func readAt(f *elf.File, addr uint64, n int) ([]byte, bool) {
 	for _, sec := range f.Sections {
-		if sec.Type == elf.SHT_PROGBITS && s.Value >= sec.Addr && s.Value+4 <= sec.Addr+sec.Size {
-			var b [4]byte
-			if _, err := sec.ReadAt(b[:], int64(s.Value-sec.Addr)); err != nil {
-				return 0, false
+		if sec.Type == elf.SHT_PROGBITS && addr >= sec.Addr && addr+uint64(n) <= sec.Addr+sec.Size {
+			b := make([]byte, n)
+			if _, err := sec.ReadAt(b, int64(addr-sec.Addr)); err != nil {
+				return nil, false
 			}
-			return binary.LittleEndian.Uint32(b[:]), true
+			return b, true
 		}
 	}
-	return 0, false
+	return nil, false
+}
+
+// debugOffsets313 are the words of 3.13's _Py_DebugOffsets (at the start
+// of _PyRuntime, after its cookie "xdebugpy" and version: each group
+// starts with its size) that hold the offsets of the table's fields.
+var debugOffsets313 = []struct {
+	word int
+	name string
+	get  func(Layout) int
+}{
+	{0, "free_threaded", func(Layout) int { return 0 }},
+	{3, "runtime_state.interpreters_head", func(l Layout) int { return l.RuntimeInterpHead }},
+	{7, "interpreter_state.threads_head", func(l Layout) int { return l.InterpThreadsHead }},
+	{19, "thread_state.next", func(l Layout) int { return l.ThreadNext }},
+	{21, "thread_state.current_frame", func(l Layout) int { return l.ThreadFrame }},
+	{22, "thread_state.thread_id", func(l Layout) int { return l.ThreadID }},
+	{27, "interpreter_frame.previous", func(l Layout) int { return l.FramePrevious }},
+	{28, "interpreter_frame.executable", func(l Layout) int { return l.FrameCode }},
+	{29, "interpreter_frame.instr_ptr", func(l Layout) int { return l.FrameInstr }},
+	{31, "interpreter_frame.owner", func(l Layout) int { return l.FrameOwner }},
+	{33, "code_object.filename", func(l Layout) int { return l.CodeFilename }},
+	{34, "code_object.name", func(l Layout) int { return l.CodeName }},
+	{35, "code_object.qualname", func(l Layout) int { return l.CodeQualname }},
+	{36, "code_object.linetable", func(l Layout) int { return l.CodeLineTable }},
+	{37, "code_object.firstlineno", func(l Layout) int { return l.CodeFirstLine }},
+}
+
+// checkDebugOffsets compares a 3.13 interpreter's own _Py_DebugOffsets,
+// read from its file's initialized _PyRuntime, with the table's layout:
+// another patch release that moved a field, or a free-threaded build, is
+// refused rather than read wrong. Other versions have none.
+func checkDebugOffsets(f *elf.File, rt elf.Symbol, l Layout) error {
+	if l.Minor != 13 {
+		return nil
+	}
+	b, ok := readAt(f, rt.Value, 16+8*38)
+	if !ok || string(b[:8]) != "xdebugpy" {
+		return fmt.Errorf("%w: no _Py_DebugOffsets in _PyRuntime", ErrUnsupported)
+	}
+	for _, d := range debugOffsets313 {
+		if v := binary.LittleEndian.Uint64(b[16+8*d.word:]); v != uint64(d.get(l)) {
+			return fmt.Errorf("%w: its %s is %d, the table's %d", ErrUnsupported, d.name, v, d.get(l))
+		}
+	}
+	return nil
 }

@@ -5,8 +5,10 @@ package python
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -160,5 +162,33 @@ func TestFreeThreadedRefused(t *testing.T) {
 		if got := freeThreaded.MatchString(name); got != want {
 			t.Errorf("%s: free-threaded %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestDebugOffsets313 checks a 3.13 interpreter's own _Py_DebugOffsets
+// against the table, and that a field moved in the table is caught.
+func TestDebugOffsets313(t *testing.T) {
+	var lib string
+	for _, py := range pythons(t) {
+		if py.Minor == 13 {
+			lib = filepath.Join(filepath.Dir(filepath.Dir(py.Exe)), "lib", "libpython3.13.so.1.0")
+		}
+	}
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Skipf("no pyenv libpython3.13: %v", err)
+	}
+	defer f.Close()
+	rt, ok := symbols(f, "_PyRuntime")["_PyRuntime"]
+	if !ok {
+		t.Fatalf("%s: no _PyRuntime", lib)
+	}
+	l, _ := LayoutFor(3, 13)
+	if err := checkDebugOffsets(f, rt, l); err != nil {
+		t.Fatal(err)
+	}
+	l.ThreadID += 8
+	if err := checkDebugOffsets(f, rt, l); err == nil || !errors.Is(err, ErrUnsupported) {
+		t.Errorf("a moved thread_id passed: %v", err)
 	}
 }
