@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-unwind bench-unwind-rate coverage demo test-kernels clean
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate coverage demo test-kernels clean
 
 all: build
 
@@ -87,6 +87,12 @@ bench-agent:
 # COST_ROUNDS=N changes the rounds.
 bench-cost: build
 	$(GO) run ./bench/cost -tickprof $(BIN) -rounds $${COST_ROUNDS:-10}
+
+# Python frames against austin on the same runs of testdata/python/burn.py
+# under every installed CPython (root; austin from apt; about 2 minutes):
+# docs/performance.md, "Python frames".
+bench-python:
+	$(GO) run ./bench/python -rounds $${PY_ROUNDS:-3} -secs $${PY_SECS:-5}
 
 # Target slowdown of stack sampling with call-frame-information unwinding
 # against frame-pointer sampling and perf --call-graph dwarf, at 99 and 999

@@ -20,6 +20,7 @@
 #include "sample_types.h"
 #include <bpf/bpf_helpers.h>
 #include "sample_go.h"
+#include "python.h"
 #include "ustack.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -38,6 +39,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define FLAG_SP_WORD 16  /* sp_word holds the word at the user stack pointer */
 #define FLAG_REGS 32     /* user_ip/sp/bp hold the user registers */
 #define FLAG_GO_CGO 64   /* go_frame/go_sp/go_len: a cgo call's goroutine stack */
+#define FLAG_PY 128      /* a Python process's sample: py_len frames, py_err (python.h) */
 
 /* Bytes of user stack copied per sample, from the stack pointer up, at most
  * MAX_STACK; 0 turns the copy off (frame-pointer stacks only). Set before
@@ -79,6 +81,11 @@ struct sample_hdr {
 	__u32 go_len;
 	__u64 go_frame;
 	__u64 go_sp;
+	/* FLAG_PY: py_len Python frames (struct py_frame) follow the user
+	 * addresses; py_err says why they are missing or cut (PY_ERR_*). */
+	__u16 py_len;
+	__u16 py_err;
+	__u32 py_pad;
 };
 
 #define IPS_BYTES (2 * MAX_DEPTH * 8)
@@ -87,8 +94,8 @@ struct sample_buf {
 	struct sample_hdr hdr;
 	/* Kernel addresses, the copied user stack (stack_len bytes) and
 	 * goroutine stack (go_len), then the user addresses of the
-	 * frame-pointer walk. */
-	__u8 data[IPS_BYTES + MAX_STACK];
+	 * frame-pointer walk, then the Python frames. */
+	__u8 data[IPS_BYTES + MAX_STACK + PY_BYTES];
 };
 
 /* Counters indexed by STAT_*. */
@@ -97,7 +104,13 @@ enum {
 	STAT_KEPT = 1,    /* samples of a target */
 	STAT_DROPPED = 2, /* ring buffer full: sample lost */
 	STAT_IDLE = 3,    /* samples of the idle task */
-	STAT_NR = 4,
+	/* Samples of Python processes, and those whose Python stack is
+	 * missing or cut, by reason (python.h PY_ERR_*). */
+	STAT_PY = 4,
+	STAT_PY_NO_THREAD = 5,
+	STAT_PY_READ = 6,
+	STAT_PY_DEEP = 7,
+	STAT_NR = 8,
 };
 
 struct {
@@ -270,6 +283,26 @@ static __always_inline long user_walk(void *ctx, struct sample_buf *b, long kn, 
 			    flags, FLAG_USER_ERR, FLAG_USER_FULL);
 }
 
+/* python_stack appends the Python stack of a Python process's thread
+ * (python.h) after the n addresses and the stack copies in b->data,
+ * counting the samples walked and why stacks are missing or cut. */
+static __always_inline void python_stack(struct sample_buf *b, __u32 tgid, __u32 tid, long n,
+					 __u32 *flags)
+{
+	__u64 pos = n * 8 + b->hdr.stack_len + b->hdr.go_len;
+	int walked = 0;
+	__u16 err = 0;
+
+	b->hdr.py_len = py_stack(tgid, tid, b->data, pos, IPS_BYTES + MAX_STACK, &walked, &err);
+	if (!walked)
+		return;
+	*flags |= FLAG_PY;
+	b->hdr.py_err = err;
+	bump(STAT_PY);
+	if (err >= PY_ERR_NO_THREAD && err <= PY_ERR_DEEP)
+		bump(STAT_PY + err);
+}
+
 SEC("perf_event")
 int sample_cpu(void *ctx)
 {
@@ -306,6 +339,9 @@ int sample_cpu(void *ctx)
 	b->hdr.go_len = 0;
 	b->hdr.go_frame = 0;
 	b->hdr.go_sp = 0;
+	b->hdr.py_len = 0;
+	b->hdr.py_err = 0;
+	b->hdr.py_pad = 0;
 	{
 		/* The user registers: the sample's own when it hit user mode,
 		 * else the task's saved user registers (at kernel entry). */
@@ -338,6 +374,7 @@ int sample_cpu(void *ctx)
 		    bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 			flags |= FLAG_SP_WORD;
 	}
+	python_stack(b, tgid, (__u32)id, kn + un, &flags);
 	b->hdr.flags = flags;
 
 	if (!bpf_map_lookup_elem(&seen, &tgid)) {
@@ -349,7 +386,8 @@ int sample_cpu(void *ctx)
 	} else if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wake_bytes)
 		wake = BPF_RB_FORCE_WAKEUP;
 
-	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len + b->hdr.go_len;
+	size = sizeof(struct sample_hdr) + (kn + un) * 8 + b->hdr.stack_len + b->hdr.go_len +
+	       b->hdr.py_len * sizeof(struct py_frame);
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
 	if (bpf_ringbuf_output(&samples, b, size, wake) < 0)

@@ -13,10 +13,37 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type SamplePyBuf struct {
+	_ structs.HostLayout
+	F [64]struct {
+		_     structs.HostLayout
+		Code  uint64
+		Instr uint64
+		Stamp uint64
+	}
+}
+
+type SamplePyProc struct {
+	_             structs.HostLayout
+	Head          uint64
+	ThreadsHead   int16
+	ThreadNext    int16
+	ThreadId      int16
+	ThreadFrame   int16
+	CframeCurrent int16
+	FramePrevious int16
+	FrameCode     int16
+	FrameInstr    int16
+	FrameOwner    int16
+	CodeName      int16
+	CodeTable     int16
+	Pad           int16
+}
+
 type SampleSampleBuf struct {
 	_    structs.HostLayout
 	Hdr  SampleSampleHdr
-	Data [30704]uint8
+	Data [32240]uint8
 }
 
 type SampleSampleHdr struct {
@@ -37,6 +64,9 @@ type SampleSampleHdr struct {
 	GoLen    uint32
 	GoFrame  uint64
 	GoSp     uint64
+	PyLen    uint16
+	PyErr    uint16
+	PyPad    uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -45,6 +75,9 @@ type SampleSampleHdr struct {
 const (
 	SampleMapCalls       = "calls"
 	SampleMapGoProcs     = "go_procs"
+	SampleMapPyProcs     = "py_procs"
+	SampleMapPyScratch   = "py_scratch"
+	SampleMapPyThreads   = "py_threads"
 	SampleMapSamples     = "samples"
 	SampleMapScratch     = "scratch"
 	SampleMapSeen        = "seen"
@@ -111,13 +144,16 @@ type SampleProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SampleMapSpecs struct {
-	Calls   *ebpf.MapSpec `ebpf:"calls"`
-	GoProcs *ebpf.MapSpec `ebpf:"go_procs"`
-	Samples *ebpf.MapSpec `ebpf:"samples"`
-	Scratch *ebpf.MapSpec `ebpf:"scratch"`
-	Seen    *ebpf.MapSpec `ebpf:"seen"`
-	Stats   *ebpf.MapSpec `ebpf:"stats"`
-	Targets *ebpf.MapSpec `ebpf:"targets"`
+	Calls     *ebpf.MapSpec `ebpf:"calls"`
+	GoProcs   *ebpf.MapSpec `ebpf:"go_procs"`
+	PyProcs   *ebpf.MapSpec `ebpf:"py_procs"`
+	PyScratch *ebpf.MapSpec `ebpf:"py_scratch"`
+	PyThreads *ebpf.MapSpec `ebpf:"py_threads"`
+	Samples   *ebpf.MapSpec `ebpf:"samples"`
+	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
+	Seen      *ebpf.MapSpec `ebpf:"seen"`
+	Stats     *ebpf.MapSpec `ebpf:"stats"`
+	Targets   *ebpf.MapSpec `ebpf:"targets"`
 }
 
 // SampleVariableSpecs contains global variables before they are loaded into the kernel.
@@ -149,19 +185,25 @@ func (o *SampleObjects) Close() error {
 //
 // It can be passed to LoadSampleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SampleMaps struct {
-	Calls   *ebpf.Map `ebpf:"calls"`
-	GoProcs *ebpf.Map `ebpf:"go_procs"`
-	Samples *ebpf.Map `ebpf:"samples"`
-	Scratch *ebpf.Map `ebpf:"scratch"`
-	Seen    *ebpf.Map `ebpf:"seen"`
-	Stats   *ebpf.Map `ebpf:"stats"`
-	Targets *ebpf.Map `ebpf:"targets"`
+	Calls     *ebpf.Map `ebpf:"calls"`
+	GoProcs   *ebpf.Map `ebpf:"go_procs"`
+	PyProcs   *ebpf.Map `ebpf:"py_procs"`
+	PyScratch *ebpf.Map `ebpf:"py_scratch"`
+	PyThreads *ebpf.Map `ebpf:"py_threads"`
+	Samples   *ebpf.Map `ebpf:"samples"`
+	Scratch   *ebpf.Map `ebpf:"scratch"`
+	Seen      *ebpf.Map `ebpf:"seen"`
+	Stats     *ebpf.Map `ebpf:"stats"`
+	Targets   *ebpf.Map `ebpf:"targets"`
 }
 
 func (m *SampleMaps) Close() error {
 	return _SampleClose(
 		m.Calls,
 		m.GoProcs,
+		m.PyProcs,
+		m.PyScratch,
+		m.PyThreads,
 		m.Samples,
 		m.Scratch,
 		m.Seen,

@@ -24,9 +24,14 @@
 // meets an address outside it; the vDSO; separate debug files; inlined
 // calls; the kernel's symbols.
 //
+// In CPython processes the BPF program also copies the Python stack
+// (bpf/python.h); python.go names its frames (internal/python) and puts
+// them in place of the eval-loop frames.
+//
 // sampler may import bpf, internal/features, internal/proc,
-// internal/symbolize, internal/symtab, internal/debuginfo and
-// internal/unwind; it must not import export or cmd.
+// internal/python, internal/symbolize, internal/symtab,
+// internal/debuginfo and internal/unwind; it must not import export or
+// cmd.
 package sampler
 
 import (
@@ -127,6 +132,13 @@ type Stats struct {
 	Unread  uint64
 	Records uint64 // records read from the ring buffer
 	Exited  int    // processes sampled that were gone at the end
+	// Python counts the samples of Python processes (CPython 3.8-3.13
+	// found in them); PythonNoThread, PythonReadFailed and PythonTooDeep
+	// those whose Python stack is missing or cut: no thread state was the
+	// sampled thread's (a thread that never ran Python), a read of the
+	// interpreter's memory failed, or it was deeper than the walk goes
+	// (64 frames).
+	Python, PythonNoThread, PythonReadFailed, PythonTooDeep uint64
 	// DrainCPU is the CPU time (user+system, ns) this process spent while
 	// sampling: draining the ring buffer and reading process maps.
 	DrainCPU float64
@@ -184,6 +196,8 @@ type Session struct {
 	// goNoted is the image of each Go process whose g the BPF program
 	// was told of (noteGo), by PID.
 	goNoted map[int]uint64
+	// py is the Python processes and their frames (python.go).
+	py      pyState
 	stacks  map[string]*rawStack
 	records uint64
 	// copied and copies are the user stack bytes received and the
@@ -215,6 +229,10 @@ type rawStack struct {
 	// stop says why it ended early (zero when it reached its root).
 	unwound bool
 	stop    walkStop
+	// py is the Python stack (interned frames, leaf first) and pyLost
+	// why it is missing or cut (python.go).
+	py     []int32
+	pyLost string
 }
 
 // Record kinds and flags, as in bpf/sample.bpf.c.
@@ -230,8 +248,9 @@ const (
 	flagSPWord   = 16
 	flagRegs     = 32
 	flagGoCgo    = 64
+	flagPy       = 128
 
-	hdrSize = 88
+	hdrSize = 96 // sizeof(struct sample_hdr)
 )
 
 // Open starts the command held before exec (or checks the processes),
@@ -592,6 +611,7 @@ func (s *Session) handle(b []byte) {
 	flags := le.Uint32(b[28:])
 	img := s.procs.Image(pid)
 	s.noteGo(img)
+	s.notePython(img)
 	kern := b[hdrSize:l.stack]
 	user, stop, copied, unwound := s.userStack(img, b, flags, l)
 	// Re-read the map when the walk met a user address outside it (a
@@ -599,13 +619,15 @@ func (s *Session) handle(b []byte) {
 	if symbolize.StoppedOutside(stop) && img.Refresh(le.Uint64(b[16:])) {
 		img = s.procs.Image(pid)
 		s.noteGo(img)
+		s.notePython(img)
 		user, stop, copied, unwound = s.userStack(img, b, flags, l)
 	}
 	if unwound {
 		s.copied += uint64(copied)
 		s.copies++
 	}
-	flags &^= flagSPWord | flagRegs | flagGoCgo
+	py, pyLost := s.pythonStack(pid, b, flags, l)
+	flags &^= flagSPWord | flagRegs | flagGoCgo | flagPy
 	key := make([]byte, 0, 32+8*(kn+len(user)))
 	key = le.AppendUint64(key, img.ID())
 	key = le.AppendUint32(key, flags)
@@ -617,11 +639,16 @@ func (s *Session) handle(b []byte) {
 	key = append(key, stop.Reason...)
 	key = append(key, 0)
 	key = append(key, stop.File...)
+	key = append(key, 0)
+	key = append(key, pyLost...)
+	for _, f := range py {
+		key = le.AppendUint32(key, uint32(f))
+	}
 	if st, ok := s.stacks[string(key)]; ok {
 		st.count++
 		return
 	}
-	st := &rawStack{proc: img, flags: flags, count: 1, user: user, unwound: unwound, stop: stop}
+	st := &rawStack{proc: img, flags: flags, count: 1, user: user, unwound: unwound, stop: stop, py: py, pyLost: pyLost}
 	for i := 0; i < kn; i++ {
 		st.kern = append(st.kern, le.Uint64(kern[8*i:]))
 	}
@@ -631,10 +658,11 @@ func (s *Session) handle(b []byte) {
 // recordLayout gives where the parts of a sample record lie (bpf/sample.bpf.c
 // struct sample_buf): kn kernel addresses at hdrSize, then the copy of the
 // user stack at stack, the copy of a goroutine's stack at goStack, and un
-// user addresses (the frame-pointer walk) at user.
+// user addresses (the frame-pointer walk) at user, then pn Python frames
+// (pyFrameSize bytes each) at py.
 type recordLayout struct {
-	kn, un               int
-	stack, goStack, user int
+	kn, un, pn               int
+	stack, goStack, user, py int
 }
 
 // layoutOf reads a sample record's layout; false if the record is shorter
@@ -645,7 +673,8 @@ func layoutOf(b []byte) (recordLayout, bool) {
 	l.stack = hdrSize + 8*l.kn
 	l.goStack = l.stack + int(le.Uint32(b[64:]))
 	l.user = l.goStack + int(le.Uint32(b[68:]))
-	return l, l.user+8*l.un <= len(b)
+	l.py, l.pn = l.user+8*l.un, int(le.Uint16(b[88:]))
+	return l, l.py+pyFrameSize*l.pn <= len(b)
 }
 
 // userStack is a sample record's user stack: unwound from its registers
@@ -681,7 +710,7 @@ func (s *Session) userStack(img *symbolize.Image, b []byte, flags uint32, l reco
 func (s *Session) Stats() Stats {
 	st := Stats{Records: s.records, Unread: s.unread}
 	var vals []uint64
-	for i, dst := range []*uint64{&st.Seen, &st.Kept, &st.Dropped, &st.Idle} {
+	for i, dst := range []*uint64{&st.Seen, &st.Kept, &st.Dropped, &st.Idle, &st.Python, &st.PythonNoThread, &st.PythonReadFailed, &st.PythonTooDeep} {
 		if s.objs.Stats == nil {
 			break
 		}
@@ -775,6 +804,7 @@ func (s *Session) Close() error {
 		s.pump = nil
 	}
 	s.procs.Close()
+	s.py.close()
 	if s.bpfStats != nil {
 		s.bpfStats.Close()
 		s.bpfStats = nil

@@ -18,6 +18,7 @@ type symbolizer struct {
 	d        *Profile
 	kallsyms *symbolize.Kallsyms
 	kernMap  int
+	py       *pyState
 	maps     map[string]int
 	locs     map[locKey]int
 	// dl bounds and cancels the downloads of debug files (downloads).
@@ -59,7 +60,7 @@ func (s *Session) profile() (*Profile, error) {
 	}
 	dl, cancel := context.WithTimeout(s.downloads(), downloadBudget)
 	defer cancel()
-	sy := &symbolizer{d: d, kernMap: -1, maps: map[string]int{}, locs: map[locKey]int{}, dl: dl}
+	sy := &symbolizer{d: d, kernMap: -1, py: &s.py, maps: map[string]int{}, locs: map[locKey]int{}, dl: dl}
 	ks, kerr := s.kernelSyms()
 	if kerr == nil {
 		sy.kallsyms = ks
@@ -74,6 +75,7 @@ func (s *Session) profile() (*Profile, error) {
 	}
 	sort.Strings(keys) // deterministic output
 	stops := map[walkStop]int64{}
+	pyLost := map[string]int64{}
 	var total int64
 	for _, k := range keys {
 		st := s.stacks[k]
@@ -81,9 +83,13 @@ func (s *Session) profile() (*Profile, error) {
 		if st.stop.Reason != "" {
 			stops[st.stop] += st.count
 		}
+		if st.pyLost != "" {
+			pyLost[st.pyLost] += st.count
+		}
 		total += st.count
 	}
 	d.Comments = append(d.Comments, stopComments(stops, total)...)
+	d.Comments = append(d.Comments, pyComments(pyLost, total)...)
 	calls, err := s.Calls()
 	if err != nil {
 		return nil, err
@@ -106,13 +112,25 @@ func (sy *symbolizer) sample(st *rawStack, withPid bool) Sample {
 		sample.Locations = append(sample.Locations, sy.kernel(a, i == 0))
 	}
 	outer, outerFile := "", ""
+	segs := sy.py.segments(st.py)
 	for i, a := range st.user {
 		li, fn := sy.user(st.proc, a, i == 0 && len(st.kern) == 0)
+		if len(segs) > 0 && isEvalLoop(fn) {
+			// The eval loop's frame gives way to the Python frames it runs.
+			sample.Locations = sy.pythonFrames(sample.Locations, segs[0])
+			segs = segs[1:]
+			continue
+		}
 		sample.Locations = append(sample.Locations, li)
 		outer, outerFile = fn, ""
 		if m := sy.d.Locations[li].Mapping; m >= 0 {
 			outerFile = sy.d.Mappings[m].File
 		}
+	}
+	for _, seg := range segs {
+		// More Python frames than eval-loop frames (a native stack cut
+		// short): the rest go to the root end.
+		sample.Locations = sy.pythonFrames(sample.Locations, seg)
 	}
 	sample.Truncated = st.truncated(outer, outerFile)
 	return sample

@@ -128,6 +128,7 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 			delete(s.goNoted, pid)
 		}
 	}
+	s.prunePython()
 	return d, err
 }
 

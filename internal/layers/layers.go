@@ -86,6 +86,7 @@ func Tickprof() Rules {
 			"internal/debuginfo":        {},
 			"internal/layers":           {},
 			"internal/proc":             {"golang.org/x/sys"},
+			"internal/python":           {},
 			"internal/rank":             {},
 			"internal/safefile":         {"golang.org/x/sys"},
 			"internal/symtab":           {"golang.org/x/arch", "golang.org/x/sys"},

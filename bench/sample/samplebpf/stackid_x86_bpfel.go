@@ -13,6 +13,33 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type StackidPyBuf struct {
+	_ structs.HostLayout
+	F [64]struct {
+		_     structs.HostLayout
+		Code  uint64
+		Instr uint64
+		Stamp uint64
+	}
+}
+
+type StackidPyProc struct {
+	_             structs.HostLayout
+	Head          uint64
+	ThreadsHead   int16
+	ThreadNext    int16
+	ThreadId      int16
+	ThreadFrame   int16
+	CframeCurrent int16
+	FramePrevious int16
+	FrameCode     int16
+	FrameInstr    int16
+	FrameOwner    int16
+	CodeName      int16
+	CodeTable     int16
+	Pad           int16
+}
+
 type StackidSampleBuf struct {
 	_   structs.HostLayout
 	Hdr struct {
@@ -33,8 +60,11 @@ type StackidSampleBuf struct {
 		GoLen    uint32
 		GoFrame  uint64
 		GoSp     uint64
+		PyLen    uint16
+		PyErr    uint16
+		PyPad    uint32
 	}
-	Data [30704]uint8
+	Data [32240]uint8
 }
 
 type StackidStackKey struct {
@@ -51,6 +81,9 @@ type StackidStackKey struct {
 const (
 	StackidMapCalls          = "calls"
 	StackidMapGoProcs        = "go_procs"
+	StackidMapPyProcs        = "py_procs"
+	StackidMapPyScratch      = "py_scratch"
+	StackidMapPyThreads      = "py_threads"
 	StackidMapSamples        = "samples"
 	StackidMapScratch        = "scratch"
 	StackidMapSeen           = "seen"
@@ -123,6 +156,9 @@ type StackidProgramSpecs struct {
 type StackidMapSpecs struct {
 	Calls       *ebpf.MapSpec `ebpf:"calls"`
 	GoProcs     *ebpf.MapSpec `ebpf:"go_procs"`
+	PyProcs     *ebpf.MapSpec `ebpf:"py_procs"`
+	PyScratch   *ebpf.MapSpec `ebpf:"py_scratch"`
+	PyThreads   *ebpf.MapSpec `ebpf:"py_threads"`
 	Samples     *ebpf.MapSpec `ebpf:"samples"`
 	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
 	Seen        *ebpf.MapSpec `ebpf:"seen"`
@@ -163,6 +199,9 @@ func (o *StackidObjects) Close() error {
 type StackidMaps struct {
 	Calls       *ebpf.Map `ebpf:"calls"`
 	GoProcs     *ebpf.Map `ebpf:"go_procs"`
+	PyProcs     *ebpf.Map `ebpf:"py_procs"`
+	PyScratch   *ebpf.Map `ebpf:"py_scratch"`
+	PyThreads   *ebpf.Map `ebpf:"py_threads"`
 	Samples     *ebpf.Map `ebpf:"samples"`
 	Scratch     *ebpf.Map `ebpf:"scratch"`
 	Seen        *ebpf.Map `ebpf:"seen"`
@@ -176,6 +215,9 @@ func (m *StackidMaps) Close() error {
 	return _StackidClose(
 		m.Calls,
 		m.GoProcs,
+		m.PyProcs,
+		m.PyScratch,
+		m.PyThreads,
 		m.Samples,
 		m.Scratch,
 		m.Seen,
