@@ -28,6 +28,9 @@ func (img *Image) Modules() []unwind.Module {
 			um.Name = b.path
 			um.Table = b.cfiTable(img.t.debug)
 		}
+		if img.pm != nil && img.unnamedCode(i) {
+			um.Code = img.pm.code
+		}
 		img.mods[i] = um
 	}
 	return img.mods

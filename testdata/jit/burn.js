@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// burn.js SECONDS TRUTH: burnA and burnB have identical bodies; the loop
+// calls burnA three times for each call of burnB, for SECONDS, and writes
+// the wall-clock time spent in each (process.hrtime around each call) to
+// TRUTH as "ns_a N" and "ns_b N" lines. Run with --perf-basic-prof.
+'use strict';
+const fs = require('fs');
+
+function burnA(n) {
+  let s = 0;
+  for (let i = 0; i < n; i++) s += Math.sqrt(i) * 1.0001;
+  return s;
+}
+
+function burnB(n) {
+  let s = 0;
+  for (let i = 0; i < n; i++) s += Math.sqrt(i) * 1.0001;
+  return s;
+}
+
+const seconds = Number(process.argv[2] || 2);
+const end = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
+let nsA = 0n, nsB = 0n, sink = 0;
+while (process.hrtime.bigint() < end) {
+  for (let k = 0; k < 3; k++) {
+    const t0 = process.hrtime.bigint();
+    sink += burnA(200000);
+    nsA += process.hrtime.bigint() - t0;
+  }
+  const t0 = process.hrtime.bigint();
+  sink += burnB(200000);
+  nsB += process.hrtime.bigint() - t0;
+}
+if (process.argv[3]) fs.writeFileSync(process.argv[3], `ns_a ${nsA}\nns_b ${nsB}\nsink ${sink > 0 ? 1 : 0}\n`);
