@@ -68,9 +68,13 @@ func TestNodePerfMap(t *testing.T) {
 	if err != nil {
 		t.Skip("node not found (apt-get install nodejs)")
 	}
-	truth := filepath.Join(t.TempDir(), "truth.txt")
+	dir := t.TempDir()
+	truth := filepath.Join(dir, "truth.txt")
 	script := filepath.Join(testtarget.Testdata(), "jit", "burn.js")
-	_, p, _ := sampleWith(t, sampler.Config{Frequency: 499}, node, "--perf-basic-prof", script, "2", truth)
+	// --perf-basic-prof also writes V8's log, by default in the working
+	// directory.
+	_, p, _ := sampleWith(t, sampler.Config{Frequency: 499}, node, "--perf-basic-prof",
+		"--logfile="+filepath.Join(dir, "v8.log"), "--no-logfile-per-isolate", script, "2", truth)
 	checkJITShare(t, p, truth, "burnA", "burnB")
 	checkJITFile(t, p, "burnA", "burn.js")
 }

@@ -40,6 +40,10 @@ const (
 	KindSyscall TargetKind = "syscall"
 	// KindKernel is a kernel function.
 	KindKernel TargetKind = "kernel"
+	// KindUSDT is a pair of USDT probes (an entry and a return), or a
+	// Python function timed through CPython's: uprobes on the probes'
+	// nops.
+	KindUSDT TargetKind = "usdt"
 )
 
 // targetOf is a loader spec as this package shows it, with its display
@@ -53,7 +57,11 @@ func targetOf(sp loader.Spec, name string) Target {
 func (t Targets) resolve(pid int) ([]loader.Spec, error) {
 	var specs []loader.Spec
 	for _, u := range t.Users {
-		s, err := loader.ResolveUser(pid, u, t.MaxProbes)
+		resolve := func(pid int, u string) ([]loader.Spec, error) { return loader.ResolveUser(pid, u, t.MaxProbes) }
+		if loader.IsUSDTTarget(u) {
+			resolve = loader.ResolveUSDT
+		}
+		s, err := resolve(pid, u)
 		if err != nil {
 			return nil, err
 		}
