@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -137,20 +138,58 @@ func resolvePython(pid int, arg, rest string) ([]Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	probes, err := usdt.Read(path)
-	if err == nil {
-		p.Entry, p.Return, err = usdt.Pair(probes, "python", "function__entry,function__return")
+	if v, ok := pythonVersion(path); ok && v>>16 == 0x030b {
+		return nil, fmt.Errorf("%s is CPython 3.11, %w", display, ErrBrokenPythonProbes)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", display, ErrNoPythonProbes, err)
+	probes, err := usdt.Read(path)
+	if err != nil && !errors.Is(err, usdt.ErrNoProbes) {
+		return nil, err
+	}
+	if p.Entry, p.Return, err = usdt.Pair(probes, "python", "function__entry,function__return"); err != nil {
+		return nil, fmt.Errorf("%s: %w", display, ErrNoPythonProbes)
 	}
 	return []Spec{usdtSpec("py:"+strings.TrimPrefix(rest, bin+":"), path, display, p)}, nil
 }
 
 // ErrNoPythonProbes is wrapped by the error for an interpreter without
 // CPython's function__entry/function__return probes.
-var ErrNoPythonProbes = errors.New("this CPython has no function__entry/function__return USDT probes " +
-	"(built without --with-dtrace, as pyenv's and python.org's builds are; Debian's and Fedora's python3 have them)")
+var ErrNoPythonProbes = errors.New("no function__entry/function__return USDT probes: py: timing needs CPython 3.10 or earlier, " +
+	"or 3.15 or later, built --with-dtrace (pyenv's and python.org's builds have no probes; 3.12 to 3.14 have no function__entry, CPython issue gh-110385)")
+
+// ErrBrokenPythonProbes is wrapped by the error for CPython 3.11, whose
+// function__entry probe fires only for calls from C, not for the calls
+// between Python functions, while function__return fires for all
+// (CPython issue gh-98894; 3.12 and 3.13 have no function__entry at all,
+// gh-110385).
+var ErrBrokenPythonProbes = errors.New("whose function__entry USDT probe does not fire for calls between Python functions " +
+	"(CPython issue gh-98894): py: timing needs CPython 3.10 or earlier, or 3.15 or later, built --with-dtrace")
+
+// pythonVersion reads PY_VERSION_HEX from the Py_Version constant that
+// CPython 3.11 and later export; false when the file has none (3.10 and
+// earlier) or it cannot be read.
+func pythonVersion(path string) (uint32, bool) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	syms, _ := f.DynamicSymbols()
+	for _, s := range syms {
+		if s.Name != "Py_Version" || s.Size < 4 {
+			continue
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value+4 <= p.Vaddr+p.Filesz {
+				var b [4]byte
+				if _, err := p.ReadAt(b[:], int64(s.Value-p.Vaddr)); err != nil {
+					return 0, false
+				}
+				return f.ByteOrder.Uint32(b[:]), true
+			}
+		}
+	}
+	return 0, false
+}
 
 // pythonBinary finds the file holding CPython's eval loop in process pid:
 // BINARY when given, else the libpython the process maps (a build with

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/loader"
+	"github.com/tickprof/tickprof/internal/testtarget"
+)
+
+// usdtTarget is testdata/c/usdt.c (USDT probes with semaphores).
+func usdtTarget(t *testing.T) string {
+	t.Helper()
+	return testtarget.C(t, "c/usdt.c", "usdt", "-fno-omit-frame-pointer")
+}
+
+// runUSDT times target in the usdt test program run with args, raw means
+// (no calibration), and returns the run, the target's own result and its
+// standard output.
+func runUSDT(t *testing.T, target string, args ...string) (jsonRun, int, float64, string) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("TIMED_OUT", filepath.Join(dir, "target.txt"))
+	js := filepath.Join(dir, "run.json")
+	f := timeFlags{users: []string{target}, clock: "ns", confidence: "99.9%", maxProbes: 256,
+		interval: 100 * time.Millisecond, jsonOut: js, calDir: dir, noCorrect: true}
+	var out bytes.Buffer
+	errOut := newNoticeWriter()
+	stdout := filepath.Join(dir, "stdout")
+	sf, err := os.Create(stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	old := os.Stdout
+	os.Stdout = sf // the command's standard output (the target's semaphores)
+	err = runTime(context.Background(), &out, errOut, f, append([]string{usdtTarget(t)}, args...))
+	os.Stdout = old
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	t.Logf("\n%s", out.String())
+	calls, inner := readTarget(t, filepath.Join(dir, "target.txt"))
+	b, _ := os.ReadFile(stdout)
+	return readRun(t, js), calls, inner, string(b)
+}
+
+// TestTimeUSDTPair times a USDT pair whose probes have semaphores: every
+// call counted, none orphaned, the semaphores set while the probes are
+// attached, and the raw interval (which holds the probes' own cost inside
+// the call, 0.3-11 µs here) above the call's own time by less than that.
+func TestTimeUSDTPair(t *testing.T) {
+	bpftest.Require(t)
+	r, calls, inner, stdout := runUSDT(t, "usdt:tpusdt:work", "pair", "3000")
+	if len(r.Targets) != 1 {
+		t.Fatalf("targets: %+v", r.Targets)
+	}
+	tg := r.Targets[0]
+	if tg.Target != "usdt:tpusdt:work__entry,work__return" || tg.Calls != 3000 || calls != 3000 || tg.Orphans != 0 {
+		t.Errorf("%s: %d calls (%d orphans), the target made %d", tg.Target, tg.Calls, tg.Orphans, calls)
+	}
+	if !strings.Contains(stdout, "semaphores=1,1") {
+		t.Errorf("semaphores not set while attached: %q", stdout)
+	}
+	checkRawCovers(t, tg, inner, 0)
+}
+
+// TestTimeUSDTPython times a function through probes shaped as CPython's:
+// the calls of target in mod.py at every level of its recursion, not the
+// function it calls (other) nor its namesake in another file.
+func TestTimeUSDTPython(t *testing.T) {
+	bpftest.Require(t)
+	r, calls, inner, _ := runUSDT(t, "py:pkg.mod.target", "py", "1000")
+	tg := r.Targets[0]
+	if tg.Calls != 3000 || calls != 3000 || tg.Orphans != 0 {
+		t.Errorf("%s: %d calls (%d orphans), the target made %d (1000 calls, 3 levels each)", tg.Target, tg.Calls, tg.Orphans, calls)
+	}
+	// Here the target's own clock reads enclose its probes (the probes sit
+	// inside py_call): the raw mean lies below its time by up to the
+	// probes' cost outside tickprof's window.
+	checkRawCovers(t, tg, inner, 1)
+}
+
+// checkRawCovers checks the raw interval of tg against the call's own mean
+// inner: with side 0 the probes lie outside the call's clock reads, so the
+// interval reaches from above inner by at most the probes' cost; with side
+// 1 inside, the interval reaches below it by at most that.
+func checkRawCovers(t *testing.T, tg jsonTarget, inner float64, side int) {
+	t.Helper()
+	const probeCost = 15000 // ns: the calibrated range's top, with margin
+	if tg.LowNs == nil || tg.HighNs == nil {
+		t.Fatalf("no interval: %+v", tg)
+	}
+	lo, hi := *tg.LowNs, *tg.HighNs
+	t.Logf("raw interval [%.0f, %.0f] ns, the calls' own mean %.0f ns", lo, hi, inner)
+	if side == 0 && (inner > hi || inner < lo-probeCost) {
+		t.Errorf("the calls' own mean %.0f ns is not in [%.0f - %d, %.0f]", inner, lo, probeCost, hi)
+	}
+	if side == 1 && (inner < lo || inner > hi+probeCost) {
+		t.Errorf("the calls' own mean %.0f ns is not in [%.0f, %.0f + %d]", inner, lo, hi, probeCost)
+	}
+}
+
+// TestTimePythonRefused checks the one-line refusals for interpreters
+// without working function probes: CPython 3.11 (Debian's, whose
+// function__entry fires for calls from C only) and pyenv's builds (none).
+func TestTimePythonRefused(t *testing.T) {
+	cases := map[string]error{"/usr/bin/python3.11": loader.ErrBrokenPythonProbes}
+	home, _ := os.UserHomeDir()
+	if ms, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[23]*", "bin", "python3")); len(ms) > 0 {
+		cases[ms[0]] = loader.ErrNoPythonProbes
+	}
+	n := 0
+	for py, want := range cases {
+		if _, err := os.Stat(py); err != nil {
+			continue
+		}
+		n++
+		_, err := loader.ResolveUSDT(0, "py:"+py+":mod.work")
+		if !errors.Is(err, want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line wrapping %v", py, err, want)
+		}
+	}
+	if n == 0 {
+		t.Skip("no CPython 3.11 (/usr/bin/python3.11) or pyenv 3.12/3.13")
+	}
+}
