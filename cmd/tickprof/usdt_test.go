@@ -71,7 +71,7 @@ func TestTimeUSDTPair(t *testing.T) {
 	if !strings.Contains(stdout, "semaphores=1,1") {
 		t.Errorf("semaphores not set while attached: %q", stdout)
 	}
-	checkRawCovers(t, tg, inner, 0)
+	checkRawCovers(t, tg, inner)
 }
 
 // TestTimeUSDTPython times a function through probes shaped as CPython's:
@@ -84,17 +84,17 @@ func TestTimeUSDTPython(t *testing.T) {
 	if tg.Calls != 3000 || calls != 3000 || tg.Orphans != 0 {
 		t.Errorf("%s: %d calls (%d orphans), the target made %d (1000 calls, 3 levels each)", tg.Target, tg.Calls, tg.Orphans, calls)
 	}
-	// Here the target's own clock reads enclose its probes (the probes sit
-	// inside py_call): the raw mean lies below its time by up to the
-	// probes' cost outside tickprof's window.
-	checkRawCovers(t, tg, inner, 1)
+	checkRawCovers(t, tg, inner)
 }
 
-// checkRawCovers checks the raw interval of tg against the call's own mean
-// inner: with side 0 the probes lie outside the call's clock reads, so the
-// interval reaches from above inner by at most the probes' cost; with side
-// 1 inside, the interval reaches below it by at most that.
-func checkRawCovers(t *testing.T, tg jsonTarget, inner float64, side int) {
+// checkRawCovers checks the raw interval of tg against the calls' own
+// mean inner (each call timed by the target from right after its entry
+// probe to right before its return probe): the raw interval holds the
+// probes' own cost inside the call besides (0.3-11 µs here, the
+// calibrated patterns' range), so it must reach up to inner and not start
+// above it by more than that cost. The corrected interval's coverage is
+// measured by make bench-usdt (docs/coverage.md).
+func checkRawCovers(t *testing.T, tg jsonTarget, inner float64) {
 	t.Helper()
 	const probeCost = 15000 // ns: the calibrated range's top, with margin
 	if tg.LowNs == nil || tg.HighNs == nil {
@@ -102,11 +102,8 @@ func checkRawCovers(t *testing.T, tg jsonTarget, inner float64, side int) {
 	}
 	lo, hi := *tg.LowNs, *tg.HighNs
 	t.Logf("raw interval [%.0f, %.0f] ns, the calls' own mean %.0f ns", lo, hi, inner)
-	if side == 0 && (inner > hi || inner < lo-probeCost) {
+	if inner > hi || inner < lo-probeCost {
 		t.Errorf("the calls' own mean %.0f ns is not in [%.0f - %d, %.0f]", inner, lo, probeCost, hi)
-	}
-	if side == 1 && (inner < lo || inner > hi+probeCost) {
-		t.Errorf("the calls' own mean %.0f ns is not in [%.0f, %.0f + %d]", inner, lo, hi, probeCost)
 	}
 }
 

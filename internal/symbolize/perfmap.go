@@ -154,25 +154,38 @@ func (pm *perfMap) find(addr uint64) (string, bool) {
 }
 
 // update opens the file if need be and reads what it gained; it reports
-// whether anything new was read.
+// whether anything new was read. A file replaced by another (`jcmd PID
+// Compiler.perfmap` writes it anew) or cut shorter is read again from its
+// start.
 func (pm *perfMap) update() bool {
-	if pm.f == nil {
-		if pm.root == nil || (!pm.tried.IsZero() && time.Since(pm.tried) < perfMapRetry) {
-			return false
-		}
+	if pm.root == nil || (!pm.tried.IsZero() && time.Since(pm.tried) < perfMapRetry && pm.f == nil) {
+		return false
+	}
+	if pm.f == nil || time.Since(pm.tried) >= perfMapRetry {
 		pm.tried = time.Now()
 		f, err := pm.open()
-		if err != nil {
+		switch {
+		case err != nil && pm.f == nil:
 			pm.err = err
 			return false
+		case err == nil && (pm.f == nil || !sameFile(f, pm.f)):
+			pm.reset(f)
+		case err == nil:
+			f.Close()
 		}
-		pm.f, pm.err = f, nil
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(int(pm.f.Fd()), &st); err != nil || st.Size <= pm.off || pm.off >= MaxPerfMapBytes {
-		if err == nil && st.Size > pm.off {
-			pm.err = fmt.Errorf("read %s of process %d: %w: only its first %d bytes were read", pm.path(), pm.pid, errPerfMapLarge, MaxPerfMapBytes)
-		}
+	if err := unix.Fstat(int(pm.f.Fd()), &st); err != nil {
+		return false
+	}
+	if st.Size < pm.off {
+		pm.reset(pm.f) // rewritten in place
+	}
+	if st.Size == pm.off {
+		return false
+	}
+	if pm.off >= MaxPerfMapBytes {
+		pm.err = fmt.Errorf("read %s of process %d: %w: only its first %d bytes were read", pm.path(), pm.pid, errPerfMapLarge, MaxPerfMapBytes)
 		return false
 	}
 	n, err := pm.read(min(st.Size, MaxPerfMapBytes) - pm.off)
@@ -180,6 +193,24 @@ func (pm *perfMap) update() bool {
 		pm.err = fmt.Errorf("read %s of process %d: %w", pm.path(), pm.pid, err)
 	}
 	return n > 0
+}
+
+// reset makes f the file read, from its start.
+func (pm *perfMap) reset(f *os.File) {
+	if pm.f != nil && pm.f != f {
+		pm.f.Close()
+	}
+	pm.f, pm.err, pm.off, pm.syms, pm.sorted = f, nil, 0, nil, true
+	pm.names = map[string]string{}
+}
+
+// sameFile reports whether a and b are the same file (device and inode).
+func sameFile(a, b *os.File) bool {
+	var sa, sb unix.Stat_t
+	if unix.Fstat(int(a.Fd()), &sa) != nil || unix.Fstat(int(b.Fd()), &sb) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // errPerfMapLarge says a perf map file was read only up to MaxPerfMapBytes.

@@ -102,6 +102,28 @@ func TestPerfMapRead(t *testing.T) {
 	if got, _ := pm.lookup(0x3010); got != "third" {
 		t.Errorf("after the file grew: lookup 0x3010 = %q, want third (err %v)", got, pm.err)
 	}
+	// A file written anew (jcmd's Compiler.perfmap) replaces what was
+	// read, once perfMapRetry passed since the last open.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("4000 10 fresh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pm.tried = pm.tried.Add(-perfMapRetry)
+	if got, _ := pm.lookup(0x4005); got != "fresh" {
+		t.Errorf("after the file was replaced: lookup 0x4005 = %q, want fresh (err %v)", got, pm.err)
+	}
+	if got, _ := pm.lookup(0x1000); got != "" {
+		t.Errorf("after the file was replaced: lookup 0x1000 = %q from the old file", got)
+	}
+	// Rewritten in place, shorter.
+	if err := os.WriteFile(path, []byte("5000 8 short\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := pm.lookup(0x5001); got != "short" {
+		t.Errorf("after the file was cut: lookup 0x5001 = %q, want short (err %v)", got, pm.err)
+	}
 }
 
 // TestPerfMapRefused checks that a perf map that another user could have

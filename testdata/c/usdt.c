@@ -12,9 +12,13 @@
  *         spinning 20 us and calling other (file /app/pkg/other.py, 5 us)
  *         twice, with a decoy target in /app/notmod.py called between;
  *         CALLS top-level calls
+ *   cost  CALLS calls of "other" (no work): prints ns_per_call=X, the cost
+ *         of a Python-shaped call with its probes, timed or not
  *   -g    wait for SIGUSR1 before the first call
  * Output (stdout, and appended to $TIMED_OUT if set, at the end):
- *   calls=N inner_mean_ns=X    (target's calls, every level)
+ *   calls=N inner_mean_ns=X    (target's calls, every level, each from
+ *                               right after its entry probe to right
+ *                               before its return probe)
  *   semaphores=E,R             (the entry and return semaphores at the end
  *                               of the calls: nonzero while attached)
  */
@@ -46,14 +50,23 @@ __attribute__((noinline)) static void work(void)
 }
 
 /* py_call runs one "Python function" of file and name for ns, calling
- * body in between, with CPython's probes around it. */
-static void py_call(const char *file, const char *name, int line, long ns, void (*body)(int), int arg)
+ * body in between, with CPython's probes around it; with rec, it records
+ * its own time from its entry probe to its return probe, as a Python
+ * function reading time.perf_counter_ns() first and last would (the
+ * probes of the functions it calls included). */
+static void py_call(const char *file, const char *name, int line, long ns, void (*body)(int), int arg,
+		    int rec)
 {
+	long t0;
+
 	if (python_function__entry_semaphore)
 		STAP_PROBE3(python, function__entry, file, name, line);
+	t0 = now_ns();
 	spin(ns);
 	if (body)
 		body(arg);
+	if (rec)
+		record(now_ns() - t0);
 	if (python_function__return_semaphore)
 		STAP_PROBE3(python, function__return, file, name, line);
 }
@@ -67,18 +80,15 @@ static void target(int depth);
 
 static void target_body(int depth)
 {
-	py_call("/app/pkg/other.py", "other", 3, 5000, other, 0);
+	py_call("/app/pkg/other.py", "other", 3, 5000, other, 0, 0);
 	if (depth > 1)
 		target(depth - 1);
-	py_call("/app/pkg/other.py", "other", 3, 5000, other, 0);
+	py_call("/app/pkg/other.py", "other", 3, 5000, other, 0, 0);
 }
 
 __attribute__((noinline)) static void target(int depth)
 {
-	long t0 = now_ns();
-
-	py_call("/app/pkg/mod.py", "target", 10, 20000, target_body, depth);
-	record(now_ns() - t0);
+	py_call("/app/pkg/mod.py", "target", 10, 20000, target_body, depth, 1);
 }
 
 /* report prints the calls' own mean and the semaphores e and r. */
@@ -103,21 +113,29 @@ int main(int argc, char **argv)
 	int pair;
 	long calls;
 
-	if (argc != 3 || (strcmp(argv[1], "pair") && strcmp(argv[1], "py"))) {
-		fprintf(stderr, "usage: usdt [-g] pair|py CALLS\n");
+	if (argc != 3 || (strcmp(argv[1], "pair") && strcmp(argv[1], "py") && strcmp(argv[1], "cost"))) {
+		fprintf(stderr, "usage: usdt [-g] pair|py|cost CALLS\n");
 		return 2;
 	}
 	calls = atol(argv[2]);
 	pair = strcmp(argv[1], "pair") == 0;
 	if (gated)
 		wait_gate();
+	if (strcmp(argv[1], "cost") == 0) {
+		long t0 = now_ns();
+
+		for (long i = 0; i < calls; i++)
+			py_call("/app/pkg/other.py", "other", 3, 0, NULL, 0, 0);
+		printf("ns_per_call=%.1f\n", (double)(now_ns() - t0) / calls);
+		return 0;
+	}
 	for (long i = 0; i < calls; i++) {
 		if (pair) {
 			work();
 			continue;
 		}
 		target(3);
-		py_call("/app/notmod.py", "target", 1, 2000, NULL, 0);
+		py_call("/app/notmod.py", "target", 1, 2000, NULL, 0, 0);
 	}
 	if (pair)
 		report(tpusdt_work__entry_semaphore, tpusdt_work__return_semaphore);
