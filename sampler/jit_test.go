@@ -3,12 +3,16 @@
 package sampler_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -23,12 +27,14 @@ import (
 // bodies and are called 3:1 (testdata/jit), under a JIT that writes a perf
 // map file: the two functions must be named from it, in stacks unwound
 // through the JIT code to the program's start, and the share of a in a+b
-// must agree with the one the program measures with its own clock.
+// must agree with the one the program measures with its own CPU clock.
 //
 // The share's interval is at 99.9% (a correct sampler fails one run in
 // about 330 by chance) and widened by jitSlack on each side: the program's
 // clock reads around each call count the JIT's own stubs and the call into
-// the function, which the samples put in the caller.
+// the function, which the samples put in the caller, and Node.js's CPU
+// clock is the process's (V8's background compiler and collector threads
+// included).
 const jitSlack = 0.03
 
 // checkJITShare checks the profile p of a testdata/jit program that wrote
@@ -73,10 +79,77 @@ func TestNodePerfMap(t *testing.T) {
 	script := filepath.Join(testtarget.Testdata(), "jit", "burn.js")
 	// --perf-basic-prof also writes V8's log, by default in the working
 	// directory.
-	_, p, _ := sampleWith(t, sampler.Config{Frequency: 499}, node, "--perf-basic-prof",
+	_, p, _ := sampleWith(t, sampler.Config{Frequency: 499}, node, "--perf-basic-prof", "--no-turbo-inlining",
 		"--logfile="+filepath.Join(dir, "v8.log"), "--no-logfile-per-isolate", script, "2", truth)
 	checkJITShare(t, p, truth, "burnA", "burnB")
 	checkJITFile(t, p, "burnA", "burn.js")
+}
+
+// TestNodePerfMapNamespaces samples Node.js in its own pid and mount
+// namespaces with a private /tmp, as in a container: its perf map is
+// /tmp/perf-1.map there, found through the process's root under its pid in
+// its namespace. The process is attached to by its pid once it runs. No
+// truth file leaves the private /tmp: the shares are checked against the
+// 3:1 the program's calls make, within 0.1.
+func TestNodePerfMapNamespaces(t *testing.T) {
+	bpftest.Require(t)
+	node, err1 := exec.LookPath("node")
+	unshare, err2 := exec.LookPath("unshare")
+	if err1 != nil || err2 != nil {
+		t.Skip("node or unshare not found (apt-get install nodejs util-linux)")
+	}
+	script := filepath.Join(testtarget.Testdata(), "jit", "burn.js")
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount", "--mount-proc", "--", "sh", "-c",
+		`mount -t tmpfs tmpfs /tmp && exec "$0" --perf-basic-prof --no-turbo-inlining --logfile=/tmp/v8.log --no-logfile-per-isolate "$1" 3`, node, script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := nodeChild(t, cmd.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := sampler.Open(ctx, sampler.Config{Frequency: 499, PIDs: []int{pid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	res, err := sess.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := export.EncodeCPU(res.Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := export.CPUReport(p, estimate.Options{Confidence: 0.999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := findRow(t, tab, "burnA"), findRow(t, tab, "burnB")
+	share := float64(a.Cum.Hits) / float64(a.Cum.Hits+b.Cum.Hits)
+	t.Logf("burnA share %.3f (%d+%d samples of %d)", share, a.Cum.Hits, b.Cum.Hits, tab.Samples)
+	if share < 0.65 || share > 0.85 || a.Cum.Hits+b.Cum.Hits < tab.Samples/2 {
+		t.Errorf("burnA share %.3f of %d+%d samples (of %d), want 0.75 ± 0.1 of most samples", share, a.Cum.Hits, b.Cum.Hits, tab.Samples)
+	}
+}
+
+// nodeChild waits for the node process under unshare (pid) to run and
+// returns its pid.
+func nodeChild(t *testing.T, pid int) int {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		for _, f := range strings.Fields(string(kids)) {
+			c, _ := strconv.Atoi(f)
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c)); err == nil && filepath.Base(exe) == "node" {
+				time.Sleep(200 * time.Millisecond) // its code space mapped
+				return c
+			}
+		}
+	}
+	t.Fatal("node did not start under unshare")
+	return 0
 }
 
 // TestPythonPerfMap samples CPython 3.12+ run with -X perf: its perf

@@ -88,7 +88,7 @@ func (img *Image) Mapping(i int) Mapping {
 	}
 	if img.pm != nil && img.unnamedCode(i) {
 		if img.pm.f == nil {
-			img.pm.update()
+			img.pm.update(lookupRetry)
 		}
 		m.Symbolized = img.pm.f != nil // named from the perf map
 	}

@@ -23,8 +23,14 @@ import (
 const MaxPerfMapBytes = 64 << 20
 
 // perfMapRetry spaces the attempts to open a perf map file that was not
-// there (most processes with anonymous executable mappings write none).
-const perfMapRetry = time.Second
+// there (most processes with anonymous executable mappings write none)
+// while samples are unwound, and the checks that the file was not replaced;
+// lookupRetry spaces them while addresses are symbolized (at the end, when
+// the file of a JVM that wrote it at exit has just appeared).
+const (
+	perfMapRetry = time.Second
+	lookupRetry  = 50 * time.Millisecond
+)
 
 // perfMap is the perf map file of one process (/tmp/perf-PID.map, perf's
 // convention for JIT compilers: "START SIZE NAME" per line, in hex, START
@@ -124,7 +130,7 @@ func (pm *perfMap) lookup(addr uint64) (string, bool) {
 	if name, ok := pm.find(addr); ok {
 		return name, true
 	}
-	if !pm.update() {
+	if !pm.update(lookupRetry) {
 		return "", false
 	}
 	return pm.find(addr)
@@ -153,15 +159,15 @@ func (pm *perfMap) find(addr uint64) (string, bool) {
 	return pm.syms[best].name, true
 }
 
-// update opens the file if need be and reads what it gained; it reports
-// whether anything new was read. A file replaced by another (`jcmd PID
+// update opens the file if need be (at most once per retry) and reads what
+// it gained; it reports whether anything new was read. A file replaced by another (`jcmd PID
 // Compiler.perfmap` writes it anew) or cut shorter is read again from its
 // start.
-func (pm *perfMap) update() bool {
-	if pm.root == nil || (!pm.tried.IsZero() && time.Since(pm.tried) < perfMapRetry && pm.f == nil) {
+func (pm *perfMap) update(retry time.Duration) bool {
+	if pm.root == nil || (!pm.tried.IsZero() && time.Since(pm.tried) < retry && pm.f == nil) {
 		return false
 	}
-	if pm.f == nil || time.Since(pm.tried) >= perfMapRetry {
+	if pm.f == nil || time.Since(pm.tried) >= retry {
 		pm.tried = time.Now()
 		f, err := pm.open()
 		switch {
@@ -438,19 +444,24 @@ func (img *Image) PerfMapErr() error {
 	return img.pm.err
 }
 
-// perfMapFor returns the perf map of pid, made when its map has unnamed
-// code.
+// perfMapFor returns the perf map of the image's process, made on its first
+// read: its root directory and identity are taken while the process lives
+// (a JIT maps its code later, and the map may be reread only once the
+// process is exiting, when its root is gone).
 func (t *Procs) perfMapFor(img *Image) *perfMap {
 	if pm, ok := t.pmaps[img.pid]; ok {
 		return pm
-	}
-	if !img.hasUnnamedCode() {
-		return nil
 	}
 	pm := newPerfMap(img.pid)
 	if pm != nil {
 		t.pmaps[img.pid] = pm
 		t.pmAll = append(t.pmAll, pm)
+		if img.hasUnnamedCode() {
+			// Open the file while the process lives: a container's
+			// /tmp is unmounted with its mount namespace when its last
+			// process exits, before the samples are symbolized.
+			pm.update(perfMapRetry)
+		}
 	}
 	return pm
 }

@@ -2,11 +2,13 @@
 //
 // java Burn SECONDS TRUTH: burnA and burnB have identical bodies; the loop
 // calls burnA three times for each call of burnB, for SECONDS, and writes
-// the time spent in each (System.nanoTime around each call) to TRUTH as
+// the CPU time spent in each (the thread's, around each call) to TRUTH as
 // "ns_a N" and "ns_b N" lines. Run with -XX:+PreserveFramePointer and a perf
 // map (-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit).
 import java.io.FileWriter;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 
 public class Burn {
     static double burnA(int n) {
@@ -23,17 +25,18 @@ public class Burn {
 
     public static void main(String[] args) throws IOException {
         long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         long nsA = 0, nsB = 0;
         double sink = 0;
         while (System.nanoTime() < end) {
             for (int k = 0; k < 3; k++) {
-                long t0 = System.nanoTime();
+                long t0 = mx.getCurrentThreadCpuTime();
                 sink += burnA(200000);
-                nsA += System.nanoTime() - t0;
+                nsA += mx.getCurrentThreadCpuTime() - t0;
             }
-            long t0 = System.nanoTime();
+            long t0 = mx.getCurrentThreadCpuTime();
             sink += burnB(200000);
-            nsB += System.nanoTime() - t0;
+            nsB += mx.getCurrentThreadCpuTime() - t0;
         }
         if (args.length > 1) {
             try (FileWriter w = new FileWriter(args[1])) {
