@@ -3,6 +3,7 @@
 package timing
 
 import (
+	"fmt"
 	"syscall"
 
 	"github.com/tickprof/tickprof/internal/features"
@@ -115,4 +116,20 @@ func dedupeSpecs(specs []loader.Spec) []loader.Spec {
 		out = append(out, s)
 	}
 	return out
+}
+
+// filteredUnderBudget refuses a USDT target filtered in BPF (py:) under an
+// overhead budget: its probes fire on every call of the process's
+// functions, timed or not, which the budget's cost per timed call does not
+// count.
+func filteredUnderBudget(specs []loader.Spec, windowed bool) error {
+	if !windowed {
+		return nil
+	}
+	for _, sp := range specs {
+		if sp.USDT != nil && (sp.USDT.Name != "" || sp.USDT.File != "") {
+			return fmt.Errorf("%s cannot be timed under an overhead budget: its probes fire on every Python call of the process, not only the timed function's, and the budget counts the timed calls only", sp.Name)
+		}
+	}
+	return nil
 }
