@@ -20,6 +20,7 @@ import (
 // usdtTarget is testdata/c/usdt.c (USDT probes with semaphores).
 func usdtTarget(t *testing.T) string {
 	t.Helper()
+	testtarget.NeedSDT(t)
 	return testtarget.C(t, "c/usdt.c", "usdt", "-fno-omit-frame-pointer")
 }
 

@@ -59,6 +59,7 @@ func TestParseArgs(t *testing.T) {
 // <sys/sdt.h> build them: addresses in the text, semaphores in .probes,
 // file offsets where the bytes are a nop.
 func TestReadBuilt(t *testing.T) {
+	testtarget.NeedSDT(t)
 	bin := testtarget.C(t, "c/usdt.c", "usdt", "-fno-omit-frame-pointer")
 	probes, err := Read(bin)
 	if err != nil {
