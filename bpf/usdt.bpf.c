@@ -227,3 +227,121 @@ int tp_usdt_echo(struct pt_regs *ctx)
 		return 0;
 	return tp_echo_hit(ctx);
 }
+
+/*
+ * The eval-loop route of CPython 3.12 and later (internal/loader/pyeval.go):
+ * an uprobe on _PyEval_EvalFrameDefault's entry and a uretprobe, entered
+ * afresh by every call between Python functions while the interpreter's
+ * perf trampolines are on. The filter reads the frame's code object (the
+ * second argument's first field) and its co_name and co_filename, compact
+ * ASCII strings, at the offsets the loader read from the interpreter's
+ * DWARF (ut_pyeval). The return closes the call whose entry is on top of
+ * the thread's stack with this frame's stack pointer; the returns of the
+ * other Python calls find none and are not counted.
+ */
+struct ut_pylayout {
+	__u64 frame_code; /* the code object in _PyInterpreterFrame */
+	__u64 code_name;  /* co_name in PyCodeObject */
+	__u64 code_file;  /* co_filename */
+	__u64 str_state;  /* PyASCIIObject's state bit field */
+	__u64 str_data;   /* a compact ASCII string's characters */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by the loader: the target count */
+	__type(key, __u32);
+	__type(value, struct ut_pylayout);
+} ut_pyeval SEC(".maps");
+
+/* Puts struct ut_pylayout in BTF so bpf2go generates its Go type. */
+const struct ut_pylayout *ut_unused_pylayout __attribute__((unused));
+
+/* The state bits of a compact ASCII string (3.12+: interned:2, kind:3,
+ * compact:1, ascii:1). */
+#define UT_STR_COMPACT_ASCII 0x60
+
+/* ut_py_str finds the characters of the string at code + off. */
+static __always_inline int ut_py_str(const struct ut_pylayout *l, __u64 code, __u64 off,
+				     __u64 *data)
+{
+	__u64 s = 0;
+	__u32 state = 0;
+
+	if (bpf_probe_read_user(&s, sizeof(s), (void *)(code + off)) || !s)
+		return -1;
+	if (bpf_probe_read_user(&state, sizeof(state), (void *)(s + l->str_state)))
+		return -1;
+	if ((state & UT_STR_COMPACT_ASCII) != UT_STR_COMPACT_ASCII)
+		return -1;
+	*data = s + l->str_data;
+	return 0;
+}
+
+/* ut_pyeval_match reports whether the frame being evaluated (ctx at
+ * _PyEval_EvalFrameDefault's entry) runs target's function. */
+static __always_inline int ut_pyeval_match(struct pt_regs *ctx, __u32 target)
+{
+	struct ut_target *t = bpf_map_lookup_elem(&ut_targets, &target);
+	struct ut_pylayout *l = bpf_map_lookup_elem(&ut_pyeval, &target);
+	struct ut_scratch *s;
+	__u32 zero = 0;
+	__u64 code = 0, p;
+
+	if (!t || !l)
+		return 0;
+	s = bpf_map_lookup_elem(&ut_scratch, &zero);
+	if (!s)
+		return 0;
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)(ctx->si + l->frame_code)) || !code)
+		return 0;
+	if (t->filter & UT_FILTER_NAME) {
+		if (ut_py_str(l, code, l->code_name, &p) || !ut_name_matches(s, t, p))
+			return 0;
+	}
+	if (t->filter & UT_FILTER_FILE) {
+		if (ut_py_str(l, code, l->code_file, &p) || !ut_file_matches(s, t, p))
+			return 0;
+	}
+	return 1;
+}
+
+SEC("uprobe")
+int tp_pyeval_entry(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_get_attach_cookie(ctx);
+
+	if (!ut_pyeval_match(ctx, target))
+		return 0;
+	return tp_task_enter_frame(target, ctx->sp);
+}
+
+SEC("uretprobe")
+int tp_pyeval_exit(struct pt_regs *ctx)
+{
+	__u64 ns = 0, tick, key = ctx->sp - 8;
+	struct tp_tstack *st;
+	__u32 target, slot;
+
+	/* Read the clock first, as close to the timed code as possible. */
+	if (tp_need_ns())
+		ns = bpf_ktime_get_ns();
+	tick = tp_now_tick(ns);
+	target = (__u32)bpf_get_attach_cookie(ctx);
+	st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!st || st->depth == st->floor)
+		return 0;
+	slot = (st->depth - 1) & (TP_MAX_DEPTH - 1);
+	if (st->target[slot] != target || (st->frame[slot] & ~TP_FRAME_TAGS) != key)
+		return 0; /* another Python call's return */
+	return tp_task_exit_at(ctx, target, BPF_F_USER_STACK, tick, ns);
+}
+
+/* The echo of the eval loop's entry probe: calls of the target only. */
+SEC("uprobe")
+int tp_pyeval_echo(struct pt_regs *ctx)
+{
+	if (!ut_pyeval_match(ctx, (__u32)bpf_get_attach_cookie(ctx)))
+		return 0;
+	return tp_echo_hit(ctx);
+}

@@ -171,6 +171,15 @@ type UsdtUtArg struct {
 	Value  int64
 }
 
+type UsdtUtPylayout struct {
+	_         structs.HostLayout
+	FrameCode uint64
+	CodeName  uint64
+	CodeFile  uint64
+	StrState  uint64
+	StrData   uint64
+}
+
 type UsdtUtScratch struct {
 	_    structs.HostLayout
 	Name [64]int8
@@ -191,45 +200,50 @@ type UsdtUtTarget struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	UsdtMapTpCheck        = "tp_check"
-	UsdtMapTpCounters     = "tp_counters"
-	UsdtMapTpEcho         = "tp_echo"
-	UsdtMapTpEchoModels   = "tp_echo_models"
-	UsdtMapTpEchoes       = "tp_echoes"
-	UsdtMapTpEntries      = "tp_entries"
-	UsdtMapTpFrames       = "tp_frames"
-	UsdtMapTpInflight     = "tp_inflight"
-	UsdtMapTpQhist        = "tp_qhist"
-	UsdtMapTpQrCfg        = "tp_qr_cfg"
-	UsdtMapTpQrPool       = "tp_qr_pool"
-	UsdtMapTpRecords      = "tp_records"
-	UsdtMapTpRng          = "tp_rng"
-	UsdtMapTpRunstats     = "tp_runstats"
-	UsdtMapTpStacks       = "tp_stacks"
-	UsdtMapTpTasks        = "tp_tasks"
-	UsdtMapTpUstack       = "tp_ustack"
-	UsdtMapTpWindow       = "tp_window"
-	UsdtMapTpZero         = "tp_zero"
-	UsdtMapUtScratch      = "ut_scratch"
-	UsdtMapUtTargets      = "ut_targets"
-	UsdtProgTpUsdtEcho    = "tp_usdt_echo"
-	UsdtProgTpUsdtEntry   = "tp_usdt_entry"
-	UsdtProgTpUsdtReturn  = "tp_usdt_return"
-	UsdtVarTpCheckEvery   = "tp_check_every"
-	UsdtVarTpClock        = "tp_clock"
-	UsdtVarTpEchoOn       = "tp_echo_on"
-	UsdtVarTpExact        = "tp_exact"
-	UsdtVarTpFilterTgid   = "tp_filter_tgid"
-	UsdtVarTpOneTarget    = "tp_one_target"
-	UsdtVarTpQrefine      = "tp_qrefine"
-	UsdtVarTpQuantiles    = "tp_quantiles"
-	UsdtVarTpRecordNs     = "tp_record_ns"
-	UsdtVarTpRecordShift  = "tp_record_shift"
-	UsdtVarTpStackBytes   = "tp_stack_bytes"
-	UsdtVarTpTickNs       = "tp_tick_ns"
-	UsdtVarTpWantRecords  = "tp_want_records"
-	UsdtVarTpWindowed     = "tp_windowed"
-	UsdtVarUtUnusedTarget = "ut_unused_target"
+	UsdtMapTpCheck          = "tp_check"
+	UsdtMapTpCounters       = "tp_counters"
+	UsdtMapTpEcho           = "tp_echo"
+	UsdtMapTpEchoModels     = "tp_echo_models"
+	UsdtMapTpEchoes         = "tp_echoes"
+	UsdtMapTpEntries        = "tp_entries"
+	UsdtMapTpFrames         = "tp_frames"
+	UsdtMapTpInflight       = "tp_inflight"
+	UsdtMapTpQhist          = "tp_qhist"
+	UsdtMapTpQrCfg          = "tp_qr_cfg"
+	UsdtMapTpQrPool         = "tp_qr_pool"
+	UsdtMapTpRecords        = "tp_records"
+	UsdtMapTpRng            = "tp_rng"
+	UsdtMapTpRunstats       = "tp_runstats"
+	UsdtMapTpStacks         = "tp_stacks"
+	UsdtMapTpTasks          = "tp_tasks"
+	UsdtMapTpUstack         = "tp_ustack"
+	UsdtMapTpWindow         = "tp_window"
+	UsdtMapTpZero           = "tp_zero"
+	UsdtMapUtPyeval         = "ut_pyeval"
+	UsdtMapUtScratch        = "ut_scratch"
+	UsdtMapUtTargets        = "ut_targets"
+	UsdtProgTpPyevalEcho    = "tp_pyeval_echo"
+	UsdtProgTpPyevalEntry   = "tp_pyeval_entry"
+	UsdtProgTpPyevalExit    = "tp_pyeval_exit"
+	UsdtProgTpUsdtEcho      = "tp_usdt_echo"
+	UsdtProgTpUsdtEntry     = "tp_usdt_entry"
+	UsdtProgTpUsdtReturn    = "tp_usdt_return"
+	UsdtVarTpCheckEvery     = "tp_check_every"
+	UsdtVarTpClock          = "tp_clock"
+	UsdtVarTpEchoOn         = "tp_echo_on"
+	UsdtVarTpExact          = "tp_exact"
+	UsdtVarTpFilterTgid     = "tp_filter_tgid"
+	UsdtVarTpOneTarget      = "tp_one_target"
+	UsdtVarTpQrefine        = "tp_qrefine"
+	UsdtVarTpQuantiles      = "tp_quantiles"
+	UsdtVarTpRecordNs       = "tp_record_ns"
+	UsdtVarTpRecordShift    = "tp_record_shift"
+	UsdtVarTpStackBytes     = "tp_stack_bytes"
+	UsdtVarTpTickNs         = "tp_tick_ns"
+	UsdtVarTpWantRecords    = "tp_want_records"
+	UsdtVarTpWindowed       = "tp_windowed"
+	UsdtVarUtUnusedPylayout = "ut_unused_pylayout"
+	UsdtVarUtUnusedTarget   = "ut_unused_target"
 )
 
 // LoadUsdt returns the embedded CollectionSpec for Usdt.
@@ -274,9 +288,12 @@ type UsdtSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type UsdtProgramSpecs struct {
-	TpUsdtEcho   *ebpf.ProgramSpec `ebpf:"tp_usdt_echo"`
-	TpUsdtEntry  *ebpf.ProgramSpec `ebpf:"tp_usdt_entry"`
-	TpUsdtReturn *ebpf.ProgramSpec `ebpf:"tp_usdt_return"`
+	TpPyevalEcho  *ebpf.ProgramSpec `ebpf:"tp_pyeval_echo"`
+	TpPyevalEntry *ebpf.ProgramSpec `ebpf:"tp_pyeval_entry"`
+	TpPyevalExit  *ebpf.ProgramSpec `ebpf:"tp_pyeval_exit"`
+	TpUsdtEcho    *ebpf.ProgramSpec `ebpf:"tp_usdt_echo"`
+	TpUsdtEntry   *ebpf.ProgramSpec `ebpf:"tp_usdt_entry"`
+	TpUsdtReturn  *ebpf.ProgramSpec `ebpf:"tp_usdt_return"`
 }
 
 // UsdtMapSpecs contains maps before they are loaded into the kernel.
@@ -302,6 +319,7 @@ type UsdtMapSpecs struct {
 	TpUstack     *ebpf.MapSpec `ebpf:"tp_ustack"`
 	TpWindow     *ebpf.MapSpec `ebpf:"tp_window"`
 	TpZero       *ebpf.MapSpec `ebpf:"tp_zero"`
+	UtPyeval     *ebpf.MapSpec `ebpf:"ut_pyeval"`
 	UtScratch    *ebpf.MapSpec `ebpf:"ut_scratch"`
 	UtTargets    *ebpf.MapSpec `ebpf:"ut_targets"`
 }
@@ -310,21 +328,22 @@ type UsdtMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type UsdtVariableSpecs struct {
-	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
-	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
-	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
-	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
-	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
-	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
-	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
-	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
-	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
-	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
-	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
-	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
-	UtUnusedTarget *ebpf.VariableSpec `ebpf:"ut_unused_target"`
+	TpCheckEvery     *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock          *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn         *ebpf.VariableSpec `ebpf:"tp_echo_on"`
+	TpExact          *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid     *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget      *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine        *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles      *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs       *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift    *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpStackBytes     *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs         *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords    *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed       *ebpf.VariableSpec `ebpf:"tp_windowed"`
+	UtUnusedPylayout *ebpf.VariableSpec `ebpf:"ut_unused_pylayout"`
+	UtUnusedTarget   *ebpf.VariableSpec `ebpf:"ut_unused_target"`
 }
 
 // UsdtObjects contains all objects after they have been loaded into the kernel.
@@ -366,6 +385,7 @@ type UsdtMaps struct {
 	TpUstack     *ebpf.Map `ebpf:"tp_ustack"`
 	TpWindow     *ebpf.Map `ebpf:"tp_window"`
 	TpZero       *ebpf.Map `ebpf:"tp_zero"`
+	UtPyeval     *ebpf.Map `ebpf:"ut_pyeval"`
 	UtScratch    *ebpf.Map `ebpf:"ut_scratch"`
 	UtTargets    *ebpf.Map `ebpf:"ut_targets"`
 }
@@ -391,6 +411,7 @@ func (m *UsdtMaps) Close() error {
 		m.TpUstack,
 		m.TpWindow,
 		m.TpZero,
+		m.UtPyeval,
 		m.UtScratch,
 		m.UtTargets,
 	)
@@ -400,34 +421,41 @@ func (m *UsdtMaps) Close() error {
 //
 // It can be passed to LoadUsdtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type UsdtVariables struct {
-	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
-	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
-	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
-	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
-	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
-	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
-	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
-	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
-	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
-	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
-	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
-	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
-	UtUnusedTarget *ebpf.Variable `ebpf:"ut_unused_target"`
+	TpCheckEvery     *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock          *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn         *ebpf.Variable `ebpf:"tp_echo_on"`
+	TpExact          *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid     *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget      *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine        *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles      *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs       *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift    *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpStackBytes     *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs         *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords    *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed       *ebpf.Variable `ebpf:"tp_windowed"`
+	UtUnusedPylayout *ebpf.Variable `ebpf:"ut_unused_pylayout"`
+	UtUnusedTarget   *ebpf.Variable `ebpf:"ut_unused_target"`
 }
 
 // UsdtPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadUsdtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type UsdtPrograms struct {
-	TpUsdtEcho   *ebpf.Program `ebpf:"tp_usdt_echo"`
-	TpUsdtEntry  *ebpf.Program `ebpf:"tp_usdt_entry"`
-	TpUsdtReturn *ebpf.Program `ebpf:"tp_usdt_return"`
+	TpPyevalEcho  *ebpf.Program `ebpf:"tp_pyeval_echo"`
+	TpPyevalEntry *ebpf.Program `ebpf:"tp_pyeval_entry"`
+	TpPyevalExit  *ebpf.Program `ebpf:"tp_pyeval_exit"`
+	TpUsdtEcho    *ebpf.Program `ebpf:"tp_usdt_echo"`
+	TpUsdtEntry   *ebpf.Program `ebpf:"tp_usdt_entry"`
+	TpUsdtReturn  *ebpf.Program `ebpf:"tp_usdt_return"`
 }
 
 func (p *UsdtPrograms) Close() error {
 	return _UsdtClose(
+		p.TpPyevalEcho,
+		p.TpPyevalEntry,
+		p.TpPyevalExit,
 		p.TpUsdtEcho,
 		p.TpUsdtEntry,
 		p.TpUsdtReturn,

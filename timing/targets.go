@@ -94,11 +94,15 @@ func dedupeSpecs(specs []loader.Spec) []loader.Spec {
 		dev, ino  uint64
 		file, sym string
 		off, arg  uint64
+		filter    string // a USDT pair's (py:)
 	}
 	seen := map[key]bool{}
 	out := specs[:0]
 	for _, s := range specs {
 		k := key{kind: s.Kind, off: s.Offset, arg: s.Arg}
+		if s.USDT != nil {
+			k.filter = s.USDT.Name + "\x00" + s.USDT.File
+		}
 		if s.Binary != "" {
 			var st syscall.Stat_t
 			if err := syscall.Stat(s.Binary, &st); err == nil {

@@ -108,13 +108,67 @@ func checkRawCovers(t *testing.T, tg jsonTarget, inner float64) {
 	}
 }
 
+// pyenvPythons are pyenv's CPython 3.12 and 3.13 of this machine.
+func pyenvPythons() []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, v := range []string{"3.12", "3.13"} {
+		ms, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", v+".*", "bin", "python"+v))
+		if len(ms) > 0 {
+			out = append(out, ms[0])
+		}
+	}
+	return out
+}
+
+// TestTimePythonEval times a Python function of CPython 3.12 and 3.13 run
+// with -X perf, in the eval loop: every call of work counted (those of
+// its recursion's levels too), none orphaned, not the generator's nor any
+// other function's, and the raw interval against the function's own time.
+func TestTimePythonEval(t *testing.T) {
+	bpftest.Require(t)
+	pys := pyenvPythons()
+	if len(pys) == 0 {
+		t.Skip("no pyenv CPython 3.12 or 3.13 (~/.pyenv/versions)")
+	}
+	script := filepath.Join(testtarget.Testdata(), "py", "timed.py")
+	for _, py := range pys {
+		t.Run(filepath.Base(py), func(t *testing.T) {
+			dir := t.TempDir()
+			truth, js := filepath.Join(dir, "truth.txt"), filepath.Join(dir, "run.json")
+			f := timeFlags{users: []string{"py:timed.work"}, clock: "ns", confidence: "99.9%", maxProbes: 256,
+				interval: 100 * time.Millisecond, jsonOut: js, calDir: dir, noCorrect: true}
+			var out bytes.Buffer
+			errOut := newNoticeWriter()
+			if err := runTime(context.Background(), &out, errOut, f, []string{py, "-X", "perf", script, "2", truth}); err != nil {
+				t.Fatalf("%v\n%s", err, errOut)
+			}
+			calls, inner := readTarget(t, truth)
+			tg := readRun(t, js).Targets[0]
+			if int(tg.Calls) != calls || tg.Orphans != 0 {
+				t.Errorf("%s: %d calls (%d orphans), the program made %d", tg.Target, tg.Calls, tg.Orphans, calls)
+			}
+			checkRawCovers(t, tg, inner)
+		})
+	}
+	// Without its perf trampolines CPython runs calls between Python
+	// functions inside one C frame: refused, saying so.
+	err := runTime(context.Background(), &bytes.Buffer{}, newNoticeWriter(),
+		timeFlags{users: []string{"py:timed.work"}, clock: "ns", confidence: "95%", maxProbes: 256, interval: 100 * time.Millisecond, calDir: t.TempDir()},
+		[]string{pys[0], script, "0.1"})
+	if !errors.Is(err, loader.ErrPythonPerfOff) {
+		t.Errorf("without -X perf: %v, want ErrPythonPerfOff", err)
+	}
+}
+
 // TestTimePythonRefused checks the one-line refusals for interpreters
 // without working function probes: CPython 3.11 (Debian's, whose
-// function__entry fires for calls from C only) and pyenv's builds (none).
+// function__entry fires for calls from C only) and pyenv's 3.10 (none, and
+// no eval-loop route before 3.12).
 func TestTimePythonRefused(t *testing.T) {
 	cases := map[string]error{"/usr/bin/python3.11": loader.ErrBrokenPythonProbes}
 	home, _ := os.UserHomeDir()
-	if ms, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[23]*", "bin", "python3")); len(ms) > 0 {
+	if ms, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.10*", "bin", "python3")); len(ms) > 0 {
 		cases[ms[0]] = loader.ErrNoPythonProbes
 	}
 	n := 0
@@ -129,6 +183,6 @@ func TestTimePythonRefused(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Skip("no CPython 3.11 (/usr/bin/python3.11) or pyenv 3.12/3.13")
+		t.Skip("no CPython 3.11 (/usr/bin/python3.11) or pyenv 3.10")
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/tickprof/tickprof/bpf"
@@ -43,6 +43,11 @@ type USDTPair struct {
 	// whose FileArg-th argument is a path ending in File after a '/'.
 	Name, File       string
 	NameArg, FileArg int
+	// Eval, when set, is the eval-loop route of CPython 3.12+
+	// (pyeval.go): Entry is _PyEval_EvalFrameDefault, timed with a uprobe
+	// and a uretprobe, and the names are read from the frame's code
+	// object at these offsets.
+	Eval *PyEvalLayout
 }
 
 // Python's probes: function__entry and function__return take (filename,
@@ -138,7 +143,8 @@ func resolvePython(pid int, arg, rest string) ([]Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := pythonVersion(path); ok && v>>16 == 0x030b {
+	v, vok := pythonVersion(path)
+	if vok && v>>16 == 0x030b {
 		return nil, fmt.Errorf("%s is CPython 3.11, %w", display, ErrBrokenPythonProbes)
 	}
 	probes, err := usdt.Read(path)
@@ -146,15 +152,20 @@ func resolvePython(pid int, arg, rest string) ([]Spec, error) {
 		return nil, err
 	}
 	if p.Entry, p.Return, err = usdt.Pair(probes, "python", "function__entry,function__return"); err != nil {
-		return nil, fmt.Errorf("%s: %w", display, ErrNoPythonProbes)
+		if !vok || v>>16 < 0x030c {
+			return nil, fmt.Errorf("%s: %w", display, ErrNoPythonProbes)
+		}
+		if err := pyEvalRoute(pid, path, display, &p); err != nil {
+			return nil, err
+		}
 	}
 	return []Spec{usdtSpec("py:"+strings.TrimPrefix(rest, bin+":"), path, display, p)}, nil
 }
 
 // ErrNoPythonProbes is wrapped by the error for an interpreter without
 // CPython's function__entry/function__return probes.
-var ErrNoPythonProbes = errors.New("no function__entry/function__return USDT probes: py: timing needs CPython 3.10 or earlier, " +
-	"or 3.15 or later, built --with-dtrace (pyenv's and python.org's builds have no probes; 3.12 to 3.14 have no function__entry, CPython issue gh-110385)")
+var ErrNoPythonProbes = errors.New("no function__entry/function__return USDT probes: py: timing needs CPython 3.10 or earlier " +
+	"built --with-dtrace (pyenv's and python.org's builds have no probes), or 3.12 or later")
 
 // ErrBrokenPythonProbes is wrapped by the error for CPython 3.11, whose
 // function__entry probe fires only for calls from C, not for the calls
@@ -207,7 +218,50 @@ func pythonBinary(pid int, bin string) (path, display string, err error) {
 			}
 		}
 	}
+	if p, d, ok := neededLibpython(pid); ok {
+		return p, d, nil
+	}
 	return proc.ResolveBinary(pid, "")
+}
+
+// neededLibpython finds the libpython that process pid's executable needs
+// when it is not mapped yet (a command held before exec), through the
+// executable's run path ($ORIGIN expanded) under the process's root.
+func neededLibpython(pid int) (path, display string, ok bool) {
+	if pid == 0 {
+		return "", "", false
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return "", "", false
+	}
+	f, err := elf.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	needed, _ := f.DynString(elf.DT_NEEDED)
+	var dirs []string
+	for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
+		paths, _ := f.DynString(tag)
+		for _, p := range paths {
+			dirs = append(dirs, strings.Split(strings.ReplaceAll(p, "$ORIGIN", filepath.Dir(exe)), ":")...)
+		}
+	}
+	dirs = append(dirs, "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib")
+	for _, n := range needed {
+		if !strings.HasPrefix(n, "libpython") {
+			continue
+		}
+		for _, d := range dirs {
+			display := filepath.Join(d, n)
+			p := proc.RootPath(pid, display)
+			if _, err := os.Stat(p); err == nil {
+				return p, display, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // attachUSDT attaches the USDT programs: for each target an uprobe on its
@@ -220,20 +274,21 @@ func attachUSDT(s *Session, ts []*Target) error {
 		return fmt.Errorf("read the USDT BPF object: %w", err)
 	}
 	spec.Maps["ut_targets"].MaxEntries = uint32(len(s.targets))
+	spec.Maps["ut_pyeval"].MaxEntries = uint32(len(s.targets))
 	var objs bpf.UsdtObjects
 	if err := s.LoadShared(spec, &objs); err != nil {
 		return err
 	}
 	s.AddCloser(&objs)
 	for _, t := range ts {
-		v, err := usdtFilter(t.Spec.USDT)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.Name, err)
+		if err := setUSDTFilter(&objs, t); err != nil {
+			return err
 		}
-		if err := objs.UtTargets.Put(t.Index, &v); err != nil {
-			return fmt.Errorf("set the filter of %s: %w", t.Name, err)
+		echo := objs.TpUsdtEcho
+		if t.Spec.USDT.Eval != nil {
+			echo = objs.TpPyevalEcho
 		}
-		s.addEchoSite(t, t.Spec.Binary, t.Spec.USDT.Entry.Offset, objs.TpUsdtEcho, nil)
+		s.addEchoSite(t, t.Spec.Binary, t.Spec.USDT.Entry.Offset, echo, nil)
 	}
 	if err := s.reserveSingleLinks(2 * len(ts)); err != nil {
 		return err
@@ -241,7 +296,7 @@ func attachUSDT(s *Session, ts []*Target) error {
 	return s.linkUprobes(func() error {
 		for _, ret := range []bool{true, false} {
 			for _, t := range ts {
-				if err := s.attachUSDTProbe(t, ret, objs.TpUsdtReturn, objs.TpUsdtEntry); err != nil {
+				if err := s.attachUSDTProbe(t, ret, &objs); err != nil {
 					return err
 				}
 			}
@@ -250,22 +305,54 @@ func attachUSDT(s *Session, ts []*Target) error {
 	})
 }
 
-// attachUSDTProbe attaches target t's return probe (ret) or entry probe.
-func (s *Session) attachUSDTProbe(t *Target, ret bool, retProg, entryProg *ebpf.Program) error {
-	p, prog := t.Spec.USDT.Entry, entryProg
+// attachUSDTProbe attaches target t's return probe (ret) or entry probe;
+// on the eval-loop route, a uretprobe or a uprobe on the eval loop.
+func (s *Session) attachUSDTProbe(t *Target, ret bool, objs *bpf.UsdtObjects) error {
+	p, prog := t.Spec.USDT.Entry, objs.TpUsdtEntry
 	if ret {
-		p, prog = t.Spec.USDT.Return, retProg
+		p, prog = t.Spec.USDT.Return, objs.TpUsdtReturn
+	}
+	eval := t.Spec.USDT.Eval != nil
+	if eval {
+		prog = objs.TpPyevalEntry
+		if ret {
+			prog = objs.TpPyevalExit
+		}
 	}
 	ex, err := link.OpenExecutable(t.Spec.Binary)
 	if err != nil {
 		return fmt.Errorf("open %s for uprobes: %w", t.Spec.Binary, err)
 	}
 	opts := &link.UprobeOptions{Address: p.Offset, PID: s.opts.PID, Cookie: uint64(t.Index), RefCtrOffset: p.SemaphoreOffset}
-	l, err := ex.Uprobe(p.String(), prog, opts)
+	var l link.Link
+	if eval && ret {
+		l, err = ex.Uretprobe(p.String(), prog, opts)
+	} else {
+		l, err = ex.Uprobe(p.String(), prog, opts)
+	}
 	if err != nil {
 		return uprobeError(t, p.Offset, err)
 	}
 	s.addRoleLink(l, !ret)
+	return nil
+}
+
+// setUSDTFilter writes target t's filter (and eval-loop layout) for the
+// programs.
+func setUSDTFilter(objs *bpf.UsdtObjects, t *Target) error {
+	v, err := usdtFilter(t.Spec.USDT)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if err := objs.UtTargets.Put(t.Index, &v); err != nil {
+		return fmt.Errorf("set the filter of %s: %w", t.Name, err)
+	}
+	if e := t.Spec.USDT.Eval; e != nil {
+		l := bpf.UsdtUtPylayout{FrameCode: e.FrameCode, CodeName: e.CodeName, CodeFile: e.CodeFile, StrState: e.StrState, StrData: e.StrData}
+		if err := objs.UtPyeval.Put(t.Index, &l); err != nil {
+			return fmt.Errorf("set the frame layout of %s: %w", t.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -279,6 +366,9 @@ func usdtFilter(p *USDTPair) (bpf.UsdtUtTarget, error) {
 		v.Filter |= 1
 		putCString(v.Name[:], p.Name)
 		for side, pr := range []usdt.Probe{p.Entry, p.Return} {
+			if p.Eval != nil {
+				break // read from the frame's code object
+			}
 			a, err := usdtArg(pr, p.NameArg)
 			if err != nil {
 				return v, err
@@ -291,6 +381,9 @@ func usdtFilter(p *USDTPair) (bpf.UsdtUtTarget, error) {
 		v.FileLen = uint32(len(p.File))
 		putCString(v.File[:], p.File)
 		for side, pr := range []usdt.Probe{p.Entry, p.Return} {
+			if p.Eval != nil {
+				break
+			}
 			a, err := usdtArg(pr, p.FileArg)
 			if err != nil {
 				return v, err
