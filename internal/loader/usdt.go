@@ -26,7 +26,9 @@ import (
 //	                                      STEM__start/STEM__done, ...
 //	py:[BINARY:][MODULE.]FUNCTION         CPython's function__entry and
 //	                                      function__return, filtered by
-//	                                      function name (and module file)
+//	                                      function name (and module file);
+//	                                      on 3.12+ without them, the eval
+//	                                      loop (pyeval.go)
 //
 // BINARY is as for native functions (the process's executable when
 // omitted, a library name, or a path). A probe with a semaphore gets its
