@@ -49,32 +49,7 @@ func pyEvalLayout(path string) (PyEvalLayout, error) {
 	if err != nil {
 		return PyEvalLayout{}, fmt.Errorf("no DWARF to read CPython's frame layout from: %w", err)
 	}
-	want := map[string]*dwarf.StructType{"_PyInterpreterFrame": nil, "PyCodeObject": nil, "PyASCIIObject": nil}
-	r := d.Reader()
-	for n := len(want); n > 0; {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			break
-		}
-		if e.Tag != dwarf.TagTypedef {
-			if e.Children && e.Tag != dwarf.TagCompileUnit {
-				r.SkipChildren()
-			}
-			continue
-		}
-		name, _ := e.Val(dwarf.AttrName).(string)
-		if s, ok := want[name]; !ok || s != nil {
-			continue
-		}
-		t, err := d.Type(e.Offset)
-		if err != nil {
-			continue
-		}
-		if st, ok := resolveStruct(t); ok {
-			want[name] = st
-			n--
-		}
-	}
+	want := structsNamed(d, "_PyInterpreterFrame", "PyCodeObject", "PyASCIIObject")
 	var l PyEvalLayout
 	field := func(st *dwarf.StructType, names ...string) (uint64, bool) {
 		if st == nil {
@@ -101,6 +76,41 @@ func pyEvalLayout(path string) (PyEvalLayout, error) {
 		return l, errors.New("CPython's frame, code or string layout not found in its DWARF")
 	}
 	return l, nil
+}
+
+// structsNamed finds the struct types of the typedefs named in d's DWARF
+// (nil for a name not found).
+func structsNamed(d *dwarf.Data, names ...string) map[string]*dwarf.StructType {
+	want := map[string]*dwarf.StructType{}
+	for _, n := range names {
+		want[n] = nil
+	}
+	r := d.Reader()
+	for n := len(want); n > 0; {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagTypedef {
+			if e.Children && e.Tag != dwarf.TagCompileUnit {
+				r.SkipChildren()
+			}
+			continue
+		}
+		name, _ := e.Val(dwarf.AttrName).(string)
+		if s, ok := want[name]; !ok || s != nil {
+			continue
+		}
+		t, err := d.Type(e.Offset)
+		if err != nil {
+			continue
+		}
+		if st, ok := resolveStruct(t); ok {
+			want[name] = st
+			n--
+		}
+	}
+	return want
 }
 
 // resolveStruct follows typedefs to a struct type.
