@@ -100,7 +100,7 @@ func TestNodePerfMapNamespaces(t *testing.T) {
 	}
 	script := filepath.Join(testtarget.Testdata(), "jit", "burn.js")
 	cmd := exec.Command(unshare, "--pid", "--fork", "--mount", "--mount-proc", "--", "sh", "-c",
-		`mount -t tmpfs tmpfs /tmp && exec "$0" --perf-basic-prof --no-turbo-inlining --logfile=/tmp/v8.log --no-logfile-per-isolate "$1" 3`, node, script)
+		`mount -t tmpfs tmpfs /tmp && exec "$0" --perf-basic-prof --no-turbo-inlining --logfile=/tmp/v8.log --no-logfile-per-isolate "$1" 4`, node, script)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,15 +135,19 @@ func TestNodePerfMapNamespaces(t *testing.T) {
 }
 
 // nodeChild waits for the node process under unshare (pid) to run and
-// returns its pid.
+// write its perf map, and returns its pid.
 func nodeChild(t *testing.T, pid int) int {
 	t.Helper()
 	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
 		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 		for _, f := range strings.Fields(string(kids)) {
 			c, _ := strconv.Atoi(f)
-			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c)); err == nil && filepath.Base(exe) == "node" {
-				time.Sleep(200 * time.Millisecond) // its code space mapped
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c))
+			if err != nil || filepath.Base(exe) != "node" {
+				continue
+			}
+			// Its perf map written (its code space mapped), in its /tmp.
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/root/tmp/perf-1.map", c)); err == nil {
 				return c
 			}
 		}
