@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate coverage demo test-kernels clean
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate bench-usdt bench-jit coverage demo test-kernels clean
 
 all: build
 
@@ -106,6 +106,19 @@ bench-unwind:
 # visible above the rounds' noise (about 25 s a round).
 bench-unwind-rate:
 	HZ="4999 19999" bench/sample-unwind/slowdown.sh $${UNWIND_ROUNDS:-60}
+
+# USDT pairs and py: targets (root; about 6 min): how often the 95%
+# interval holds the target's own mean over RUNS=10 runs of each pattern,
+# then the cost per Python call against sys.setprofile and cProfile in
+# ROUNDS=7 interleaved rounds (docs/coverage.md, docs/performance.md).
+bench-usdt:
+	bench/usdt/coverage.sh
+	bench/usdt/cost.sh
+
+# The perf map test of a Java program (root; needs a JDK: not in make
+# test, whose machine would spend over a minute installing one).
+bench-jit:
+	TICKPROF_JAVA_TEST=1 TICKPROF_REQUIRE_BPF=1 $(GO) test -count=1 -run 'PerfMap' -v ./sampler
 
 # The coverage suite on real targets (docs/coverage.md; root; about 40 min
 # on 2 CPUs): how often tickprof's interval holds the truth over 20 runs of

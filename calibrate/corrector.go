@@ -24,7 +24,10 @@ type Corrector struct {
 // kernel's own work, and subtracting it would remove real time.
 func (Corrector) OverheadKind(t timing.Target) (string, error) {
 	switch t.Kind {
-	case timing.KindUser:
+	case timing.KindUser, timing.KindUSDT:
+		// A USDT pair's entry is a uprobe on a nop (emulated, as the
+		// user kind's first instruction), its exit a uprobe trap where
+		// the user kind's is a uretprobe's.
 		k, err := UserProbeKind(t.Binary, t.Offset)
 		return string(k), err
 	case timing.KindGo:

@@ -90,6 +90,12 @@ type echoRunner struct {
 	batches [][]estimate.EchoSums
 }
 
+// echoed reports whether targets of kind k have echoes: user and Go
+// functions, and USDT pairs (whose entry is a uprobe on a nop).
+func echoed(k loader.Kind) bool {
+	return k == loader.KindUser || k == loader.KindGoUser || k == loader.KindUSDT
+}
+
 // echoModels returns the model of every spec for the loader (nil when the
 // run has no echoes): its kind's calibrated model, or O = G_on + P when the
 // calibration has none (the correction then says so).
@@ -101,7 +107,7 @@ func (s *Session) echoModels() []loader.EchoModel {
 	any := false
 	for i, sp := range s.specs {
 		out[i] = loader.EchoModel{A: 0, B: 1}
-		if sp.Kind != loader.KindUser && sp.Kind != loader.KindGoUser {
+		if !echoed(sp.Kind) {
 			continue
 		}
 		any = true
@@ -219,7 +225,7 @@ func (s *Session) echoResults(run *Result) []*EchoResult {
 	}
 	out := make([]*EchoResult, len(cur))
 	for i, c := range cur {
-		if k := s.specs[i].Kind; k != loader.KindUser && k != loader.KindGoUser {
+		if !echoed(s.specs[i].Kind) {
 			continue
 		}
 		r := &EchoResult{Sums: echoSums(c), Missed: c.Missed, Window: c.Window, Excluded: c.Excluded,

@@ -96,6 +96,9 @@ func (s *Session) open(ctx context.Context) error {
 	s.specs = specs
 	s.overheadKinds()
 	windowed := s.cfg.Overhead > 0
+	if err := filteredUnderBudget(specs, windowed); err != nil {
+		return err
+	}
 	if windowed {
 		if s.cost, err = s.budgetCost(); err != nil {
 			return err

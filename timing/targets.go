@@ -3,6 +3,7 @@
 package timing
 
 import (
+	"fmt"
 	"syscall"
 
 	"github.com/tickprof/tickprof/internal/features"
@@ -40,6 +41,10 @@ const (
 	KindSyscall TargetKind = "syscall"
 	// KindKernel is a kernel function.
 	KindKernel TargetKind = "kernel"
+	// KindUSDT is a pair of USDT probes (an entry and a return), or a
+	// Python function timed through CPython's: uprobes on the probes'
+	// nops.
+	KindUSDT TargetKind = "usdt"
 )
 
 // targetOf is a loader spec as this package shows it, with its display
@@ -53,7 +58,11 @@ func targetOf(sp loader.Spec, name string) Target {
 func (t Targets) resolve(pid int) ([]loader.Spec, error) {
 	var specs []loader.Spec
 	for _, u := range t.Users {
-		s, err := loader.ResolveUser(pid, u, t.MaxProbes)
+		resolve := func(pid int, u string) ([]loader.Spec, error) { return loader.ResolveUser(pid, u, t.MaxProbes) }
+		if loader.IsUSDTTarget(u) {
+			resolve = loader.ResolveUSDT
+		}
+		s, err := resolve(pid, u)
 		if err != nil {
 			return nil, err
 		}
@@ -85,11 +94,15 @@ func dedupeSpecs(specs []loader.Spec) []loader.Spec {
 		dev, ino  uint64
 		file, sym string
 		off, arg  uint64
+		filter    string // a USDT pair's (py:)
 	}
 	seen := map[key]bool{}
 	out := specs[:0]
 	for _, s := range specs {
 		k := key{kind: s.Kind, off: s.Offset, arg: s.Arg}
+		if s.USDT != nil {
+			k.filter = s.USDT.Name + "\x00" + s.USDT.File
+		}
 		if s.Binary != "" {
 			var st syscall.Stat_t
 			if err := syscall.Stat(s.Binary, &st); err == nil {
@@ -107,4 +120,20 @@ func dedupeSpecs(specs []loader.Spec) []loader.Spec {
 		out = append(out, s)
 	}
 	return out
+}
+
+// filteredUnderBudget refuses a USDT target filtered in BPF (py:) under an
+// overhead budget: its probes fire on every call of the process's
+// functions, timed or not, which the budget's cost per timed call does not
+// count.
+func filteredUnderBudget(specs []loader.Spec, windowed bool) error {
+	if !windowed {
+		return nil
+	}
+	for _, sp := range specs {
+		if sp.USDT != nil && (sp.USDT.Name != "" || sp.USDT.File != "") {
+			return fmt.Errorf("%s cannot be timed under an overhead budget: its probes fire on every Python call of the process, not only the timed function's, and the budget counts the timed calls only", sp.Name)
+		}
+	}
+	return nil
 }

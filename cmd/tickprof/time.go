@@ -58,7 +58,7 @@ func newTimeCmd() *cobra.Command {
 		return cli.UsageIf(len(args) > 0 && cmd.ArgsLenAtDash() != 0, "unexpected argument %q: put the command to run after --", cli.FirstArg(args))
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.users, "user", "u", nil, "user function: SYMBOL, LIB:SYMBOL, PATH:SYMBOL or a glob (repeatable)")
+	fl.StringArrayVarP(&f.users, "user", "u", nil, "user function: SYMBOL, LIB:SYMBOL, PATH:SYMBOL or a glob; a USDT pair usdt:[BINARY:]PROVIDER:ENTRY,RETURN; a Python function py:[MODULE.]FUNCTION (repeatable)")
 	fl.StringArrayVarP(&f.syscalls, "syscall", "s", nil, "system call to time (repeatable)")
 	fl.StringArrayVarP(&f.kfuncs, "kernel", "k", nil, "kernel function to time (repeatable)")
 	fl.IntVarP(&f.pid, "pid", "p", 0, "process to attach to")

@@ -95,6 +95,7 @@ func Tickprof() Rules {
 			"internal/tick":             {},
 			"internal/units":            {},
 			"internal/unwind":           {"github.com/go-delve/delve/pkg/dwarf/frame"},
+			"internal/usdt":             {},
 			"cmd/tickprof/internal/cli": {"github.com/spf13/cobra"},
 			"push/pushtest": {"connectrpc.com/connect", "github.com/google/pprof/profile",
 				"github.com/grafana/pyroscope/api", "go.opentelemetry.io/collector/pdata", "google.golang.org/grpc"},

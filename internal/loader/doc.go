@@ -43,7 +43,7 @@
 // tp_want_records, tp_record_ns, tp_record_shift, tp_one_target,
 // tp_stack_bytes. A program with its own entry state ends a call with
 // tp_account (counters, histogram, crossing record). Each kind has its own
-// file (user.go, syscall.go, kfunc.go, gotiming.go) with an attach method
+// file (user.go, syscall.go, kfunc.go, gotiming.go, usdt.go) with an attach method
 // that attacher names:
 //
 //	func attachSyscalls(s *Session, ts []*Target) error {

@@ -89,7 +89,7 @@ func (s *Session) echoOn() bool {
 		return false
 	}
 	for _, t := range s.targets {
-		if t.Spec.Kind == KindUser || t.Spec.Kind == KindGoUser {
+		if t.Spec.Kind == KindUser || t.Spec.Kind == KindGoUser || t.Spec.Kind == KindUSDT {
 			return true
 		}
 	}

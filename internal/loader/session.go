@@ -43,6 +43,8 @@ func attacher(k Kind) attachFunc {
 		return attachSyscalls
 	case KindKernelFunc:
 		return attachKernelFuncs
+	case KindUSDT:
+		return attachUSDT
 	}
 	return nil
 }

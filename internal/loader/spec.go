@@ -24,6 +24,8 @@ const (
 	KindSyscall
 	// KindKernelFunc is a kernel function.
 	KindKernelFunc
+	// KindUSDT is a pair of USDT probes, an entry and a return (usdt.go).
+	KindUSDT
 )
 
 func (k Kind) String() string {
@@ -36,6 +38,8 @@ func (k Kind) String() string {
 		return "syscall"
 	case KindKernelFunc:
 		return "kernel"
+	case KindUSDT:
+		return "usdt"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -70,6 +74,9 @@ type Spec struct {
 	Size uint64
 	// Arg is the extra argument a kind needs (a syscall number, ...).
 	Arg uint64
+	// USDT is the probe pair of a KindUSDT target (Offset is its entry
+	// probe's, Arg its return probe's file offset).
+	USDT *USDTPair
 	// Glob is the pattern the target was found by ("" for a function
 	// named by itself): a function of a glob that cannot be probed is
 	// skipped with a warning, one named by itself fails the run.

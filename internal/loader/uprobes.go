@@ -228,6 +228,7 @@ func checkSingleLinkCap(opts Options, specs []Spec) error {
 			n += 2
 		}
 	}
+	n += 2 * countKind(specs, KindUSDT) // always single links (usdt.go)
 	return singleLinkCap(opts, n)
 }
 

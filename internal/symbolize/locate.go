@@ -40,6 +40,9 @@ type Location struct {
 	// Lines says the file had line information for Addr; Inlines that
 	// its inlined calls were read (from its DWARF or its debug file's).
 	Lines, Inlines bool
+	// PerfMap says Frames came from the process's perf map file (JIT
+	// code in an anonymous mapping; perfmap.go).
+	PerfMap bool
 }
 
 // Function is the name of the function that holds the address (the last
@@ -83,6 +86,12 @@ func (img *Image) Mapping(i int) Mapping {
 			m.Symbolized = true
 		}
 	}
+	if img.pm != nil && img.unnamedCode(i) {
+		if img.pm.f == nil {
+			img.pm.update(lookupRetry)
+		}
+		m.Symbolized = img.pm.f != nil // named from the perf map
+	}
 	return m
 }
 
@@ -117,6 +126,13 @@ func (img *Image) LocateContext(ctx context.Context, addr uint64, leaf bool) Loc
 				bin.locate(ctx, &loc, va, img.t.debug)
 			}
 		}
+	}
+	if len(loc.Frames) == 0 {
+		look := addr
+		if !leaf {
+			look--
+		}
+		img.perfLocate(&loc, mi, look)
 	}
 	if len(loc.Frames) == 0 && m.Path == VDSOPath {
 		// Unnamed vDSO code is one function, not one per address.

@@ -31,6 +31,10 @@ type Procs struct {
 	debug *debuginfo.Finder
 	// parents notes each fork seen (Fork), by child.
 	parents map[int]forkNote
+	// pmaps are the processes' perf map files (perfmap.go), by pid;
+	// pmAll all open ones, replaced by an exec or not.
+	pmaps map[int]*perfMap
+	pmAll []*perfMap
 }
 
 // forkNote is a fork reported to Fork.
@@ -61,13 +65,16 @@ type Image struct {
 	// once (goDone); goOK says it was found.
 	goInfo       GoCgo
 	goDone, goOK bool
+	// pm is the process's perf map file, naming its JIT code (nil when
+	// it has no anonymous executable mapping).
+	pm *perfMap
 }
 
 // NewProcs returns an empty table that finds separate debug files with
 // debug (nil: it looks for none).
 func NewProcs(debug *debuginfo.Finder) *Procs {
 	return &Procs{cur: map[int]*Image{}, files: map[string]*binFile{}, vdsos: map[string]*binFile{}, debug: debug,
-		parents: map[int]forkNote{}}
+		parents: map[int]forkNote{}, pmaps: map[int]*perfMap{}}
 }
 
 // Image returns the current memory map of pid, reading it on first sight.
@@ -91,6 +98,7 @@ func (t *Procs) Current(pid int) (*Image, bool) {
 func (t *Procs) Exec(pid int) {
 	delete(t.cur, pid)
 	delete(t.parents, pid) // its map is its parent's no more
+	delete(t.pmaps, pid)   // a new program writes its own
 }
 
 // load reads the map of pid (read) and makes it the process's current one.
@@ -157,7 +165,7 @@ func (t *Procs) inherit(pid, depth int) *Image {
 	}
 	t.nextID++
 	return &Image{t: t, id: t.nextID, pid: pid, maps: par.maps, bins: par.bins, exe: par.exe,
-		readAt: par.readAt, readNs: par.readNs, reads: 1, goInfo: par.goInfo, goDone: par.goDone, goOK: par.goOK}
+		readAt: par.readAt, readNs: par.readNs, reads: 1, goInfo: par.goInfo, goDone: par.goDone, goOK: par.goOK, pm: par.pm}
 }
 
 // install makes img its process's current map.
@@ -188,6 +196,7 @@ func (t *Procs) read(pid int, reads int) *Image {
 		}
 		img.bins[i] = t.file(pid, m)
 	}
+	img.pm = t.perfMapFor(img)
 	return img
 }
 
@@ -315,6 +324,7 @@ func (t *Procs) Prune() {
 	}
 	clear(t.all[len(keep):])
 	t.all = keep
+	t.prunePerfMaps()
 }
 
 // Close releases the open files; the images cannot be symbolized after.
@@ -325,8 +335,12 @@ func (t *Procs) Close() {
 	for _, f := range t.vdsos {
 		f.close()
 	}
+	for _, pm := range t.pmAll {
+		pm.close()
+	}
 	t.files = map[string]*binFile{}
 	t.vdsos = map[string]*binFile{}
+	t.pmaps, t.pmAll = map[int]*perfMap{}, nil
 }
 
 // MonotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.

@@ -18,6 +18,9 @@ const MaxStackBytes = 28672
 // Modules returns the image's executable mappings with their call frame
 // information, built on first use.
 func (img *Image) Modules() []unwind.Module {
+	if img.pm != nil && img.pm.f == nil {
+		img.pm.update(perfMapRetry) // opened while the process lives (perfMapFor)
+	}
 	if img.mods != nil || len(img.maps) == 0 {
 		return img.mods
 	}
@@ -27,6 +30,9 @@ func (img *Image) Modules() []unwind.Module {
 		if b := img.bins[i]; b != nil {
 			um.Name = b.path
 			um.Table = b.cfiTable(img.t.debug)
+		}
+		if img.pm != nil && img.unnamedCode(i) {
+			um.Code = img.pm.code
 		}
 		img.mods[i] = um
 	}

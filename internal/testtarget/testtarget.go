@@ -87,6 +87,24 @@ func NeedGCC(t testing.TB) {
 	}
 }
 
+// NeedSDT skips the test when <sys/sdt.h>, which the USDT targets include,
+// is missing (no $EnvTestBin), or fails it under TICKPROF_REQUIRE_BPF=1.
+func NeedSDT(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvTestBin) != "" {
+		return
+	}
+	for _, p := range []string{"/usr/include/x86_64-linux-gnu/sys/sdt.h", "/usr/include/sys/sdt.h"} {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+	}
+	if os.Getenv("TICKPROF_REQUIRE_BPF") == "1" {
+		t.Fatal("<sys/sdt.h> not found: apt-get install systemtap-sdt-dev")
+	}
+	t.Skip("<sys/sdt.h> not found: apt-get install systemtap-sdt-dev")
+}
+
 // C returns testdata/SRC built with gcc -O1 -g and flags as the binary
 // out, once per test binary; or, with $EnvTestBin set, the prebuilt
 // $EnvTestBin/NAME for SRC = .../NAME.c whatever the flags. Flags that

@@ -53,6 +53,11 @@ type Module struct {
 	// Table is the file's call frame information; nil when it could not
 	// be read (the walk then uses frame pointers in this file).
 	Table *Table
+	// Code reads the instructions at an address of a mapping without
+	// call frame information (JIT code; nil: none are read), so that a
+	// frame whose code returns at once is unwound exactly (epilogue.go)
+	// where its frame pointer does not lead on.
+	Code func(addr uint64) ([]byte, bool)
 }
 
 // Frame is one unwound frame.
@@ -330,6 +335,11 @@ func step(m *Module, look uint64, exact bool, rf *regFile, mem memory) (next reg
 		next.set(regSP, sp+8)
 		next.set(regRA, ra)
 		return next, false, stopNone, ""
+	}
+	if r == nil && m.Code != nil {
+		if next, ok := stepEpilogue(m, look, exact, rf, mem); ok {
+			return next, false, stopNone, ""
+		}
 	}
 	// Frame pointers: the caller's rbp at [rbp], the return address at
 	// [rbp+8], its stack pointer rbp+16.
