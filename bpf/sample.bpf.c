@@ -456,6 +456,9 @@ int note_exec(struct exec_args *args)
 	h.tid = (__u32)bpf_get_current_pid_tgid();
 	h.cpu = bpf_get_smp_processor_id();
 	h.time_ns = bpf_ktime_get_ns();
+	/* The new program's first sample wakes the reader again, so that its
+	 * maps are read at once (a command started through sh or unshare). */
+	bpf_map_delete_elem(&seen, &tgid);
 	if (bpf_ringbuf_output(&samples, &h, sizeof(h), BPF_RB_FORCE_WAKEUP) < 0)
 		bump(STAT_DROPPED);
 	return 0;

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tickprof/tickprof/internal/symbolize"
@@ -21,6 +22,10 @@ type symbolizer struct {
 	py       *pyState
 	maps     map[string]int
 	locs     map[locKey]int
+	// pyTramp marks the locations of CPython's -X perf trampolines (named
+	// from the perf map): a sample whose Python frames were read from the
+	// interpreter names each function once, at its eval-loop frame.
+	pyTramp map[int]bool
 	// dl bounds and cancels the downloads of debug files (downloads).
 	dl context.Context
 }
@@ -60,7 +65,7 @@ func (s *Session) profile() (*Profile, error) {
 	}
 	dl, cancel := context.WithTimeout(s.downloads(), downloadBudget)
 	defer cancel()
-	sy := &symbolizer{d: d, kernMap: -1, py: &s.py, maps: map[string]int{}, locs: map[locKey]int{}, dl: dl}
+	sy := &symbolizer{d: d, kernMap: -1, py: &s.py, maps: map[string]int{}, locs: map[locKey]int{}, pyTramp: map[int]bool{}, dl: dl}
 	ks, kerr := s.kernelSyms()
 	if kerr == nil {
 		sy.kallsyms = ks
@@ -115,6 +120,9 @@ func (sy *symbolizer) sample(st *rawStack, withPid bool) Sample {
 	segs := sy.py.segments(st.py)
 	for i, a := range st.user {
 		li, fn := sy.user(st.proc, a, i == 0 && len(st.kern) == 0)
+		if len(st.py) > 0 && sy.pyTramp[li] {
+			continue
+		}
 		if len(segs) > 0 && isEvalLoop(fn) {
 			// The eval loop's frame gives way to the Python frames it runs.
 			sample.Locations = sy.pythonFrames(sample.Locations, segs[0])
@@ -245,6 +253,9 @@ func (sy *symbolizer) user(img *symbolize.Image, addr uint64, leaf bool) (int, s
 		sy.d.Mappings[pm].Inlines = true
 	}
 	i := sy.add(k, loc)
+	if sl.PerfMap && loc.Line == 0 && strings.HasSuffix(loc.File, ".py") {
+		sy.pyTramp[i] = true // "py::FUNC:FILE.py"
+	}
 	return i, loc.Function
 }
 
