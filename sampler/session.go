@@ -97,6 +97,8 @@ type Config struct {
 	// Duration stops Run after this long (0: at the targets' exit or when
 	// its context is done).
 	Duration time.Duration
+	// OffCPU samples time off CPU too (offcpu.go).
+	OffCPU OffCPUConfig
 }
 
 // DefaultFrequency is the sampling rate when Config.Frequency is 0: 99 Hz,
@@ -144,6 +146,8 @@ type Stats struct {
 	// fixed (Config.FixedPeriod).
 	Period   float64
 	Dithered bool
+	// OffCPU are the off-CPU counters (Config.OffCPU).
+	OffCPU OffCPUStats
 }
 
 // counted is one --count function.
@@ -198,6 +202,8 @@ type Session struct {
 	unread uint64
 	// dlCtx cancels downloads of debug files (symbolize.go); nil: none.
 	dlCtx context.Context
+	// off is the off-CPU sampling (offcpu.go); nil when off.
+	off *offState
 }
 
 // rawStack is one distinct stack of one process image, with its count.
@@ -211,6 +217,8 @@ type rawStack struct {
 	// stop says why it ended early (zero when it reached its root).
 	unwound bool
 	stop    walkStop
+	// off is the off-CPU time of an off-CPU stack (offcpu.go).
+	off *OffCPU
 }
 
 // Record kinds and flags, as in bpf/sample.bpf.c.
@@ -365,6 +373,9 @@ func (s *Session) attach() error {
 	if s.reader, err = ringbuf.NewReader(s.objs.Samples); err != nil {
 		return fmt.Errorf("open sample ring buffer: %w", err)
 	}
+	if err := s.startOffCPU(); err != nil {
+		return err
+	}
 	s.start = time.Now()
 	return s.startClocks()
 }
@@ -463,11 +474,13 @@ func (s *Session) sample(ctx context.Context, stop <-chan struct{}) error {
 // finish stops sampling and reads the rest of the ring buffer.
 func (s *Session) finish() error {
 	s.stopClocks()
+	s.stopOffCPU()
 	s.end = time.Now()
 	if err := s.drain(s.end, s.end.Add(finishDrain)); err != nil {
 		return err
 	}
 	s.discard()
+	s.closeOpen()
 	return nil
 }
 
@@ -530,6 +543,9 @@ func (s *Session) drain(deadline, stop time.Time) error {
 
 // handle parses one ring-buffer record and adds it to the stack counts.
 func (s *Session) handle(b []byte) {
+	if s.handleOff(b) {
+		return
+	}
 	if len(b) < hdrSize {
 		return
 	}
@@ -579,15 +595,17 @@ func (s *Session) handle(b []byte) {
 	key = append(key, stop.Reason...)
 	key = append(key, 0)
 	key = append(key, stop.File...)
+	key = s.offKey(key)
 	if st, ok := s.stacks[string(key)]; ok {
-		st.count++
+		s.tally(string(key), st)
 		return
 	}
-	st := &rawStack{proc: img, flags: flags, count: 1, user: user, unwound: unwound, stop: stop}
+	st := &rawStack{proc: img, flags: flags, user: user, unwound: unwound, stop: stop}
 	for i := 0; i < kn; i++ {
 		st.kern = append(st.kern, le.Uint64(kern[8*i:]))
 	}
 	s.stacks[string(key)] = st
+	s.tally(string(key), st)
 }
 
 // recordLayout gives where the parts of a sample record lie (bpf/sample.bpf.c
@@ -657,6 +675,7 @@ func (s *Session) Stats() Stats {
 	st.DrainCPU, st.SymbolizeCPU = s.drainCPU, s.symCPU
 	st.Period = s.clockLog.meanPeriod(clockTotals{}, s.clockLog.sofar())
 	st.Dithered = s.dither != nil
+	st.OffCPU = s.offStats()
 	if s.objs.SampleCpu != nil {
 		if ps, err := s.objs.SampleCpu.Stats(); err == nil {
 			st.BPFRuntime = ps.Runtime
@@ -719,6 +738,7 @@ func (s *Session) Close() error {
 		c.link.Close()
 	}
 	s.counted = nil
+	s.closeOffCPU()
 	for _, l := range s.links {
 		l.Close()
 	}

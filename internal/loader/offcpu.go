@@ -74,6 +74,10 @@ func StartOffCPU(o OffCPUOptions) (*OffCPU, error) {
 	if err := setConstants(spec, consts); err != nil {
 		return nil, err
 	}
+	if o.Ring == nil || o.Targets == nil {
+		return nil, fmt.Errorf("off-CPU program: the sampling program's ring buffer and target map are needed")
+	}
+	spec.Maps["samples"].MaxEntries = o.Ring.MaxEntries()
 	c := &OffCPU{}
 	repl := map[string]*ebpf.Map{"samples": o.Ring, "targets": o.Targets}
 	bpf.SetKernelVersion(spec)

@@ -20,6 +20,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
@@ -90,6 +92,9 @@ type SampleOutput struct {
 	Top        int     // table rows (0: all)
 	Confidence float64 // confidence of the table's intervals
 	JSON       bool    // the table as JSON
+	// OffCPU is export.OffCPUType or export.WallType when the run sampled
+	// time off CPU (cfg.OffCPU): the profile's default type and the table's.
+	OffCPU string
 }
 
 // ErrNoSamples is returned by Sample when no sample fell in the target.
@@ -113,6 +118,11 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 	if err != nil {
 		return err
 	}
+	if o.OffCPU != "" {
+		if err := export.AddOffCPU(prof, data, o.OffCPU); err != nil {
+			return err
+		}
+	}
 	if o.File != "" {
 		if err := export.WriteProfileFile(o.File, prof); err != nil {
 			return err
@@ -122,6 +132,9 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 	if runErr != nil {
 		return runErr
 	}
+	if o.OffCPU != "" {
+		return offCPUTable(w, errw, prof, st, o)
+	}
 	if st.Kept == 0 {
 		return ErrNoSamples
 	}
@@ -130,4 +143,21 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 		return err
 	}
 	return export.WriteCPUTable(w, tab, o.Top, o.JSON)
+}
+
+// offCPUTable prints the off-CPU counters on errw and the off-CPU or wall
+// table on w.
+func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o SampleOutput) error {
+	oc := st.OffCPU
+	how := "as given"
+	if oc.SwitchRate > 0 {
+		how = fmt.Sprintf("chosen from %.0f context switches/s", oc.SwitchRate)
+	}
+	fmt.Fprintf(errw, "off-CPU: %d intervals begun, %d sampled, %d ended (p = %.4g, %s); lost: %d map full, %d ring full at start, %d at end, %d ends without start, %d starts without end, %d switches unseen; %d still open at stop\n",
+		oc.Switches, oc.Sampled, oc.Ended, oc.Prob, how, oc.MapFull, oc.RingStart, oc.RingEnd, oc.Unmatched, oc.Stale, oc.Misses, oc.Open)
+	tab, err := export.OffCPUReport(prof, o.OffCPU, estimate.Options{Confidence: o.Confidence})
+	if err != nil {
+		return err
+	}
+	return export.WriteOffCPUTable(w, tab, o.Top, o.JSON)
 }

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package export
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/sampler"
+)
+
+// Off-CPU and wall-clock profiles (sample --off-cpu, --wall).
+//
+// A CPU profile with off-CPU time carries, beside samples/count and
+// cpu/nanoseconds, one value per stack of each of:
+//
+//   - off_cpu/nanoseconds: the Horvitz-Thompson estimate of the stack's
+//     time off CPU, sum d/p over its sampled intervals;
+//   - wall/nanoseconds: cpu + off_cpu, the stack's wall-clock time;
+//   - off_cpu_intervals/count: the sampled intervals behind the estimate;
+//   - off_cpu_var/square_microseconds: the estimate's estimated variance,
+//     sum d^2 (1-p)/p^2 (in us^2, so that a long interval sampled rarely
+//     still fits in 64 bits).
+//
+// All four are sums over intervals, so profiles of windows merge by
+// addition and the merged profile's intervals are those of the union
+// (estimate.HTSums). Off-CPU stacks carry the label off_cpu ("blocked":
+// the thread slept, "runnable": it waited for a CPU); their samples and
+// cpu values are 0.
+
+// Sample types of off-CPU profiles.
+const (
+	OffCPUType          = "off_cpu"
+	WallType            = "wall"
+	OffCPUIntervalsType = "off_cpu_intervals"
+	OffCPUVarType       = "off_cpu_var"
+	// OffCPULabel is the label of off-CPU stacks: why the thread was off.
+	OffCPULabel = "off_cpu"
+)
+
+// AddOffCPU adds the off-CPU sample types to p, a profile EncodeCPU or
+// EncodeCPUWindow made of d, and makes def (OffCPUType or WallType) its
+// default sample type.
+func AddOffCPU(p *profile.Profile, d *sampler.Profile, def string) error {
+	if len(p.Sample) < len(d.Samples) {
+		return fmt.Errorf("add off-CPU time: profile has %d samples, not the %d encoded", len(p.Sample), len(d.Samples))
+	}
+	p.SampleType = append(p.SampleType,
+		&profile.ValueType{Type: OffCPUType, Unit: "nanoseconds"},
+		&profile.ValueType{Type: WallType, Unit: "nanoseconds"},
+		&profile.ValueType{Type: OffCPUIntervalsType, Unit: "count"},
+		&profile.ValueType{Type: OffCPUVarType, Unit: "square_microseconds"})
+	p.DefaultSampleType = def
+	for i, ps := range p.Sample {
+		var off, vr, n int64
+		cpu := int64(0)
+		if i < len(d.Samples) {
+			s := d.Samples[i]
+			cpu = s.Count * d.Period
+			if s.Off != nil {
+				off, vr, n = int64(math.Round(s.Off.Est)), int64(math.Round(s.Off.Var/1e6)), int64(s.Off.N)
+				if ps.Label == nil {
+					ps.Label = map[string][]string{}
+				}
+				ps.Label[OffCPULabel] = []string{s.Off.State}
+			}
+		}
+		ps.Value = append(ps.Value, off, cpu+off, n, vr)
+	}
+	if err := p.CheckValid(); err != nil {
+		return fmt.Errorf("add off-CPU time: %w", err)
+	}
+	return nil
+}
+
+// IsOffCPUProfile says whether p carries off-CPU time (AddOffCPU).
+func IsOffCPUProfile(p *profile.Profile) bool {
+	return sampleTypeIndex(p, OffCPUVarType) >= 0 && sampleTypeIndex(p, OffCPUType) >= 0
+}
+
+// OffCPURow is one function's off-CPU (or wall) time: where it is the leaf
+// (Flat) and anywhere on the stack (Cum), each with its interval.
+type OffCPURow struct {
+	Function  string          `json:"function"`
+	Flat      estimate.Result `json:"flat"`
+	Cum       estimate.Result `json:"cum"`
+	CumShare  float64         `json:"cum_share"`
+	FlatShare float64         `json:"flat_share"`
+}
+
+// OffCPUTable is the function table of an off-CPU or wall profile.
+type OffCPUTable struct {
+	// Type is OffCPUType or WallType.
+	Type     string          `json:"type"`
+	Total    estimate.Result `json:"total"`
+	Blocked  estimate.Result `json:"blocked"`
+	Runnable estimate.Result `json:"runnable"`
+	Duration float64         `json:"duration_ns"`
+	Rows     []OffCPURow     `json:"rows"`
+}
+
+// offSums are one function's sums: off-CPU intervals and CPU samples.
+type offSums struct {
+	off estimate.HTSums
+	cpu uint64
+}
+
+func (a offSums) plus(b offSums) offSums { return offSums{off: a.off.Plus(b.off), cpu: a.cpu + b.cpu} }
+
+// OffCPUReport builds the table of p's off-CPU time (typ OffCPUType) or
+// wall-clock time (WallType: CPU samples and off-CPU time together).
+func OffCPUReport(p *profile.Profile, typ string, o estimate.Options) (*OffCPUTable, error) {
+	if !IsOffCPUProfile(p) {
+		return nil, errors.New("profile has no off-CPU time (off_cpu and off_cpu_var sample types)")
+	}
+	if err := negativeValues(p); err != nil {
+		return nil, err
+	}
+	oi, ni, vi := sampleTypeIndex(p, OffCPUType), sampleTypeIndex(p, OffCPUIntervalsType), sampleTypeIndex(p, OffCPUVarType)
+	ci := sampleTypeIndex(p, "samples")
+	period := 0.0
+	if p.PeriodType != nil && p.Period > 0 {
+		period = float64(p.Period)
+	}
+	flat, cum := map[string]offSums{}, map[string]offSums{}
+	var total, blocked, runnable offSums
+	for _, s := range p.Sample {
+		v := offSums{off: estimate.HTSums{Est: float64(s.Value[oi]), Var: float64(s.Value[vi]) * 1e6}}
+		if ni >= 0 {
+			v.off.N = uint64(s.Value[ni])
+		}
+		if typ == WallType && ci >= 0 {
+			v.cpu = uint64(s.Value[ci])
+		}
+		if v.off.Est == 0 && v.cpu == 0 {
+			continue
+		}
+		total = total.plus(v)
+		switch s.Label[OffCPULabel] {
+		case nil:
+		default:
+			if s.Label[OffCPULabel][0] == sampler.OffRunnable {
+				runnable = runnable.plus(v)
+			} else {
+				blocked = blocked.plus(v)
+			}
+		}
+		addFuncs(s, v, flat, cum)
+	}
+	t := &OffCPUTable{Type: typ, Duration: float64(p.DurationNanos)}
+	var err error
+	if t.Total, err = offResult(total, period, o); err != nil {
+		return nil, err
+	}
+	t.Blocked, _ = offResult(blocked, period, o)
+	t.Runnable, _ = offResult(runnable, period, o)
+	for fn, c := range cum {
+		r := OffCPURow{Function: fn}
+		if r.Cum, err = offResult(c, period, o); err != nil {
+			return nil, err
+		}
+		if r.Flat, err = offResult(flat[fn], period, o); err != nil {
+			return nil, err
+		}
+		if t.Total.Mean > 0 {
+			r.CumShare, r.FlatShare = r.Cum.Mean/t.Total.Mean, r.Flat.Mean/t.Total.Mean
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	sort.Slice(t.Rows, func(i, j int) bool {
+		if t.Rows[i].Cum.Mean != t.Rows[j].Cum.Mean {
+			return t.Rows[i].Cum.Mean > t.Rows[j].Cum.Mean
+		}
+		return t.Rows[i].Function < t.Rows[j].Function
+	})
+	return t, nil
+}
+
+// addFuncs adds v to the flat sums of s's leaf function and the cumulative
+// sums of every function on its stack (once each).
+func addFuncs(s *profile.Sample, v offSums, flat, cum map[string]offSums) {
+	seen := map[string]bool{}
+	for i, l := range s.Location {
+		names := locationFuncs(l)
+		if i == 0 {
+			flat[names[0]] = flat[names[0]].plus(v)
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				cum[n] = cum[n].plus(v)
+			}
+		}
+	}
+}
+
+func offResult(s offSums, period float64, o estimate.Options) (estimate.Result, error) {
+	return estimate.WallTotal(s.cpu, period, s.off, o)
+}
+
+// WriteOffCPUTable writes t as text (the top rows; 0 for all) or JSON.
+func WriteOffCPUTable(w io.Writer, t *OffCPUTable, top int, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(t)
+	}
+	conf := fmt.Sprintf("%.0f%%", 100*t.Total.Confidence)
+	what := "off-CPU"
+	if t.Type == WallType {
+		what = "wall-clock (on + off CPU)"
+	}
+	fmt.Fprintf(w, "%s time %s [%s, %s] (%s confidence) over %s\n", what, fmtNs(t.Total.Mean), fmtNs(t.Total.Low), fmtNs(t.Total.High), conf, fmtNs(t.Duration))
+	fmt.Fprintf(w, "  blocked %s [%s, %s]; runnable, waiting for a CPU %s [%s, %s]\n",
+		fmtNs(t.Blocked.Mean), fmtNs(t.Blocked.Low), fmtNs(t.Blocked.High), fmtNs(t.Runnable.Mean), fmtNs(t.Runnable.Low), fmtNs(t.Runnable.High))
+	fmt.Fprintf(w, "%8s %-23s %8s %-23s %s\n", "flat", "[interval]", "cum", "[interval]", "function")
+	for i, r := range t.Rows {
+		if top > 0 && i >= top {
+			break
+		}
+		fmt.Fprintf(w, "%8s %-23s %8s %-23s %s\n", fmtNs(r.Flat.Mean), "["+fmtNs(r.Flat.Low)+", "+fmtNs(r.Flat.High)+"]",
+			fmtNs(r.Cum.Mean), "["+fmtNs(r.Cum.Low)+", "+fmtNs(r.Cum.High)+"]", r.Function)
+	}
+	return nil
+}
+
+// fmtNs formats a time in ns with a unit.
+func fmtNs(ns float64) string {
+	switch a := math.Abs(ns); {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3gs", ns/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.3gms", ns/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.3gus", ns/1e3)
+	}
+	return fmt.Sprintf("%.0fns", ns)
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/export"
+	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/testtarget"
+	"github.com/tickprof/tickprof/sampler"
+)
+
+// offCPURun samples testdata/sample/offcpu (a worker thread blocked in
+// read about 70% of its wall time: a byte every 10 ms, 3 ms of computing
+// after each) with off-CPU sampling at probability p, and returns the
+// table of typ (export.OffCPUType or WallType) at confidence conf, the
+// target's own measurements and the run's counters.
+func offCPURun(t *testing.T, p float64, typ string, conf float64) (*export.OffCPUTable, map[string]float64, sampler.Stats) {
+	t.Helper()
+	bpftest.Require(t)
+	bin := testtarget.C(t, "sample/offcpu.c", "offcpu", "-fno-omit-frame-pointer", "-fno-inline", "-pthread")
+	kv := filepath.Join(t.TempDir(), "kv")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := sampler.Open(ctx, sampler.Config{Command: []string{bin, kv, "10000", "3000", "250"},
+		OffCPU: sampler.OffCPUConfig{Enabled: true, Prob: p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := export.EncodeCPU(res.Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.AddOffCPU(prof, res.Profile, typ); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := export.OffCPUReport(prof, typ, estimate.Options{Confidence: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, testtarget.ReadKV(t, kv), res.Stats
+}
+
+func offRow(t *testing.T, tab *export.OffCPUTable, fn string) export.OffCPURow {
+	t.Helper()
+	for _, r := range tab.Rows {
+		if r.Function == fn {
+			return r
+		}
+	}
+	t.Fatalf("no row for %s in the off-CPU table", fn)
+	return export.OffCPURow{}
+}
+
+// TestOffCPURead: the worker's time blocked in read, as it measured it,
+// lies in the interval of the off-CPU time of the stacks through
+// wait_byte. At p = 0.2 about 50 of 250 intervals are sampled. The
+// interval is at 99.9%, so that a calibrated interval fails this test
+// once in a thousand runs; the target's own measurement includes the
+// microseconds read spends on CPU, far inside the interval's width.
+func TestOffCPURead(t *testing.T) {
+	tab, kv, st := offCPURun(t, 0.2, export.OffCPUType, 0.999)
+	r := offRow(t, tab, "wait_byte")
+	truth := kv["blocked_ns"]
+	t.Logf("wait_byte off CPU %.4g [%.4g, %.4g] ns, truth %.4g; share of the worker's wall time %.3f (own %.3f); %+v",
+		r.Cum.Mean, r.Cum.Low, r.Cum.High, truth, r.Cum.Mean/kv["worker_ns"], truth/kv["worker_ns"], st.OffCPU)
+	if st.OffCPU.Sampled == 0 || math.Abs(st.OffCPU.Prob-0.2) > 1e-9 {
+		t.Fatalf("off-CPU counters %+v", st.OffCPU)
+	}
+	if truth < r.Cum.Low || truth > r.Cum.High {
+		t.Errorf("blocked in read %.4g ns, outside the interval [%.4g, %.4g]", truth, r.Cum.Low, r.Cum.High)
+	}
+	if r.Cum.High-r.Cum.Low <= 0 {
+		t.Errorf("sampled estimate with an interval of no width: %+v", r.Cum)
+	}
+}
+
+// TestOffCPUExactWall: with every interval taken (p = 1) the off-CPU part
+// is exact, and the wall-clock table gives the worker's split: the time
+// through wait_byte is its blocked time (to 2%: an interval's end can be
+// missed, counted as a start without end) and the time through spin (CPU
+// samples and waits for a CPU) holds its own computing time at 99.9%.
+func TestOffCPUExactWall(t *testing.T) {
+	tab, kv, st := offCPURun(t, 1, export.WallType, 0.999)
+	read, spin := offRow(t, tab, "wait_byte"), offRow(t, tab, "spin")
+	t.Logf("wall: wait_byte %.4g [%.4g, %.4g] (own %.4g), spin %.4g [%.4g, %.4g] (own %.4g); %+v",
+		read.Cum.Mean, read.Cum.Low, read.Cum.High, kv["blocked_ns"], spin.Cum.Mean, spin.Cum.Low, spin.Cum.High, kv["compute_ns"], st.OffCPU)
+	if d := read.Cum.Mean/kv["blocked_ns"] - 1; d < -0.02 || d > 0.02 {
+		t.Errorf("wall time through wait_byte %.4g ns, own blocked time %.4g (%+.1f%%)", read.Cum.Mean, kv["blocked_ns"], 100*d)
+	}
+	if c := kv["compute_ns"]; c < spin.Cum.Low || c > spin.Cum.High {
+		t.Errorf("computing %.4g ns, outside the wall interval of spin [%.4g, %.4g]", c, spin.Cum.Low, spin.Cum.High)
+	}
+}
