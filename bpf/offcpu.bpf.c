@@ -111,13 +111,15 @@ struct off_start {
 };
 
 enum {
-	OFF_STAT_SWITCHES = 0, /* target threads leaving a CPU */
-	OFF_STAT_SAMPLED = 1,  /* of those, intervals sampled */
-	OFF_STAT_ENDED = 2,    /* sampled intervals ended (end record written) */
-	OFF_STAT_MAP_FULL = 3, /* sampled but off_starts was full: not recorded */
+	OFF_STAT_SWITCHES = 0,   /* target threads leaving a CPU */
+	OFF_STAT_SAMPLED = 1,    /* of those, intervals sampled */
+	OFF_STAT_ENDED = 2,      /* sampled intervals ended (end record written) */
+	OFF_STAT_MAP_FULL = 3,   /* sampled but off_starts was full: not recorded */
 	OFF_STAT_RING_START = 4, /* sampled but the start record was dropped */
 	OFF_STAT_RING_END = 5,   /* ended but the end record was dropped */
-	OFF_STAT_NR = 6,
+	OFF_STAT_UNSEEN = 6,     /* open interval of a thread seen running: its
+				  * switch-in was not seen; dropped */
+	OFF_STAT_NR = 7,
 };
 
 struct {
@@ -251,8 +253,8 @@ static __always_inline __u64 off_fill(void *ctx, struct off_buf *b, __u32 tgid, 
 		flags |= FLAG_REGS;
 	sp = b->hdr.user_sp;
 	if ((flags & FLAG_REGS) && off_stack_bytes > 0)
-		b->hdr.stack_len = ustack_copy(b->data, OFF_IPS_BYTES + OFF_MAX_STACK, OFF_MAX_STACK,
-					       kn * 8, sp, off_stack_bytes,
+		b->hdr.stack_len = ustack_copy(b->data, OFF_IPS_BYTES + OFF_MAX_STACK,
+					       OFF_MAX_STACK, kn * 8, sp, off_stack_bytes,
 					       ustack_end(sp, OFF_MAX_STACK));
 	un = off_user_walk(ctx, b, kn, &flags);
 	b->hdr.user_len = un;
@@ -272,11 +274,16 @@ static __always_inline __u64 off_fill(void *ctx, struct off_buf *b, __u32 tgid, 
 static __always_inline void off_begin(void *ctx, __u64 id, __u32 state, __u64 now)
 {
 	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
-	struct off_start st = {.start_ns = now, .state = state, .pid = tgid};
+	struct off_start st = { .start_ns = now, .state = state, .pid = tgid };
 	struct off_buf *b;
 	__u64 size;
 
 	off_bump(OFF_STAT_SWITCHES);
+	/* The thread is running: an interval still open for it ended at a
+	 * switch-in this program did not see. Its end is unknown: dropped,
+	 * rather than run on to the next switch-in. */
+	if (bpf_map_delete_elem(&off_starts, &tid) == 0)
+		off_bump(OFF_STAT_UNSEEN);
 	if (!off_exact && bpf_get_prandom_u32() >= off_threshold)
 		return;
 	off_bump(OFF_STAT_SAMPLED);

@@ -85,15 +85,15 @@ type OffCPUStats struct {
 
 // offState is a session's off-CPU state.
 type offState struct {
-	prog    *loader.OffCPU
-	prob    float64
-	rate    float64
+	prog *loader.OffCPU
+	prob float64
+	rate float64
 	// pending holds each thread's sampled interval whose end was not read
 	// yet (a thread has at most one open).
 	pending map[uint32]*offPending
 	// cur is the start record being handled; endNs the monotonic clock
 	// when the program was detached.
-	cur              *offPending
+	cur                      *offPending
 	endNs                    uint64
 	unmatched, opened, stale uint64
 }

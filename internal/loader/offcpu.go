@@ -36,6 +36,9 @@ type OffCPUStats struct {
 	// The sampled intervals lost, by reason: no room in the map of open
 	// intervals, no room in the ring buffer for the start or end record.
 	MapFull, RingStart, RingEnd uint64
+	// Unseen counts open intervals of threads found running: the
+	// switch-in that ended them was not seen, and they were dropped.
+	Unseen uint64
 }
 
 // OffCPU is the off-CPU program attached to sched_switch.
@@ -103,7 +106,7 @@ func b2u8(b bool) uint8 {
 func (c *OffCPU) Stats() (OffCPUStats, error) {
 	var st OffCPUStats
 	var per []uint64
-	for i, dst := range []*uint64{&st.Switches, &st.Sampled, &st.Ended, &st.MapFull, &st.RingStart, &st.RingEnd} {
+	for i, dst := range []*uint64{&st.Switches, &st.Sampled, &st.Ended, &st.MapFull, &st.RingStart, &st.RingEnd, &st.Unseen} {
 		if err := c.objs.OffStats.Lookup(uint32(i), &per); err != nil {
 			return st, fmt.Errorf("read the off-CPU counters: %w", err)
 		}

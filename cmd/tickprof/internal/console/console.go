@@ -153,8 +153,8 @@ func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o S
 	if oc.SwitchRate > 0 {
 		how = fmt.Sprintf("chosen from %.0f context switches/s", oc.SwitchRate)
 	}
-	fmt.Fprintf(errw, "off-CPU: %d intervals begun, %d sampled, %d ended (p = %.4g, %s); lost: %d map full, %d ring full at start, %d at end, %d ends without start, %d starts without end, %d switches unseen; %d still open at stop\n",
-		oc.Switches, oc.Sampled, oc.Ended, oc.Prob, how, oc.MapFull, oc.RingStart, oc.RingEnd, oc.Unmatched, oc.Stale, oc.Misses, oc.Open)
+	fmt.Fprintf(errw, "off-CPU: %d intervals begun, %d sampled, %d ended (p = %.4g, %s); lost: %d map full, %d ring full at start, %d at end, %d ends without start, %d starts without end, %d switch-ins unseen, %d runs skipped; %d still open at stop\n",
+		oc.Switches, oc.Sampled, oc.Ended, oc.Prob, how, oc.MapFull, oc.RingStart, oc.RingEnd, oc.Unmatched, oc.Stale, oc.Unseen, oc.Misses, oc.Open)
 	tab, err := export.OffCPUReport(prof, o.OffCPU, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
 		return err
