@@ -43,14 +43,16 @@ type OffCPUConfig struct {
 // one CPU.
 const DefaultOffCPUBudget = 0.01
 
-// The off-CPU program's measured cost on this project's test machine
-// (docs/performance.md, "Off-CPU sampling"): offCPUBaseNs per switch of
-// any thread (the lookups every sched_switch makes), offCPUSampledNs more
-// per sampled interval (stacks, stack copy, records). ChooseOffCPUProb
-// uses them with the switch rate measured at start.
+// The off-CPU program's cost per interval begun, as measured by
+// bench/offcpu (docs/performance.md, "Off-CPU sampling"): every interval
+// sampled slowed a 2-thread pipe ping-pong by about 13 us (stacks, an
+// 8 KiB stack copy, two records, and their reading and unwinding on the
+// same 2 CPUs); one not sampled, by too little to measure (offCPUBaseNs is
+// a bound). ChooseOffCPUProb uses them with the switch rate measured at
+// start.
 const (
 	offCPUBaseNs    = 250
-	offCPUSampledNs = 6000
+	offCPUSampledNs = 13000
 	// offCPUMinProb is the least probability chosen: below it the
 	// intervals are too sparse to say anything in a short run.
 	offCPUMinProb = 0.001
