@@ -37,6 +37,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define OFF_MAX_DEPTH 127
 #define OFF_MAX_STACK 28672
 #define OFF_IPS_BYTES (2 * OFF_MAX_DEPTH * 8)
+/* Kernel frames skipped at the top of the stack: this program and
+ * bpf_trace_run4, so that the leaf is __schedule. */
+#define OFF_KERN_SKIP 2
 
 /* Record kinds (sample.bpf.c uses 1..3). */
 #define REC_SAMPLE 1
@@ -56,12 +59,16 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define FLAG_SP_WORD 16
 #define FLAG_REGS 32
 
-/* Set before load: the sampling threshold (an interval is sampled when a
- * random 32-bit number is below it), or off_exact to take every interval;
- * bytes of user stack copied per start record (0: frame pointers only);
- * every process is a target (filter_all in sample.bpf.c). */
-volatile const __u32 off_threshold = 0;
-volatile const __u8 off_exact = 0;
+/* The sampling threshold: an interval is sampled when a random 32-bit
+ * number is below it; OFF_EXACT takes every interval. User space may change
+ * it while the program runs (to keep a cost budget as the switch rate
+ * changes); each start record carries the threshold it was drawn with. */
+#define OFF_EXACT 0xffffffffU
+volatile __u32 off_threshold = OFF_EXACT;
+
+/* Set before load: bytes of user stack copied per start record (0: frame
+ * pointers only); every process is a target (filter_all in
+ * sample.bpf.c). */
 volatile const __u32 off_stack_bytes = 0;
 volatile const __u8 off_all = 0;
 
@@ -73,7 +80,9 @@ struct off_hdr {
 	__u32 pid;
 	__u32 tid;
 	__u64 start_ns;
-	__u64 end_ns; /* end records */
+	__u64 end_ns;    /* end records */
+	__u32 threshold; /* start records: off_threshold when drawn */
+	__u32 pad;
 };
 
 /* sample.bpf.c's struct sample_hdr, field for field (the Go side checks
@@ -233,7 +242,7 @@ static __always_inline __u64 off_fill(void *ctx, struct off_buf *b, __u32 tgid, 
 	long kn, un;
 	__u64 sp, size;
 
-	kn = off_frames(bpf_get_stack(ctx, &b->data[0], OFF_MAX_DEPTH * 8, 0), &flags,
+	kn = off_frames(bpf_get_stack(ctx, &b->data[0], OFF_MAX_DEPTH * 8, OFF_KERN_SKIP), &flags,
 			FLAG_KERN_ERR, FLAG_KERN_FULL);
 	b->hdr.kind = REC_SAMPLE;
 	b->hdr.pid = tgid;
@@ -277,30 +286,39 @@ static __always_inline void off_begin(void *ctx, __u64 id, __u32 state, __u64 no
 	struct off_start st = { .start_ns = now, .state = state, .pid = tgid };
 	struct off_buf *b;
 	__u64 size;
+	__u32 thr;
 
 	off_bump(OFF_STAT_SWITCHES);
 	/* The thread is running: an interval still open for it ended at a
 	 * switch-in this program did not see. Its end is unknown: dropped,
 	 * rather than run on to the next switch-in. */
-	if (bpf_map_delete_elem(&off_starts, &tid) == 0)
+	if (bpf_map_lookup_elem(&off_starts, &tid) && bpf_map_delete_elem(&off_starts, &tid) == 0)
 		off_bump(OFF_STAT_UNSEEN);
-	if (!off_exact && bpf_get_prandom_u32() >= off_threshold)
+	thr = off_threshold;
+	if (thr != OFF_EXACT && bpf_get_prandom_u32() >= thr)
 		return;
 	off_bump(OFF_STAT_SAMPLED);
 	b = bpf_map_lookup_elem(&off_scratch, &zero);
 	if (!b)
 		return;
+	size = off_fill(ctx, b, tgid, tid, now);
+	/* The interval starts when the stacks are taken: the time this
+	 * program takes would otherwise lengthen sampled intervals only, and
+	 * the estimate would count it for every interval. */
+	now = bpf_ktime_get_ns();
+	st.start_ns = now;
 	if (bpf_map_update_elem(&off_starts, &tid, &st, BPF_ANY) < 0) {
 		off_bump(OFF_STAT_MAP_FULL);
 		return;
 	}
-	size = off_fill(ctx, b, tgid, tid, now);
 	b->off.kind = REC_OFF_START;
 	b->off.state = state;
 	b->off.pid = tgid;
 	b->off.tid = tid;
 	b->off.start_ns = now;
 	b->off.end_ns = 0;
+	b->off.threshold = thr;
+	b->off.pad = 0;
 	if (bpf_ringbuf_output(&samples, b, size, 0) < 0) {
 		off_bump(OFF_STAT_RING_START);
 		bpf_map_delete_elem(&off_starts, &tid);

@@ -21,13 +21,15 @@ type OffCPUOffBuf struct {
 }
 
 type OffCPUOffHdr struct {
-	_       structs.HostLayout
-	Kind    uint32
-	State   uint32
-	Pid     uint32
-	Tid     uint32
-	StartNs uint64
-	EndNs   uint64
+	_         structs.HostLayout
+	Kind      uint32
+	State     uint32
+	Pid       uint32
+	Tid       uint32
+	StartNs   uint64
+	EndNs     uint64
+	Threshold uint32
+	Pad       uint32
 }
 
 type OffCPUOffSampleHdr struct {
@@ -68,7 +70,6 @@ const (
 	OffCPUMapTargets       = "targets"
 	OffCPUProgOffSwitch    = "off_switch"
 	OffCPUVarOffAll        = "off_all"
-	OffCPUVarOffExact      = "off_exact"
 	OffCPUVarOffStackBytes = "off_stack_bytes"
 	OffCPUVarOffThreshold  = "off_threshold"
 )
@@ -134,7 +135,6 @@ type OffCPUMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type OffCPUVariableSpecs struct {
 	OffAll        *ebpf.VariableSpec `ebpf:"off_all"`
-	OffExact      *ebpf.VariableSpec `ebpf:"off_exact"`
 	OffStackBytes *ebpf.VariableSpec `ebpf:"off_stack_bytes"`
 	OffThreshold  *ebpf.VariableSpec `ebpf:"off_threshold"`
 }
@@ -181,7 +181,6 @@ func (m *OffCPUMaps) Close() error {
 // It can be passed to LoadOffCPUObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OffCPUVariables struct {
 	OffAll        *ebpf.Variable `ebpf:"off_all"`
-	OffExact      *ebpf.Variable `ebpf:"off_exact"`
 	OffStackBytes *ebpf.Variable `ebpf:"off_stack_bytes"`
 	OffThreshold  *ebpf.Variable `ebpf:"off_threshold"`
 }

@@ -85,6 +85,15 @@ func IsOffCPUProfile(p *profile.Profile) bool {
 	return sampleTypeIndex(p, OffCPUVarType) >= 0 && sampleTypeIndex(p, OffCPUType) >= 0
 }
 
+// OffCPUTableType is the table a profile with off-CPU time asks for: wall
+// when its default sample type is wall, else off-CPU.
+func OffCPUTableType(p *profile.Profile) string {
+	if p.DefaultSampleType == WallType {
+		return WallType
+	}
+	return OffCPUType
+}
+
 // OffCPURow is one function's off-CPU (or wall) time: where it is the leaf
 // (Flat) and anywhere on the stack (Cum), each with its interval.
 type OffCPURow struct {
@@ -242,4 +251,34 @@ func fmtNs(ns float64) string {
 		return fmt.Sprintf("%.3gus", ns/1e3)
 	}
 	return fmt.Sprintf("%.0fns", ns)
+}
+
+// SplitOffCPU returns d's CPU samples alone, as a profile of its own (the
+// CPU window of an agent that also samples off-CPU time), and whether d has
+// off-CPU stacks at all.
+func SplitOffCPU(d *sampler.Profile) (cpu *sampler.Profile, hasOff bool) {
+	c := *d
+	c.Samples = nil
+	for _, s := range d.Samples {
+		if s.Off != nil {
+			hasOff = true
+			continue
+		}
+		c.Samples = append(c.Samples, s)
+	}
+	return &c, hasOff
+}
+
+// EncodeOffCPUWindow encodes d, CPU samples and off-CPU stacks, as a
+// merge-friendly window (EncodeCPUWindow with AddOffCPU's types; default
+// type wall).
+func EncodeOffCPUWindow(d *sampler.Profile) (*profile.Profile, error) {
+	p, err := EncodeCPUWindow(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := AddOffCPU(p, d, WallType); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

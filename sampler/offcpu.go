@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -43,15 +44,16 @@ type OffCPUConfig struct {
 // one CPU.
 const DefaultOffCPUBudget = 0.01
 
-// The off-CPU program's cost per interval begun, as measured by
-// bench/offcpu (docs/performance.md, "Off-CPU sampling"): every interval
-// sampled slowed a 2-thread pipe ping-pong by about 13 us (stacks, an
-// 8 KiB stack copy, two records, and their reading and unwinding on the
-// same 2 CPUs); one not sampled, by too little to measure (offCPUBaseNs is
-// a bound). ChooseOffCPUProb uses them with the switch rate measured at
-// start.
+// The off-CPU program's cost, measured on the 2-thread pipe ping-pong
+// (docs/performance.md, "Off-CPU sampling"): about 480 ns per run of the
+// program, that is per context switch of any thread (kernel BPF
+// statistics at p = 0.001: the target and map lookups every switch makes),
+// and about 13 us of the ping-pong's elapsed time per sampled interval
+// (stacks, an 8 KiB stack copy, two records, and their reading and
+// unwinding on the same 2 CPUs; 6.3 us of it in the program).
+// ChooseOffCPUProb uses them with the targets' switch rate.
 const (
-	offCPUBaseNs    = 250
+	offCPUBaseNs    = 480
 	offCPUSampledNs = 13000
 	// offCPUMinProb is the least probability chosen: below it the
 	// intervals are too sparse to say anything in a short run.
@@ -64,17 +66,18 @@ const (
 const (
 	recOffStart = 4
 	recOffEnd   = 5
-	offHdrSize  = 32
+	offHdrSize  = 40
 )
 
 // OffCPUStats are the off-CPU counters of a run.
 type OffCPUStats struct {
 	loader.OffCPUStats
-	// Prob is the sampling probability used; SwitchRate the machine's
-	// context switches per second measured when choosing it (0 when Prob
-	// was given).
-	Prob       float64
-	SwitchRate float64
+	// Prob is the sampling probability in effect at the end, MinProb and
+	// MaxProb the range it took (chosen from the targets' switch rate
+	// unless given); SwitchRate the machine's context switches per second
+	// measured to choose the first (0 when Prob was given).
+	Prob, MinProb, MaxProb float64
+	SwitchRate             float64
 	// Unmatched counts end records without their start (the start record
 	// was lost); Stale, starts whose end was never seen (the thread began
 	// another interval first: lost); Open, intervals still open when
@@ -83,13 +86,27 @@ type OffCPUStats struct {
 	// Misses counts the runs of the program the kernel skipped
 	// (recursion), each a switch unseen.
 	Misses uint64
+	// Runs and Runtime are the program's runs and their total time, as
+	// the kernel's BPF statistics count them (Runtime is zero unless they
+	// are enabled: kernel.bpf_stats_enabled).
+	Runs    uint64
+	Runtime time.Duration
 }
 
 // offState is a session's off-CPU state.
 type offState struct {
 	prog *loader.OffCPU
-	prob float64
-	rate float64
+	// prob is the probability in effect; minProb and maxProb the range
+	// it took; rate the machine's switch rate measured at start.
+	prob, minProb, maxProb float64
+	rate                   float64
+	// auto: prob follows the targets' rate of intervals begun (tune),
+	// within budget; tunedAt and tunedSwitches are the last tuning's time
+	// and counter.
+	auto          bool
+	budget        float64
+	tunedAt       time.Time
+	tunedSwitches uint64
 	// pending holds each thread's sampled interval whose end was not read
 	// yet (a thread has at most one open).
 	pending map[uint32]*offPending
@@ -109,6 +126,7 @@ type offID struct {
 type offPending struct {
 	id    offID
 	state uint32
+	prob  float64 // the probability it was drawn with
 	key   string
 	stack *rawStack
 }
@@ -138,20 +156,21 @@ func (s *Session) startOffCPU() error {
 	if !oc.Enabled {
 		return nil
 	}
-	st := &offState{prob: oc.Prob, pending: map[uint32]*offPending{}}
+	st := &offState{prob: oc.Prob, pending: map[uint32]*offPending{}, budget: oc.Budget}
+	if st.budget == 0 {
+		st.budget = DefaultOffCPUBudget
+	}
 	if st.prob == 0 {
-		budget := oc.Budget
-		if budget == 0 {
-			budget = DefaultOffCPUBudget
-		}
+		st.auto = true
 		rate, err := SwitchRate(200 * time.Millisecond)
 		if err != nil {
 			return err
 		}
 		st.rate = rate
-		st.prob = estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, budget, offCPUMinProb)
+		st.prob = estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, st.budget, offCPUMinProb)
 	}
 	_, st.prob = loader.Threshold(st.prob) // the probability the program applies
+	st.minProb, st.maxProb, st.tunedAt = st.prob, st.prob, time.Now()
 	sb := s.cfg.stackBytes()
 	if sb > offCPUStackBytes {
 		sb = offCPUStackBytes
@@ -164,6 +183,36 @@ func (s *Session) startOffCPU() error {
 	st.prog = prog
 	s.off = st
 	return nil
+}
+
+// offTuneEvery is how often tuneOffCPU follows the targets' switch rate.
+const offTuneEvery = 250 * time.Millisecond
+
+// tuneOffCPU sets the sampling probability from the rate at which the
+// targets' threads began intervals off CPU since the last tuning, so that
+// the program keeps within its budget (ChooseOffCPUProb) as the rate
+// changes. Intervals already begun keep the probability they were drawn
+// with (their start records carry it), so every estimate stays unbiased.
+func (s *Session) tuneOffCPU() {
+	st := s.off
+	if st == nil || !st.auto || st.prog == nil || time.Since(st.tunedAt) < offTuneEvery {
+		return
+	}
+	c, err := st.prog.Stats()
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	rate := float64(c.Switches-st.tunedSwitches) / now.Sub(st.tunedAt).Seconds()
+	st.tunedAt, st.tunedSwitches = now, c.Switches
+	p := estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, st.budget, offCPUMinProb)
+	if math.Abs(p-st.prob) <= 0.1*st.prob {
+		return // within a tenth: leave it
+	}
+	if set, err := st.prog.SetProb(p); err == nil {
+		st.prob = set
+		st.minProb, st.maxProb = math.Min(st.minProb, set), math.Max(st.maxProb, set)
+	}
 }
 
 // SwitchRate measures the machine's context switches per second over d
@@ -236,7 +285,7 @@ func (s *Session) handleOff(b []byte) bool {
 	}
 	id := offID{tid: le.Uint32(b[12:]), start: le.Uint64(b[16:])}
 	if kind == recOffStart {
-		s.off.cur = &offPending{id: id, state: le.Uint32(b[4:])}
+		s.off.cur = &offPending{id: id, state: le.Uint32(b[4:]), prob: loader.ThresholdProb(le.Uint32(b[32:]))}
 		s.handle(b[offHdrSize:])
 		if s.off.cur.stack != nil {
 			if _, ok := s.off.pending[id.tid]; ok {
@@ -274,7 +323,7 @@ func (s *Session) offEnd(p *offPending, d uint64) {
 	if st.off == nil {
 		st.off = &OffCPU{State: offStateName(p.state)}
 	}
-	st.off.Add(float64(d), s.off.prob)
+	st.off.Add(float64(d), p.prob)
 }
 
 func offStateName(state uint32) string {
@@ -308,7 +357,7 @@ func (s *Session) offStats() OffCPUStats {
 	if s.off == nil {
 		return OffCPUStats{}
 	}
-	st := OffCPUStats{Prob: s.off.prob, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened}
+	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened}
 	if s.off.prog == nil {
 		return st
 	}
@@ -316,7 +365,7 @@ func (s *Session) offStats() OffCPUStats {
 		st.OffCPUStats = c
 	}
 	if ps, err := s.off.prog.Program().Stats(); err == nil {
-		st.Misses = ps.RecursionMisses
+		st.Misses, st.Runs, st.Runtime = ps.RecursionMisses, ps.RunCount, ps.Runtime
 	}
 	return st
 }

@@ -520,6 +520,7 @@ const finishDrain = 250 * time.Millisecond
 // passed, or until stop, whichever comes first: at high sampling rates the
 // ring may never be empty, and the caller must get back to its context.
 func (s *Session) drain(deadline, stop time.Time) error {
+	s.tuneOffCPU()
 	s.reader.SetDeadline(deadline)
 	var rec ringbuf.Record
 	for n := 0; ; n++ {

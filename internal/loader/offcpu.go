@@ -48,17 +48,23 @@ type OffCPU struct {
 }
 
 // Threshold is the 32-bit threshold the BPF program compares a random
-// number with for sampling probability p, and the probability it stands
-// for exactly (threshold / 2^32), which estimates must use.
+// number with for sampling probability p (math.MaxUint32: every
+// interval), and the probability it stands for exactly (ThresholdProb),
+// which estimates must use.
 func Threshold(p float64) (uint32, float64) {
 	if p >= 1 {
 		return math.MaxUint32, 1
 	}
-	t := math.Round(p * (1 << 32))
-	if t < 1 {
-		t = 1
+	t := math.Min(math.Max(math.Round(p*(1<<32)), 1), math.MaxUint32-1)
+	return uint32(t), ThresholdProb(uint32(t))
+}
+
+// ThresholdProb is the sampling probability of threshold t.
+func ThresholdProb(t uint32) float64 {
+	if t == math.MaxUint32 {
+		return 1
 	}
-	return uint32(t), t / (1 << 32)
+	return float64(t) / (1 << 32)
 }
 
 // StartOffCPU loads the off-CPU program and attaches it to the raw
@@ -72,8 +78,7 @@ func StartOffCPU(o OffCPUOptions) (*OffCPU, error) {
 		return nil, fmt.Errorf("read the off-CPU BPF object: %w", err)
 	}
 	thr, _ := Threshold(o.Prob)
-	consts := map[string]any{"off_threshold": thr, "off_exact": b2u8(o.Prob >= 1),
-		"off_stack_bytes": uint32(o.StackBytes), "off_all": b2u8(o.All)}
+	consts := map[string]any{"off_threshold": thr, "off_stack_bytes": uint32(o.StackBytes), "off_all": b2u8(o.All)}
 	if err := setConstants(spec, consts); err != nil {
 		return nil, err
 	}
@@ -115,6 +120,19 @@ func (c *OffCPU) Stats() (OffCPUStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// SetProb changes the sampling probability of the intervals that begin
+// from now on, and returns the one it set (Threshold).
+func (c *OffCPU) SetProb(p float64) (float64, error) {
+	if !(p > 0 && p <= 1) {
+		return 0, fmt.Errorf("off-CPU sampling probability %g is not in (0, 1]", p)
+	}
+	thr, exact := Threshold(p)
+	if err := c.objs.OffThreshold.Set(thr); err != nil {
+		return 0, fmt.Errorf("set the off-CPU sampling threshold: %w", err)
+	}
+	return exact, nil
 }
 
 // Program is the attached program (for its run-time statistics).

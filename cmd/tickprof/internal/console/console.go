@@ -151,10 +151,13 @@ func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o S
 	oc := st.OffCPU
 	how := "as given"
 	if oc.SwitchRate > 0 {
-		how = fmt.Sprintf("chosen from %.0f context switches/s", oc.SwitchRate)
+		how = fmt.Sprintf("from %.4g to %.4g, chosen from the targets' switch rate for a %.0f%% CPU budget", oc.MinProb, oc.MaxProb, 100*sampler.DefaultOffCPUBudget)
 	}
-	fmt.Fprintf(errw, "off-CPU: %d intervals begun, %d sampled, %d ended (p = %.4g, %s); lost: %d map full, %d ring full at start, %d at end, %d ends without start, %d starts without end, %d switch-ins unseen, %d runs skipped; %d still open at stop\n",
+	fmt.Fprintf(errw, "off-CPU: %d intervals begun, %d sampled, %d ended (p = %.4g at the end, %s); lost: %d map full, %d ring full at start, %d at end, %d ends without start, %d starts without end, %d switch-ins unseen, %d runs skipped; %d still open at stop\n",
 		oc.Switches, oc.Sampled, oc.Ended, oc.Prob, how, oc.MapFull, oc.RingStart, oc.RingEnd, oc.Unmatched, oc.Stale, oc.Unseen, oc.Misses, oc.Open)
+	if oc.Runtime > 0 && oc.Runs > 0 {
+		fmt.Fprintf(errw, "off-CPU program: %d runs, %.0f ns each on average (kernel BPF statistics)\n", oc.Runs, float64(oc.Runtime.Nanoseconds())/float64(oc.Runs))
+	}
 	tab, err := export.OffCPUReport(prof, o.OffCPU, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
 		return err
