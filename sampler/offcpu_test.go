@@ -5,6 +5,7 @@ package sampler_test
 import (
 	"context"
 	"math"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -26,10 +27,17 @@ func offCPURun(t *testing.T, p float64, typ string, conf float64) (*export.OffCP
 	bpftest.Require(t)
 	bin := testtarget.C(t, "sample/offcpu.c", "offcpu", "-fno-omit-frame-pointer", "-fno-inline", "-pthread")
 	kv := filepath.Join(t.TempDir(), "kv")
+	tab, st := offCPUTable(t, []string{bin, kv, "10000", "3000", "250"}, p, typ, conf)
+	return tab, testtarget.ReadKV(t, kv), st
+}
+
+// offCPUTable samples the command with off-CPU sampling at probability p
+// and returns the table of typ at confidence conf and the run's counters.
+func offCPUTable(t *testing.T, command []string, p float64, typ string, conf float64) (*export.OffCPUTable, sampler.Stats) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := sampler.Open(ctx, sampler.Config{Command: []string{bin, kv, "10000", "3000", "250"},
-		OffCPU: sampler.OffCPUConfig{Enabled: true, Prob: p}})
+	s, err := sampler.Open(ctx, sampler.Config{Command: command, OffCPU: sampler.OffCPUConfig{Enabled: true, Prob: p}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +57,7 @@ func offCPURun(t *testing.T, p float64, typ string, conf float64) (*export.OffCP
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tab, testtarget.ReadKV(t, kv), res.Stats
+	return tab, res.Stats
 }
 
 func offRow(t *testing.T, tab *export.OffCPUTable, fn string) export.OffCPURow {
@@ -104,5 +112,34 @@ func TestOffCPUExactWall(t *testing.T) {
 	}
 	if c := kv["compute_ns"]; c < spin.Cum.Low || c > spin.Cum.High {
 		t.Errorf("computing %.4g ns, outside the wall interval of spin [%.4g, %.4g]", c, spin.Cum.Low, spin.Cum.High)
+	}
+}
+
+// TestOffCPUGo: a Go program whose goroutines, locked to their threads,
+// block on a channel and a mutex (testdata/sample/gooff). A thread's stack
+// when it leaves the CPU is the scheduler's (runtime.mcall, park_m,
+// stoplockedm, futex: the goroutine's own frames are on another stack), so
+// the blocked time shows under runtime.stoplockedm, where the locked
+// threads wait while their goroutines are parked. That time is at most the
+// time the goroutines measured themselves parked (a thread whose goroutine
+// is woken soon may spin instead of sleeping: on this loaded machine the
+// threads slept 80-106% of it): the interval (99.9%) must reach above 60%
+// of it and its low end must not exceed it.
+func TestOffCPUGo(t *testing.T) {
+	bpftest.Require(t)
+	bin := filepath.Join(t.TempDir(), "gooff")
+	build := exec.Command(goTool(t), "build", "-o", bin, filepath.Join("..", "testdata", "sample", "gooff"))
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gooff: %v\n%s", err, b)
+	}
+	kv := filepath.Join(t.TempDir(), "kv")
+	tab, st := offCPUTable(t, []string{bin, kv, "10ms", "7ms", "3ms", "200"}, 0.5, export.OffCPUType, 0.999)
+	own := testtarget.ReadKV(t, kv)
+	r := offRow(t, tab, "runtime.stoplockedm")
+	truth := own["locked_parked_ns"]
+	t.Logf("runtime.stoplockedm off CPU %.4g [%.4g, %.4g] ns; the goroutines parked %.4g ns (channel %.4g, mutex %.4g); %+v",
+		r.Cum.Mean, r.Cum.Low, r.Cum.High, truth, own["chan_blocked_ns"], own["mutex_blocked_ns"], st.OffCPU)
+	if truth < r.Cum.Low || r.Cum.High < 0.6*truth {
+		t.Errorf("parked %.4g ns; the interval [%.4g, %.4g] is above it or below 60%% of it", truth, r.Cum.Low, r.Cum.High)
 	}
 }

@@ -1,8 +1,12 @@
 // Command gooff is a Go target for tickprof's off-CPU tests: one goroutine
 // blocks on a channel fed every PERIOD, another on a mutex that a third
 // holds for HOLD of every PERIOD; each computes for SPIN after it gets
-// through. Each measures its own blocked time and writes "key value" lines
-// to OUT: chan_blocked_ns, mutex_blocked_ns, wall_ns.
+// through. Both run locked to their own threads (runtime.LockOSThread), so
+// that a thread is off CPU exactly when its goroutine is parked. Each
+// measures its own blocked time and writes "key value" lines to OUT:
+// chan_blocked_ns, mutex_blocked_ns, mutex_sleep_ns (the second
+// goroutine's sleeps before each lock), locked_parked_ns (the sum of the
+// three: the locked threads' time parked), wall_ns.
 //
 // Usage: gooff OUT PERIOD HOLD SPIN ROUNDS
 package main
@@ -58,7 +62,7 @@ func main() {
 	ch := make(chan struct{})
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	var chanBlocked, mutexBlocked time.Duration
+	var chanBlocked, mutexBlocked, mutexSleep time.Duration
 	start := time.Now()
 	wg.Add(3)
 	go func() { // the feeder and lock holder
@@ -85,14 +89,18 @@ func main() {
 		defer wg.Done()
 		runtime.LockOSThread()
 		for i := 0; i < rounds; i++ {
+			t := time.Now()
 			time.Sleep(period - hold) // arrive while the lock is held
+			mutexSleep += time.Since(t)
 			mutexBlocked += waitMutex(&mu)
 			spin(work)
 		}
 	}()
 	wg.Wait()
 	wall := time.Since(start)
-	out := fmt.Sprintf("chan_blocked_ns %d\nmutex_blocked_ns %d\nwall_ns %d\n", chanBlocked.Nanoseconds(), mutexBlocked.Nanoseconds(), wall.Nanoseconds())
+	out := fmt.Sprintf("chan_blocked_ns %d\nmutex_blocked_ns %d\nmutex_sleep_ns %d\nlocked_parked_ns %d\nwall_ns %d\n",
+		chanBlocked.Nanoseconds(), mutexBlocked.Nanoseconds(), mutexSleep.Nanoseconds(),
+		(chanBlocked + mutexBlocked + mutexSleep).Nanoseconds(), wall.Nanoseconds())
 	if err := os.WriteFile(os.Args[1], []byte(out), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
