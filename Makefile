@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-unwind bench-unwind-rate bench-offcpu coverage demo test-kernels clean
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-unwind bench-unwind-rate bench-offcpu coverage coverage-offcpu demo test-kernels clean
 
 all: build
 
@@ -107,6 +107,13 @@ coverage: build
 # docs/performance.md, "Off-CPU sampling". OFFCPU_ROUNDS=N.
 bench-offcpu:
 	bench/offcpu/run.sh $${OFFCPU_ROUNDS:-5}
+
+# The off-CPU coverage suite (root; about 4 min; needs libbpf-tools'
+# offcputime): a thread blocked in read 70% of the time, 10 runs each at
+# p = 0.2 and p chosen, each traced by tickprof and offcputime at once;
+# prints the section of docs/coverage.md ("Off-CPU time"). OFFCPU_RUNS=N.
+coverage-offcpu: build
+	$(GO) run ./bench/offcpu/agree -tickprof $(BIN) -runs $${OFFCPU_RUNS:-10}
 
 # A bundled workload timed and sampled, with the known truth beside each
 # interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.

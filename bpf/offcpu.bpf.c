@@ -37,9 +37,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define OFF_MAX_DEPTH 127
 #define OFF_MAX_STACK 28672
 #define OFF_IPS_BYTES (2 * OFF_MAX_DEPTH * 8)
-/* Kernel frames skipped at the top of the stack: this program and
- * bpf_trace_run4, so that the leaf is __schedule. */
-#define OFF_KERN_SKIP 2
 
 /* Record kinds (sample.bpf.c uses 1..3). */
 #define REC_SAMPLE 1
@@ -242,7 +239,7 @@ static __always_inline __u64 off_fill(void *ctx, struct off_buf *b, __u32 tgid, 
 	long kn, un;
 	__u64 sp, size;
 
-	kn = off_frames(bpf_get_stack(ctx, &b->data[0], OFF_MAX_DEPTH * 8, OFF_KERN_SKIP), &flags,
+	kn = off_frames(bpf_get_stack(ctx, &b->data[0], OFF_MAX_DEPTH * 8, 0), &flags,
 			FLAG_KERN_ERR, FLAG_KERN_FULL);
 	b->hdr.kind = REC_SAMPLE;
 	b->hdr.pid = tgid;

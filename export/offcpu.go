@@ -97,22 +97,34 @@ func OffCPUTableType(p *profile.Profile) string {
 // OffCPURow is one function's off-CPU (or wall) time: where it is the leaf
 // (Flat) and anywhere on the stack (Cum), each with its interval.
 type OffCPURow struct {
-	Function  string          `json:"function"`
-	Flat      estimate.Result `json:"flat"`
-	Cum       estimate.Result `json:"cum"`
-	CumShare  float64         `json:"cum_share"`
-	FlatShare float64         `json:"flat_share"`
+	Function  string      `json:"function"`
+	Flat      OffEstimate `json:"flat"`
+	Cum       OffEstimate `json:"cum"`
+	CumShare  float64     `json:"cum_share"`
+	FlatShare float64     `json:"flat_share"`
+}
+
+// OffEstimate is an estimated time (ns) with its interval, its standard
+// error, the confidence level and the sampled intervals (with CPU samples,
+// for wall time) behind it.
+type OffEstimate struct {
+	Mean       float64 `json:"ns"`
+	Low        float64 `json:"low_ns"`
+	High       float64 `json:"high_ns"`
+	StdErr     float64 `json:"stderr_ns"`
+	Confidence float64 `json:"confidence"`
+	Calls      uint64  `json:"intervals"`
 }
 
 // OffCPUTable is the function table of an off-CPU or wall profile.
 type OffCPUTable struct {
 	// Type is OffCPUType or WallType.
 	Type     string          `json:"type"`
-	Total    estimate.Result `json:"total"`
-	Blocked  estimate.Result `json:"blocked"`
-	Runnable estimate.Result `json:"runnable"`
-	Duration float64         `json:"duration_ns"`
-	Rows     []OffCPURow     `json:"rows"`
+	Total    OffEstimate `json:"total"`
+	Blocked  OffEstimate `json:"blocked"`
+	Runnable OffEstimate `json:"runnable"`
+	Duration float64     `json:"duration_ns"`
+	Rows     []OffCPURow `json:"rows"`
 }
 
 // offSums are one function's sums: off-CPU intervals and CPU samples.
@@ -210,8 +222,9 @@ func addFuncs(s *profile.Sample, v offSums, flat, cum map[string]offSums) {
 	}
 }
 
-func offResult(s offSums, period float64, o estimate.Options) (estimate.Result, error) {
-	return estimate.WallTotal(s.cpu, period, s.off, o)
+func offResult(s offSums, period float64, o estimate.Options) (OffEstimate, error) {
+	r, err := estimate.WallTotal(s.cpu, period, s.off, o)
+	return OffEstimate{Mean: r.Mean, Low: r.Low, High: r.High, StdErr: r.StdErr, Confidence: r.Confidence, Calls: r.Calls}, err
 }
 
 // WriteOffCPUTable writes t as text (the top rows; 0 for all) or JSON.

@@ -110,6 +110,8 @@ type offState struct {
 	// pending holds each thread's sampled interval whose end was not read
 	// yet (a thread has at most one open).
 	pending map[uint32]*offPending
+	// sched caches isSchedule by kernel address.
+	sched map[uint64]bool
 	// cur is the start record being handled; endNs the monotonic clock
 	// when the program was detached.
 	cur                      *offPending
@@ -156,7 +158,7 @@ func (s *Session) startOffCPU() error {
 	if !oc.Enabled {
 		return nil
 	}
-	st := &offState{prob: oc.Prob, pending: map[uint32]*offPending{}, budget: oc.Budget}
+	st := &offState{prob: oc.Prob, pending: map[uint32]*offPending{}, sched: map[uint64]bool{}, budget: oc.Budget}
 	if st.budget == 0 {
 		st.budget = DefaultOffCPUBudget
 	}
@@ -286,7 +288,7 @@ func (s *Session) handleOff(b []byte) bool {
 	id := offID{tid: le.Uint32(b[12:]), start: le.Uint64(b[16:])}
 	if kind == recOffStart {
 		s.off.cur = &offPending{id: id, state: le.Uint32(b[4:]), prob: loader.ThresholdProb(le.Uint32(b[32:]))}
-		s.handle(b[offHdrSize:])
+		s.handle(s.trimSwitchFrames(b[offHdrSize:]))
 		if s.off.cur.stack != nil {
 			if _, ok := s.off.pending[id.tid]; ok {
 				// The thread's previous interval ended unseen (its end
@@ -308,6 +310,54 @@ func (s *Session) handleOff(b []byte) bool {
 		s.offEnd(p, end-id.start)
 	}
 	return true
+}
+
+// trimSwitchFrames returns a start record's sample part without the
+// kernel frames above __schedule (the off-CPU program itself and the
+// tracepoint's machinery, whose frames depend on how many programs are
+// attached to sched_switch), so that the leaf of every off-CPU stack is
+// __schedule; the record as it is when there is no __schedule among its
+// first frames or the kernel's symbols cannot be read.
+func (s *Session) trimSwitchFrames(rec []byte) []byte {
+	if len(rec) < hdrSize {
+		return rec
+	}
+	le := binary.LittleEndian
+	kn := int(le.Uint16(rec[24:]))
+	if hdrSize+8*kn > len(rec) {
+		return rec
+	}
+	cut := -1
+	for i := 0; i < kn && i < 8; i++ {
+		if s.isSchedule(le.Uint64(rec[hdrSize+8*i:])) {
+			cut = i
+			break
+		}
+	}
+	if cut <= 0 {
+		return rec
+	}
+	out := make([]byte, 0, len(rec)-8*cut)
+	out = append(out, rec[:hdrSize]...)
+	out = append(out, rec[hdrSize+8*cut:]...)
+	le.PutUint16(out[24:], uint16(kn-cut))
+	return out
+}
+
+// isSchedule says whether kernel address a is in __schedule (cached by
+// address).
+func (s *Session) isSchedule(a uint64) bool {
+	if v, ok := s.off.sched[a]; ok {
+		return v
+	}
+	ks, err := s.kernelSyms()
+	if err != nil {
+		return false
+	}
+	sym, ok := ks.Lookup(a)
+	v := ok && sym.Name == "__schedule"
+	s.off.sched[a] = v
+	return v
 }
 
 // offEnd adds an ended interval of d ns to its stack, in the current

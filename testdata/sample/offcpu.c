@@ -2,14 +2,16 @@
 /* A thread that spends a known share of its wall time blocked in read(2)
  * on a pipe, for `sample --off-cpu` and `--wall`.
  *
- *   offcpu OUT PERIOD_US COMPUTE_US CYCLES
+ *   offcpu OUT PERIOD_US COMPUTE_US CYCLES [DELAY_MS LINGER_MS]
  *
  * A feeder thread writes one byte to a pipe every PERIOD_US microseconds
  * (on an absolute schedule); the worker thread reads it (blocking until it
  * comes: wait_byte), then computes for COMPUTE_US (spin), CYCLES times.
  * The worker measures its own time blocked in read and its wall time and
  * writes them as "key value" lines to OUT: blocked_ns, compute_ns,
- * worker_ns, reads.
+ * worker_ns, reads. DELAY_MS and LINGER_MS (default 0) are sleeps before the
+ * threads start and after OUT is written, so that a tracer can attach to
+ * the process first and read its symbols before it exits.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -70,10 +72,12 @@ int main(int argc, char **argv)
 	long long blocked = 0, computing = 0, t0, t;
 	FILE *out;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: offcpu OUT PERIOD_US COMPUTE_US CYCLES\n");
+	if (argc != 5 && argc != 7) {
+		fprintf(stderr, "usage: offcpu OUT PERIOD_US COMPUTE_US CYCLES [DELAY_MS LINGER_MS]\n");
 		return 2;
 	}
+	if (argc == 7)
+		usleep(atol(argv[5]) * 1000);
 	period_us = atol(argv[2]);
 	compute_us = atol(argv[3]);
 	cycles = atol(argv[4]);
@@ -95,5 +99,7 @@ int main(int argc, char **argv)
 	fprintf(out, "blocked_ns %lld\ncompute_ns %lld\nworker_ns %lld\nreads %ld\n", blocked,
 		computing, t, cycles);
 	fclose(out);
+	if (argc == 7)
+		usleep(atol(argv[6]) * 1000);
 	return 0;
 }
