@@ -119,7 +119,7 @@ type OffEstimate struct {
 // OffCPUTable is the function table of an off-CPU or wall profile.
 type OffCPUTable struct {
 	// Type is OffCPUType or WallType.
-	Type     string          `json:"type"`
+	Type     string      `json:"type"`
 	Total    OffEstimate `json:"total"`
 	Blocked  OffEstimate `json:"blocked"`
 	Runnable OffEstimate `json:"runnable"`
