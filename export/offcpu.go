@@ -144,37 +144,12 @@ func OffCPUReport(p *profile.Profile, typ string, o estimate.Options) (*OffCPUTa
 	if err := negativeValues(p); err != nil {
 		return nil, err
 	}
-	oi, ni, vi := sampleTypeIndex(p, OffCPUType), sampleTypeIndex(p, OffCPUIntervalsType), sampleTypeIndex(p, OffCPUVarType)
-	ci := sampleTypeIndex(p, "samples")
 	period := 0.0
 	if p.PeriodType != nil && p.Period > 0 {
 		period = float64(p.Period)
 	}
-	flat, cum := map[string]offSums{}, map[string]offSums{}
-	var total, blocked, runnable offSums
-	for _, s := range p.Sample {
-		v := offSums{off: estimate.HTSums{Est: float64(s.Value[oi]), Var: float64(s.Value[vi]) * 1e6}}
-		if ni >= 0 {
-			v.off.N = uint64(s.Value[ni])
-		}
-		if typ == WallType && ci >= 0 {
-			v.cpu = uint64(s.Value[ci])
-		}
-		if v.off.Est == 0 && v.cpu == 0 {
-			continue
-		}
-		total = total.plus(v)
-		switch s.Label[OffCPULabel] {
-		case nil:
-		default:
-			if s.Label[OffCPULabel][0] == sampler.OffRunnable {
-				runnable = runnable.plus(v)
-			} else {
-				blocked = blocked.plus(v)
-			}
-		}
-		addFuncs(s, v, flat, cum)
-	}
+	sums := sumOffCPU(p, typ)
+	flat, cum, total, blocked, runnable := sums.flat, sums.cum, sums.total, sums.blocked, sums.runnable
 	t := &OffCPUTable{Type: typ, Duration: float64(p.DurationNanos)}
 	var err error
 	if t.Total, err = offResult(total, period, o); err != nil {
@@ -202,6 +177,43 @@ func OffCPUReport(p *profile.Profile, typ string, o estimate.Options) (*OffCPUTa
 		return t.Rows[i].Function < t.Rows[j].Function
 	})
 	return t, nil
+}
+
+// offCPUSums are a profile's off-CPU sums: by function (flat and
+// cumulative), in all, and by state.
+type offCPUSums struct {
+	flat, cum                map[string]offSums
+	total, blocked, runnable offSums
+}
+
+// sumOffCPU adds up p's off-CPU intervals (and, for WallType, its CPU
+// samples) by function and by state.
+func sumOffCPU(p *profile.Profile, typ string) offCPUSums {
+	oi, ni, vi := sampleTypeIndex(p, OffCPUType), sampleTypeIndex(p, OffCPUIntervalsType), sampleTypeIndex(p, OffCPUVarType)
+	ci := sampleTypeIndex(p, "samples")
+	r := offCPUSums{flat: map[string]offSums{}, cum: map[string]offSums{}}
+	for _, s := range p.Sample {
+		v := offSums{off: estimate.HTSums{Est: float64(s.Value[oi]), Var: float64(s.Value[vi]) * 1e6}}
+		if ni >= 0 {
+			v.off.N = uint64(s.Value[ni])
+		}
+		if typ == WallType && ci >= 0 {
+			v.cpu = uint64(s.Value[ci])
+		}
+		if v.off.Est == 0 && v.cpu == 0 {
+			continue
+		}
+		r.total = r.total.plus(v)
+		if st := s.Label[OffCPULabel]; len(st) > 0 {
+			if st[0] == sampler.OffRunnable {
+				r.runnable = r.runnable.plus(v)
+			} else {
+				r.blocked = r.blocked.plus(v)
+			}
+		}
+		addFuncs(s, v, r.flat, r.cum)
+	}
+	return r
 }
 
 // addFuncs adds v to the flat sums of s's leaf function and the cumulative
