@@ -55,6 +55,7 @@ type result struct {
 	truth, offcputime  float64
 	sampled, begun     float64
 	chosen             string
+	unseen             string
 	holdsOwn, holdsOCT bool
 }
 
@@ -79,8 +80,8 @@ func run(bin string, runs int, probs string, conf float64) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("run %d p=%s chosen=%s: tickprof %.4g [%.4g, %.4g] ms, own %.4g ms, offcputime %.4g ms (%v, %v)\n",
-				i+1, p, r.chosen, r.est/1e6, r.low/1e6, r.high/1e6, r.truth/1e6, r.offcputime/1e6, r.holdsOwn, r.holdsOCT)
+			fmt.Printf("run %d p=%s chosen=%s: tickprof %.4g [%.4g, %.4g] ms, own %.4g ms, offcputime %.4g ms (%v, %v), %s switch-ins unseen\n",
+				i+1, p, r.chosen, r.est/1e6, r.low/1e6, r.high/1e6, r.truth/1e6, r.offcputime/1e6, r.holdsOwn, r.holdsOCT, r.unseen)
 			all = append(all, r)
 		}
 	}
@@ -159,6 +160,9 @@ func readTickprof(r *result, js []byte, stderr string) error {
 		if row.Function == readFrame {
 			r.est, r.low, r.high = row.Cum.Mean, row.Cum.Low, row.Cum.High
 		}
+	}
+	if m := regexp.MustCompile(`(\d+) switch-ins unseen`).FindStringSubmatch(stderr); m != nil {
+		r.unseen = m[1]
 	}
 	if m := regexp.MustCompile(`p = ([0-9.e-]+) at the end(, from ([0-9.e-]+) to ([0-9.e-]+))?`).FindStringSubmatch(stderr); m != nil {
 		r.chosen = m[1]
