@@ -188,7 +188,7 @@ func (s *Session) startOffCPU() error {
 }
 
 // offTuneEvery is how often tuneOffCPU follows the targets' switch rate.
-const offTuneEvery = 250 * time.Millisecond
+const offTuneEvery = 100 * time.Millisecond
 
 // tuneOffCPU sets the sampling probability from the rate at which the
 // targets' threads began intervals off CPU since the last tuning, so that
