@@ -58,6 +58,10 @@ const (
 	// offCPUMinProb is the least probability chosen: below it the
 	// intervals are too sparse to say anything in a short run.
 	offCPUMinProb = 0.001
+	// offCPUStartProb bounds the first probability chosen: a command
+	// started at 100,000 switches a second overran the ring buffer in the
+	// first tuning period at the 0.07-0.23 the machine's rate allowed.
+	offCPUStartProb = 0.01
 	// offCPUStackBytes bounds the user stack copy of a start record.
 	offCPUStackBytes = 8192
 )
@@ -169,7 +173,9 @@ func (s *Session) startOffCPU() error {
 			return err
 		}
 		st.rate = rate
-		st.prob = estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, st.budget, offCPUMinProb)
+		// The targets' own rate is not known yet (a command has not
+		// started): start low, and let tuneOffCPU raise it.
+		st.prob = math.Min(offCPUStartProb, estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, st.budget, offCPUMinProb))
 	}
 	_, st.prob = loader.Threshold(st.prob) // the probability the program applies
 	st.minProb, st.maxProb, st.tunedAt = st.prob, st.prob, time.Now()
