@@ -53,7 +53,6 @@ type result struct {
 	p                  string
 	est, low, high     float64
 	truth, offcputime  float64
-	sampled, begun     float64
 	chosen             string
 	unseen             string
 	holdsOwn, holdsOCT bool
