@@ -33,7 +33,8 @@ import (
 // addition and the merged profile's intervals are those of the union
 // (estimate.HTSums). Off-CPU stacks carry the label off_cpu ("blocked":
 // the thread slept, "runnable": it waited for a CPU); their samples and
-// cpu values are 0.
+// cpu values are 0. Every stack carries its thread ID (numeric label
+// thread).
 
 // Sample types of off-CPU profiles.
 const (
@@ -43,6 +44,8 @@ const (
 	OffCPUVarType       = "off_cpu_var"
 	// OffCPULabel is the label of off-CPU stacks: why the thread was off.
 	OffCPULabel = "off_cpu"
+	// ThreadLabel is the numeric label of a stack's thread ID.
+	ThreadLabel = "thread"
 )
 
 // AddOffCPU adds the off-CPU sample types to p, a profile EncodeCPU or
@@ -64,6 +67,12 @@ func AddOffCPU(p *profile.Profile, d *sampler.Profile, def string) error {
 		if i < len(d.Samples) {
 			s := d.Samples[i]
 			cpu = s.Count * d.Period
+			if s.Tid != 0 {
+				if ps.NumLabel == nil {
+					ps.NumLabel = map[string][]int64{}
+				}
+				ps.NumLabel[ThreadLabel] = []int64{s.Tid}
+			}
 			if s.Off != nil {
 				off, vr, n = int64(math.Round(s.Off.Est)), int64(math.Round(s.Off.Var/1e6)), int64(s.Off.N)
 				if ps.Label == nil {
@@ -125,6 +134,16 @@ type OffCPUTable struct {
 	Runnable OffEstimate `json:"runnable"`
 	Duration float64     `json:"duration_ns"`
 	Rows     []OffCPURow `json:"rows"`
+	// Threads are the time of each thread (label thread), most first:
+	// for a wall table, each thread's wall time in the profile, the
+	// denominator of its stacks' shares.
+	Threads []OffThread `json:"threads,omitempty"`
+}
+
+// OffThread is one thread's total time in an off-CPU or wall table.
+type OffThread struct {
+	Tid   int64       `json:"tid"`
+	Total OffEstimate `json:"total"`
 }
 
 // offSums are one function's sums: off-CPU intervals and CPU samples.
@@ -170,6 +189,9 @@ func OffCPUReport(p *profile.Profile, typ string, o estimate.Options) (*OffCPUTa
 		}
 		t.Rows = append(t.Rows, r)
 	}
+	if err := t.addThreads(sums.threads, period, o); err != nil {
+		return nil, err
+	}
 	sort.Slice(t.Rows, func(i, j int) bool {
 		if t.Rows[i].Cum.Mean != t.Rows[j].Cum.Mean {
 			return t.Rows[i].Cum.Mean > t.Rows[j].Cum.Mean
@@ -184,6 +206,7 @@ func OffCPUReport(p *profile.Profile, typ string, o estimate.Options) (*OffCPUTa
 type offCPUSums struct {
 	flat, cum                map[string]offSums
 	total, blocked, runnable offSums
+	threads                  map[int64]offSums
 }
 
 // sumOffCPU adds up p's off-CPU intervals (and, for WallType, its CPU
@@ -191,7 +214,7 @@ type offCPUSums struct {
 func sumOffCPU(p *profile.Profile, typ string) offCPUSums {
 	oi, ni, vi := sampleTypeIndex(p, OffCPUType), sampleTypeIndex(p, OffCPUIntervalsType), sampleTypeIndex(p, OffCPUVarType)
 	ci := sampleTypeIndex(p, "samples")
-	r := offCPUSums{flat: map[string]offSums{}, cum: map[string]offSums{}}
+	r := offCPUSums{flat: map[string]offSums{}, cum: map[string]offSums{}, threads: map[int64]offSums{}}
 	for _, s := range p.Sample {
 		v := offSums{off: estimate.HTSums{Est: float64(s.Value[oi]), Var: float64(s.Value[vi]) * 1e6}}
 		if ni >= 0 {
@@ -204,6 +227,9 @@ func sumOffCPU(p *profile.Profile, typ string) offCPUSums {
 			continue
 		}
 		r.total = r.total.plus(v)
+		if tid := s.NumLabel[ThreadLabel]; len(tid) > 0 {
+			r.threads[tid[0]] = r.threads[tid[0]].plus(v)
+		}
 		if st := s.Label[OffCPULabel]; len(st) > 0 {
 			if st[0] == sampler.OffRunnable {
 				r.runnable = r.runnable.plus(v)
@@ -214,6 +240,24 @@ func sumOffCPU(p *profile.Profile, typ string) offCPUSums {
 		addFuncs(s, v, r.flat, r.cum)
 	}
 	return r
+}
+
+// addThreads adds each thread's total, most first.
+func (t *OffCPUTable) addThreads(threads map[int64]offSums, period float64, o estimate.Options) error {
+	for tid, v := range threads {
+		r, err := offResult(v, period, o)
+		if err != nil {
+			return err
+		}
+		t.Threads = append(t.Threads, OffThread{Tid: tid, Total: r})
+	}
+	sort.Slice(t.Threads, func(i, j int) bool {
+		if t.Threads[i].Total.Mean != t.Threads[j].Total.Mean {
+			return t.Threads[i].Total.Mean > t.Threads[j].Total.Mean
+		}
+		return t.Threads[i].Tid < t.Threads[j].Tid
+	})
+	return nil
 }
 
 // addFuncs adds v to the flat sums of s's leaf function and the cumulative
@@ -254,6 +298,13 @@ func WriteOffCPUTable(w io.Writer, t *OffCPUTable, top int, asJSON bool) error {
 	fmt.Fprintf(w, "%s time %s [%s, %s] (%s confidence) over %s\n", what, fmtNs(t.Total.Mean), fmtNs(t.Total.Low), fmtNs(t.Total.High), conf, fmtNs(t.Duration))
 	fmt.Fprintf(w, "  blocked %s [%s, %s]; runnable, waiting for a CPU %s [%s, %s]\n",
 		fmtNs(t.Blocked.Mean), fmtNs(t.Blocked.Low), fmtNs(t.Blocked.High), fmtNs(t.Runnable.Mean), fmtNs(t.Runnable.Low), fmtNs(t.Runnable.High))
+	for i, th := range t.Threads {
+		if i == 4 {
+			fmt.Fprintf(w, "  ... %d threads in all\n", len(t.Threads))
+			break
+		}
+		fmt.Fprintf(w, "  thread %d: %s [%s, %s]\n", th.Tid, fmtNs(th.Total.Mean), fmtNs(th.Total.Low), fmtNs(th.Total.High))
+	}
 	fmt.Fprintf(w, "%8s %-23s %8s %-23s %s\n", "flat", "[interval]", "cum", "[interval]", "function")
 	for i, r := range t.Rows {
 		if top > 0 && i >= top {

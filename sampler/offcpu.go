@@ -114,8 +114,10 @@ type offState struct {
 	// pending holds each thread's sampled interval whose end was not read
 	// yet (a thread has at most one open).
 	pending map[uint32]*offPending
-	// sched caches isSchedule by kernel address.
+	// sched caches isSchedule by kernel address; tid is the thread of
+	// the record being handled (offKey).
 	sched map[uint64]bool
+	tid   uint32
 	// cur is the start record being handled; endNs the monotonic clock
 	// when the program was detached.
 	cur                      *offPending
@@ -389,10 +391,16 @@ func offStateName(state uint32) string {
 	return OffBlocked
 }
 
-// offKey extends a stack's key when the record handled is an off-CPU
-// start: its stacks are kept apart from the CPU samples', by state.
-func (s *Session) offKey(key []byte) []byte {
-	if s.off == nil || s.off.cur == nil {
+// offKey extends the key of sample record rec's stack with off-CPU
+// sampling on: stacks are kept by thread (tally notes it), and an off-CPU
+// start's stacks apart from the CPU samples', by state.
+func (s *Session) offKey(key, rec []byte) []byte {
+	if s.off == nil {
+		return key
+	}
+	s.off.tid = binary.LittleEndian.Uint32(rec[8:])
+	key = binary.LittleEndian.AppendUint32(append(key, 0, 't'), s.off.tid)
+	if s.off.cur == nil {
 		return key
 	}
 	return append(key, 0, 'o', 'f', 'f', byte(s.off.cur.state))
@@ -401,6 +409,9 @@ func (s *Session) offKey(key []byte) []byte {
 // tally counts a CPU sample on st, or, for an off-CPU start record, notes
 // st as the stack of the interval that starts.
 func (s *Session) tally(key string, st *rawStack) {
+	if s.off != nil {
+		st.tid = int64(s.off.tid)
+	}
 	if s.off != nil && s.off.cur != nil {
 		s.off.cur.key, s.off.cur.stack = key, st
 		return

@@ -98,7 +98,8 @@ func TestOffCPURead(t *testing.T) {
 // is exact, and the wall-clock table gives the worker's split: the time
 // through wait_byte is its blocked time to 2%, or less by intervals the
 // counters name as lost, and the time through spin (CPU
-// samples and waits for a CPU) holds its own computing time at 99.9%.
+// samples and waits for a CPU) holds its own computing time at 99.9%; the
+// worker thread's total is its wall time.
 func TestOffCPUExactWall(t *testing.T) {
 	tab, kv, st := offCPURun(t, 1, export.WallType, 0.999)
 	read, spin := offRow(t, tab, "wait_byte"), offRow(t, tab, "spin")
@@ -112,6 +113,22 @@ func TestOffCPUExactWall(t *testing.T) {
 	}
 	if c := kv["compute_ns"]; c < spin.Cum.Low || c > spin.Cum.High {
 		t.Errorf("computing %.4g ns, outside the wall interval of spin [%.4g, %.4g]", c, spin.Cum.Low, spin.Cum.High)
+	}
+	// The worker (the main thread) spends its whole life reading and
+	// computing: one thread's wall time is its own measured wall time, to
+	// its interval and 3% (the thread's start and exit around it), and the
+	// share of wait_byte in it is the share it measured.
+	found := false
+	for _, th := range tab.Threads {
+		if w := kv["worker_ns"]; 0.97*th.Total.Low <= w && w <= 1.03*th.Total.High {
+			found = true
+			t.Logf("worker thread %d: wall %.4g [%.4g, %.4g] ns, own %.4g; wait_byte share %.3f [%.3f, %.3f], own %.3f",
+				th.Tid, th.Total.Mean, th.Total.Low, th.Total.High, w, read.Cum.Mean/th.Total.Mean,
+				read.Cum.Low/th.Total.Mean, read.Cum.High/th.Total.Mean, kv["blocked_ns"]/w)
+		}
+	}
+	if !found {
+		t.Errorf("no thread's wall time holds the worker's own %.4g ns: %+v", kv["worker_ns"], tab.Threads)
 	}
 }
 

@@ -82,4 +82,8 @@ type Sample struct {
 	// a stack taken when a thread left the CPU, with Count 0; nil for CPU
 	// samples.
 	Off *OffCPU
+	// Tid is the thread, with off-CPU sampling (Config.OffCPU), where
+	// stacks are kept by thread so that times are shares of each thread's
+	// wall time; 0 otherwise.
+	Tid int64
 }

@@ -217,8 +217,10 @@ type rawStack struct {
 	// stop says why it ended early (zero when it reached its root).
 	unwound bool
 	stop    walkStop
-	// off is the off-CPU time of an off-CPU stack (offcpu.go).
+	// off is the off-CPU time of an off-CPU stack, tid its thread
+	// (offcpu.go: with off-CPU sampling stacks are kept by thread).
 	off *OffCPU
+	tid int64
 }
 
 // Record kinds and flags, as in bpf/sample.bpf.c.
@@ -596,7 +598,7 @@ func (s *Session) handle(b []byte) {
 	key = append(key, stop.Reason...)
 	key = append(key, 0)
 	key = append(key, stop.File...)
-	key = s.offKey(key)
+	key = s.offKey(key, b)
 	if st, ok := s.stacks[string(key)]; ok {
 		s.tally(string(key), st)
 		return

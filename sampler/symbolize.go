@@ -101,7 +101,7 @@ func (s *Session) profile() (*Profile, error) {
 
 // sample symbolizes one distinct stack (with its process ID when withPid).
 func (sy *symbolizer) sample(st *rawStack, withPid bool) Sample {
-	sample := Sample{Count: st.count, Off: st.off}
+	sample := Sample{Count: st.count, Off: st.off, Tid: st.tid}
 	if withPid {
 		sample.Pid = int64(st.proc.Pid())
 	}
