@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate bench-usdt bench-jit coverage demo test-kernels clean
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate bench-usdt bench-jit coverage demo test-kernels clean bench-offcpu coverage-offcpu
 
 all: build
 
@@ -129,6 +129,20 @@ coverage: build
 	mkdir -p bench/results
 	$(GO) run ./bench/coverage -tickprof $(BIN) -runs $${COVERAGE_RUNS:-20} \
 		-raw bench/results/coverage-$$(date -u +%Y%m%dT%H%MZ).tsv
+
+# Slowdown of a 2-thread pipe ping-pong (~100k context switches/s) under
+# sample --off-cpu (p = 1 and p chosen), offcputime-bpfcc and perf sched
+# record, interleaved rounds (root; about 1 min a round); see
+# docs/performance.md, "Off-CPU sampling". OFFCPU_ROUNDS=N.
+bench-offcpu:
+	bench/offcpu/run.sh $${OFFCPU_ROUNDS:-5}
+
+# The off-CPU coverage suite (root; about 4 min; needs libbpf-tools'
+# offcputime): a thread blocked in read 70% of the time, 10 runs each at
+# p = 0.2 and p chosen, each traced by tickprof and offcputime at once;
+# prints the section of docs/coverage.md ("Off-CPU time"). OFFCPU_RUNS=N.
+coverage-offcpu: build
+	$(GO) run ./bench/offcpu/agree -tickprof $(BIN) -runs $${OFFCPU_RUNS:-10}
 
 # A bundled workload timed and sampled, with the known truth beside each
 # interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.

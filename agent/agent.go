@@ -34,6 +34,9 @@ const DefaultFrequency = 49
 // TimeProfileName is the Name of the time windows (Pyroscope's __name__).
 const TimeProfileName = "tickprof_time"
 
+// OffCPUProfileName is the Name of the off-CPU windows (Config.OffCPU).
+const OffCPUProfileName = "tickprof_off_cpu"
+
 // DefaultWindow is the default window length (Pyroscope's).
 const DefaultWindow = 10 * time.Second
 
@@ -57,6 +60,12 @@ type Config struct {
 	FixedPeriod bool
 	// Window is the length of a window (0: DefaultWindow).
 	Window time.Duration
+	// OffCPU also samples time off CPU (sampler.OffCPUConfig, its
+	// probability chosen for its budget) and pushes each window's CPU
+	// samples and off-CPU stacks as a profile of its own (Name
+	// OffCPUProfileName; sample types off_cpu and wall beside samples and
+	// cpu); the CPU windows keep the CPU samples alone.
+	OffCPU bool
 	// Users and Syscalls are functions ([BINARY:]SYMBOL, as `tickprof time
 	// -u`) and system calls (as -s) timed continuously in each watched
 	// process (its own timing session, filtered to it; processes that join
@@ -354,7 +363,8 @@ func (a *Agent) session(ctx context.Context) error {
 	if err != nil || ctx.Err() != nil {
 		return err
 	}
-	scfg := sampler.Config{Frequency: a.cfg.Frequency, All: a.cfg.All, FixedPeriod: a.cfg.FixedPeriod}
+	scfg := sampler.Config{Frequency: a.cfg.Frequency, All: a.cfg.All, FixedPeriod: a.cfg.FixedPeriod,
+		OffCPU: sampler.OffCPUConfig{Enabled: a.cfg.OffCPU}}
 	for pid := range set {
 		scfg.PIDs = append(scfg.PIDs, pid)
 	}
@@ -537,10 +547,28 @@ func (a *Agent) emit(sess *sampler.Session, d *sampler.Profile) error {
 	if len(d.Samples) == 0 {
 		return nil
 	}
-	p, err := export.EncodeCPUWindow(d)
+	cpu, hasOff := export.SplitOffCPU(d)
+	if hasOff {
+		p, err := export.EncodeOffCPUWindow(d)
+		if err != nil {
+			return err
+		}
+		a.enqueueByPID(sess, d, p, OffCPUProfileName)
+	}
+	if len(cpu.Samples) == 0 {
+		return nil
+	}
+	p, err := export.EncodeCPUWindow(cpu)
 	if err != nil {
 		return err
 	}
+	a.enqueueByPID(sess, cpu, p, "")
+	return nil
+}
+
+// enqueueByPID splits window p (of d) by process and enqueues one window
+// per process, named name ("": the CPU profile).
+func (a *Agent) enqueueByPID(sess *sampler.Session, d *sampler.Profile, p *profile.Profile, name string) {
 	byPID := map[int64][]*profile.Sample{}
 	for _, s := range p.Sample {
 		var pid int64
@@ -557,10 +585,11 @@ func (a *Agent) emit(sess *sampler.Session, d *sampler.Profile) error {
 	start, end := d.Start, d.Start.Add(d.Duration)
 	for _, pid := range pids {
 		a.enqueue(&push.Window{Start: start, End: end, Labels: a.processLabels(sess, pid),
-			Profile: rebuild(p, byPID[pid]), SampleRate: a.cfg.Frequency})
-		a.processes.Add(1)
+			Profile: rebuild(p, byPID[pid]), SampleRate: a.cfg.Frequency, Name: name})
+		if name == "" {
+			a.processes.Add(1)
+		}
 	}
-	return nil
 }
 
 // emitTimes reads the timers and enqueues one time profile per timed

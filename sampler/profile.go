@@ -78,4 +78,12 @@ type Sample struct {
 	// Truncated marks a stack that ended early (the walk hit the depth limit,
 	// failed, or stopped before a thread's root function).
 	Truncated bool
+	// Off is the time off CPU estimated for this stack (Config.OffCPU):
+	// a stack taken when a thread left the CPU, with Count 0; nil for CPU
+	// samples.
+	Off *OffCPU
+	// Tid is the thread, with off-CPU sampling (Config.OffCPU), where
+	// stacks are kept by thread so that times are shares of each thread's
+	// wall time; 0 otherwise.
+	Tid int64
 }

@@ -101,6 +101,8 @@ type Config struct {
 	// Duration stops Run after this long (0: at the targets' exit or when
 	// its context is done).
 	Duration time.Duration
+	// OffCPU samples time off CPU too (offcpu.go).
+	OffCPU OffCPUConfig
 }
 
 // DefaultFrequency is the sampling rate when Config.Frequency is 0: 99 Hz,
@@ -157,6 +159,8 @@ type Stats struct {
 	// fixed (Config.FixedPeriod).
 	Period   float64
 	Dithered bool
+	// OffCPU are the off-CPU counters (Config.OffCPU).
+	OffCPU OffCPUStats
 }
 
 // counted is one --count function.
@@ -216,6 +220,8 @@ type Session struct {
 	dlCtx context.Context
 	// bpfStats holds the kernel's BPF run-time statistics on (nil: off).
 	bpfStats io.Closer
+	// off is the off-CPU sampling (offcpu.go); nil when off.
+	off *offState
 }
 
 // rawStack is one distinct stack of one process image, with its count.
@@ -233,6 +239,10 @@ type rawStack struct {
 	// why it is missing or cut (python.go).
 	py     []int32
 	pyLost string
+	// off is the off-CPU time of an off-CPU stack, tid its thread
+	// (offcpu.go: with off-CPU sampling stacks are kept by thread).
+	off *OffCPU
+	tid int64
 }
 
 // Record kinds and flags, as in bpf/sample.bpf.c.
@@ -400,6 +410,9 @@ func (s *Session) attach() error {
 		return fmt.Errorf("open sample ring buffer: %w", err)
 	}
 	s.pump = newPump(s.reader)
+	if err := s.startOffCPU(); err != nil {
+		return err
+	}
 	s.start = time.Now()
 	return s.startClocks()
 }
@@ -499,6 +512,7 @@ func (s *Session) sample(ctx context.Context, stop <-chan struct{}) error {
 // finishDrain; what is left then is counted as unread (discard).
 func (s *Session) finish() error {
 	s.stopClocks()
+	s.stopOffCPU()
 	s.end = time.Now()
 	s.pump.stop()
 	budget := time.NewTimer(finishDrain)
@@ -507,11 +521,13 @@ func (s *Session) finish() error {
 		select {
 		case c, ok := <-s.pump.full:
 			if !ok {
+				s.closeOpen()
 				return s.pump.err
 			}
 			s.handleChunk(c)
 		case <-budget.C:
 			s.discard()
+			s.closeOpen()
 			return s.pump.err
 		}
 	}
@@ -553,6 +569,7 @@ const finishDrain = 250 * time.Millisecond
 // once a chunk is handled: at high sampling rates records may never stop
 // coming, and the caller must get back to its context.
 func (s *Session) drain(deadline, stop time.Time) error {
+	s.tuneOffCPU()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	full := s.pump.full
@@ -587,6 +604,9 @@ func (s *Session) handleChunk(c []byte) {
 
 // handle parses one ring-buffer record and adds it to the stack counts.
 func (s *Session) handle(b []byte) {
+	if s.handleOff(b) {
+		return
+	}
 	if len(b) < hdrSize {
 		return
 	}
@@ -644,15 +664,17 @@ func (s *Session) handle(b []byte) {
 	for _, f := range py {
 		key = le.AppendUint32(key, uint32(f))
 	}
+	key = s.offKey(key, b)
 	if st, ok := s.stacks[string(key)]; ok {
-		st.count++
+		s.tally(string(key), st)
 		return
 	}
-	st := &rawStack{proc: img, flags: flags, count: 1, user: user, unwound: unwound, stop: stop, py: py, pyLost: pyLost}
+	st := &rawStack{proc: img, flags: flags, user: user, unwound: unwound, stop: stop, py: py, pyLost: pyLost}
 	for i := 0; i < kn; i++ {
 		st.kern = append(st.kern, le.Uint64(kern[8*i:]))
 	}
 	s.stacks[string(key)] = st
+	s.tally(string(key), st)
 }
 
 // recordLayout gives where the parts of a sample record lie (bpf/sample.bpf.c
@@ -724,6 +746,7 @@ func (s *Session) Stats() Stats {
 	st.DrainCPU, st.SymbolizeCPU = s.drainCPU, s.symCPU
 	st.Period = s.clockLog.meanPeriod(clockTotals{}, s.clockLog.sofar())
 	st.Dithered = s.dither != nil
+	st.OffCPU = s.offStats()
 	if s.objs.SampleCpu != nil {
 		if ps, err := s.objs.SampleCpu.Stats(); err == nil {
 			st.BPFRuntime, st.BPFRuns = ps.Runtime, ps.RunCount
@@ -787,6 +810,7 @@ func (s *Session) Close() error {
 		c.link.Close()
 	}
 	s.counted = nil
+	s.closeOffCPU()
 	for _, l := range s.links {
 		l.Close()
 	}

@@ -84,6 +84,9 @@ func (s *Session) profile() (*Profile, error) {
 	var total int64
 	for _, k := range keys {
 		st := s.stacks[k]
+		if st.count == 0 && st.off == nil {
+			continue // an off-CPU interval not ended yet
+		}
 		d.Samples = append(d.Samples, sy.sample(st, s.cfg.All || len(pids) > 1))
 		if st.stop.Reason != "" {
 			stops[st.stop] += st.count
@@ -109,7 +112,7 @@ func (s *Session) profile() (*Profile, error) {
 
 // sample symbolizes one distinct stack (with its process ID when withPid).
 func (sy *symbolizer) sample(st *rawStack, withPid bool) Sample {
-	sample := Sample{Count: st.count}
+	sample := Sample{Count: st.count, Off: st.off, Tid: st.tid}
 	if withPid {
 		sample.Pid = int64(st.proc.Pid())
 	}

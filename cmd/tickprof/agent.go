@@ -42,6 +42,7 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&c.All, "all", false, "watch every process")
 	fl.IntVarP(&c.Frequency, "frequency", "F", agent.DefaultFrequency, "samples per second per CPU (`HZ`)")
 	fl.BoolVar(&c.FixedPeriod, "fixed-period", false, "sample on a fixed grid of 1/HZ, as perf does, instead of dithered periods (a program periodic at the rate can bias it: for comparisons)")
+	fl.BoolVar(&c.OffCPU, "off-cpu", false, "also sample time off CPU and push each window's off-CPU and wall-clock time as profile tickprof_off_cpu (sample types off_cpu, wall)")
 	fl.DurationVar(&c.Window, "window", agent.DefaultWindow, "length of a pushed window")
 	fl.StringVar(&c.Service, "service", "", "service `NAME` label (default: each process's executable name)")
 	fl.StringArrayVar(&f.labels, "label", nil, "add label `KEY=VALUE` to every profile (repeatable)")

@@ -36,6 +36,13 @@ func newReportCmd() *cobra.Command {
 			}
 			return export.Write(w, o.json, t, func(w io.Writer, t *export.TimeTable) error { return t.WriteText(w, top) })
 		}
+		if export.IsOffCPUProfile(p) {
+			t, err := export.OffCPUReport(p, export.OffCPUTableType(p), estimate.Options{Confidence: conf})
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			return export.WriteOffCPUTable(w, t, top, o.json)
+		}
 		t, err := export.CPUReport(p, estimate.Options{Confidence: conf})
 		if err != nil {
 			return fmt.Errorf("%s: %w", args[0], err)

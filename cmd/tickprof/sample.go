@@ -16,6 +16,7 @@ import (
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/console"
+	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/loader"
 	"github.com/tickprof/tickprof/internal/proc"
 	"github.com/tickprof/tickprof/internal/termsafe"
@@ -34,6 +35,9 @@ type sampleFlags struct {
 	top       int
 	userStack int
 	fixed     bool
+	offCPU    bool
+	wall      bool
+	offProb   float64
 	outputFlags
 }
 
@@ -53,6 +57,9 @@ func newSampleCmd() *cobra.Command {
 	fl.StringArrayVar(&f.count, "count", nil, "count calls of `[BINARY:]SYMBOL` and report its time per call (repeatable)")
 	fl.IntVar(&f.top, "top", 20, "show the top `N` functions (0 for all)")
 	f.add(cmd, "confidence level of the intervals", "print the table as JSON")
+	fl.BoolVar(&f.offCPU, "off-cpu", false, "estimate time off CPU by stack (blocked, or waiting for a CPU) from sampled scheduler switches")
+	fl.BoolVar(&f.wall, "wall", false, "estimate wall-clock time by stack: on-CPU samples and off-CPU time together")
+	fl.Float64Var(&f.offProb, "off-cpu-prob", 0, "sample each interval off CPU with probability `P` (0: chosen from the switch rate for a 1% CPU budget; 1: every one)")
 	fl.IntVar(&f.userStack, "user-stack", sampler.DefaultStackBytes, "copy `BYTES` of user stack per sample to unwind it by call frame information (0: frame pointers only; at most 28672)")
 	return cmd
 }
@@ -76,6 +83,9 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 		confErr, durErr, countNeedsFile(f.all, f.count),
 		// Before a command is started: say what is missing, not what failed.
 		loader.CheckPrivileges(),
+		cli.UsageIf(f.offCPU && f.wall, "--off-cpu and --wall: give one (--wall includes the off-CPU time)"),
+		cli.UsageIf(f.offProb < 0 || f.offProb > 1, "--off-cpu-prob %g: give a probability in (0, 1], or 0 to choose it", f.offProb),
+		cli.UsageIf(f.offProb != 0 && !f.offCPU && !f.wall, "--off-cpu-prob needs --off-cpu or --wall"),
 		cli.UsageIf(f.userStack < 0 || f.userStack > sampler.MaxStackBytes, "--user-stack %d: give 0 (frame pointers only) up to %d bytes", f.userStack, sampler.MaxStackBytes),
 	); err != nil {
 		return err
@@ -90,8 +100,15 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	if f.pid != 0 {
 		cfg.PIDs = []int{f.pid}
 	}
-	return noSamplesHint(console.Sample(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg,
-		console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json}))
+	out := console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json}
+	if f.offCPU || f.wall {
+		cfg.OffCPU = sampler.OffCPUConfig{Enabled: true, Prob: f.offProb}
+		out.OffCPU = export.OffCPUType
+		if f.wall {
+			out.OffCPU = export.WallType
+		}
+	}
+	return noSamplesHint(console.Sample(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, out))
 }
 
 // sampleDuration parses --duration ("": until the target exits).

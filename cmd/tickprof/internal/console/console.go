@@ -20,6 +20,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/table"
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
@@ -92,6 +94,9 @@ type SampleOutput struct {
 	Top        int     // table rows (0: all)
 	Confidence float64 // confidence of the table's intervals
 	JSON       bool    // the table as JSON
+	// OffCPU is export.OffCPUType or export.WallType when the run sampled
+	// time off CPU (cfg.OffCPU): the profile's default type and the table's.
+	OffCPU string
 }
 
 // ErrNoSamples is returned by Sample when no sample fell in the target.
@@ -116,6 +121,11 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 	if err != nil {
 		return err
 	}
+	if o.OffCPU != "" {
+		if err := export.AddOffCPU(prof, data, o.OffCPU); err != nil {
+			return err
+		}
+	}
 	if o.File != "" {
 		if err := export.WriteProfileFile(o.File, prof); err != nil {
 			return err
@@ -131,6 +141,9 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 	table.WriteSampleStats(errw, st, cfg.Frequency, data.Duration, o.File, cost)
 	if runErr != nil {
 		return runErr
+	}
+	if o.OffCPU != "" {
+		return offCPUTable(w, errw, prof, st, o)
 	}
 	if st.Kept == 0 {
 		return ErrNoSamples
@@ -152,4 +165,24 @@ func sampleCost(st sampler.Stats) selfcost.Cost {
 		c.AddBPF(st.BPFRuntime, st.BPFRuns)
 	}
 	return c
+}
+
+// offCPUTable prints the off-CPU counters on errw and the off-CPU or wall
+// table on w.
+func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o SampleOutput) error {
+	oc := st.OffCPU
+	how := "as given"
+	if oc.SwitchRate > 0 {
+		how = fmt.Sprintf("from %.4g to %.4g, chosen from the targets' switch rate for a %.0f%% CPU budget", oc.MinProb, oc.MaxProb, 100*sampler.DefaultOffCPUBudget)
+	}
+	fmt.Fprintf(errw, "off-CPU: %d intervals begun, %d sampled, %d ended (p = %.4g at the end, %s); lost: %d map full, %d ring full at start, %d at end, %d ends without start, %d starts without end, %d switch-ins unseen, %d runs skipped; %d still open at stop\n",
+		oc.Switches, oc.Sampled, oc.Ended, oc.Prob, how, oc.MapFull, oc.RingStart, oc.RingEnd, oc.Unmatched, oc.Stale, oc.Unseen, oc.Misses, oc.Open)
+	if oc.Runtime > 0 && oc.Runs > 0 {
+		fmt.Fprintf(errw, "off-CPU program: %d runs, %.0f ns each on average (kernel BPF statistics)\n", oc.Runs, float64(oc.Runtime.Nanoseconds())/float64(oc.Runs))
+	}
+	tab, err := export.OffCPUReport(prof, o.OffCPU, estimate.Options{Confidence: o.Confidence})
+	if err != nil {
+		return err
+	}
+	return export.WriteOffCPUTable(w, tab, o.Top, o.JSON)
 }

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tickprof/tickprof/estimate"
+	"github.com/tickprof/tickprof/internal/loader"
+)
+
+// Off-CPU time (Config.OffCPU): the off-CPU program (bpf/offcpu.bpf.c, on
+// sched_switch) samples each interval a target's thread spends off CPU
+// with probability p and sends a start record, with the stacks at the
+// moment the thread left the CPU in the sampling program's record layout,
+// and an end record when the thread runs again. The start record's stacks
+// go through handle like a CPU sample's; the end gives the interval's
+// length d, which adds d/p to its stack's estimate (estimate.HTSums).
+// Intervals still open when sampling stops end then; an interval that
+// spans a window's cut counts in the window where it ends.
+
+// OffCPUConfig turns on off-CPU sampling beside the CPU samples.
+type OffCPUConfig struct {
+	// Enabled samples the targets' time off CPU.
+	Enabled bool
+	// Prob is the probability of sampling each interval off CPU, in
+	// (0, 1]; 0 chooses it from the switch rate and Budget.
+	Prob float64
+	// Budget is the share of one CPU the off-CPU program may take at the
+	// measured switch rate (0: DefaultOffCPUBudget).
+	Budget float64
+}
+
+// DefaultOffCPUBudget is the off-CPU program's default cost budget: 1% of
+// one CPU.
+const DefaultOffCPUBudget = 0.01
+
+// The off-CPU program's cost, measured on the 2-thread pipe ping-pong
+// (docs/performance.md, "Off-CPU sampling"): about 480 ns per run of the
+// program, that is per context switch of any thread (kernel BPF
+// statistics at p = 0.001: the target and map lookups every switch makes),
+// and about 13 us of the ping-pong's elapsed time per sampled interval
+// (stacks, an 8 KiB stack copy, two records, and their reading and
+// unwinding on the same 2 CPUs; 6.3 us of it in the program).
+// ChooseOffCPUProb uses them with the targets' switch rate.
+const (
+	offCPUBaseNs    = 480
+	offCPUSampledNs = 13000
+	// offCPUMinProb is the least probability chosen: below it the
+	// intervals are too sparse to say anything in a short run.
+	offCPUMinProb = 0.001
+	// offCPUStartProb bounds the first probability chosen: a command
+	// started at 100,000 switches a second overran the ring buffer in the
+	// first tuning period at the 0.07-0.23 the machine's rate allowed.
+	offCPUStartProb = 0.01
+	// offCPUStackBytes bounds the user stack copy of a start record.
+	offCPUStackBytes = 8192
+)
+
+// Record kinds and size of the off-CPU program's header (struct off_hdr).
+const (
+	recOffStart = 4
+	recOffEnd   = 5
+	offHdrSize  = 40
+)
+
+// OffCPUStats are the off-CPU counters of a run.
+type OffCPUStats struct {
+	loader.OffCPUStats
+	// Prob is the sampling probability in effect at the end, MinProb and
+	// MaxProb the range it took (chosen from the targets' switch rate
+	// unless given); SwitchRate the machine's context switches per second
+	// measured to choose the first (0 when Prob was given).
+	Prob, MinProb, MaxProb float64
+	SwitchRate             float64
+	// Unmatched counts end records without their start (the start record
+	// was lost); Stale, starts whose end was never seen (the thread began
+	// another interval first: lost); Open, intervals still open when
+	// sampling stopped (counted up to the stop).
+	Unmatched, Stale, Open uint64
+	// Misses counts the runs of the program the kernel skipped
+	// (recursion), each a switch unseen.
+	Misses uint64
+	// Runs and Runtime are the program's runs and their total time, as
+	// the kernel's BPF statistics count them (Runtime is zero unless they
+	// are enabled: kernel.bpf_stats_enabled).
+	Runs    uint64
+	Runtime time.Duration
+}
+
+// offState is a session's off-CPU state.
+type offState struct {
+	prog *loader.OffCPU
+	// prob is the probability in effect; minProb and maxProb the range
+	// it took; rate the machine's switch rate measured at start.
+	prob, minProb, maxProb float64
+	rate                   float64
+	// auto: prob follows the targets' rate of intervals begun (tune),
+	// within budget; tunedAt and tunedSwitches are the last tuning's time
+	// and counter.
+	auto          bool
+	budget        float64
+	tunedAt       time.Time
+	tunedSwitches uint64
+	// pending holds each thread's sampled interval whose end was not read
+	// yet (a thread has at most one open).
+	pending map[uint32]*offPending
+	// sched caches isSchedule by kernel address; tid is the thread of
+	// the record being handled (offKey).
+	sched map[uint64]bool
+	tid   uint32
+	// cur is the start record being handled; endNs the monotonic clock
+	// when the program was detached.
+	cur                      *offPending
+	endNs                    uint64
+	unmatched, opened, stale uint64
+}
+
+type offID struct {
+	tid   uint32
+	start uint64
+}
+
+// offPending is a sampled interval whose end has not been read yet.
+type offPending struct {
+	id    offID
+	state uint32
+	prob  float64 // the probability it was drawn with
+	key   string
+	stack *rawStack
+}
+
+// OffCPU is the off-CPU time estimated for one stack: the number of sampled
+// intervals and their Horvitz-Thompson sums (estimate.HTSums: sum d/p ns
+// and sum d^2 (1-p)/p^2 ns^2), and why the thread was off CPU.
+type OffCPU struct {
+	State string // OffBlocked or OffRunnable
+	estimate.HTSums
+}
+
+// Why a thread was off CPU.
+const (
+	// OffBlocked: it slept (waited for I/O, a lock, a timer...); the kernel
+	// stack is the blocking path.
+	OffBlocked = "blocked"
+	// OffRunnable: it was preempted or yielded while runnable, and waited
+	// for a CPU.
+	OffRunnable = "runnable"
+)
+
+// startOffCPU chooses the sampling probability and attaches the off-CPU
+// program, when the configuration asks for it.
+func (s *Session) startOffCPU() error {
+	oc := s.cfg.OffCPU
+	if !oc.Enabled {
+		return nil
+	}
+	st := &offState{prob: oc.Prob, pending: map[uint32]*offPending{}, sched: map[uint64]bool{}, budget: oc.Budget}
+	if st.budget == 0 {
+		st.budget = DefaultOffCPUBudget
+	}
+	if st.prob == 0 {
+		st.auto = true
+		rate, err := SwitchRate(200 * time.Millisecond)
+		if err != nil {
+			return err
+		}
+		st.rate = rate
+		// The targets' own rate is not known yet (a command has not
+		// started): start low, and let tuneOffCPU raise it.
+		st.prob = math.Min(offCPUStartProb, estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, st.budget, offCPUMinProb))
+	}
+	_, st.prob = loader.Threshold(st.prob) // the probability the program applies
+	st.minProb, st.maxProb, st.tunedAt = st.prob, st.prob, time.Now()
+	sb := s.cfg.stackBytes()
+	if sb > offCPUStackBytes {
+		sb = offCPUStackBytes
+	}
+	prog, err := loader.StartOffCPU(loader.OffCPUOptions{Prob: st.prob, StackBytes: sb, All: s.cfg.All,
+		Targets: s.objs.Targets, Ring: s.objs.Samples})
+	if err != nil {
+		return err
+	}
+	st.prog = prog
+	s.off = st
+	return nil
+}
+
+// offTuneEvery is how often tuneOffCPU follows the targets' switch rate.
+const offTuneEvery = 100 * time.Millisecond
+
+// tuneOffCPU sets the sampling probability from the rate at which the
+// targets' threads began intervals off CPU since the last tuning, so that
+// the program keeps within its budget (ChooseOffCPUProb) as the rate
+// changes. Intervals already begun keep the probability they were drawn
+// with (their start records carry it), so every estimate stays unbiased.
+func (s *Session) tuneOffCPU() {
+	st := s.off
+	if st == nil || !st.auto || st.prog == nil || time.Since(st.tunedAt) < offTuneEvery {
+		return
+	}
+	c, err := st.prog.Stats()
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	rate := float64(c.Switches-st.tunedSwitches) / now.Sub(st.tunedAt).Seconds()
+	st.tunedAt, st.tunedSwitches = now, c.Switches
+	p := estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, st.budget, offCPUMinProb)
+	if math.Abs(p-st.prob) <= 0.1*st.prob {
+		return // within a tenth: leave it
+	}
+	if set, err := st.prog.SetProb(p); err == nil {
+		st.prob = set
+		st.minProb, st.maxProb = math.Min(st.minProb, set), math.Max(st.maxProb, set)
+	}
+}
+
+// SwitchRate measures the machine's context switches per second over d
+// (/proc/stat's ctxt).
+func SwitchRate(d time.Duration) (float64, error) {
+	a, err := contextSwitches()
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	time.Sleep(d)
+	b, err := contextSwitches()
+	if err != nil {
+		return 0, err
+	}
+	return float64(b-a) / time.Since(t0).Seconds(), nil
+}
+
+func contextSwitches() (uint64, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read the context switch count: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "ctxt "); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no context switch count (ctxt) in /proc/stat")
+}
+
+// stopOffCPU detaches the off-CPU program and notes when, so that the
+// intervals still open end there.
+func (s *Session) stopOffCPU() {
+	if s.off == nil || s.off.prog == nil {
+		return
+	}
+	s.off.prog.Detach()
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+		s.off.endNs = uint64(ts.Nano())
+	}
+}
+
+// closeOpen ends the intervals still open at the program's detach.
+func (s *Session) closeOpen() {
+	if s.off == nil || s.off.endNs == 0 {
+		return
+	}
+	for tid, p := range s.off.pending {
+		if s.off.endNs > p.id.start {
+			s.offEnd(p, s.off.endNs-p.id.start)
+		}
+		s.off.opened++
+		delete(s.off.pending, tid)
+	}
+}
+
+// handleOff handles an off-CPU record; false for any other record.
+func (s *Session) handleOff(b []byte) bool {
+	if s.off == nil || len(b) < offHdrSize {
+		return false
+	}
+	le := binary.LittleEndian
+	kind := le.Uint32(b)
+	if kind != recOffStart && kind != recOffEnd {
+		return false
+	}
+	id := offID{tid: le.Uint32(b[12:]), start: le.Uint64(b[16:])}
+	if kind == recOffStart {
+		s.off.cur = &offPending{id: id, state: le.Uint32(b[4:]), prob: loader.ThresholdProb(le.Uint32(b[32:]))}
+		s.handle(s.trimSwitchFrames(b[offHdrSize:]))
+		if s.off.cur.stack != nil {
+			if _, ok := s.off.pending[id.tid]; ok {
+				// The thread's previous interval ended unseen (its end
+				// was not recorded): it is lost.
+				s.off.stale++
+			}
+			s.off.pending[id.tid] = s.off.cur
+		}
+		s.off.cur = nil
+		return true
+	}
+	p, ok := s.off.pending[id.tid]
+	if !ok || p.id != id {
+		s.off.unmatched++
+		return true
+	}
+	delete(s.off.pending, id.tid)
+	if end := le.Uint64(b[24:]); end > id.start {
+		s.offEnd(p, end-id.start)
+	}
+	return true
+}
+
+// trimSwitchFrames returns a start record's sample part without the
+// kernel frames above __schedule (the off-CPU program itself and the
+// tracepoint's machinery, whose frames depend on how many programs are
+// attached to sched_switch), so that the leaf of every off-CPU stack is
+// __schedule; the record as it is when there is no __schedule among its
+// first frames or the kernel's symbols cannot be read.
+func (s *Session) trimSwitchFrames(rec []byte) []byte {
+	if len(rec) < hdrSize {
+		return rec
+	}
+	le := binary.LittleEndian
+	kn := int(le.Uint16(rec[24:]))
+	if hdrSize+8*kn > len(rec) {
+		return rec
+	}
+	cut := -1
+	for i := 0; i < kn && i < 8; i++ {
+		if s.isSchedule(le.Uint64(rec[hdrSize+8*i:])) {
+			cut = i
+			break
+		}
+	}
+	if cut <= 0 {
+		return rec
+	}
+	out := make([]byte, 0, len(rec)-8*cut)
+	out = append(out, rec[:hdrSize]...)
+	out = append(out, rec[hdrSize+8*cut:]...)
+	le.PutUint16(out[24:], uint16(kn-cut))
+	return out
+}
+
+// isSchedule says whether kernel address a is in __schedule (cached by
+// address).
+func (s *Session) isSchedule(a uint64) bool {
+	if v, ok := s.off.sched[a]; ok {
+		return v
+	}
+	ks, err := s.kernelSyms()
+	if err != nil {
+		return false
+	}
+	sym, ok := ks.Lookup(a)
+	v := ok && sym.Name == "__schedule"
+	s.off.sched[a] = v
+	return v
+}
+
+// offEnd adds an ended interval of d ns to its stack, in the current
+// window's stacks (a stack of an earlier window is put back).
+func (s *Session) offEnd(p *offPending, d uint64) {
+	st, ok := s.stacks[p.key]
+	if !ok {
+		c := *p.stack
+		c.count, c.off = 0, nil
+		st = &c
+		s.stacks[p.key] = st
+	}
+	if st.off == nil {
+		st.off = &OffCPU{State: offStateName(p.state)}
+	}
+	st.off.Add(float64(d), p.prob)
+}
+
+func offStateName(state uint32) string {
+	if state == 0 {
+		return OffRunnable
+	}
+	return OffBlocked
+}
+
+// offKey extends the key of sample record rec's stack with off-CPU
+// sampling on: stacks are kept by thread (tally notes it), and an off-CPU
+// start's stacks apart from the CPU samples', by state.
+func (s *Session) offKey(key, rec []byte) []byte {
+	if s.off == nil {
+		return key
+	}
+	s.off.tid = binary.LittleEndian.Uint32(rec[8:])
+	key = binary.LittleEndian.AppendUint32(append(key, 0, 't'), s.off.tid)
+	if s.off.cur == nil {
+		return key
+	}
+	return append(key, 0, 'o', 'f', 'f', byte(s.off.cur.state))
+}
+
+// tally counts a CPU sample on st, or, for an off-CPU start record, notes
+// st as the stack of the interval that starts.
+func (s *Session) tally(key string, st *rawStack) {
+	if s.off != nil {
+		st.tid = int64(s.off.tid)
+	}
+	if s.off != nil && s.off.cur != nil {
+		s.off.cur.key, s.off.cur.stack = key, st
+		return
+	}
+	st.count++
+}
+
+// offStats reads the off-CPU counters (zero when off-CPU sampling is off).
+func (s *Session) offStats() OffCPUStats {
+	if s.off == nil {
+		return OffCPUStats{}
+	}
+	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened}
+	if s.off.prog == nil {
+		return st
+	}
+	if c, err := s.off.prog.Stats(); err == nil {
+		st.OffCPUStats = c
+	}
+	if ps, err := s.off.prog.Program().Stats(); err == nil {
+		st.Misses, st.Runs, st.Runtime = ps.RecursionMisses, ps.RunCount, ps.Runtime
+	}
+	return st
+}
+
+// closeOffCPU releases the off-CPU program.
+func (s *Session) closeOffCPU() {
+	if s.off != nil && s.off.prog != nil {
+		s.off.prog.Close()
+		s.off.prog = nil
+	}
+}
