@@ -89,7 +89,7 @@ func Tickprof() Rules {
 			"internal/python":           {},
 			"internal/rank":             {},
 			"internal/safefile":         {"golang.org/x/sys"},
-			"internal/symtab":           {"golang.org/x/arch", "golang.org/x/sys"},
+			"internal/symtab":           {"golang.org/x/arch", "golang.org/x/sys", "github.com/klauspost/compress"},
 			"internal/termsafe":         {},
 			"internal/testtarget":       {"golang.org/x/sys"},
 			"internal/tick":             {},
