@@ -32,7 +32,7 @@ import (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	testtarget.Main(m, pyro.start())
+	testtarget.Main(m, startPyroscope())
 }
 
 // buildBurn is testdata/sample/burn.c (burn_a does 3 units of work for

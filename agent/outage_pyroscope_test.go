@@ -81,7 +81,7 @@ func TestPyroscopeOutage(t *testing.T) {
 	checkOnce(t, "before SIGKILL", before, storedTimes(t, srv.URL, pidSelector(service, pid), before, 30*time.Second))
 	srv.Kill()
 	gate.mu.Unlock()
-	empty, err := pyro.newDir()
+	empty, err := pyro.NewDir()
 	if err != nil {
 		t.Fatal(err)
 	}

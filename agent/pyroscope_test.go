@@ -32,61 +32,21 @@ import (
 // in a directory of its own; the outage test stops and restarts it.
 const pyroHTTP, pyroGRPC = 4110, 9110
 
-// pyroServer is the shared server.
-type pyroServer struct {
-	ready chan struct{}
-	srv   *pushtest.Pyroscope
-	err   error
-	// skip says why there is no server (none started).
-	skip string
-	dirs []string
-}
+var pyro *pushtest.Shared
 
-var pyro = &pyroServer{ready: make(chan struct{})}
-
-// start starts the server in the background (not under -short, nor
-// without root, which the agent's tests need) and returns what stops it.
-func (s *pyroServer) start() func() {
-	script, err := pushtest.PyroscopeScript()
+// startPyroscope starts the shared server (not under -short, nor without
+// root, which the agent's tests need) and returns what stops it.
+func startPyroscope() func() {
+	skip := ""
 	switch {
-	case err != nil:
-		s.skip = err.Error()
 	case testing.Short():
-		s.skip = "-short: no real Pyroscope server"
+		skip = "-short: no real Pyroscope server"
 	case os.Geteuid() != 0:
-		s.skip = "not root: the agent cannot sample, so no real Pyroscope server is started"
+		skip = "not root: the agent cannot sample, so no real Pyroscope server is started"
 	}
-	if s.skip != "" {
-		close(s.ready)
-		return func() {}
-	}
-	go func() {
-		defer close(s.ready)
-		dir, err := s.newDir()
-		if err != nil {
-			s.err = err
-			return
-		}
-		s.srv, s.err = pushtest.StartPyroscope(script, pyroHTTP, pyroGRPC, dir)
-	}()
-	return func() {
-		<-s.ready
-		if s.srv != nil {
-			s.srv.Kill()
-		}
-		for _, d := range s.dirs {
-			os.RemoveAll(d)
-		}
-	}
-}
-
-// newDir makes a new empty data directory.
-func (s *pyroServer) newDir() (string, error) {
-	d, err := os.MkdirTemp("", "tickprof-pyroscope-")
-	if err == nil {
-		s.dirs = append(s.dirs, d)
-	}
-	return d, err
+	var stop func()
+	pyro, stop = pushtest.StartShared(pyroHTTP, pyroGRPC, skip)
+	return stop
 }
 
 // needPyroscope returns the shared server, once ready; it skips the test
@@ -94,14 +54,14 @@ func (s *pyroServer) newDir() (string, error) {
 func needPyroscope(t *testing.T) *pushtest.Pyroscope {
 	t.Helper()
 	bpftest.Require(t)
-	<-pyro.ready
-	if pyro.skip != "" {
-		t.Skip(pyro.skip)
+	srv, skip, err := pyro.Wait()
+	if skip != "" {
+		t.Skip(skip)
 	}
-	if pyro.err != nil {
-		t.Fatalf("the real Pyroscope server did not start: %v", pyro.err)
+	if err != nil {
+		t.Fatalf("the real Pyroscope server did not start: %v", err)
 	}
-	return pyro.srv
+	return srv
 }
 
 // windowFile is one CPU window the agent wrote to its directory sink: the

@@ -16,24 +16,13 @@ import (
 	"github.com/tickprof/tickprof/sampler"
 )
 
-// WindowTypeOrder is the order of the window profiles' sample types (CPU
-// windows: samples, cpu, calls; time windows: calls, ticks, wall, ticks_sq,
-// the batch sums), for rebuilding a profile from Pyroscope's series.
-var windowTypeOrder = []string{"samples", "cpu", export.CallsType, "ticks", "wall", export.TicksSqType,
-	export.BatchesType, export.BatchTicksSqType, export.BatchCrossType, export.BatchCallsSqType}
-
-// unitLabelled are the sample types of time windows whose values mean
-// something only with their sample's numeric labels (the histogram's
-// bucket bounds, the window batches' units), which Pyroscope drops.
-var unitLabelled = []string{export.HistType, export.BatchesType, export.BatchTicksSqType, export.BatchCrossType, export.BatchCallsSqType}
-
 // TestPyroscopeRoundTrip runs the agent on a real sampled target, timing
 // burn_a besides, pushing to the real Pyroscope server through each of its
 // APIs, and reads the windows back with Pyroscope's query API: each CPU
 // window is stored exactly once (its samples read back over its own time
 // range), the merged CPU profile gives burn_a's share as one sampler run
-// over the same span does, and the merged time windows give burn_a's mean
-// as one full-time timing session does.
+// over the same span does, and the merged time windows 2 to 5 give burn_a's
+// mean as one timing session over those windows does.
 func TestPyroscopeRoundTrip(t *testing.T) {
 	srv := needPyroscope(t)
 	for _, api := range []string{"ingest", "connect"} {
@@ -82,23 +71,32 @@ func roundTrip(t *testing.T, url, api string) {
 		}
 		refDone <- res
 	}()
-	var first loader.Poll
+	// The reference session is polled as the agent cuts its first and its
+	// fifth window: between, it timed the calls of windows 2 to 5.
+	var first, last loader.Poll
+	polled := make(chan error, 1)
 	go func() {
-		for ctx.Err() == nil && a.Stats().Windows < 1 {
-			time.Sleep(50 * time.Millisecond)
+		var err error
+		for _, n := range []uint64{1, 5} {
+			for ctx.Err() == nil && a.Stats().Windows < n {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n == 1 {
+				first, err = sess.Poll()
+			} else {
+				last, err = sess.Poll()
+			}
+			if err != nil {
+				break
+			}
 		}
-		first, _ = sess.Poll()
-		for ctx.Err() == nil && a.Stats().Windows < 5 {
-			time.Sleep(50 * time.Millisecond)
-		}
+		polled <- err
 		cancel()
 	}()
 	if err := a.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sess.Stop()
-	last, err := sess.Poll()
-	if err != nil {
+	if err := <-polled; err != nil {
 		t.Fatal(err)
 	}
 	refRes := <-refDone
@@ -114,7 +112,7 @@ func roundTrip(t *testing.T, url, api string) {
 		t.Fatal(err)
 	}
 	from, until := ws[0].start.Truncate(time.Second), time.Now()
-	merged, err := c.Merge(context.Background(), storedName(t, c, sel, from, until, "samples"), sel, from, until, windowTypeOrder, nil)
+	merged, err := c.Merge(context.Background(), storedName(t, c, sel, from, until, "samples"), sel, from, until, export.WindowTypeOrder(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +140,12 @@ func roundTrip(t *testing.T, url, api string) {
 		t.Errorf("the windows read back and one sampler run disagree on burn_a's share: %.3f [%.3f, %.3f]", d.Diff, d.Low, d.High)
 	}
 
-	tp, err := c.Merge(context.Background(), storedName(t, c, sel, from, until, "ticks"), sel, from, until, windowTypeOrder, unitLabelled)
+	if len(ws) < 5 {
+		t.Fatalf("%d CPU windows, want 5", len(ws))
+	}
+	// Windows 2 to 5, each stored at a second of its start.
+	tfrom, tuntil := ws[1].start.Truncate(time.Second), ws[4].start.Truncate(time.Second).Add(time.Second)
+	tp, err := c.Merge(context.Background(), storedName(t, c, sel, tfrom, tuntil, "ticks"), sel, tfrom, tuntil, export.WindowTypeOrder(), export.LabelledTypes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +164,11 @@ func roundTrip(t *testing.T, url, api string) {
 		StdErr: (row.High - row.Low) / (2 * 2.575829), Calls: row.Calls}
 	t.Logf("burn_a read back: %d calls, mean %.0f ns [%.0f, %.0f] (%s); one session: %d calls, %.0f ns [%.0f, %.0f]",
 		row.Calls, row.Mean, row.Low, row.High, row.Method, since.Calls, wantT.Mean, wantT.Low, wantT.High)
+	// The session was polled within 20 ms of the windows' cuts, a few
+	// calls of burn_a (about 1 ms each).
+	if float64(row.Calls) < 0.95*float64(since.Calls) || float64(row.Calls) > 1.05*float64(since.Calls) {
+		t.Errorf("the windows read back hold %d calls, the session over the same windows %d", row.Calls, since.Calls)
+	}
 	if d, err := estimate.DiffResults(wantT, got); err != nil || d.Significant {
 		t.Errorf("the time windows read back and one session disagree on burn_a's mean: %+v %v", d, err)
 	}

@@ -141,3 +141,63 @@ func (p *Pyroscope) Kill() {
 		p.Wait(10 * time.Second)
 	}
 }
+
+// Shared is a server a test binary starts once, in the background, for
+// all its tests (TestMain calls StartShared; tests call Wait).
+type Shared struct {
+	ready chan struct{}
+	srv   *Pyroscope
+	err   error
+	skip  string
+	dirs  []string
+}
+
+// StartShared starts a server on the given ports in the background, its
+// data in a new directory, unless skip says why not to (or there is no
+// start script); stop kills it and removes its data directories.
+func StartShared(httpPort, grpcPort int, skip string) (s *Shared, stop func()) {
+	s = &Shared{ready: make(chan struct{}), skip: skip}
+	script, err := PyroscopeScript()
+	if s.skip == "" && err != nil {
+		s.skip = err.Error()
+	}
+	if s.skip != "" {
+		close(s.ready)
+		return s, func() {}
+	}
+	go func() {
+		defer close(s.ready)
+		dir, err := s.NewDir()
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.srv, s.err = StartPyroscope(script, httpPort, grpcPort, dir)
+	}()
+	return s, func() {
+		<-s.ready
+		if s.srv != nil {
+			s.srv.Kill()
+		}
+		for _, d := range s.dirs {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// NewDir makes a new empty data directory, removed by stop.
+func (s *Shared) NewDir() (string, error) {
+	d, err := os.MkdirTemp("", "tickprof-pyroscope-")
+	if err == nil {
+		s.dirs = append(s.dirs, d)
+	}
+	return d, err
+}
+
+// Wait waits until the server is ready and returns it; skip says why
+// there is none (no start script, or what StartShared was told), err why
+// it failed to start.
+func (s *Shared) Wait() (srv *Pyroscope, skip string, err error) {
+	<-s.ready
+	return s.srv, s.skip, s.err
+}
