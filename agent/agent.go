@@ -671,6 +671,11 @@ func (a *Agent) labels(pid int64, info procInfo, ok bool) map[string]string {
 		if info.buildID != "" {
 			l["build_id"] = info.buildID
 		}
+		for k, v := range map[string]string{"cgroup": info.cgroup.path, "container_id": info.cgroup.containerID, "systemd_unit": info.cgroup.unit} {
+			if v != "" && push.CheckLabel(k, v) == nil {
+				l[k] = clampLabel(v)
+			}
+		}
 	}
 	svc := a.cfg.Service
 	if svc == "" && ok && info.match != "" {

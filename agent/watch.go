@@ -30,6 +30,9 @@ type procInfo struct {
 	// match is the executable as the user named it that the process
 	// matched ("" when watched by PID or under all).
 	match string
+	// cgroup is the process's cgroup and what it says (read at each scan:
+	// a process can be moved).
+	cgroup cgroupInfo
 }
 
 // watcher keeps the watch set: the given PIDs while they live, every
@@ -173,12 +176,16 @@ func (w *watcher) info(pid int) (procInfo, bool) {
 		return procInfo{}, false // kernel thread (no exe), or gone
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
+	cg := readCgroup(pid)
 	if p, ok := w.known[pid]; ok && p.start == start && p.exe == exe {
 		p.seen = time.Now()
+		if cg != "" && cg != p.cgroup.path {
+			p.cgroup = parseCgroup(cg)
+		}
 		w.known[pid] = p
 		return p, true
 	}
-	return procInfo{pid: pid, exe: exe, start: start, buildID: w.buildID(pid, exe), seen: time.Now()}, true
+	return procInfo{pid: pid, exe: exe, start: start, buildID: w.buildID(pid, exe), seen: time.Now(), cgroup: parseCgroup(cg)}, true
 }
 
 // gone reports whether reading a process's /proc entry failed because the

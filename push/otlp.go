@@ -121,6 +121,7 @@ var resourceKeys = map[string]string{
 	"executable":     "process.executable.path",
 	"build_id":       "process.executable.build_id.gnu",
 	"kernel_release": "os.version",
+	"container_id":   "container.id",
 }
 
 // ToOTLP converts a window into OTLP profiles: one resource (the window's
