@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,8 @@ type fakeQuerier struct {
 	mu     sync.Mutex
 	spans  [][2]int64
 	tenant string
+	// longest is the longest span (ms) answered whole.
+	longest int64
 }
 
 func (f *fakeQuerier) Series(_ context.Context, req *connect.Request[querierv1.SeriesRequest]) (*connect.Response[querierv1.SeriesResponse], error) {
@@ -62,7 +65,7 @@ func (f *fakeQuerier) SelectMergeProfile(_ context.Context, req *connect.Request
 	copy(parts[:], bytes2strings(bytes.Split([]byte(m.ProfileTypeID), []byte(":"))))
 	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: parts[1], Unit: parts[2]}},
 		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 1}
-	if m.End-m.Start <= 50_000 {
+	if m.End-m.Start <= f.longest {
 		sums := map[string]int64{}
 		var order []string
 		for _, pt := range f.types[m.ProfileTypeID] {
@@ -92,6 +95,23 @@ func (f *fakeQuerier) SelectMergeProfile(_ context.Context, req *connect.Request
 	return connect.NewResponse(out), nil
 }
 
+func (f *fakeQuerier) SelectSeries(_ context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
+	m := req.Msg
+	var sum float64
+	// As the real server: a point at T counts [T - step, T].
+	from := m.Start - int64(m.Step*1000)
+	for _, pt := range f.types[m.ProfileTypeID] {
+		if pt.ms >= from && pt.ms <= m.End {
+			sum += float64(pt.value)
+		}
+	}
+	var out []*typesv1.Series
+	if sum > 0 {
+		out = append(out, &typesv1.Series{Points: []*typesv1.Point{{Value: sum, Timestamp: m.Start}}})
+	}
+	return connect.NewResponse(&querierv1.SelectSeriesResponse{Series: out}), nil
+}
+
 func bytes2strings(bs [][]byte) []string {
 	var out []string
 	for _, b := range bs {
@@ -101,13 +121,14 @@ func bytes2strings(bs [][]byte) []string {
 }
 
 // TestMergeSlicesAndJoins stores two sample types of one profile over three
-// minutes, one point a second: a merge over the whole span is asked in
-// slices no longer than Slice, contiguous and not overlapping (a point at a
-// slice's boundary is counted once), sums every point, and joins the two
-// types stack by stack in the order given.
+// minutes, one point a second, on a querier that answers spans over 50 s
+// empty: a merge over the whole span is asked in slices, each split until
+// it comes back whole (its total that of SelectSeries), contiguous and not
+// overlapping (a point at a boundary is counted once); it sums every point
+// and joins the two types stack by stack in the order given.
 func TestMergeSlicesAndJoins(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-	f := &fakeQuerier{types: map[string][]point{}}
+	f := &fakeQuerier{types: map[string][]point{}, longest: 50_000}
 	var want = map[string][2]int64{}
 	for s := 0; s < 180; s++ {
 		ms := t0.Add(time.Duration(s) * time.Second).UnixMilli()
@@ -129,44 +150,48 @@ func TestMergeSlicesAndJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Slice = 20 * time.Second
-	p, err := c.Merge(context.Background(), "tickprof_time", `{service_name="svc"}`, t0, t0.Add(3*time.Minute), []string{"calls", "ticks"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.SampleType) != 2 || p.SampleType[0].Type != "calls" || p.SampleType[1].Type != "ticks" {
-		t.Fatalf("sample types %v, want calls, ticks", p.SampleType)
-	}
-	got := map[string][2]int64{}
-	for _, s := range p.Sample {
-		fn := s.Location[0].Line[0].Function.Name
-		g := got[fn]
-		got[fn] = [2]int64{g[0] + s.Value[0], g[1] + s.Value[1]}
-	}
-	for k, w := range want {
-		if got[k] != w {
-			t.Errorf("stack %s: calls, ticks %v, want %v", k, got[k], w)
+	for _, slice := range []time.Duration{20 * time.Second, 0} {
+		f.spans = nil
+		c.Slice = slice
+		p, err := c.Merge(context.Background(), "tickprof_time", `{service_name="svc"}`, t0, t0.Add(3*time.Minute), []string{"calls", "ticks"}, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if f.tenant != "team" {
-		t.Errorf("tenant header %q", f.tenant)
-	}
-	// 9 slices of 20 s per type, each [start, start+20 s - 1 ms].
-	if len(f.spans) != 18 {
-		t.Errorf("%d requests, want 18", len(f.spans))
-	}
-	for _, s := range f.spans {
-		if s[1]-s[0] != 19_999 || (s[0]-t0.UnixMilli())%20_000 != 0 {
-			t.Errorf("request span %v: want 20 s slices from the start, end exclusive", s)
+		if len(p.SampleType) != 2 || p.SampleType[0].Type != "calls" || p.SampleType[1].Type != "ticks" {
+			t.Fatalf("sample types %v, want calls, ticks", p.SampleType)
 		}
-	}
-	// The whole span in one request comes back empty, as from the real
-	// server.
-	c.Slice = 10 * time.Minute
-	if _, err := c.Merge(context.Background(), "tickprof_time", `{service_name="svc"}`, t0, t0.Add(3*time.Minute), nil, nil); !errors.Is(err, ErrEmpty) {
-		t.Errorf("one 3-minute request: %v, want ErrEmpty (the fake's long-span answer)", err)
+		got := map[string][2]int64{}
+		for _, s := range p.Sample {
+			fn := s.Location[0].Line[0].Function.Name
+			g := got[fn]
+			got[fn] = [2]int64{g[0] + s.Value[0], g[1] + s.Value[1]}
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("slice %v: stack %s: calls, ticks %v, want %v", slice, k, got[k], w)
+			}
+		}
+		if f.tenant != "team" {
+			t.Errorf("tenant header %q", f.tenant)
+		}
+		// The requests of each type tile the span, end exclusive.
+		ends := map[int64]bool{}
+		for _, s := range f.spans {
+			ends[s[1]+1] = true
+		}
+		for _, s := range f.spans {
+			if s[0] != t0.UnixMilli() && !ends[s[0]] {
+				t.Errorf("slice %v: request %v does not start where another ended", slice, s)
+			}
+		}
+		t.Logf("slice %v: %d merge requests", slice, len(f.spans))
 	}
 	if _, err := c.Merge(context.Background(), "process_cpu", `{service_name="svc"}`, t0, t0.Add(time.Minute), nil, nil); !errors.Is(err, ErrEmpty) {
 		t.Errorf("a profile not stored: %v, want ErrEmpty", err)
+	}
+	// A server that never answers whole is said so.
+	f.longest = -1
+	if _, err := c.MergeType(context.Background(), "tickprof_time:calls:count:wall:nanoseconds", `{service_name="svc"}`, t0, t0.Add(time.Minute)); err == nil || !strings.Contains(err.Error(), "does not return it whole") {
+		t.Errorf("a server answering short: %v", err)
 	}
 }
