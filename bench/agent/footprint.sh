@@ -5,17 +5,17 @@
 # 49 Hz, 10 s windows to a directory. Each repetition measures, for each
 # number of targets, both tools one after the other in a random order on
 # the same targets (interleaved: load that drifts is shared by the pair).
-# A measurement skips the first FP_SKIP s (BPF load, the first window's
-# symbolization; default 15) and reads CPU (utime+stime) over FP_SECS s
-# (default 60), then RSS (VmRSS, VmHWM; with RssAnon and RssFile, the file
-# pages being the binary's text).
+# A measurement skips the first FP_SKIP s (BPF load, the first windows'
+# symbolization and the line tables it loads; default 25) and reads CPU
+# (utime+stime) over FP_SECS s (default 60), then RSS (VmRSS, VmHWM; with
+# RssAnon and RssFile, the file pages being the binary's text).
 # Usage: bench/agent/footprint.sh [REPS] (default 3). Prints a Markdown
 # section; the raw measurements go to bench/results/agent/footprint-*.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${1:-3}
 SECS=${FP_SECS:-60}
-SKIP=${FP_SKIP:-15}
+SKIP=${FP_SKIP:-25}
 . bench/agent/lib.sh
 
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
