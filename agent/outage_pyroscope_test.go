@@ -54,8 +54,8 @@ func TestPyroscopeOutage(t *testing.T) {
 	go func() { runErr <- a.Run(ctx) }()
 	sink := ingest.Name()
 	pushed := func() uint64 { return a.Stats().Push[sink].Pushed }
-	if !waitFor(60*time.Second, func() bool { return pushed() >= 2 }) {
-		t.Fatalf("no 2 windows pushed in 60 s: %+v", a.Stats())
+	if !waitFor(60*time.Second, func() bool { return pushed() >= 1 }) {
+		t.Fatalf("no window pushed in 60 s: %+v", a.Stats())
 	}
 
 	// Graceful shutdown, then a restart on the same data.
@@ -90,7 +90,7 @@ func TestPyroscopeOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := pushed()
-	if !waitFor(60*time.Second, func() bool { return quiet(a, sink) && pushed() >= n+2 }) {
+	if !waitFor(60*time.Second, func() bool { return quiet(a, sink) && pushed() >= n+1 }) {
 		t.Fatalf("the backlog was not delivered within 60 s of the restart: %+v", a.Stats().Push[sink])
 	}
 	cancel()
@@ -110,7 +110,7 @@ func TestPyroscopeOutage(t *testing.T) {
 	}
 	_, after := gate.split(all)
 	gate.mu.Unlock()
-	if len(after) < 2 {
+	if len(after) < 1 {
 		t.Fatalf("%d windows after the SIGKILL", len(after))
 	}
 	sel := pidSelector(service, pid)

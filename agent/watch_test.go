@@ -170,14 +170,16 @@ func TestWatcherMatchesAsUsersNameProcesses(t *testing.T) {
 	byComm := start(link, "renamed")      // only comm (the link's name) says tp-server
 	byLong := start(long, "x")            // comm cut to 15 bytes
 	byReal := start(real, "tp-check-rdb") // started as the target
+	// matched returns the service label each matching process gets.
 	matched := func(spec string) map[int]string {
-		procs, err := newWatcher(nil, []string{spec}, time.Second).scan()
+		a := &Agent{watch: newWatcher(nil, []string{spec}, time.Second)}
+		procs, err := a.watch.scan()
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := map[int]string{}
 		for _, p := range procs {
-			m[p.pid] = p.match
+			m[p.pid] = a.labels(int64(p.pid), p, true)[push.ServiceLabel]
 		}
 		return m
 	}
