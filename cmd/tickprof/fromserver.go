@@ -32,7 +32,7 @@ func (f *serverFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.from, "from", "now-1h", "start of the span read from the server: `TIME` as RFC 3339, Unix seconds, now or now-DURATION")
 	fl.StringVar(&f.until, "until", "now", "end of the span read from the server (`TIME`, as --from)")
 	fl.StringVar(&f.kind, "profile", "cpu", "which windows to read from the server: cpu (the agent's CPU windows) or time (its -u/-s windows)")
-	fl.StringVar(&f.slice, "slice", "30s", "span of one request to the server (`DURATION`; longer ones have come back empty)")
+	fl.StringVar(&f.slice, "slice", "5m", "span of one request to the server (`DURATION`; each is checked against the series' totals and split when it comes back short)")
 	fl.StringVar(&f.tenant, "tenant", "", "send `ID` as the X-Scope-OrgID tenant header")
 	fl.StringVar(&f.basicUser, "basic-auth-user", "", "HTTP basic auth `USER` (password from --basic-auth-password-file)")
 	fl.StringVar(&f.passFile, "basic-auth-password-file", "", "read the basic-auth password from `FILE` (owned by root or you, not writable by others)")
@@ -57,7 +57,7 @@ func (f *serverFlags) client() (*query.Client, error) {
 	}
 	slice, err := time.ParseDuration(f.slice)
 	if err != nil || slice < time.Second {
-		return nil, cli.Usagef("--slice %q: give a duration of at least 1s, such as 30s", f.slice)
+		return nil, cli.Usagef("--slice %q: give a duration of at least 1s, such as 5m", f.slice)
 	}
 	auth := push.Auth{TenantID: f.tenant, BasicUser: f.basicUser, BearerTokenFile: f.token}
 	if f.basicUser != "" && f.passFile == "" {
