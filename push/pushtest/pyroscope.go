@@ -17,13 +17,13 @@ import (
 )
 
 // EnvPyroscopeStart names the script that starts a real Grafana Pyroscope
-// server, overriding ../shared/pyroscope/start beside the repository.
+// server, overriding the one beside the repository (PyroscopeScript).
 const EnvPyroscopeStart = "TICKPROF_PYROSCOPE_START"
 
 // PyroscopeScript returns the start script of the real Pyroscope server:
-// $TICKPROF_PYROSCOPE_START, else ../shared/pyroscope/start relative to
-// the repository's root (the directory of go.mod above the working
-// directory). The error says why there is none.
+// $TICKPROF_PYROSCOPE_START, else shared/pyroscope/start in the directory
+// that holds the repository (the directory of go.mod above the working
+// directory), where CI lays it. The error says why there is none.
 func PyroscopeScript() (string, error) {
 	if s := os.Getenv(EnvPyroscopeStart); s != "" {
 		return s, nil
