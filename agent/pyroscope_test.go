@@ -9,17 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
-	"github.com/tickprof/tickprof/estimate"
-	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/push"
 	"github.com/tickprof/tickprof/push/pushtest"
@@ -293,8 +289,3 @@ func quiet(a *Agent, sink string) bool {
 	ps := a.Stats().Push[sink]
 	return ps.Queued == 0 && ps.Spool == 0
 }
-
-var _ = syscall.SIGTERM
-var _ = estimate.Options{}
-var _ = export.CallsType
-var _ = strconv.Itoa
