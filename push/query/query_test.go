@@ -195,3 +195,19 @@ func TestMergeSlicesAndJoins(t *testing.T) {
 		t.Errorf("a server answering short: %v", err)
 	}
 }
+
+func TestSameTotal(t *testing.T) {
+	for _, c := range []struct {
+		a, b float64
+		same bool
+	}{
+		{30, 30, true}, {30, 29, false}, {0, 0, true},
+		{2.447064720962645e+16, 2.4470647209626444e+16, true}, // float sums of Σc² seen from the real server
+		{2.447064720962645e+16, 2.3e+16, false},
+		{1 << 53, 1<<53 + 2, true},
+	} {
+		if got := sameTotal(c.a, c.b); got != c.same {
+			t.Errorf("sameTotal(%v, %v) = %v", c.a, c.b, got)
+		}
+	}
+}
