@@ -73,10 +73,12 @@ bench:
 	bench/agent/run.sh >> bench/results/make-bench.md
 
 # The agent's own CPU, RSS and target slowdown at 19, 49 and 99 Hz (root;
-# about 20-30 min: the paired slowdown rounds take 8-17 min), printed as a
-# Markdown section; the rounds' raw data go to bench/results/agent/.
+# about 20-30 min: the paired slowdown rounds take 8-17 min), then its
+# footprint against perf record on 1 and 20 targets (about 15 min), printed
+# as Markdown sections; the raw data go to bench/results/agent/.
 bench-agent:
 	bench/agent/run.sh
+	bench/agent/footprint.sh
 
 # What tickprof costs beside perf and bpftrace (root; about 6 min for 10
 # rounds of 5 s runs): peak RSS and own CPU of `sample -F 999` against

@@ -132,13 +132,19 @@ type Agent struct {
 	mu       sync.Mutex
 	lastDone time.Time
 	watched  int
-	probes   int
-	timers   *timers // of the current session; nil when nothing is timed
+	// scanned says the watch set was read at least once; warned is when
+	// the agent last said that nothing is watched.
+	scanned bool
+	warned  time.Time
+	probes  int
+	timers  *timers // of the current session; nil when nothing is timed
 
 	windows, samples, ringDrops, processes atomic.Uint64
 	// unmade counts per-process windows that could not be made (encoding
 	// or reading the counters failed), before any pusher saw them.
 	unmade atomic.Uint64
+	// unwatched counts windows' worth of time with nothing watched.
+	unwatched atomic.Uint64
 	// Counters of sessions that ended (a session restarts after an error).
 	ringBase, sampleBase uint64
 }
@@ -353,6 +359,12 @@ func (a *Agent) scan() (map[int]procInfo, error) {
 		set[p.pid] = p
 	}
 	a.watched = len(set)
+	a.scanned = true
+	if len(set) == 0 && len(a.cfg.Exes) > 0 && (a.warned.IsZero() || time.Since(a.warned) >= a.cfg.Window) {
+		a.warned = time.Now()
+		a.unwatched.Add(1)
+		a.logf("nothing watched: %s", a.watch.nothingMatches())
+	}
 	return set, nil
 }
 
@@ -688,8 +700,16 @@ func (a *Agent) labels(pid int64, info procInfo, ok bool) map[string]string {
 		if info.buildID != "" {
 			l["build_id"] = info.buildID
 		}
+		for k, v := range map[string]string{"cgroup": info.cgroup.path, "container_id": info.cgroup.containerID, "systemd_unit": info.cgroup.unit} {
+			if v != "" && push.CheckLabel(k, v) == nil {
+				l[k] = clampLabel(v)
+			}
+		}
 	}
 	svc := a.cfg.Service
+	if svc == "" && ok && info.match != "" {
+		svc = clampLabel(info.match)
+	}
 	if svc == "" && ok {
 		svc = clampLabel(filepath.Base(info.exe))
 	}
@@ -741,6 +761,10 @@ type Stats struct {
 	// Unmade counts per-process windows lost before a pusher saw them
 	// (encoding them or reading the timers failed).
 	Unmade uint64
+	// Unwatched counts the windows' worth of time in which no process
+	// matched the executables to watch (one per window length, each
+	// logged).
+	Unwatched uint64
 	// Watched is the number of processes in the watch set now; Timed the
 	// number whose functions or system calls are being timed.
 	Watched, Timed int
@@ -751,7 +775,7 @@ type Stats struct {
 // Stats returns the counters.
 func (a *Agent) Stats() Stats {
 	st := Stats{Windows: a.windows.Load(), Processes: a.processes.Load(), Samples: a.samples.Load(),
-		RingDrops: a.ringDrops.Load(), Unmade: a.unmade.Load(), Push: map[string]push.Stats{}}
+		RingDrops: a.ringDrops.Load(), Unmade: a.unmade.Load(), Unwatched: a.unwatched.Load(), Push: map[string]push.Stats{}}
 	a.mu.Lock()
 	st.Watched = a.watched
 	tm := a.timers

@@ -5,6 +5,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -29,7 +30,10 @@ import (
 	"github.com/tickprof/tickprof/sampler"
 )
 
-func TestMain(m *testing.M) { testtarget.Main(m) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	testtarget.Main(m, startPyroscope())
+}
 
 // buildBurn is testdata/sample/burn.c (burn_a does 3 units of work for
 // every unit of burn_b) built as the executable name, so that --exe can

@@ -226,7 +226,7 @@ func ParseLabels(kvs []string) (map[string]string, error) {
 
 // ownLabels are the labels the agent sets on every window itself: a user
 // label of the same name would be overridden (service: give Service).
-var ownLabels = []string{push.ServiceLabel, "host", "pid", "executable", "build_id", "kernel_release"}
+var ownLabels = []string{push.ServiceLabel, "host", "pid", "executable", "build_id", "kernel_release", "cgroup", "container_id", "systemd_unit"}
 
 // MaxUserLabels is how many labels a Config may add: Pyroscope takes at
 // most push.MaxLabelNames names per series, and a window carries the

@@ -18,7 +18,7 @@ type metrics struct {
 	a   *Agent
 	reg *prometheus.Registry
 
-	windows, pushDesc, ringDrops, watched, timed, probes, samples, unmade *prometheus.Desc
+	windows, pushDesc, ringDrops, watched, timed, probes, samples, unmade, unwatched *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -30,6 +30,7 @@ func newMetrics(a *Agent) *metrics {
 	m.ringDrops = prometheus.NewDesc("tickprof_agent_ring_buffer_drops_total", "Stack samples lost because the BPF ring buffer was full, or left unread in it when a session stopped.", nil, nil)
 	m.samples = prometheus.NewDesc("tickprof_agent_samples_total", "Stack samples of watched processes.", nil, nil)
 	m.unmade = prometheus.NewDesc("tickprof_agent_windows_unmade_total", "Per-process windows lost before any destination saw them (encoding them or reading the timers failed).", nil, nil)
+	m.unwatched = prometheus.NewDesc("tickprof_agent_nothing_watched_windows_total", "Windows' worth of time in which no process matched the executables to watch (each logged).", nil, nil)
 	m.watched = prometheus.NewDesc("tickprof_agent_watched_processes", "Processes in the watch set.", nil, nil)
 	m.timed = prometheus.NewDesc("tickprof_agent_timed_processes", "Processes whose functions or system calls are timed (each its own timing session; 1 for all processes).", nil, nil)
 	m.probes = prometheus.NewDesc("tickprof_agent_attached_probes", "Attached BPF probes: a cpu-clock perf event per CPU and the fork and exec tracepoints (0 between windows).", nil, nil)
@@ -42,7 +43,7 @@ func newMetrics(a *Agent) *metrics {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.windows, m.pushDesc, m.ringDrops, m.samples, m.watched, m.timed, m.probes, m.unmade} {
+	for _, d := range []*prometheus.Desc{m.windows, m.pushDesc, m.ringDrops, m.samples, m.watched, m.timed, m.probes, m.unmade, m.unwatched} {
 		ch <- d
 	}
 }
@@ -54,6 +55,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.ringDrops, prometheus.CounterValue, float64(st.RingDrops))
 	ch <- prometheus.MustNewConstMetric(m.samples, prometheus.CounterValue, float64(st.Samples))
 	ch <- prometheus.MustNewConstMetric(m.unmade, prometheus.CounterValue, float64(st.Unmade))
+	ch <- prometheus.MustNewConstMetric(m.unwatched, prometheus.CounterValue, float64(st.Unwatched))
 	ch <- prometheus.MustNewConstMetric(m.watched, prometheus.GaugeValue, float64(st.Watched))
 	ch <- prometheus.MustNewConstMetric(m.timed, prometheus.GaugeValue, float64(st.Timed))
 	m.a.mu.Lock()
@@ -71,15 +73,24 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Handler serves /metrics (Prometheus) and /healthz: 200 while windows
-// complete (or the watch set is polled) at least every three windows, 503
-// otherwise.
+// complete (or the watch set is polled) at least every three windows and
+// some process is watched, 503 otherwise (nothing to watch: no process
+// matches the executables, or the PIDs have exited).
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
-		last := a.lastDone
+		last, empty := a.lastDone, a.scanned && a.watched == 0 && !a.cfg.All
 		a.mu.Unlock()
+		if empty {
+			msg := "nothing watched: the processes have exited"
+			if len(a.cfg.Exes) > 0 {
+				msg = "nothing watched: " + a.watch.nothingMatches()
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
 		limit := 3*a.cfg.Window + 5*time.Second
 		if last.IsZero() || time.Since(last) > limit {
 			// Before the first window ends, count from the agent's creation.

@@ -3,16 +3,12 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,47 +23,8 @@ import (
 	"github.com/tickprof/tickprof/push"
 )
 
-// Ports of the Pyroscope server the Python test starts (servers of other
-// tests use other ports).
-const (
-	pyroscopeHTTP = 4300
-	pyroscopeGRPC = 9300
-)
-
-// startPyroscope starts the real Grafana Pyroscope server (its start
-// script, which CI's checkout has in the repository's parent directory,
-// under shared and pyroscope; or $TICKPROF_PYROSCOPE_START) on the ports
-// given and returns its URL; the
-// server is killed when the test ends. The test skips when the start
-// script is absent.
-func startPyroscope(t *testing.T, httpPort, grpcPort int) string {
-	t.Helper()
-	start := os.Getenv("TICKPROF_PYROSCOPE_START")
-	if start == "" {
-		start, _ = filepath.Abs("../../shared/pyroscope/start")
-	}
-	if _, err := os.Stat(start); err != nil {
-		t.Skipf("no Pyroscope server to push to: %s absent (set TICKPROF_PYROSCOPE_START)", start)
-	}
-	out, err := exec.Command(start, strconv.Itoa(httpPort), strconv.Itoa(grpcPort)).Output()
-	vals := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			vals[k] = v
-		}
-	}
-	if pid, perr := strconv.Atoi(vals["pid"]); perr == nil {
-		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	}
-	if err != nil || vals["url"] == "" {
-		t.Fatalf("start Pyroscope: %v\n%s", err, out)
-	}
-	return vals["url"]
-}
-
 // TestAgentPushesPython runs the agent on testdata/python/burn.py under
-// the newest installed CPython, pushing to a real Pyroscope server, and
+// the newest installed CPython, pushing to the real Pyroscope server, and
 // reads the profile back: burn_a and burn_b (qualified names from 3.11)
 // come back as Python frames with their file and lines, below main and
 // <module>, and burn_a's share of the two within 5 points of 0.75 (at
@@ -86,7 +43,7 @@ func TestAgentPushesPython(t *testing.T) {
 			py = f
 		}
 	}
-	url := startPyroscope(t, pyroscopeHTTP, pyroscopeGRPC)
+	url := needPyroscope(t).URL // the package's shared server (pyroscope_test.go)
 	script, _ := filepath.Abs("../testdata/python/burn.py")
 	target := exec.Command(py.Exe, script, "30")
 	if err := target.Start(); err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,16 +27,26 @@ type procInfo struct {
 	// checked is when the agent's access to it was last checked (zero:
 	// never).
 	checked time.Time
+	// match is the executable as the user named it that the process
+	// matched ("" when watched by PID or under all).
+	match string
+	// cgroup is the process's cgroup and what it says (read at each scan:
+	// a process can be moved).
+	cgroup cgroupInfo
 }
 
 // watcher keeps the watch set: the given PIDs while they live, every
 // process whose executable matches, or none (sample all).
 type watcher struct {
-	pids   []int
-	exes   []string // names (no '/') or absolute paths
-	self   int
-	known  map[int]procInfo
-	builds map[string]string // exe path+inode -> build ID cache
+	pids []int
+	exes []exeSpec
+	// names caches the argv[0] and comm of processes whose executable did
+	// not match, by PID.
+	names     map[int]procNames
+	namesSeen map[int]bool
+	self      int
+	known     map[int]procInfo
+	builds    map[string]string // exe path+inode -> build ID cache
 	// keep is how long an exited process is remembered, so that its last
 	// window is still labelled.
 	keep time.Duration
@@ -55,17 +64,10 @@ type watcher struct {
 
 func newWatcher(pids []int, exes []string, keep time.Duration) *watcher {
 	w := &watcher{pids: pids, self: os.Getpid(), known: map[int]procInfo{}, builds: map[string]string{}, keep: keep,
-		access: proc.CheckAccess, denied: map[int]uint64{}, recheck: !proc.Self().Ptrace, logf: func(string, ...any) {}}
+		access: proc.CheckAccess, denied: map[int]uint64{}, recheck: !proc.Self().Ptrace, logf: func(string, ...any) {},
+		names: map[int]procNames{}}
 	for _, e := range exes {
-		if strings.ContainsRune(e, '/') {
-			if abs, err := filepath.Abs(e); err == nil {
-				e = abs
-			}
-			if real, err := filepath.EvalSymlinks(e); err == nil {
-				e = real
-			}
-		}
-		w.exes = append(w.exes, e)
+		w.exes = append(w.exes, newExeSpec(e))
 	}
 	return w
 }
@@ -90,21 +92,30 @@ func (w *watcher) scan() ([]procInfo, error) {
 	seen := map[int]bool{}
 	var out []procInfo
 	for _, pid := range pids {
+		match := ""
 		if len(w.exes) > 0 {
-			// The executable first: reading it is cheaper than the stat
-			// line, which only matching processes need.
-			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-			if err != nil || !w.matches(strings.TrimSuffix(exe, " (deleted)")) {
+			var ok bool
+			if match, ok = w.match(pid); !ok {
 				continue
 			}
 		}
 		info, ok := w.info(pid)
-		if !ok || !w.allowed(info) {
+		if !ok {
+			continue
+		}
+		info.match = match
+		if !w.allowed(info) {
 			continue
 		}
 		seen[pid] = true
 		out = append(out, info)
 	}
+	for pid := range w.names {
+		if !seen[pid] && !w.namesSeen[pid] {
+			delete(w.names, pid)
+		}
+	}
+	w.namesSeen = nil
 	for pid, p := range w.known {
 		if !seen[pid] && time.Since(p.seen) > w.keep {
 			delete(w.known, pid)
@@ -165,12 +176,16 @@ func (w *watcher) info(pid int) (procInfo, bool) {
 		return procInfo{}, false // kernel thread (no exe), or gone
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
+	cg := readCgroup(pid)
 	if p, ok := w.known[pid]; ok && p.start == start && p.exe == exe {
 		p.seen = time.Now()
+		if cg != "" && cg != p.cgroup.path {
+			p.cgroup = parseCgroup(cg)
+		}
 		w.known[pid] = p
 		return p, true
 	}
-	return procInfo{pid: pid, exe: exe, start: start, buildID: w.buildID(pid, exe), seen: time.Now()}, true
+	return procInfo{pid: pid, exe: exe, start: start, buildID: w.buildID(pid, exe), seen: time.Now(), cgroup: parseCgroup(cg)}, true
 }
 
 // gone reports whether reading a process's /proc entry failed because the
@@ -189,21 +204,6 @@ func (w *watcher) recall(pid int) (procInfo, bool) {
 	}
 	p, ok := w.known[pid]
 	return p, ok
-}
-
-// matches reports whether a process runs one of the executables: a name
-// matches the executable's file name, a path its resolved path.
-func (w *watcher) matches(exe string) bool {
-	for _, e := range w.exes {
-		if strings.ContainsRune(e, '/') {
-			if exe == e {
-				return true
-			}
-		} else if filepath.Base(exe) == e {
-			return true
-		}
-	}
-	return false
 }
 
 // buildID reads the executable's build ID through /proc/PID/exe (the file

@@ -79,8 +79,9 @@ func (a Auth) headers() (map[string]string, error) {
 	return h, nil
 }
 
-// apply sets the headers on an HTTP request.
-func (a Auth) apply(h http.Header) error {
+// Apply sets the headers on an HTTP request (the bearer token file is read
+// again each time).
+func (a Auth) Apply(h http.Header) error {
 	m, err := a.headers()
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ func NewConnect(base string, opts HTTPOptions) (*Connect, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Connect{client: pushv1connect.NewPusherServiceClient(opts.client(), u.String()), opts: opts}, nil
+	return &Connect{client: pushv1connect.NewPusherServiceClient(opts.HTTPClient(), u.String()), opts: opts}, nil
 }
 
 // Name implements Sink.
@@ -65,17 +65,13 @@ func (s *Connect) Push(ctx context.Context, w *Window) error {
 		Samples: []*pushv1.RawSample{{RawProfile: body, ID: newUUID()}},
 	}}})
 	req.Header().Set("User-Agent", s.opts.userAgent())
-	if err := s.opts.Auth.apply(req.Header()); err != nil {
+	if err := s.opts.Auth.Apply(req.Header()); err != nil {
 		return err
 	}
 	if _, err := s.client.Push(ctx, req); err != nil {
 		var ce *connect.Error
-		if errors.As(err, &ce) {
-			switch ce.Code() {
-			case connect.CodeInvalidArgument, connect.CodePermissionDenied, connect.CodeUnauthenticated,
-				connect.CodeFailedPrecondition, connect.CodeOutOfRange, connect.CodeUnimplemented, connect.CodeNotFound:
-				return permanent(fmt.Errorf("pyroscope push: %w", err))
-			}
+		if errors.As(err, &ce) && !retryableCode(ce.Code().String(), ce.Message()) {
+			return permanent(fmt.Errorf("pyroscope push: %w", err))
 		}
 		return fmt.Errorf("pyroscope push: %w", err)
 	}

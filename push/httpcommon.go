@@ -21,7 +21,8 @@ type HTTPOptions struct {
 	UserAgent string
 }
 
-func (o HTTPOptions) client() *http.Client {
+// HTTPClient returns the client that sends the requests.
+func (o HTTPOptions) HTTPClient() *http.Client {
 	if o.Client != nil {
 		return o.Client
 	}
@@ -34,6 +35,10 @@ func (o HTTPOptions) userAgent() string {
 	}
 	return "tickprof"
 }
+
+// CheckServer checks a backend URL (http or https, no query) and the
+// credentials, and returns the URL without a trailing slash.
+func CheckServer(base string, opts HTTPOptions) (*url.URL, error) { return checkServer(base, opts) }
 
 // checkServer checks what a sink for an HTTP backend is given: its URL
 // (parseBase) and its credentials (Auth.Check).
@@ -67,13 +72,16 @@ func parseBase(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// statusError turns a non-2xx answer into an error: permanent for a 4xx
-// other than 408 (timeout) and 429 (too many requests).
+// statusError turns a non-2xx answer into an error, permanent when the
+// answer means the window is refused for good (classify.go).
 func statusError(what string, resp *http.Response) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	err := fmt.Errorf("%s: %s: %s", what, resp.Status, strings.TrimSpace(string(body)))
-	if resp.StatusCode >= 400 && resp.StatusCode < 500 &&
-		resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg := strings.TrimSpace(string(body))
+	if len(msg) > 512 {
+		msg = msg[:512] + "..."
+	}
+	err := fmt.Errorf("%s: %s: %s", what, resp.Status, msg)
+	if !retryableHTTP(resp.StatusCode, body) {
 		return permanent(err)
 	}
 	return err

@@ -98,10 +98,10 @@ func (s *Ingest) Push(ctx context.Context, w *Window) error {
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("User-Agent", s.opts.userAgent())
-	if err := s.opts.Auth.apply(req.Header); err != nil {
+	if err := s.opts.Auth.Apply(req.Header); err != nil {
 		return err
 	}
-	resp, err := s.opts.client().Do(req)
+	resp, err := s.opts.HTTPClient().Do(req)
 	if err != nil {
 		return fmt.Errorf("pyroscope ingest: %w", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -102,9 +101,7 @@ func (s *OTLP) Push(ctx context.Context, w *Window) error {
 	ctx = metadata.NewOutgoingContext(ctx, md)
 	resp, err := s.client.Export(ctx, pprofileotlp.NewExportRequestFromProfiles(pd))
 	if err != nil {
-		switch status.Code(err) {
-		case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated,
-			codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented, codes.NotFound:
+		if st := status.Convert(err); !retryableCode(st.Code().String(), st.Message()) {
 			return permanent(fmt.Errorf("OTLP export: %w", err))
 		}
 		return fmt.Errorf("OTLP export: %w", err)
@@ -124,6 +121,7 @@ var resourceKeys = map[string]string{
 	"executable":     "process.executable.path",
 	"build_id":       "process.executable.build_id.gnu",
 	"kernel_release": "os.version",
+	"container_id":   "container.id",
 }
 
 // ToOTLP converts a window into OTLP profiles: one resource (the window's

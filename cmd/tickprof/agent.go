@@ -95,7 +95,9 @@ func (f *agentFlags) check(cmd *cobra.Command) error {
 }
 
 func runAgent(cmd *cobra.Command, f *agentFlags) error {
-	limitAgentMemory()
+	memCtx, memStop := context.WithCancel(context.Background())
+	defer memStop()
+	limitAgentMemory(memCtx)
 	c := &f.cfg
 	var err error
 	for _, s := range []struct {

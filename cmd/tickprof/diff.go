@@ -3,8 +3,11 @@
 package main
 
 import (
+	"context"
 	"io"
+	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"github.com/tickprof/tickprof/cmd/tickprof/internal/cli"
@@ -12,21 +15,30 @@ import (
 	"github.com/tickprof/tickprof/export"
 )
 
+// diffServer are diff's own flags with --pyroscope: the base's selector and
+// span (the span defaults to --from and --until) and the new one's.
+type diffServer struct {
+	serverFlags
+	baseQuery, newQuery, baseFrom, baseUntil string
+}
+
 func newDiffCmd() *cobra.Command {
 	var (
 		all bool
 		o   outputFlags
+		srv diffServer
 	)
-	cmd := command("diff", "diff BASE NEW", "What changed between two profiles, with intervals; significant changes only by default", func(cmd *cobra.Command, args []string) error {
+	cmd := command("diff", "diff BASE NEW | diff --pyroscope URL --base-query SELECTOR --query SELECTOR [--from TIME] [--until TIME]", "What changed between two profiles, with intervals; significant changes only by default", func(cmd *cobra.Command, args []string) error {
 		conf, err := parseConfidence(o.confidence)
 		if err != nil {
 			return err
 		}
-		base, err := export.ReadProfileFile(args[0])
-		if err != nil {
-			return err
+		var base, newp *profile.Profile
+		if srv.set() {
+			base, newp, err = srv.fetchBoth()
+		} else {
+			base, newp, err = readBoth(args[0], args[1])
 		}
-		newp, err := export.ReadProfileFile(args[1])
 		if err != nil {
 			return err
 		}
@@ -36,8 +48,64 @@ func newDiffCmd() *cobra.Command {
 		}
 		return export.Write(cmd.OutOrStdout(), o.json, t, func(w io.Writer, t *export.DiffTable) error { return t.WriteText(w) })
 	})
-	cmd.Args = cli.ExactArgs(2, "two profiles, BASE and NEW")
-	cmd.Flags().BoolVar(&all, "all", false, "show every change, significant or not")
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if srv.set() {
+			return cli.FirstErr(cli.UsageIf(len(args) > 0, "diff --pyroscope takes no files"),
+				cli.UsageIf(srv.baseQuery == "" || srv.newQuery == "", "diff --pyroscope needs --base-query SELECTOR and --query SELECTOR"))
+		}
+		if err := srv.checkLocal(cmd); err != nil {
+			return err
+		}
+		return cli.ExactArgs(2, "two profiles, BASE and NEW")(cmd, args)
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&all, "all", false, "show every change, significant or not")
 	o.add(cmd, "confidence level of the share differences (time profiles keep their own)", "print JSON")
+	srv.add(cmd)
+	fl.StringVar(&srv.baseQuery, "base-query", "", "with --pyroscope: the label `SELECTOR` of the base's windows")
+	fl.StringVar(&srv.newQuery, "query", "", "with --pyroscope: the label `SELECTOR` of the new windows")
+	fl.StringVar(&srv.baseFrom, "base-from", "", "with --pyroscope: start of the base's span (`TIME`; default --from)")
+	fl.StringVar(&srv.baseUntil, "base-until", "", "with --pyroscope: end of the base's span (`TIME`; default --until)")
 	return cmd
+}
+
+// readBoth reads the base and new profile files.
+func readBoth(baseFile, newFile string) (*profile.Profile, *profile.Profile, error) {
+	base, err := export.ReadProfileFile(baseFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	newp, err := export.ReadProfileFile(newFile)
+	return base, newp, err
+}
+
+// fetchBoth reads the base's and the new merged windows from the server.
+func (d *diffServer) fetchBoth() (*profile.Profile, *profile.Profile, error) {
+	c, err := d.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	from, until, err := span("--from", d.from, "--until", d.until, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	bf, bu := d.baseFrom, d.baseUntil
+	if bf == "" {
+		bf = d.from
+	}
+	if bu == "" {
+		bu = d.until
+	}
+	bfrom, buntil, err := span("--base-from", bf, "--base-until", bu, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := context.Background()
+	base, err := d.fetch(ctx, c, d.baseQuery, bfrom, buntil)
+	if err != nil {
+		return nil, nil, err
+	}
+	newp, err := d.fetch(ctx, c, d.newQuery, from, until)
+	return base, newp, err
 }

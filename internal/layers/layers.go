@@ -11,7 +11,7 @@
 //	planning      plan, calibrate
 //	formats       export
 //	runs          timing, sampler
-//	push          push, push/pushtest
+//	push          push, push/pushtest, push/query (which reads back what push sent)
 //	engine        internal/...
 //	leaves        estimate, estimate/histogram, bpf
 //
@@ -72,7 +72,8 @@ func Tickprof() Rules {
 			{Name: "planning", Packages: []string{"plan", "calibrate"}},
 			{Name: "formats", Packages: []string{"export"}},
 			{Name: "runs", Packages: []string{"timing", "sampler"}},
-			{Name: "push", Packages: []string{"push", "push/pushtest"}},
+			{Name: "push", Packages: []string{"push", "push/pushtest", "push/query"},
+				Within: [][2]string{{"push/query", "push"}}},
 			{Name: "engine", Packages: []string{"internal/..."},
 				Within: [][2]string{{"internal/...", "internal/..."}}},
 			{Name: "leaves", Packages: []string{"estimate", "estimate/histogram", "bpf"},
@@ -97,6 +98,7 @@ func Tickprof() Rules {
 			"internal/unwind":           {"github.com/go-delve/delve/pkg/dwarf/frame"},
 			"internal/usdt":             {},
 			"cmd/tickprof/internal/cli": {"github.com/spf13/cobra"},
+			"push/query":                {"connectrpc.com/connect", "github.com/google/pprof/profile", "github.com/grafana/pyroscope/api"},
 			"push/pushtest": {"connectrpc.com/connect", "github.com/google/pprof/profile",
 				"github.com/grafana/pyroscope/api", "go.opentelemetry.io/collector/pdata", "google.golang.org/grpc"},
 		},
