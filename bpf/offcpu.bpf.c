@@ -9,7 +9,7 @@
  * probability off_threshold / 2^32 (every one when off_exact is set):
  * bpf_get_prandom_u32, drawn independently of the interval and its length.
  * For a sampled interval the program writes a start record (struct off_hdr
- * followed by a record laid out as sample.bpf.c's struct sample_hdr: the
+ * followed by a sample record, struct sample_hdr of sample_types.h: the
  * kernel stack, a copy of the user stack with the user registers, and the
  * frame-pointer walk of the user stack) and keeps the start time by thread
  * in off_starts. When that thread is switched back in (next), the interval
@@ -38,23 +38,10 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define OFF_MAX_STACK 28672
 #define OFF_IPS_BYTES (2 * OFF_MAX_DEPTH * 8)
 
-/* Record kinds (sample.bpf.c uses 1..3). */
-#define REC_SAMPLE 1
-#define REC_OFF_START 4
-#define REC_OFF_END 5
-
 #define OFF_RUNNABLE 0
 #define OFF_BLOCKED 1
 
 #define TASK_DEAD_BITS (0x0080 | 0x0010 | 0x0020) /* TASK_DEAD, EXIT_DEAD, EXIT_ZOMBIE */
-
-/* The sample_hdr flags this program sets (sample.bpf.c). */
-#define FLAG_KERN_FULL 1
-#define FLAG_USER_FULL 2
-#define FLAG_KERN_ERR 4
-#define FLAG_USER_ERR 8
-#define FLAG_SP_WORD 16
-#define FLAG_REGS 32
 
 /* The sampling threshold: an interval is sampled when a random 32-bit
  * number is below it; OFF_EXACT takes every interval. User space may change
@@ -70,7 +57,7 @@ volatile const __u32 off_stack_bytes = 0;
 volatile const __u8 off_all = 0;
 
 /* Header of both records: an end record is this alone; a start record is
- * followed by a sample record (struct off_sample_hdr and its data). */
+ * followed by a sample record (struct sample_hdr and its data). */
 struct off_hdr {
 	__u32 kind;
 	__u32 state; /* OFF_RUNNABLE or OFF_BLOCKED */
@@ -82,33 +69,9 @@ struct off_hdr {
 	__u32 pad;
 };
 
-/* sample.bpf.c's struct sample_hdr, field for field (the Go side checks
- * that the two sizes agree). */
-struct off_sample_hdr {
-	__u32 kind;
-	__u32 pid;
-	__u32 tid;
-	__u32 cpu;
-	__u64 time_ns;
-	__u16 kern_len;
-	__u16 user_len;
-	__u32 flags;
-	__u64 sp_word;
-	__u64 user_ip;
-	__u64 user_sp;
-	__u64 user_bp;
-	__u32 stack_len;
-	__u32 go_len;
-	__u64 go_frame;
-	__u64 go_sp;
-	__u16 py_len; /* no Python frames: 0 */
-	__u16 py_err;
-	__u32 py_pad;
-};
-
 struct off_buf {
 	struct off_hdr off;
-	struct off_sample_hdr hdr;
+	struct sample_hdr hdr;
 	__u8 data[OFF_IPS_BYTES + OFF_MAX_STACK];
 };
 
@@ -209,7 +172,7 @@ static __always_inline long off_frames(long n, __u32 *flags, __u32 err, __u32 fu
 
 /* off_user_regs reads the current task's saved user registers into h;
  * false when it has none (a kernel thread). */
-static __always_inline int off_user_regs(struct off_sample_hdr *h)
+static __always_inline int off_user_regs(struct sample_hdr *h)
 {
 	struct sample_pt_regs *r = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
@@ -274,7 +237,7 @@ static __always_inline __u64 off_fill(void *ctx, struct off_buf *b, __u32 tgid, 
 	    bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
 		flags |= FLAG_SP_WORD;
 	b->hdr.flags = flags;
-	size = sizeof(struct off_hdr) + sizeof(struct off_sample_hdr) + (kn + un) * 8 +
+	size = sizeof(struct off_hdr) + sizeof(struct sample_hdr) + (kn + un) * 8 +
 	       b->hdr.stack_len;
 	if (size > sizeof(struct off_buf))
 		size = sizeof(struct off_buf);

@@ -16,7 +16,7 @@ import (
 type OffCPUOffBuf struct {
 	_    structs.HostLayout
 	Off  OffCPUOffHdr
-	Hdr  OffCPUOffSampleHdr
+	Hdr  OffCPUSampleHdr
 	Data [30704]uint8
 }
 
@@ -32,7 +32,14 @@ type OffCPUOffHdr struct {
 	Pad       uint32
 }
 
-type OffCPUOffSampleHdr struct {
+type OffCPUOffStart struct {
+	_       structs.HostLayout
+	StartNs uint64
+	State   uint32
+	Pid     uint32
+}
+
+type OffCPUSampleHdr struct {
 	_        structs.HostLayout
 	Kind     uint32
 	Pid      uint32
@@ -53,13 +60,6 @@ type OffCPUOffSampleHdr struct {
 	PyLen    uint16
 	PyErr    uint16
 	PyPad    uint32
-}
-
-type OffCPUOffStart struct {
-	_       structs.HostLayout
-	StartNs uint64
-	State   uint32
-	Pid     uint32
 }
 
 // Names of all BPF objects in the ELF.

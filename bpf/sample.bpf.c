@@ -28,19 +28,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define MAX_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define MAX_COUNTED 64
 
-#define REC_SAMPLE 1
-#define REC_EXEC 2
-#define REC_FORK 3 /* pid: the child; tid: the parent process */
-
-#define FLAG_KERN_FULL 1 /* kernel stack filled MAX_DEPTH: may be cut */
-#define FLAG_USER_FULL 2 /* user stack filled MAX_DEPTH: may be cut */
-#define FLAG_KERN_ERR 4  /* bpf_get_stack failed for the kernel stack */
-#define FLAG_USER_ERR 8  /* bpf_get_stack failed for the user stack */
-#define FLAG_SP_WORD 16  /* sp_word holds the word at the user stack pointer */
-#define FLAG_REGS 32     /* user_ip/sp/bp hold the user registers */
-#define FLAG_GO_CGO 64   /* go_frame/go_sp/go_len: a cgo call's goroutine stack */
-#define FLAG_PY 128      /* a Python process's sample: py_len frames, py_err (python.h) */
-
 /* Bytes of user stack copied per sample, from the stack pointer up, at most
  * MAX_STACK; 0 turns the copy off (frame-pointer stacks only). Set before
  * load. */
@@ -52,41 +39,6 @@ volatile const __u8 filter_all = 0;
 /* The reader is woken when the ring holds more than wake_bytes (set from
  * the ring's size at load); below it, records wait for its next poll. */
 volatile const __u64 wake_bytes = 2 << 20;
-
-/* Header of a ring-buffer record; the kernel addresses, the user stack's
- * copy, the goroutine stack's copy and the user addresses follow. */
-struct sample_hdr {
-	__u32 kind;
-	__u32 pid;
-	__u32 tid;
-	__u32 cpu;
-	__u64 time_ns;
-	__u16 kern_len; /* number of kernel addresses */
-	__u16 user_len; /* number of user addresses */
-	__u32 flags;
-	/* The word at the user stack pointer: the return address when the user
-	 * leaf function has not set up a frame (frameless leaf or prologue),
-	 * which the frame-pointer walk then skips. User space checks it. */
-	__u64 sp_word;
-	/* The user registers a call-frame-information unwinder starts from
-	 * (FLAG_REGS), and the number of stack bytes copied from user_sp,
-	 * which follow the addresses. */
-	__u64 user_ip;
-	__u64 user_sp;
-	__u64 user_bp;
-	__u32 stack_len;
-	/* FLAG_GO_CGO: in a Go program's cgo or vDSO call, the copy above
-	 * ends at the top of the system stack (go_frame, g0.sched.sp), and
-	 * go_len bytes of the goroutine's stack from go_sp follow it. */
-	__u32 go_len;
-	__u64 go_frame;
-	__u64 go_sp;
-	/* FLAG_PY: py_len Python frames (struct py_frame) follow the user
-	 * addresses; py_err says why they are missing or cut (PY_ERR_*). */
-	__u16 py_len;
-	__u16 py_err;
-	__u32 py_pad;
-};
 
 #define IPS_BYTES (2 * MAX_DEPTH * 8)
 

@@ -9,11 +9,11 @@ import (
 	tpbpf "github.com/tickprof/tickprof/bpf"
 )
 
-// The off-CPU program writes its sample records with its own copy of the
-// sampling program's record header: the two must stay the same size, and
-// the size the parser reads (hdrSize).
+// The sampling and off-CPU programs write sample records with the header
+// of bpf/sample_types.h: as each object was built, it is the size the
+// parser reads (hdrSize).
 func TestRecordHeadersAgree(t *testing.T) {
-	off, smp := unsafe.Sizeof(tpbpf.OffCPUOffSampleHdr{}), unsafe.Sizeof(tpbpf.SampleSampleHdr{})
+	off, smp := unsafe.Sizeof(tpbpf.OffCPUSampleHdr{}), unsafe.Sizeof(tpbpf.SampleSampleHdr{})
 	if off != smp || int(smp) != hdrSize {
 		t.Errorf("off-CPU record header %d bytes, sample record header %d, parser %d", off, smp, hdrSize)
 	}

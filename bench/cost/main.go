@@ -33,12 +33,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tickprof/tickprof/bench/benchkit"
 	"github.com/tickprof/tickprof/internal/cbuild"
 )
 
@@ -305,23 +306,24 @@ func (b *bench) ratios(row string, f func(run) float64) (tick, peer []float64, r
 	return tick, peer, rs
 }
 
-// medianRange formats a median with its range.
-func medianRange(v []float64, format func(float64) string) string {
+// medianRange formats a median with its range (benchkit.MedRange), "—"
+// for no values.
+func medianRange(v []float64, scale float64, format string) string {
 	if len(v) == 0 {
 		return "—"
 	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	s := make([]float64, len(v))
+	for i, x := range v {
+		s[i] = x / scale
 	}
-	return fmt.Sprintf("%s (%s–%s)", format(med), format(s[0]), format(s[len(s)-1]))
+	return benchkit.MedRange(s, format)
 }
 
-func mib(v float64) string   { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
-func secs(v float64) string  { return fmt.Sprintf("%.3g s", v/1e9) }
-func ratio(v float64) string { return fmt.Sprintf("%.2fx", v) }
+const (
+	mib   = "%.0f MiB"
+	secs  = "%.3g s"
+	ratio = "%.2fx"
+)
 
 // table is the Markdown section: rows by measure, with medians and ranges.
 func (b *bench) table(rounds int) string {
@@ -330,7 +332,7 @@ func (b *bench) table(rounds int) string {
 	fmt.Fprintf(&w, "%d interleaved rounds of %d s runs on %d CPUs; 1-minute load average at each round's start: %s. "+
 		"Figures are the profiler process's own, from the kernel's accounting (wait4): peak RSS, and CPU as user + system. "+
 		"Each cell is the median over the rounds with the range; ratios are tickprof over the peer in the same round.\n\n",
-		rounds, b.secs, numCPU(), strings.Join(b.loads, ", "))
+		rounds, b.secs, runtime.NumCPU(), strings.Join(b.loads, ", "))
 	fmt.Fprintf(&w, "| measure | tickprof | peer | ratio |\n|---|---|---|---|\n")
 	rows := []string{}
 	seen := map[string]bool{}
@@ -347,13 +349,13 @@ func (b *bench) table(rounds int) string {
 		}
 		if strings.HasPrefix(row, "sample") {
 			t, p, r := b.ratios(row, func(x run) float64 { return float64(x.rss) })
-			fmt.Fprintf(&w, "| %s -F 999, peak RSS (vs %s) | %s | %s | %s |\n", row, peer, medianRange(t, mib), medianRange(p, mib), medianRange(r, ratio))
+			fmt.Fprintf(&w, "| %s -F 999, peak RSS (vs %s) | %s | %s | %s |\n", row, peer, medianRange(t, 1<<20, mib), medianRange(p, 1<<20, mib), medianRange(r, 1, ratio))
 		} else {
 			t, p, r := b.ratios(row, func(x run) float64 { return float64(x.first) })
-			fmt.Fprintf(&w, "| %s, start to first output (vs %s) | %s | %s | %s |\n", row, peer, medianRange(t, secs), medianRange(p, secs), medianRange(r, ratio))
+			fmt.Fprintf(&w, "| %s, start to first output (vs %s) | %s | %s | %s |\n", row, peer, medianRange(t, 1e9, secs), medianRange(p, 1e9, secs), medianRange(r, 1, ratio))
 		}
 		t, p, r := b.ratios(row, func(x run) float64 { return float64(x.cpu) })
-		fmt.Fprintf(&w, "| %s, own CPU (vs %s) | %s | %s | %s |\n", row, peer, medianRange(t, secs), medianRange(p, secs), medianRange(r, ratio))
+		fmt.Fprintf(&w, "| %s, own CPU (vs %s) | %s | %s | %s |\n", row, peer, medianRange(t, 1e9, secs), medianRange(p, 1e9, secs), medianRange(r, 1, ratio))
 	}
 	var rep []float64
 	for _, x := range b.runs {
@@ -362,7 +364,7 @@ func (b *bench) table(rounds int) string {
 		}
 	}
 	fmt.Fprintf(&w, "\ntickprof's reported own CPU over the kernel's figure for the same process, every tickprof run: %s.\n",
-		medianRange(rep, ratio))
+		medianRange(rep, 1, ratio))
 	return w.String()
 }
 
@@ -374,24 +376,6 @@ func (b *bench) rawTSV() string {
 		fmt.Fprintf(&w, "%d\t%s\t%s\t%d\t%d\t%d\t%d\n", x.round, x.row, x.tool, x.cpu, x.rss, x.reportedCPU, x.first)
 	}
 	return w.String()
-}
-
-func numCPU() int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
-		lo, hi, found := strings.Cut(part, "-")
-		a, _ := strconv.Atoi(lo)
-		z := a
-		if found {
-			z, _ = strconv.Atoi(hi)
-		}
-		n += z - a + 1
-	}
-	return n
 }
 
 const (

@@ -28,7 +28,7 @@ run() {
 		walls+=("$(awk '/^wall_ns/ {print $2}' "$tmp/out")")
 		tcpus+=("$(awk '/^wall_ns/ {print $4}' "$tmp/out")")
 		cpus+=("$(awk '{print $1+$2}' "$tmp/time")")
-		drains+=("$(sed -n 's/.*own CPU \([0-9.]*\)% of a core.*/\1/p' "$tmp/err")")
+		drains+=("$(sed -n 's/.*own cost: CPU .*, \([0-9.]*\)% of a core over.*/\1/p' "$tmp/err")")
 	done
 	echo "$(printf '%s\n' "${walls[@]}" | sort -g | head -1)" \
 		"$(printf '%s\n' "${tcpus[@]}" | sort -g | head -1)" \
@@ -43,8 +43,8 @@ echo "baseline: $(calc %.3f "$base / 1e9") s wall, $(calc %.3f "$base_tcpu / 1e9
 echo "CPU slowdown: the target's CPU time for the fixed work (interrupt time is charged to it: no"
 echo "IRQ_TIME_ACCOUNTING); wall slowdown is only meaningful on an idle machine. Own CPU: the whole"
 echo "profiler command minus the target, per second of wall time (includes start-up and symbolizing);"
-echo "tickprof's figure while sampling is its own report (drain and maps only)."
-printf '%-8s %-10s %-14s %-14s %-22s %s\n' "rate" "tool" "wall slowdown" "CPU slowdown" "own CPU (whole run)" "own CPU while sampling"
+echo "the last column is tickprof's own report of its CPU over its life (the \"own cost\" line)."
+printf '%-8s %-10s %-14s %-14s %-22s %s\n' "rate" "tool" "wall slowdown" "CPU slowdown" "own CPU (whole run)" "own CPU (reported)"
 for hz in 99 999 4999; do
 	read -r tw tt tcpu tdrain < <(run "$tmp/tickprof" sample -F "$hz" -o "$tmp/t.pb.gz" --top 1 -- "$tmp/target" "$ROUNDS")
 	read -r pw pt pcpu _ < <(run perf record -q -F "$hz" -e cpu-clock -g -o "$tmp/perf.data" -- "$tmp/target" "$ROUNDS")

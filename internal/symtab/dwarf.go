@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/zlib"
@@ -43,7 +44,7 @@ func loadDWARF(f *elf.File, file io.ReaderAt) (*dwarf.Data, error) {
 				continue
 			}
 		}
-		if !wanted(suffix) || dat[suffix] != nil || s.Type == elf.SHT_NOBITS {
+		if !slices.Contains(dwarfSections, suffix) || dat[suffix] != nil || s.Type == elf.SHT_NOBITS {
 			continue
 		}
 		b, err := sectionBytes(f, s, file)
@@ -64,15 +65,6 @@ func loadDWARF(f *elf.File, file io.ReaderAt) (*dwarf.Data, error) {
 		}
 	}
 	return d, nil
-}
-
-func wanted(suffix string) bool {
-	for _, w := range dwarfSections {
-		if w == suffix {
-			return true
-		}
-	}
-	return false
 }
 
 // hasDebugRelocations says whether a relocation section applies to a
