@@ -68,6 +68,10 @@ var probeKinds = []probeKind{
 // six runs put every target on both CPUs of a 2-CPU machine.
 const DefaultRuns = 6
 
+// DefaultDuration is how long each probe kind is timed in all, over its
+// runs, when nothing else is asked (`tickprof calibrate --duration`).
+const DefaultDuration = 2500 * time.Millisecond
+
 // minRunDuration is the shortest run: a few batches of the poll period.
 const minRunDuration = 200 * time.Millisecond
 

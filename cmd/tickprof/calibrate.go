@@ -38,7 +38,7 @@ func newCalibrateCmd() *cobra.Command {
 		return runCalibrate(cmd, f)
 	})
 	fl := cmd.Flags()
-	fl.DurationVar(&f.duration, "duration", 2500*time.Millisecond, "how long each probe kind is timed in all, over its runs (each run at least 200ms)")
+	fl.DurationVar(&f.duration, "duration", calibrate.DefaultDuration, "how long each probe kind is timed in all, over its runs (each run at least 200ms)")
 	fl.IntVar(&f.runs, "runs", calibrate.DefaultRuns, "independent runs per probe kind; the interval spans their spread (at least 2)")
 	f.add(cmd, "confidence level of the overhead intervals", "print the calibration as JSON")
 	fl.BoolVar(&f.noSave, "no-save", false, "do not save the calibration")

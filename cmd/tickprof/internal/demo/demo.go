@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/tickprof/tickprof/calibrate"
 	"github.com/tickprof/tickprof/internal/cbuild"
@@ -77,7 +76,7 @@ func Correction(ctx context.Context, errOut io.Writer, goTarget []string) (timin
 	}
 	fmt.Fprintln(errOut, "tickprof: no calibration for this machine: measuring the probe overheads as `tickprof calibrate` does (about 2 minutes, saved for later runs)...")
 	cal, err := calibrate.Run(ctx, calibrate.Options{
-		Overhead: calibrate.OverheadOptions{Duration: 2500 * time.Millisecond, Runs: calibrate.DefaultRuns, GoTarget: goTarget},
+		Overhead: calibrate.OverheadOptions{Duration: calibrate.DefaultDuration, Runs: calibrate.DefaultRuns, GoTarget: goTarget},
 		Progress: func(what string) { fmt.Fprintf(errOut, "tickprof: measuring %s...\n", what) },
 	})
 	if err != nil {
