@@ -3,8 +3,11 @@
 package symbolize
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,6 +20,27 @@ func gonePID(t *testing.T) int {
 		t.Skipf("run true: %v", err)
 	}
 	return cmd.Process.Pid
+}
+
+// zombiePID returns the PID of a child that has exited and is not reaped
+// until the test ends.
+func zombiePID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("start true: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("process %d did not become a zombie", pid)
+	return 0
 }
 
 // TestForkInherit checks that a forked child gone before its map was read
@@ -46,6 +70,14 @@ func TestForkInherit(t *testing.T) {
 	}
 	if img := tab.Image(other); img.Err() == nil {
 		t.Fatalf("process %d, never noted as forked, has a map", other)
+	}
+	// A zombie's map reads empty without an error: it takes its parent's
+	// too (the agent's forked children exiting before their first sample
+	// was symbolized had no executable).
+	zombie := zombiePID(t)
+	tab.Fork(zombie, self)
+	if img := tab.Image(zombie); img.Exe() != parent.Exe() || len(img.Maps()) != len(parent.Maps()) {
+		t.Fatalf("zombie %d: exe %q (parent's %q), %d maps (parent's %d)", zombie, img.Exe(), parent.Exe(), len(img.Maps()), len(parent.Maps()))
 	}
 
 	// An exec makes the child's map its own: the parent's is not taken.

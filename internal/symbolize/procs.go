@@ -103,10 +103,11 @@ func (t *Procs) Exec(pid int) {
 
 // load reads the map of pid (read) and makes it the process's current one.
 // A forked child gone before its map could be read takes its parent's
-// (inherit).
+// (inherit): gone means reaped (no /proc entry) or exiting (a zombie's, or
+// a process's past exit_mm, map reads empty without an error).
 func (t *Procs) load(pid int, reads int) *Image {
 	img := t.read(pid, reads)
-	if img.err != nil {
+	if img.err != nil || len(img.maps) == 0 {
 		if inh := t.inherit(pid, 4); inh != nil {
 			img = inh
 		}
