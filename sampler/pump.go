@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
@@ -23,8 +24,25 @@ import (
 // stay resident for the whole run. The queue is bounded (maxQueued):
 // past it the pump waits, the ring fills and the sampling program counts
 // the samples it cannot write (Stats.Dropped).
+//
+// The pump waits for the ring's wake-ups (a process's first sample, a
+// quarter-full ring: sample.bpf.c) in Go's network poller, through a
+// duplicate of the ring's descriptor, and reads the ring every pumpFlush
+// besides. A wait there parks the goroutine; a wait in a blocking system
+// call (the reader's own epoll) would not, and Go's sysmon thread, which
+// takes back a processor from a system call blocked for over 10 ms, then
+// never slept long: the agent's CPU with one target rose from 0.8% to
+// 3.5% of a core with a 20 ms poll (docs/agent.md). Each wake-up or poll
+// empties the ring and hands the chunk on at once, so a process's first
+// sample reaches the handler (which reads its maps) without waiting for
+// the next poll. Where the descriptor cannot join the poller the pump
+// falls back to the reader's blocking wait.
 type pump struct {
 	reader *ringbuf.Reader
+	// wake is the duplicate of the ring's descriptor in Go's poller, raw
+	// its raw connection (nil: wait in reader).
+	wake *os.File
+	raw  syscall.RawConn
 	// full carries filled chunks, in order, and is closed when the pump
 	// ends; free holds handled chunks for reuse.
 	full chan []byte
@@ -33,6 +51,8 @@ type pump struct {
 	// it ended otherwise (read once full is closed).
 	quit chan struct{}
 	err  error
+	// flush is how often the ring is read without a wake-up (pumpFlush).
+	flush time.Duration
 }
 
 const (
@@ -46,16 +66,51 @@ const (
 	// keepFree is how many handled chunks are kept for reuse; the rest,
 	// left by a stall, are released to the garbage collector.
 	keepFree = 8
-	// pumpFlush is how often a partly filled chunk is handed on: records
-	// wait at most this long when the ring does not wake the pump.
+	// pumpFlush is how often the ring is read without a wake-up: records
+	// written without one wait at most this long.
 	pumpFlush = 20 * time.Millisecond
 )
 
-// newPump starts a pump on r.
-func newPump(r *ringbuf.Reader) *pump {
-	p := &pump{reader: r, full: make(chan []byte, maxQueued), free: make(chan []byte, keepFree), quit: make(chan struct{})}
+// newPump starts a pump on r, whose ring buffer map is fd.
+func newPump(r *ringbuf.Reader, fd int) *pump {
+	return startPump(r, fd, pumpFlush)
+}
+
+// startPump starts a pump that reads the ring every flush without a
+// wake-up.
+func startPump(r *ringbuf.Reader, fd int, flush time.Duration) *pump {
+	p := &pump{reader: r, full: make(chan []byte, maxQueued), free: make(chan []byte, keepFree),
+		quit: make(chan struct{}), flush: flush}
+	p.wake, p.raw = pollable(fd)
 	go p.run()
 	return p
+}
+
+// pollable returns a duplicate of fd registered in Go's poller and its raw
+// connection, or nils when it cannot be (the pump then blocks in the
+// reader). The duplicate shares the ring map's open file, whose
+// non-blocking flag only affects read(2), which nothing calls on it.
+func pollable(fd int) (*os.File, syscall.RawConn) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil
+	}
+	if err := unix.SetNonblock(dup, true); err != nil {
+		unix.Close(dup)
+		return nil, nil
+	}
+	f := os.NewFile(uintptr(dup), "sample ring buffer")
+	// A file outside the poller has no deadlines.
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		f.Close()
+		return nil, nil
+	}
+	raw, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil
+	}
+	return f, raw
 }
 
 // pumpNice is the pump thread's nice value: the pump only copies, and it
@@ -75,48 +130,77 @@ func (p *pump) run() {
 	defer close(p.full)
 	var rec ringbuf.Record
 	chunk := p.chunk()
-	quitting := false
 	for {
+		quitting := p.quitting()
 		if !quitting {
-			select {
-			case <-p.quit:
-				quitting = true
-			default:
-			}
+			p.wait()
 		}
-		if quitting {
+		// Empty the ring: the reader's wait ends at its deadline, now
+		// when the poller waited (or at stop).
+		if p.wake != nil || quitting {
 			p.reader.SetDeadline(time.Now())
 		} else {
-			p.reader.SetDeadline(time.Now().Add(pumpFlush))
+			p.reader.SetDeadline(time.Now().Add(p.flush))
 		}
-		err := p.reader.ReadInto(&rec)
-		switch {
-		case err == nil:
-			if len(rec.RawSample) > maxRecord {
-				continue // not a record the sampling program writes
+		for {
+			err := p.reader.ReadInto(&rec)
+			if err == nil {
+				if len(rec.RawSample) > maxRecord {
+					continue // not a record the sampling program writes
+				}
+				chunk = binary.LittleEndian.AppendUint32(chunk, uint32(len(rec.RawSample)))
+				chunk = append(chunk, rec.RawSample...)
+				if cap(chunk)-len(chunk) < maxRecord+4 {
+					p.full <- chunk
+					chunk = p.chunk()
+				}
+				continue
 			}
-			chunk = binary.LittleEndian.AppendUint32(chunk, uint32(len(rec.RawSample)))
-			chunk = append(chunk, rec.RawSample...)
-			if cap(chunk)-len(chunk) < maxRecord+4 {
-				p.full <- chunk
-				chunk = p.chunk()
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+				break // the ring is empty
 			}
-		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
-			// The ring is empty.
-			if len(chunk) > 0 {
-				p.full <- chunk
-				chunk = p.chunk()
+			if !errors.Is(err, ringbuf.ErrClosed) {
+				p.err = fmt.Errorf("read sample ring buffer: %w", err)
 			}
-			if quitting {
-				return
-			}
-		case errors.Is(err, ringbuf.ErrClosed):
 			return
-		default:
-			p.err = fmt.Errorf("read sample ring buffer: %w", err)
+		}
+		if len(chunk) > 0 {
+			p.full <- chunk
+			chunk = p.chunk()
+		}
+		if quitting {
 			return
 		}
 	}
+}
+
+// quitting reports whether stop was called.
+func (p *pump) quitting() bool {
+	select {
+	case <-p.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait parks the pump until the ring's next wake-up (one that came since
+// the last wait counts), flush, stop or close; without the poller it
+// returns at once (the reader waits).
+func (p *pump) wait() {
+	if p.wake == nil {
+		return
+	}
+	_ = p.wake.SetReadDeadline(time.Now().Add(p.flush))
+	first := true
+	// The first call reports "not ready", so that Read waits for
+	// readiness; the next, after it, ends the wait. Its error (deadline,
+	// closed file) only ends the wait as well.
+	_ = p.raw.Read(func(uintptr) bool {
+		done := !first
+		first = false
+		return done
+	})
 }
 
 // chunk is an empty chunk, reused when one is free.
@@ -144,7 +228,19 @@ func (p *pump) stop() {
 	case <-p.quit:
 	default:
 		close(p.quit)
-		p.reader.Flush() // wake a read waiting for its deadline
+		if p.wake != nil {
+			_ = p.wake.SetReadDeadline(time.Now()) // end the wait
+		} else {
+			p.reader.Flush() // wake a read waiting for its deadline
+		}
+	}
+}
+
+// close releases the poller's descriptor once the reader is closed,
+// which ends a wait (the pump then finds the reader closed and ends).
+func (p *pump) close() {
+	if p.wake != nil {
+		p.wake.Close()
 	}
 }
 

@@ -409,7 +409,7 @@ func (s *Session) attach() error {
 	if s.reader, err = ringbuf.NewReader(s.objs.Samples); err != nil {
 		return fmt.Errorf("open sample ring buffer: %w", err)
 	}
-	s.pump = newPump(s.reader)
+	s.pump = newPump(s.reader, s.objs.Samples.FD())
 	if err := s.startOffCPU(); err != nil {
 		return err
 	}
@@ -819,6 +819,7 @@ func (s *Session) Close() error {
 		s.reader.Close()
 	}
 	if s.pump != nil {
+		s.pump.close()
 		// The pump ends at the closed reader; a chunk it is handing on
 		// when nothing reads any more is taken here.
 		go func(full <-chan []byte) {

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/tickprof/tickprof/internal/bpftest"
+)
+
+// ringWriter loads a socket filter that writes one 8-byte record to ring
+// with the given wake-up flags each time it runs.
+func ringWriter(t *testing.T, ring *ebpf.Map, flags int64) *ebpf.Program {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.SocketFilter,
+		License: "Apache-2.0",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R1, 0x7469636b),
+			asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
+			asm.LoadMapPtr(asm.R1, ring.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -8),
+			asm.Mov.Imm(asm.R3, 8),
+			asm.Mov.Imm(asm.R4, int32(flags)),
+			asm.FnRingbufOutput.Call(),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		t.Fatalf("load ring writer: %v", err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+// TestPumpWakes checks that the pump waits in Go's poller, that a record
+// written with a forced wake-up is handed on long before the pump's
+// periodic read (an hour here), that stop ends the pump with what the ring
+// holds, records written without a wake-up included, and that closing the
+// reader ends a pump that waits.
+func TestPumpWakes(t *testing.T) {
+	bpftest.Require(t)
+	ring, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
+	if err != nil {
+		t.Fatalf("ring buffer map: %v", err)
+	}
+	defer ring.Close()
+	const noWakeup, forceWakeup = 1, 2 // BPF_RB_NO_WAKEUP, BPF_RB_FORCE_WAKEUP
+	quiet, loud := ringWriter(t, ring, noWakeup), ringWriter(t, ring, forceWakeup)
+	run := func(p *ebpf.Program) {
+		if _, err := p.Run(&ebpf.RunOptions{Data: make([]byte, 14)}); err != nil {
+			t.Fatalf("run ring writer: %v", err)
+		}
+	}
+	count := func(c []byte) (n int) {
+		records(c, func([]byte) { n++ })
+		return n
+	}
+
+	r, err := ringbuf.NewReader(ring)
+	if err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	p := startPump(r, ring.FD(), time.Hour)
+	if p.wake == nil {
+		t.Fatal("the ring's descriptor did not join Go's poller: the pump blocks in a system call")
+	}
+	time.Sleep(50 * time.Millisecond) // the pump is waiting
+	run(quiet)
+	run(loud)
+	select {
+	case c := <-p.full:
+		if n := count(c); n != 2 {
+			t.Errorf("the wake-up handed on %d records, want 2", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a forced wake-up did not reach the pump within 10 s")
+	}
+	run(quiet)
+	p.stop()
+	got := 0
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case c, ok := <-p.full:
+			if !ok {
+				done = true
+				break
+			}
+			got += count(c)
+		case <-deadline:
+			t.Fatal("the pump did not end within 10 s of stop")
+		}
+	}
+	if got != 1 || p.err != nil {
+		t.Errorf("after stop: %d records (want the 1 written without a wake-up), error %v", got, p.err)
+	}
+	r.Close()
+	p.close()
+
+	r, err = ringbuf.NewReader(ring)
+	if err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	p = startPump(r, ring.FD(), time.Hour)
+	time.Sleep(50 * time.Millisecond)
+	r.Close()
+	p.close()
+	select {
+	case _, ok := <-p.full:
+		if ok {
+			t.Error("a chunk from an empty ring")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pump did not end within 10 s of the reader's close")
+	}
+}
