@@ -67,8 +67,14 @@ const (
 	// left by a stall, are released to the garbage collector.
 	keepFree = 8
 	// pumpFlush is how often the ring is read without a wake-up: records
-	// written without one wait at most this long.
-	pumpFlush = 20 * time.Millisecond
+	// written without one wait at most this long. A process's first
+	// sample and a quarter-full ring wake the pump at once, so this only
+	// delays the records of a slow trickle (at the agent's 49 Hz a
+	// quarter of the smallest ring holds about 0.2 s of samples on two
+	// CPUs); each timer wakes the pump's thread and Go's sysmon, which a
+	// 20 ms period kept from sleeping (the agent's CPU with one target,
+	// 1.3-2.0% of a core at 20 ms).
+	pumpFlush = 100 * time.Millisecond
 )
 
 // newPump starts a pump on r, whose ring buffer map is fd.
