@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/tickprof/tickprof/internal/ringwait"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,23 +27,20 @@ import (
 // the samples it cannot write (Stats.Dropped).
 //
 // The pump waits for the ring's wake-ups (a process's first sample, a
-// quarter-full ring: sample.bpf.c) in Go's network poller, through a
-// duplicate of the ring's descriptor, and reads the ring every pumpFlush
-// besides. A wait there parks the goroutine; a wait in a blocking system
-// call (the reader's own epoll) would not, and Go's sysmon thread, which
-// takes back a processor from a system call blocked for over 10 ms, then
-// never slept long: the agent's CPU with one target rose from 0.8% to
-// 3.5% of a core with a 20 ms poll (docs/agent.md). Each wake-up or poll
+// quarter-full ring: sample.bpf.c) in Go's network poller (ringwait),
+// and reads the ring every pumpFlush besides: a wait in the reader's
+// blocking epoll call kept Go's sysmon thread awake, and the agent's CPU
+// with one target rose from 0.8% to 3.5% of a core with a 20 ms poll
+// (docs/agent.md). Each wake-up or poll
 // empties the ring and hands the chunk on at once, so a process's first
 // sample reaches the handler (which reads its maps) without waiting for
 // the next poll. Where the descriptor cannot join the poller the pump
 // falls back to the reader's blocking wait.
 type pump struct {
 	reader *ringbuf.Reader
-	// wake is the duplicate of the ring's descriptor in Go's poller, raw
-	// its raw connection (nil: wait in reader).
-	wake *os.File
-	raw  syscall.RawConn
+	// wake waits for the ring's wake-ups in Go's poller (nil: the pump
+	// waits in reader).
+	wake *ringwait.Waiter
 	// full carries filled chunks, in order, and is closed when the pump
 	// ends; free holds handled chunks for reuse.
 	full chan []byte
@@ -87,36 +85,11 @@ func newPump(r *ringbuf.Reader, fd int) *pump {
 func startPump(r *ringbuf.Reader, fd int, flush time.Duration) *pump {
 	p := &pump{reader: r, full: make(chan []byte, maxQueued), free: make(chan []byte, keepFree),
 		quit: make(chan struct{}), flush: flush}
-	p.wake, p.raw = pollable(fd)
+	if w, err := ringwait.New(fd); err == nil {
+		p.wake = w
+	}
 	go p.run()
 	return p
-}
-
-// pollable returns a duplicate of fd registered in Go's poller and its raw
-// connection, or nils when it cannot be (the pump then blocks in the
-// reader). The duplicate shares the ring map's open file, whose
-// non-blocking flag only affects read(2), which nothing calls on it.
-func pollable(fd int) (*os.File, syscall.RawConn) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil
-	}
-	if err := unix.SetNonblock(dup, true); err != nil {
-		unix.Close(dup)
-		return nil, nil
-	}
-	f := os.NewFile(uintptr(dup), "sample ring buffer")
-	// A file outside the poller has no deadlines.
-	if err := f.SetReadDeadline(time.Time{}); err != nil {
-		f.Close()
-		return nil, nil
-	}
-	raw, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, nil
-	}
-	return f, raw
 }
 
 // pumpNice is the pump thread's nice value: the pump only copies, and it
@@ -194,19 +167,9 @@ func (p *pump) quitting() bool {
 // the last wait counts), flush, stop or close; without the poller it
 // returns at once (the reader waits).
 func (p *pump) wait() {
-	if p.wake == nil {
-		return
+	if p.wake != nil {
+		p.wake.Wait(p.flush)
 	}
-	_ = p.wake.SetReadDeadline(time.Now().Add(p.flush))
-	first := true
-	// The first call reports "not ready", so that Read waits for
-	// readiness; the next, after it, ends the wait. Its error (deadline,
-	// closed file) only ends the wait as well.
-	_ = p.raw.Read(func(uintptr) bool {
-		done := !first
-		first = false
-		return done
-	})
 }
 
 // chunk is an empty chunk, reused when one is free.
@@ -235,7 +198,7 @@ func (p *pump) stop() {
 	default:
 		close(p.quit)
 		if p.wake != nil {
-			_ = p.wake.SetReadDeadline(time.Now()) // end the wait
+			p.wake.Wake()
 		} else {
 			p.reader.Flush() // wake a read waiting for its deadline
 		}

@@ -7,38 +7,10 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/tickprof/tickprof/internal/bpftest"
 )
-
-// ringWriter loads a socket filter that writes one 8-byte record to ring
-// with the given wake-up flags each time it runs.
-func ringWriter(t *testing.T, ring *ebpf.Map, flags int64) *ebpf.Program {
-	t.Helper()
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:    ebpf.SocketFilter,
-		License: "Apache-2.0",
-		Instructions: asm.Instructions{
-			asm.Mov.Imm(asm.R1, 0x7469636b),
-			asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
-			asm.LoadMapPtr(asm.R1, ring.FD()),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, -8),
-			asm.Mov.Imm(asm.R3, 8),
-			asm.Mov.Imm(asm.R4, int32(flags)),
-			asm.FnRingbufOutput.Call(),
-			asm.Mov.Imm(asm.R0, 0),
-			asm.Return(),
-		},
-	})
-	if err != nil {
-		t.Fatalf("load ring writer: %v", err)
-	}
-	t.Cleanup(func() { prog.Close() })
-	return prog
-}
 
 // TestPumpWakes checks that the pump waits in Go's poller, that a record
 // written with a forced wake-up is handed on long before the pump's
@@ -52,13 +24,8 @@ func TestPumpWakes(t *testing.T) {
 		t.Fatalf("ring buffer map: %v", err)
 	}
 	defer ring.Close()
-	const noWakeup, forceWakeup = 1, 2 // BPF_RB_NO_WAKEUP, BPF_RB_FORCE_WAKEUP
-	quiet, loud := ringWriter(t, ring, noWakeup), ringWriter(t, ring, forceWakeup)
-	run := func(p *ebpf.Program) {
-		if _, err := p.Run(&ebpf.RunOptions{Data: make([]byte, 14)}); err != nil {
-			t.Fatalf("run ring writer: %v", err)
-		}
-	}
+	quiet, loud := bpftest.RingWriter(t, ring, bpftest.RingNoWakeup), bpftest.RingWriter(t, ring, bpftest.RingForceWakeup)
+	run := func(p *ebpf.Program) { bpftest.RunOnce(t, p) }
 	count := func(c []byte) (n int) {
 		records(c, func([]byte) { n++ })
 		return n

@@ -63,3 +63,45 @@ func Available() error {
 	prog.Close()
 	return nil
 }
+
+// Ring wake-up flags of bpf_ringbuf_output, for RingWriter.
+const (
+	RingNoWakeup    = 1 // BPF_RB_NO_WAKEUP
+	RingForceWakeup = 2 // BPF_RB_FORCE_WAKEUP
+)
+
+// RingWriter loads a socket filter that writes one 8-byte record to the
+// ring buffer map ring, with the wake-up flags given, each time it runs
+// (ebpf.Program.Run); the program is closed when the test ends.
+func RingWriter(t testing.TB, ring *ebpf.Map, flags int32) *ebpf.Program {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.SocketFilter,
+		License: "Apache-2.0",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R1, 0x7469636b),
+			asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
+			asm.LoadMapPtr(asm.R1, ring.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -8),
+			asm.Mov.Imm(asm.R3, 8),
+			asm.Mov.Imm(asm.R4, flags),
+			asm.FnRingbufOutput.Call(),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		t.Fatalf("load ring writer: %v", err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+// RunOnce runs prog once on an empty packet, failing t on error.
+func RunOnce(t testing.TB, prog *ebpf.Program) {
+	t.Helper()
+	if _, err := prog.Run(&ebpf.RunOptions{Data: make([]byte, 14)}); err != nil {
+		t.Fatalf("run %v: %v", prog, err)
+	}
+}

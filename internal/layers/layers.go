@@ -89,6 +89,7 @@ func Tickprof() Rules {
 			"internal/proc":             {"golang.org/x/sys"},
 			"internal/python":           {},
 			"internal/rank":             {},
+			"internal/ringwait":         {"golang.org/x/sys"},
 			"internal/safefile":         {"golang.org/x/sys"},
 			"internal/symtab":           {"golang.org/x/arch", "golang.org/x/sys", "github.com/klauspost/compress"},
 			"internal/termsafe":         {},

@@ -23,6 +23,7 @@ import (
 	"github.com/tickprof/tickprof/estimate/histogram"
 	"github.com/tickprof/tickprof/internal/debuginfo"
 	"github.com/tickprof/tickprof/internal/proc"
+	"github.com/tickprof/tickprof/internal/ringwait"
 	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/tick"
 	"github.com/tickprof/tickprof/internal/unwind"
@@ -189,7 +190,10 @@ type Session struct {
 	finalGo       *GoStats
 
 	reader *ringbuf.Reader
-	drain  sync.WaitGroup
+	// wake waits for the crossing records in Go's poller (nil: the
+	// drain loop waits in reader; see internal/ringwait).
+	wake  *ringwait.Waiter
+	drain sync.WaitGroup
 
 	mu      sync.Mutex
 	callers map[callerKey]*callerAgg
@@ -392,6 +396,9 @@ func (s *Session) startReading() error {
 		return fmt.Errorf("open the crossing-record ring buffer: %w", err)
 	}
 	s.reader = rd
+	if w, err := ringwait.New(s.objs.TpRecords.FD()); err == nil {
+		s.wake = w
+	}
 	s.drain.Add(1)
 	go s.drainLoop()
 	s.start = time.Now()
@@ -906,7 +913,11 @@ func (s *Session) Stop() {
 	}
 	s.stopped = true
 	if s.reader != nil {
-		s.reader.Flush()
+		if s.wake != nil {
+			s.wake.Wake()
+		} else {
+			s.reader.Flush()
+		}
 		s.drain.Wait()
 	}
 }
@@ -961,6 +972,9 @@ func (s *Session) Close() error {
 	if s.reader != nil {
 		s.reader.Close()
 	}
+	if s.wake != nil {
+		s.wake.Close()
+	}
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i].Close()
 	}
@@ -972,27 +986,59 @@ func (s *Session) Close() error {
 	return s.objs.Close()
 }
 
-// drainLoop reads crossing records until the reader is flushed by Stop or
+// drainLoop reads crossing records until Stop, or until the reader is
 // closed. The BPF side submits with BPF_RB_NO_WAKEUP, so the loop wakes
-// on a short deadline and reads whatever accumulated.
+// on a short deadline and reads whatever accumulated: every 50 ms, but
+// every 2 ms in the first 200 ms. A command the session started maps its
+// libraries after exec, so the maps read at the start lack them and a
+// caller stack through them must reread the maps (callerStack) while the
+// process lives: a command running for 20 ms would otherwise have exited
+// before its first record was read, and every stack would stop at its
+// first library frame.
 func (s *Session) drainLoop() {
 	defer s.drain.Done()
+	if s.wake == nil {
+		s.drainBlocking()
+		return
+	}
 	var rec ringbuf.Record
 	start := time.Now()
 	for {
-		// Records are written without waking the reader, which reads
-		// them when its deadline passes: every 50 ms, but every 2 ms in
-		// the first 200 ms. A command the session started maps its
-		// libraries after exec, so the maps read at the start lack them
-		// and a caller stack through them must reread the maps
-		// (callerStack) while the process lives: a command running for
-		// 20 ms would otherwise have exited before its first record was
-		// read, and every stack would stop at its first library frame.
-		wait := 50 * time.Millisecond
-		if time.Since(start) < 200*time.Millisecond {
-			wait = 2 * time.Millisecond
+		stopping := s.wake.Woken()
+		s.wake.Wait(drainWait(start))
+		s.reader.SetDeadline(time.Now()) // read what is there
+		for {
+			err := s.reader.ReadInto(&rec)
+			if err == nil {
+				s.addRecord(rec.RawSample)
+				continue
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				return // closed
+			}
+			break
 		}
-		s.reader.SetDeadline(time.Now().Add(wait))
+		if stopping {
+			return
+		}
+	}
+}
+
+// drainWait is how long the drain loop waits between reads.
+func drainWait(start time.Time) time.Duration {
+	if time.Since(start) < 200*time.Millisecond {
+		return 2 * time.Millisecond
+	}
+	return 50 * time.Millisecond
+}
+
+// drainBlocking is drainLoop waiting in the reader's blocking poll, where
+// the ring's descriptor cannot join Go's poller; Stop flushes the reader.
+func (s *Session) drainBlocking() {
+	var rec ringbuf.Record
+	start := time.Now()
+	for {
+		s.reader.SetDeadline(time.Now().Add(drainWait(start)))
 		err := s.reader.ReadInto(&rec)
 		switch {
 		case err == nil:
