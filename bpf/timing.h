@@ -136,21 +136,14 @@ struct tp_counts {
 	__u64 chk_on_ns;
 	__u64 chk_on_sq_lo;
 	__u64 chk_on_sq_hi;
-	/* The check's strata (tp_check_on, tp_close), for calls that did
-	 * not wait for a CPU (system calls: run_delay did not move): those
-	 * that crossed one tick (cross) and those that crossed two or more
-	 * (long: longer than a tick). Every such call: their count (and the
-	 * long ones' sum of c); the checked ones: their count, exact ns sum
-	 * and its 128-bit squares. A crossing call's ticks stand in for its
-	 * exact time, so that a stall of milliseconds the sample misses
-	 * (interrupts, or a hypervisor that took the CPU: run_delay does not
-	 * see them) is still counted, to within a tick (loader:
-	 * assistedMean, estimate.AssistedMean). */
-	__u64 cross_calls;
-	__u64 chk_cross_calls;
-	__u64 chk_cross_ns;
-	__u64 chk_cross_sq_lo;
-	__u64 chk_cross_sq_hi;
+	/* Calls longer than a tick (tp_check_on, tp_close): those that
+	 * crossed two or more ticks without waiting for a CPU (system calls:
+	 * run_delay did not move). All of them: their count and sum of c;
+	 * the checked ones: their count, exact ns sum and its 128-bit
+	 * squares. Their ticks bound their time, d c to within d each, so a
+	 * stall of milliseconds the sample misses (interrupts, or a
+	 * hypervisor that took the CPU: run_delay does not see them) is
+	 * still counted (loader: assistedMean, estimate.AssistedMean). */
 	__u64 long_calls;
 	__u64 long_ticks;
 	__u64 chk_long_calls;
@@ -446,8 +439,8 @@ static __always_inline int tp_check_on(void)
  * every call. A jiffies count never reaches it. */
 #define TP_TICK_CHECKED (1ULL << 63)
 /* A system call's entry tick carries this bit at its exit when it waited
- * for a CPU (run_delay moved): its ticks are then its wait's, not its
- * time on CPU's, and it stays in the check's plain stratum (tp_close). */
+ * for a CPU (run_delay moved): its ticks may then be its wait's, not its
+ * time on CPU's, and it is not counted as longer than a tick (tp_close). */
 #define TP_TICK_WAITED (1ULL << 60) /* below echo.h's bits */
 #define TP_TICK_FLAGS (TP_TICK_CHECKED | TP_TICK_WAITED)
 
@@ -716,19 +709,15 @@ static __always_inline __u64 tp_record_ticks(__u64 d, __u64 e, __u64 x)
 }
 
 /* tp_close_checked accounts a checked call (tp_check_draw) that crossed
- * d ticks in cns exact ns, in the check's stratum strat (tp_counts). */
-static __always_inline void tp_close_checked(struct tp_counts *c, __u64 d, __u64 cns, int strat)
+ * d ticks in cns exact ns; long: longer than a tick (tp_counts). */
+static __always_inline void tp_close_checked(struct tp_counts *c, __u64 d, __u64 cns, int long_call)
 {
 	c->chk_calls++;
 	c->chk_ticks += d;
 	c->chk_ticks_sq += d * d;
 	c->chk_ns += cns;
 	tp_add_sq(&c->chk_ns_sq_lo, &c->chk_ns_sq_hi, cns);
-	if (strat == 1) {
-		c->chk_cross_calls++;
-		c->chk_cross_ns += cns;
-		tp_add_sq(&c->chk_cross_sq_lo, &c->chk_cross_sq_hi, cns);
-	} else if (strat == 2) {
+	if (long_call) {
 		c->chk_long_calls++;
 		c->chk_long_ns += cns;
 		tp_add_sq(&c->chk_long_sq_lo, &c->chk_long_sq_hi, cns);
@@ -741,21 +730,17 @@ static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 targe
 				     __u64 ns, __u64 etick, __u64 ens, __u64 stack_flags)
 {
 	__u64 d, dns = 0, rt;
-	int strat = 0;
+	int long_call;
 
 	d = tick - (etick & ~TP_TICK_FLAGS);
-	if (tp_check_on() && d && !(etick & TP_TICK_WAITED)) {
-		/* The check's strata (tp_counts): 1 crossed one tick, 2 more. */
-		strat = d == 1 ? 1 : 2;
-		if (strat == 1) {
-			c->cross_calls++;
-		} else {
-			c->long_calls++;
-			c->long_ticks += d;
-		}
+	/* Longer than a tick (tp_counts): crossed two or more, no wait. */
+	long_call = tp_check_on() && d >= 2 && !(etick & TP_TICK_WAITED);
+	if (long_call) {
+		c->long_calls++;
+		c->long_ticks += d;
 	}
 	if (tp_check_on() && (etick & TP_TICK_CHECKED))
-		tp_close_checked(c, d, (ns ? ns : bpf_ktime_get_ns()) - ens, strat);
+		tp_close_checked(c, d, (ns ? ns : bpf_ktime_get_ns()) - ens, long_call);
 	if (tp_clock == TP_CLOCK_TICK)
 		d /= tp_tick_ns; /* etick holds the dither (tp_phase) */
 	rt = d;

@@ -52,22 +52,15 @@ func (w stallWorld) run(rng *rand.Rand) (truth float64, old []SampledBatch, asst
 		t += y + w.gap
 		total += y
 		ab.Calls++
-		switch {
-		case c == 1:
-			ab.Crossing++
-			ab.Aux += w.d
-		case c > 1:
+		if c >= 2 {
 			ab.Long++
 			ab.LongAux += w.d * c
 			ab.LongSlack += w.d
 		}
 		if rng.Float64()*w.rate < 1 {
 			ob.add(y)
-			switch {
-			case c == 1:
-				ab.Crossed.add(y - w.d)
-			case c == 0:
-				ab.Still.add(y)
+			if c < 2 {
+				ab.Drawn.add(y)
 			}
 		}
 		if (i+1)%w.batch == 0 {
@@ -92,7 +85,7 @@ func (s *Sums) add(y float64) {
 
 // stallCoverage runs reps runs of w and counts the runs whose 95%
 // interval held the truth, for both estimators, and how many runs the
-// assisted one gave no estimate (too few drawn crossing calls).
+// assisted one gave no estimate (too few drawn calls).
 func stallCoverage(w stallWorld, reps int, seed uint64) (oldHeld, newHeld, none int) {
 	o := Options{Confidence: 0.95}
 	rng := rand.New(rand.NewPCG(seed, 21))
@@ -115,13 +108,12 @@ func stallCoverage(w stallWorld, reps int, seed uint64) (oldHeld, newHeld, none 
 
 // TestAssistedMeanStalls: short calls back to back (340 ns, 1 in 200
 // held 2-8 us by an interrupt) on a CPU that stalls twice a run for one
-// to eight ticks (as getppid's calls were held 19 ms, docs/coverage.md),
+// to eight ticks (as getppid's calls were held 19 ms, docs/statistics.md),
 // 1 in 16 calls drawn. The drawn calls' plain mean (SampledMean) misses a
 // stall it does not draw, and its variance does not know the stall
-// exists: its 95% interval covers far less. AssistedMean counts every
-// stall through its ticks and covers. A second world without stalls
-// checks that the assisted interval still covers there (its crossing
-// stratum then rests on a few drawn calls).
+// exists: its 95% interval covers far less. AssistedMean counts the
+// stalls longer than a tick through their ticks and covers. A second
+// world without stalls checks that it still covers there.
 //
 // False alarm: each world's assisted coverage must reach coverageFloor
 // at alpha = 0.001 (91.6% at 400 runs), so a valid 95% interval fails
@@ -153,53 +145,32 @@ func TestAssistedMeanStalls(t *testing.T) {
 }
 
 // TestAssistedMeanExact: with every call drawn the estimate is the
-// calls' exact mean, whatever the ticks, and a batch with no drawn call
-// takes the others' mean.
+// calls' exact mean but for the long calls, which count at their ticks
+// with their slack on both sides; a batch with no drawn call takes the
+// others' mean.
 func TestAssistedMeanExact(t *testing.T) {
 	o := Options{Confidence: 0.95}
-	// Calls of 100, 300 (still) and 5,000,000 ns crossing 1 tick of 4 ms.
-	b := AssistedBatch{Rate: 1, Calls: 3, Crossing: 1,
-		Still:   Sums{N: 2, Sum: 400, SumSq: 100*100 + 300*300},
-		Crossed: Sums{N: 1, Sum: 1e6, SumSq: 1e12}, Aux: 4e6}
-	b2 := b
-	b2.Crossed = Sums{N: 1, Sum: -3e6, SumSq: 9e12} // a 1 ms call that crossed
-	b2.Aux = 4e6
-	r, err := AssistedMean([]AssistedBatch{b, b2}, o)
+	b := AssistedBatch{Rate: 1, Calls: 3, Drawn: Sums{N: 3, Sum: 600, SumSq: 100*100 + 200*200 + 300*300}}
+	r, err := AssistedMean([]AssistedBatch{b, b}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (400 + 5e6 + 400 + 1e6) / 6.0; math.Abs(r.Mean-want) > 1e-6 {
-		t.Errorf("mean %v, want %v", r.Mean, want)
+	if math.Abs(r.Mean-200) > 1e-9 {
+		t.Errorf("mean %v, want 200", r.Mean)
 	}
-	// A batch of 10 calls with no drawn call: it takes the drawn still
-	// calls' mean (200 ns).
+	// 10 calls with no drawn call take the drawn calls' mean, 200 ns; two
+	// calls of 3 ticks of 4 ms count 24 ms, to within 8 ms.
 	empty := AssistedBatch{Rate: 1, Calls: 10}
-	r2, err := AssistedMean([]AssistedBatch{b, b2, empty}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (400 + 5e6 + 400 + 1e6 + 10*200) / 16.0; math.Abs(r2.Mean-want) > 1e-6 {
-		t.Errorf("with an empty batch: mean %v, want %v", r2.Mean, want)
-	}
-	// Two calls of 3 ticks each: 24 ms, to within 8 ms, on both sides.
 	long := AssistedBatch{Rate: 1, Calls: 2, Long: 2, LongAux: 24e6, LongSlack: 8e6}
-	r3, err := AssistedMean([]AssistedBatch{b, b2, long}, o)
+	r2, err := AssistedMean([]AssistedBatch{b, b, empty, long}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (400 + 5e6 + 400 + 1e6 + 24e6) / 8.0; math.Abs(r3.Mean-want) > 1e-6 || r3.High-r3.Mean < 8e6/8 {
-		t.Errorf("with long calls: %v [%v, %v], want mean %v and 1e6 more on each side", r3.Mean, r3.Low, r3.High, want)
+	if want := (1200 + 10*200 + 24e6) / 18.0; math.Abs(r2.Mean-want) > 1e-6 || r2.High-r2.Mean < 8e6/18 || r2.Mean-r2.Low < 8e6/18-1e-6 {
+		t.Errorf("%v [%v, %v], want %v and at least %v on each side", r2.Mean, r2.Low, r2.High, want, 8e6/18)
 	}
-	// One drawn crossing call among 5: the crossing calls join the still
-	// ones, and the drawn calls' mean stands for all 7.
-	one := b
-	one.Calls, one.Crossing, one.Aux = 7, 5, 20e6
-	r4, err := AssistedMean([]AssistedBatch{one}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (400 + 5e6) / 3.0; math.Abs(r4.Mean-want) > 1e-6 {
-		t.Errorf("one drawn crossing call: mean %v, want %v (the plain mean)", r4.Mean, want)
+	if _, err := AssistedMean([]AssistedBatch{{Rate: 1, Calls: 5, Drawn: Sums{N: 1, Sum: 100, SumSq: 1e4}}}, o); err == nil {
+		t.Error("one drawn call: want an error")
 	}
 	if _, err := AssistedMean([]AssistedBatch{{Rate: 0.5, Calls: 1}}, o); err == nil {
 		t.Error("rate below 1: want an error")

@@ -82,27 +82,23 @@ type CheckCounts struct {
 	// sum of squares. All zero for other targets.
 	OnNs, WaitNs uint64
 	OnSq, WaitSq U128
-	// The strata of the estimate (assistedMean), of the calls that did
-	// not wait for a CPU: those that crossed one tick (X) and those that
-	// crossed two or more (L, longer than a tick). XCalls and LCalls
-	// count them all, LTicks is the long ones' sum of c; XChk and LChk
-	// count the checked ones, XNs, LNs and XSq, LSq are their exact ns
-	// sums and sums of squares.
-	XCalls, XChk, XNs, LCalls, LTicks, LChk, LNs uint64
-	XSq, LSq                                     U128
+	// The calls longer than a tick (assistedMean): those that crossed
+	// two or more ticks without waiting for a CPU. LCalls counts them
+	// all and LTicks is their sum of c; LChk counts the checked ones,
+	// LNs and LSq are their exact ns sum and sum of squares.
+	LCalls, LTicks, LChk, LNs uint64
+	LSq                       U128
 }
 
 func (c CheckCounts) sub(p CheckCounts) CheckCounts {
 	return CheckCounts{Calls: c.Calls - p.Calls, Ticks: c.Ticks - p.Ticks, TicksSq: c.TicksSq - p.TicksSq, Ns: c.Ns - p.Ns,
 		NsSq: c.NsSq.Sub(p.NsSq), OnNs: c.OnNs - p.OnNs, WaitNs: c.WaitNs - p.WaitNs, OnSq: c.OnSq.Sub(p.OnSq), WaitSq: c.WaitSq.Sub(p.WaitSq),
-		XCalls: c.XCalls - p.XCalls, XChk: c.XChk - p.XChk, XNs: c.XNs - p.XNs, XSq: c.XSq.Sub(p.XSq),
 		LCalls: c.LCalls - p.LCalls, LTicks: c.LTicks - p.LTicks, LChk: c.LChk - p.LChk, LNs: c.LNs - p.LNs, LSq: c.LSq.Sub(p.LSq)}
 }
 
 func (c CheckCounts) add(p CheckCounts) CheckCounts {
 	return CheckCounts{Calls: c.Calls + p.Calls, Ticks: c.Ticks + p.Ticks, TicksSq: c.TicksSq + p.TicksSq, Ns: c.Ns + p.Ns,
 		NsSq: c.NsSq.Add(p.NsSq), OnNs: c.OnNs + p.OnNs, WaitNs: c.WaitNs + p.WaitNs, OnSq: c.OnSq.Add(p.OnSq), WaitSq: c.WaitSq.Add(p.WaitSq),
-		XCalls: c.XCalls + p.XCalls, XChk: c.XChk + p.XChk, XNs: c.XNs + p.XNs, XSq: c.XSq.Add(p.XSq),
 		LCalls: c.LCalls + p.LCalls, LTicks: c.LTicks + p.LTicks, LChk: c.LChk + p.LChk, LNs: c.LNs + p.LNs, LSq: c.LSq.Add(p.LSq)}
 }
 
@@ -171,7 +167,6 @@ func sumCPUs(per []bpf.TimingTpCounts) Counters {
 		c.Check = c.Check.add(CheckCounts{Calls: p.ChkCalls, Ticks: p.ChkTicks, TicksSq: p.ChkTicksSq, Ns: p.ChkNs,
 			NsSq: U128{p.ChkNsSqHi, p.ChkNsSqLo}, OnNs: p.ChkOnNs, OnSq: U128{p.ChkOnSqHi, p.ChkOnSqLo},
 			WaitNs: p.WaitNs, WaitSq: U128{p.WaitSqHi, p.WaitSqLo},
-			XCalls: p.CrossCalls, XChk: p.ChkCrossCalls, XNs: p.ChkCrossNs, XSq: U128{p.ChkCrossSqHi, p.ChkCrossSqLo},
 			LCalls: p.LongCalls, LTicks: p.LongTicks, LChk: p.ChkLongCalls, LNs: p.ChkLongNs, LSq: U128{p.ChkLongSqHi, p.ChkLongSqLo}})
 	}
 	if minPlus1 != 0 {

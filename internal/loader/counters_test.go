@@ -63,30 +63,28 @@ func TestSampledMeanWaits(t *testing.T) {
 	}
 }
 
-// TestAssistedMeanCounters: one batch of 1,000 calls, 990 shorter than a
-// tick (97 checked, 300 ns each), 8 that crossed one tick (2 checked, 500
-// and 700 ns), 2 that crossed three (1 checked, 10 ms). The estimate is
-// 990 * 300 + 8 * (d + 600 - d) + 2 calls at 3 ticks each, to within a
-// tick each: (297000 + 4800 + 24e6) / 1000, +-8000 ns for the long ones.
+// TestAssistedMeanCounters: one batch of 1,000 calls, 998 that crossed
+// fewer than two ticks (99 checked: 97 of 300 ns, 2 of 500 and 700) and
+// 2 that crossed three (1 checked, 10 ms). The estimate is 998 times the
+// 99 checked calls' mean plus the 2 long calls at 3 ticks each, to within
+// a tick each: +-8000 ns on the mean of 1,000 calls.
 func TestAssistedMeanCounters(t *testing.T) {
 	const d = 4e6
 	o := estimate.Options{Confidence: 0.95}
 	ck := CheckCounts{Calls: 100, Ns: 97*300 + 1200 + 1e7, NsSq: U128{Lo: 97*300*300 + 500*500 + 700*700 + 1e14},
-		Ticks: 2 + 3, TicksSq: 2 + 9,
-		XCalls: 8, XChk: 2, XNs: 1200, XSq: U128{Lo: 500*500 + 700*700},
-		LCalls: 2, LTicks: 6, LChk: 1, LNs: 1e7, LSq: U128{Lo: 1e14}}
+		Ticks: 2 + 3, TicksSq: 2 + 9, LCalls: 2, LTicks: 6, LChk: 1, LNs: 1e7, LSq: U128{Lo: 1e14}}
 	b := Counters{Calls: 1000, Ticks: 14, CheckEvery: 10, Check: ck}
 	r, err := sampledMean(d, b, []Counters{b}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := (990*300 + 8*600 + 24e6) / 1000.0
+	want := (998*(97*300+1200)/99.0 + 24e6) / 1000
 	if math.Abs(r.Mean-want) > 1e-6 || r.Low > want-8000 || r.High < want+8000 {
 		t.Errorf("%v [%v, %v], want %v and at least 8000 ns on each side", r.Mean, r.Low, r.High, want)
 	}
 	// Batches that do not add up to the totals: the plain weighted mean.
 	total := b
-	total.Check.XCalls++
+	total.Check.LCalls++
 	if _, err := assistedMean(d, total, []Counters{b}, false, o); err == nil {
 		t.Error("batches that do not add up: want an error")
 	}
