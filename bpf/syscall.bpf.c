@@ -139,7 +139,7 @@ static __always_inline int sc_exit(void *ctx, __u32 tid)
 	__u32 slot = tid & sc_slot_mask, target;
 	struct sc_state *st;
 	struct tp_counts *c;
-	__u64 ns = 0, tick;
+	__u64 ns = 0, tick, etick, w;
 
 	/* The slot is an inlined array lookup: found first, it tells whether
 	 * this is a checked call (tp_check_draw), whose exact clock is then
@@ -162,9 +162,14 @@ static __always_inline int sc_exit(void *ctx, __u32 tid)
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
 		return 0;
-	if (tp_check_on())
-		sc_account_wait(c, tp_run_delay() - st->rd, st->tick, st->ns, ns);
-	tp_close(ctx, c, target, tick, ns, st->tick, st->ns, BPF_F_USER_STACK);
+	etick = st->tick;
+	if (tp_check_on()) {
+		w = tp_run_delay() - st->rd;
+		sc_account_wait(c, w, etick, st->ns, ns);
+		if (w)
+			etick |= TP_TICK_WAITED;
+	}
+	tp_close(ctx, c, target, tick, ns, etick, st->ns, BPF_F_USER_STACK);
 	return 0;
 }
 

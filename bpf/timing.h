@@ -136,6 +136,20 @@ struct tp_counts {
 	__u64 chk_on_ns;
 	__u64 chk_on_sq_lo;
 	__u64 chk_on_sq_hi;
+	/* Calls longer than a tick (tp_check_on, tp_close): those that
+	 * crossed two or more ticks without waiting for a CPU (system calls:
+	 * run_delay did not move). All of them: their count and sum of c;
+	 * the checked ones: their count, exact ns sum and its 128-bit
+	 * squares. Their ticks bound their time, d c to within d each, so a
+	 * stall of milliseconds the sample misses (interrupts, or a
+	 * hypervisor that took the CPU: run_delay does not see them) is
+	 * still counted (loader: assistedMean, estimate.AssistedMean). */
+	__u64 long_calls;
+	__u64 long_ticks;
+	__u64 chk_long_calls;
+	__u64 chk_long_ns;
+	__u64 chk_long_sq_lo;
+	__u64 chk_long_sq_hi;
 };
 
 /* Per-CPU run statistics: value of tp_runstats[0]. */
@@ -424,6 +438,11 @@ static __always_inline int tp_check_on(void)
  * kept apart from the ns reading, which exact mode (--validate) takes on
  * every call. A jiffies count never reaches it. */
 #define TP_TICK_CHECKED (1ULL << 63)
+/* A system call's entry tick carries this bit at its exit when it waited
+ * for a CPU (run_delay moved): its ticks may then be its wait's, not its
+ * time on CPU's, and it is not counted as longer than a tick (tp_close). */
+#define TP_TICK_WAITED (1ULL << 60) /* below echo.h's bits */
+#define TP_TICK_FLAGS (TP_TICK_CHECKED | TP_TICK_WAITED)
 
 /* Per-CPU state of tp_rand64's generator. */
 struct {
@@ -689,26 +708,39 @@ static __always_inline __u64 tp_record_ticks(__u64 d, __u64 e, __u64 x)
 	return d;
 }
 
+/* tp_close_checked accounts a checked call (tp_check_draw) that crossed
+ * d ticks in cns exact ns; long: longer than a tick (tp_counts). */
+static __always_inline void tp_close_checked(struct tp_counts *c, __u64 d, __u64 cns, int long_call)
+{
+	c->chk_calls++;
+	c->chk_ticks += d;
+	c->chk_ticks_sq += d * d;
+	c->chk_ns += cns;
+	tp_add_sq(&c->chk_ns_sq_lo, &c->chk_ns_sq_hi, cns);
+	if (long_call) {
+		c->chk_long_calls++;
+		c->chk_long_ns += cns;
+		tp_add_sq(&c->chk_long_sq_lo, &c->chk_long_sq_hi, cns);
+	}
+}
+
 /* tp_close accounts a call whose entry read etick (and ens, exact mode)
  * and whose exit read tick and ns: every exit path ends here. */
 static __always_inline void tp_close(void *ctx, struct tp_counts *c, __u32 target, __u64 tick,
 				     __u64 ns, __u64 etick, __u64 ens, __u64 stack_flags)
 {
 	__u64 d, dns = 0, rt;
+	int long_call;
 
-	if (tp_check_on() && (etick & TP_TICK_CHECKED)) {
-		/* A checked call (tp_check_draw). */
-		__u64 cns = (ns ? ns : bpf_ktime_get_ns()) - ens;
-
-		etick &= ~TP_TICK_CHECKED;
-		d = tick - etick;
-		c->chk_calls++;
-		c->chk_ticks += d;
-		c->chk_ticks_sq += d * d;
-		c->chk_ns += cns;
-		tp_add_sq(&c->chk_ns_sq_lo, &c->chk_ns_sq_hi, cns);
+	d = tick - (etick & ~TP_TICK_FLAGS);
+	/* Longer than a tick (tp_counts): crossed two or more, no wait. */
+	long_call = tp_check_on() && d >= 2 && !(etick & TP_TICK_WAITED);
+	if (long_call) {
+		c->long_calls++;
+		c->long_ticks += d;
 	}
-	d = tick - (etick & ~TP_TICK_CHECKED);
+	if (tp_check_on() && (etick & TP_TICK_CHECKED))
+		tp_close_checked(c, d, (ns ? ns : bpf_ktime_get_ns()) - ens, long_call);
 	if (tp_clock == TP_CLOCK_TICK)
 		d /= tp_tick_ns; /* etick holds the dither (tp_phase) */
 	rt = d;

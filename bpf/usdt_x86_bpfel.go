@@ -14,31 +14,37 @@ import (
 )
 
 type UsdtTpCounts struct {
-	_          structs.HostLayout
-	Calls      uint64
-	Ticks      uint64
-	TicksSqLo  uint64
-	TicksSqHi  uint64
-	Orphans    uint64
-	Crossings  uint64
-	NsSum      uint64
-	NsSqLo     uint64
-	NsSqHi     uint64
-	NsMin      uint64
-	NsMax      uint64
-	Hist       [64]uint64
-	ChkCalls   uint64
-	ChkTicks   uint64
-	ChkTicksSq uint64
-	ChkNs      uint64
-	ChkNsSqLo  uint64
-	ChkNsSqHi  uint64
-	WaitNs     uint64
-	WaitSqLo   uint64
-	WaitSqHi   uint64
-	ChkOnNs    uint64
-	ChkOnSqLo  uint64
-	ChkOnSqHi  uint64
+	_            structs.HostLayout
+	Calls        uint64
+	Ticks        uint64
+	TicksSqLo    uint64
+	TicksSqHi    uint64
+	Orphans      uint64
+	Crossings    uint64
+	NsSum        uint64
+	NsSqLo       uint64
+	NsSqHi       uint64
+	NsMin        uint64
+	NsMax        uint64
+	Hist         [64]uint64
+	ChkCalls     uint64
+	ChkTicks     uint64
+	ChkTicksSq   uint64
+	ChkNs        uint64
+	ChkNsSqLo    uint64
+	ChkNsSqHi    uint64
+	WaitNs       uint64
+	WaitSqLo     uint64
+	WaitSqHi     uint64
+	ChkOnNs      uint64
+	ChkOnSqLo    uint64
+	ChkOnSqHi    uint64
+	LongCalls    uint64
+	LongTicks    uint64
+	ChkLongCalls uint64
+	ChkLongNs    uint64
+	ChkLongSqLo  uint64
+	ChkLongSqHi  uint64
 }
 
 type UsdtTpEchoCounts struct {

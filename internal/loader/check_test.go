@@ -51,6 +51,10 @@ func TestClockCheckSample(t *testing.T) {
 				if ck.Calls != n || ck.Ticks != c.Ticks || ck.TicksSq != c.TicksSq.Lo {
 					t.Errorf("every call checked, yet checked %+v of %d calls, %d ticks", ck, c.Calls, c.Ticks)
 				}
+				// The calls longer than a tick (assistedMean): every one checked.
+				if ck.LChk != ck.LCalls || ck.LTicks > c.Ticks || ck.LTicks < 2*ck.LCalls {
+					t.Errorf("every call checked, yet the long calls' counts %+v of %d ticks", ck, c.Ticks)
+				}
 			default:
 				mean := float64(ck.Ns) / float64(ck.Calls)
 				mu := float64(n) / float64(tc.every)

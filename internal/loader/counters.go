@@ -82,16 +82,24 @@ type CheckCounts struct {
 	// sum of squares. All zero for other targets.
 	OnNs, WaitNs uint64
 	OnSq, WaitSq U128
+	// The calls longer than a tick (assistedMean): those that crossed
+	// two or more ticks without waiting for a CPU. LCalls counts them
+	// all and LTicks is their sum of c; LChk counts the checked ones,
+	// LNs and LSq are their exact ns sum and sum of squares.
+	LCalls, LTicks, LChk, LNs uint64
+	LSq                       U128
 }
 
 func (c CheckCounts) sub(p CheckCounts) CheckCounts {
 	return CheckCounts{Calls: c.Calls - p.Calls, Ticks: c.Ticks - p.Ticks, TicksSq: c.TicksSq - p.TicksSq, Ns: c.Ns - p.Ns,
-		NsSq: c.NsSq.Sub(p.NsSq), OnNs: c.OnNs - p.OnNs, WaitNs: c.WaitNs - p.WaitNs, OnSq: c.OnSq.Sub(p.OnSq), WaitSq: c.WaitSq.Sub(p.WaitSq)}
+		NsSq: c.NsSq.Sub(p.NsSq), OnNs: c.OnNs - p.OnNs, WaitNs: c.WaitNs - p.WaitNs, OnSq: c.OnSq.Sub(p.OnSq), WaitSq: c.WaitSq.Sub(p.WaitSq),
+		LCalls: c.LCalls - p.LCalls, LTicks: c.LTicks - p.LTicks, LChk: c.LChk - p.LChk, LNs: c.LNs - p.LNs, LSq: c.LSq.Sub(p.LSq)}
 }
 
 func (c CheckCounts) add(p CheckCounts) CheckCounts {
 	return CheckCounts{Calls: c.Calls + p.Calls, Ticks: c.Ticks + p.Ticks, TicksSq: c.TicksSq + p.TicksSq, Ns: c.Ns + p.Ns,
-		NsSq: c.NsSq.Add(p.NsSq), OnNs: c.OnNs + p.OnNs, WaitNs: c.WaitNs + p.WaitNs, OnSq: c.OnSq.Add(p.OnSq), WaitSq: c.WaitSq.Add(p.WaitSq)}
+		NsSq: c.NsSq.Add(p.NsSq), OnNs: c.OnNs + p.OnNs, WaitNs: c.WaitNs + p.WaitNs, OnSq: c.OnSq.Add(p.OnSq), WaitSq: c.WaitSq.Add(p.WaitSq),
+		LCalls: c.LCalls + p.LCalls, LTicks: c.LTicks + p.LTicks, LChk: c.LChk + p.LChk, LNs: c.LNs + p.LNs, LSq: c.LSq.Add(p.LSq)}
 }
 
 // Sub returns the increment c - prev (min and max are dropped).
@@ -158,7 +166,8 @@ func sumCPUs(per []bpf.TimingTpCounts) Counters {
 		}
 		c.Check = c.Check.add(CheckCounts{Calls: p.ChkCalls, Ticks: p.ChkTicks, TicksSq: p.ChkTicksSq, Ns: p.ChkNs,
 			NsSq: U128{p.ChkNsSqHi, p.ChkNsSqLo}, OnNs: p.ChkOnNs, OnSq: U128{p.ChkOnSqHi, p.ChkOnSqLo},
-			WaitNs: p.WaitNs, WaitSq: U128{p.WaitSqHi, p.WaitSqLo}})
+			WaitNs: p.WaitNs, WaitSq: U128{p.WaitSqHi, p.WaitSqLo},
+			LCalls: p.LongCalls, LTicks: p.LongTicks, LChk: p.ChkLongCalls, LNs: p.ChkLongNs, LSq: U128{p.ChkLongSqHi, p.ChkLongSqLo}})
 	}
 	if minPlus1 != 0 {
 		c.NsMin = minPlus1 - 1
@@ -260,15 +269,17 @@ func ClockCheck(clk Clock, total Counters, batches []Counters, o estimate.Option
 	if err != nil {
 		return nil
 	}
-	if ex, err := sampledMean(total, batches, o); err == nil {
+	if ex, err := sampledMean(clk.Resolution(), total, batches, o); err == nil {
 		ck.ExactMean = &ex
 	}
 	return &ck
 }
 
 // sampledMean is the checked calls' exact mean as an estimate of every
-// call's: each batch's checked calls weighted by the rate they were drawn
-// at (estimate.SampledMean). A batch of long calls (longCheckedNs) whose
+// call's, with d the tick in ns: helped by the ticks every call crossed
+// (assistedMean, estimate.AssistedMean) when the batches carry it; else
+// each batch's checked calls weighted by the rate they were drawn at
+// (estimate.SampledMean). A batch of long calls (longCheckedNs) whose
 // rate differs from the batch before it is left out: the calls in flight
 // when the rate changed were
 // drawn at the old rate but end in it, and these are the long calls (a
@@ -276,11 +287,17 @@ func ClockCheck(clk Clock, total Counters, batches []Counters, o estimate.Option
 // by the new rate biased the mean low by a third on a loaded machine.
 // Without the batches' rates it is the checked calls' plain mean, which
 // is right when the rate never changed.
-func sampledMean(total Counters, batches []Counters, o estimate.Options) (estimate.Result, error) {
+func sampledMean(d float64, total Counters, batches []Counters, o estimate.Options) (estimate.Result, error) {
 	// System calls: the sample is of the calls' time on CPU, and the time
 	// they waited for a CPU, known for every call, is added exactly
 	// (withWaits).
 	waits := total.Check.OnNs > 0
+	if r, err := assistedMean(d, total, batches, waits, o); err == nil {
+		if waits {
+			r = withWaits(r, total)
+		}
+		return r, nil
+	}
 	sums := func(c CheckCounts) (float64, float64) {
 		if waits {
 			return float64(c.OnNs), c.OnSq.Float64()

@@ -22,7 +22,7 @@ func TestSampledMeanRateChange(t *testing.T) {
 	// 1 in 64 among 20 of 500 us; the third, at 1 again, 40 of 500 us.
 	bs := []Counters{batch(64, 2, 1000000), batch(1, 21, 13000000), batch(1, 40, 20000000)}
 	total := Counters{Check: CheckCounts{Calls: 63, Ns: 34000000}}
-	r, err := sampledMean(total, bs, o)
+	r, err := sampledMean(4e6, total, bs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestSampledMeanRateChange(t *testing.T) {
 	if want := (64*1e6 + 20e6) / (64*2 + 40); math.Abs(r.Mean-want) > 1e-6 {
 		t.Errorf("mean %v, want %v (the changed batch left out)", r.Mean, want)
 	}
-	if _, err := sampledMean(Counters{Check: CheckCounts{Calls: 21, Ns: 13000000}}, []Counters{batch(64, 0, 0), batch(1, 21, 13000000)}, o); err == nil {
+	if _, err := sampledMean(4e6, Counters{Check: CheckCounts{Calls: 21, Ns: 13000000}}, []Counters{batch(64, 0, 0), batch(1, 21, 13000000)}, o); err == nil {
 		t.Error("only a changed batch: want no sampled mean")
 	}
 }
@@ -44,7 +44,7 @@ func TestSampledMeanWaits(t *testing.T) {
 	on := U128{Lo: 16 * 400 * 400}
 	b := Counters{Calls: 1000, CheckEvery: 64, Check: CheckCounts{Calls: 16, Ns: 16 * 400, NsSq: on, OnNs: 16 * 400, OnSq: on,
 		WaitNs: 2000000, WaitSq: U128{Lo: 2000000 * 2000000}}}
-	r, err := sampledMean(b, []Counters{b}, o)
+	r, err := sampledMean(4e6, b, []Counters{b}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,34 @@ func TestSampledMeanWaits(t *testing.T) {
 	}
 	// Without the on-CPU sums (not a system call) the plain sample.
 	b.Check.OnNs, b.Check.OnSq = 0, U128{}
-	if r, _ := sampledMean(b, []Counters{b}, o); math.Abs(r.Mean-400) > 1e-6 {
+	if r, _ := sampledMean(4e6, b, []Counters{b}, o); math.Abs(r.Mean-400) > 1e-6 {
 		t.Errorf("without waits: mean %v, want 400", r.Mean)
+	}
+}
+
+// TestAssistedMeanCounters: one batch of 1,000 calls, 998 that crossed
+// fewer than two ticks (99 checked: 97 of 300 ns, 2 of 500 and 700) and
+// 2 that crossed three (1 checked, 10 ms). The estimate is 998 times the
+// 99 checked calls' mean plus the 2 long calls at 3 ticks each, to within
+// a tick each: +-8000 ns on the mean of 1,000 calls.
+func TestAssistedMeanCounters(t *testing.T) {
+	const d = 4e6
+	o := estimate.Options{Confidence: 0.95}
+	ck := CheckCounts{Calls: 100, Ns: 97*300 + 1200 + 1e7, NsSq: U128{Lo: 97*300*300 + 500*500 + 700*700 + 1e14},
+		Ticks: 2 + 3, TicksSq: 2 + 9, LCalls: 2, LTicks: 6, LChk: 1, LNs: 1e7, LSq: U128{Lo: 1e14}}
+	b := Counters{Calls: 1000, Ticks: 14, CheckEvery: 10, Check: ck}
+	r, err := sampledMean(d, b, []Counters{b}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := (998*(97*300+1200)/99.0 + 24e6) / 1000
+	if math.Abs(r.Mean-want) > 1e-6 || r.Low > want-8000 || r.High < want+8000 {
+		t.Errorf("%v [%v, %v], want %v and at least 8000 ns on each side", r.Mean, r.Low, r.High, want)
+	}
+	// Batches that do not add up to the totals: the plain weighted mean.
+	total := b
+	total.Check.LCalls++
+	if _, err := assistedMean(d, total, []Counters{b}, false, o); err == nil {
+		t.Error("batches that do not add up: want an error")
 	}
 }
