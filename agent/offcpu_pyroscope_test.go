@@ -47,31 +47,7 @@ func TestPyroscopeOffCPU(t *testing.T) {
 	}
 	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
 	pid := target.Process.Pid
-	dir := filepath.Join(t.TempDir(), "windows")
-	dsink, err := push.NewDir(dir, push.DirOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dsink.Close()
-	a, err := New(Config{PIDs: []int{pid}, Frequency: 99, Window: time.Second, OffCPU: true,
-		Destinations: Destinations{Pyroscope: url}, Sinks: []push.Sink{dsink}, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil && a.Stats().Windows < 4 {
-			time.Sleep(50 * time.Millisecond)
-		}
-		cancel()
-	}()
-	if err := a.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := a.Stats(); st.Lost() != 0 || st.Windows < 4 {
-		t.Fatalf("the agent lost windows or cut fewer than 4: %+v", st)
-	}
+	dir := runOffCPUAgent(t, url, pid)
 	sent, from := offWindows(t, dir)
 
 	c, err := query.New(url, push.HTTPOptions{})
@@ -105,6 +81,39 @@ func TestPyroscopeOffCPU(t *testing.T) {
 		t.Errorf("wait_byte has %s of the %s blocked outside the feeder (%s): want at least 95%%",
 			fmtDur(read), fmtDur(tab.Total.Mean-feeder), fmtDur(feeder))
 	}
+}
+
+// runOffCPUAgent runs the agent with off-CPU sampling on pid, pushing to
+// the Pyroscope server at url and to a directory sink, until it has cut
+// four 1 s windows, and returns the directory.
+func runOffCPUAgent(t *testing.T, url string, pid int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "windows")
+	dsink, err := push.NewDir(dir, push.DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dsink.Close()
+	a, err := New(Config{PIDs: []int{pid}, Frequency: 99, Window: time.Second, OffCPU: true,
+		Destinations: Destinations{Pyroscope: url}, Sinks: []push.Sink{dsink}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil && a.Stats().Windows < 4 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Lost() != 0 || st.Windows < 4 {
+		t.Fatalf("the agent lost windows or cut fewer than 4: %+v", st)
+	}
+	return dir
 }
 
 // blockedOnly is p's blocked off-CPU stacks alone.

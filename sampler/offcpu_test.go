@@ -175,11 +175,11 @@ func TestOffCPUGo(t *testing.T) {
 //     sampled ends (but the last of each exiting thread), the time off CPU
 //     through ksys_read (the worker's reads: the target reads nothing
 //     else) is the worker's own time in wait_byte to +2% and -3% (its few
-//     microseconds on CPU in each read; -25% in the matrix, where the
-//     host's load stretches the guest's time on CPU), or less by intervals
-//     the counters name as lost, and nearly all of its blocked part is
-//     through the pipe's read function (the blocking path, named from
-//     kallsyms);
+//     microseconds on CPU in each read; less 5 ms a read in the matrix,
+//     where the host's load stretches the guest's time on CPU), or less
+//     by intervals the counters name as lost, and nearly all of its
+//     blocked part is through the pipe's read function (the blocking
+//     path, named from kallsyms);
 //   - sampled at p = 0.3, the 99.9% interval of the off-CPU time through
 //     ksys_read holds the worker's own time in wait_byte (a false alarm
 //     once in a thousand runs for a calibrated interval).
@@ -254,13 +254,14 @@ func offCPUExact(t *testing.T, command []string, kvFile string) {
 	t.Logf("p = 1: ksys_read off CPU %.4g ns (blocked %.4g, %.4g through the pipe's read; runnable %.4g; %.4g with a user stack through wait_byte); the worker's own %.4g ns in wait_byte; %d lost; %+v",
 		read, by[sampler.OffBlocked], pipe, by[sampler.OffRunnable], user, own, lost, st)
 	// In the matrix the guest's CPU is the host's to take: time passes
-	// while the worker is on its CPU in wait_byte (10% of its time there
-	// was seen so, at a host load of 10-15).
-	low := -0.03
+	// while the worker is on its CPU in wait_byte, 0.8-2.4 ms a read at a
+	// host load of 10-15 (a worker that then hardly blocked was 32% short
+	// of its own time): there the bound is 5 ms a read.
+	low := 0.97 * own
 	if os.Getenv("TICKPROF_IN_MATRIX") == "1" {
-		low = -0.25
+		low = own - 5e6*kv["reads"]
 	}
-	if dev := read/own - 1; dev > 0.02 || dev < low && lost == 0 {
+	if dev := read/own - 1; dev > 0.02 || read < low && lost == 0 {
 		t.Errorf("off CPU through ksys_read %.4g ns, the worker's own %.4g in wait_byte (%+.1f%%), %d intervals counted as lost", read, own, 100*dev, lost)
 	}
 	if pipe < 0.95*by[sampler.OffBlocked] {
