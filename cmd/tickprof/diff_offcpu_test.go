@@ -55,8 +55,10 @@ func diffRow(t *testing.T, tab export.DiffTable, fn string) export.DiffRow {
 }
 
 // TestDiffOffCPU compares two `sample --off-cpu` profiles of the offcpu
-// target, the new one computing 6 ms after each byte instead of 3 (so
-// blocked in read about 4 ms of every 10 instead of 7): by default diff
+// target, the new one computing 7 ms after each byte instead of 1 (so
+// blocked in read about 3 ms of every 10 instead of 9; on a loaded
+// machine, where computing took twice as long, the 3 and 6 ms first tried
+// hardly blocked either time): by default diff
 // compares off-CPU time (the profiles' default sample type), and the
 // interval of wait_byte's change holds the change the worker measured
 // itself (99.9%: a calibrated interval fails this one run in a thousand;
@@ -68,8 +70,8 @@ func TestDiffOffCPU(t *testing.T) {
 	bpftest.Require(t)
 	bin := testtarget.C(t, "sample/offcpu.c", "offcpu", "-fno-omit-frame-pointer", "-fno-inline", "-pthread")
 	dir := t.TempDir()
-	base, bkv := sampleOffCPU(t, bin, dir, "base", 3000)
-	newf, nkv := sampleOffCPU(t, bin, dir, "new", 6000)
+	base, bkv := sampleOffCPU(t, bin, dir, "base", 1000)
+	newf, nkv := sampleOffCPU(t, bin, dir, "new", 7000)
 
 	tab := diffJSON(t, base, newf)
 	r := diffRow(t, tab, "wait_byte")
