@@ -19,14 +19,20 @@ import (
 // DiffTable is what changed between two profiles: for CPU profiles each
 // function's change in flat and cumulative share (new - base, two
 // proportions, Lilja 5.1.3); for `tickprof time` profiles each target's
-// change in mean time per call (two means, Lilja ch. 5).
+// change in mean time per call (two means, Lilja ch. 5); for off-CPU and
+// wall profiles each function's change in time (DiffSampleType).
 type DiffTable struct {
-	// Kind is "cpu" or "time".
+	// Kind is "cpu", "time", OffCPUType or WallType.
 	Kind       string  `json:"kind"`
 	Confidence float64 `json:"confidence"`
 	// BaseSamples and NewSamples are the sample counts (CPU profiles).
 	BaseSamples uint64 `json:"base_samples,omitempty"`
 	NewSamples  uint64 `json:"new_samples,omitempty"`
+	// BaseDuration and NewDuration are the profiles' lengths in ns, and
+	// Total the change of the whole time (off-CPU and wall profiles).
+	BaseDuration float64  `json:"base_duration_ns,omitempty"`
+	NewDuration  float64  `json:"new_duration_ns,omitempty"`
+	Total        *DiffRow `json:"total_change,omitempty"`
 	// Rows are the changes, largest first; only significant ones unless
 	// every row was asked for.
 	Rows []DiffRow `json:"changes"`
@@ -37,7 +43,8 @@ type DiffTable struct {
 // DiffRow is one function's (or target's) change.
 type DiffRow struct {
 	Name string `json:"name"`
-	// Base and New are the shares (CPU) or mean times in ns (time).
+	// Base and New are the flat shares (CPU), mean times in ns (time) or
+	// cumulative times in ns (off-CPU and wall).
 	Base float64 `json:"base"`
 	New  float64 `json:"new"`
 	// Change is New - Base with its interval.
@@ -76,21 +83,7 @@ func Diff(base, new *profile.Profile, o estimate.Options, all bool) (*DiffTable,
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(t.Rows, func(i, j int) bool {
-		return rowSize(t.Rows[i]) > rowSize(t.Rows[j])
-	})
-	if !all {
-		kept := t.Rows[:0]
-		for _, r := range t.Rows {
-			if r.Significant() {
-				kept = append(kept, r)
-			} else {
-				t.Hidden++
-			}
-		}
-		t.Rows = kept
-	}
-	return t, nil
+	return t.keep(all), nil
 }
 
 func rowSize(r DiffRow) float64 {
@@ -208,6 +201,8 @@ func (t *DiffTable) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "%-34s %-34s %-15s %s\n", fmtPP(r.Change), fmtPP(*r.Cum),
 				fmt.Sprintf("%.2f%% -> %.2f%%", 100*r.Base, 100*r.New), r.Name)
 		}
+	case OffCPUType, WallType:
+		t.writeOffCPUText(w, conf)
 	case "time":
 		fmt.Fprintf(w, "change in mean time per call, new - base, %s intervals (quantiles: MOVER on the order-statistic intervals)\n", conf)
 		fmt.Fprintf(w, "%-40s %-24s %s\n", "change [interval]", "base -> new", "target")

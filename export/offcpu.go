@@ -89,9 +89,14 @@ func AddOffCPU(p *profile.Profile, d *sampler.Profile, def string) error {
 	return nil
 }
 
-// IsOffCPUProfile says whether p carries off-CPU time (AddOffCPU).
+// IsOffCPUProfile says whether p carries off-CPU time (AddOffCPU): its
+// estimate and the variance or the count of sampled intervals behind it.
+// A profile read back from Pyroscope may lack off_cpu_var: the server keeps
+// no series of a sample type whose values are all zero, as the variance is
+// when every interval was taken (p = 1); its absence then means no
+// variance (an exact sum).
 func IsOffCPUProfile(p *profile.Profile) bool {
-	return sampleTypeIndex(p, OffCPUVarType) >= 0 && sampleTypeIndex(p, OffCPUType) >= 0
+	return sampleTypeIndex(p, OffCPUType) >= 0 && (sampleTypeIndex(p, OffCPUVarType) >= 0 || sampleTypeIndex(p, OffCPUIntervalsType) >= 0)
 }
 
 // OffCPUTableType is the table a profile with off-CPU time asks for: wall
@@ -158,7 +163,7 @@ func (a offSums) plus(b offSums) offSums { return offSums{off: a.off.Plus(b.off)
 // wall-clock time (WallType: CPU samples and off-CPU time together).
 func OffCPUReport(p *profile.Profile, typ string, o estimate.Options) (*OffCPUTable, error) {
 	if !IsOffCPUProfile(p) {
-		return nil, errors.New("profile has no off-CPU time (off_cpu and off_cpu_var sample types)")
+		return nil, errors.New("profile has no off-CPU time (sample types off_cpu, and off_cpu_var or off_cpu_intervals)")
 	}
 	if err := negativeValues(p); err != nil {
 		return nil, err
@@ -216,7 +221,10 @@ func sumOffCPU(p *profile.Profile, typ string) offCPUSums {
 	ci := sampleTypeIndex(p, "samples")
 	r := offCPUSums{flat: map[string]offSums{}, cum: map[string]offSums{}, threads: map[int64]offSums{}}
 	for _, s := range p.Sample {
-		v := offSums{off: estimate.HTSums{Est: float64(s.Value[oi]), Var: float64(s.Value[vi]) * 1e6}}
+		v := offSums{off: estimate.HTSums{Est: float64(s.Value[oi])}}
+		if vi >= 0 {
+			v.off.Var = float64(s.Value[vi]) * 1e6
+		}
 		if ni >= 0 {
 			v.off.N = uint64(s.Value[ni])
 		}

@@ -24,9 +24,10 @@ type diffServer struct {
 
 func newDiffCmd() *cobra.Command {
 	var (
-		all bool
-		o   outputFlags
-		srv diffServer
+		all        bool
+		sampleType string
+		o          outputFlags
+		srv        diffServer
 	)
 	cmd := command("diff", "diff BASE NEW | diff --pyroscope URL --base-query SELECTOR --query SELECTOR [--from TIME] [--until TIME]", "What changed between two profiles, with intervals; significant changes only by default", func(cmd *cobra.Command, args []string) error {
 		conf, err := parseConfidence(o.confidence)
@@ -42,13 +43,17 @@ func newDiffCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		t, err := export.Diff(base, newp, estimate.Options{Confidence: conf}, all)
+		t, err := export.DiffSampleType(base, newp, sampleType, estimate.Options{Confidence: conf}, all)
 		if err != nil {
 			return err
 		}
 		return export.Write(cmd.OutOrStdout(), o.json, t, func(w io.Writer, t *export.DiffTable) error { return t.WriteText(w) })
 	})
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if err := cli.UsageIf(sampleType != "" && sampleType != export.SamplesType && sampleType != export.OffCPUType && sampleType != export.WallType,
+			"--sample-type %q: use samples, off_cpu or wall", sampleType); err != nil {
+			return err
+		}
 		if srv.set() {
 			return cli.FirstErr(cli.UsageIf(len(args) > 0, "diff --pyroscope takes no files"),
 				cli.UsageIf(srv.baseQuery == "" || srv.newQuery == "", "diff --pyroscope needs --base-query SELECTOR and --query SELECTOR"))
@@ -60,6 +65,7 @@ func newDiffCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&all, "all", false, "show every change, significant or not")
+	fl.StringVar(&sampleType, "sample-type", "", "what to compare: samples (CPU shares), off_cpu or wall (time by function, of sample --off-cpu/--wall profiles); default as report chooses")
 	o.add(cmd, "confidence level of the share differences (time profiles keep their own)", "print JSON")
 	srv.add(cmd)
 	fl.StringVar(&srv.baseQuery, "base-query", "", "with --pyroscope: the label `SELECTOR` of the base's windows")

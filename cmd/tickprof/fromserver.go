@@ -31,7 +31,7 @@ func (f *serverFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.url, "pyroscope", "", "read the profiles from the Pyroscope server at `URL` instead of files")
 	fl.StringVar(&f.from, "from", "now-1h", "start of the span read from the server: `TIME` as RFC 3339, Unix seconds, now or now-DURATION")
 	fl.StringVar(&f.until, "until", "now", "end of the span read from the server (`TIME`, as --from)")
-	fl.StringVar(&f.kind, "profile", "cpu", "which windows to read from the server: cpu (the agent's CPU windows) or time (its -u/-s windows)")
+	fl.StringVar(&f.kind, "profile", "cpu", "which windows to read from the server: cpu (the agent's CPU windows), time (its -u/-s windows) or off-cpu (its --off-cpu windows)")
 	fl.StringVar(&f.slice, "slice", "5m", "span of one request to the server (`DURATION`; each is checked against the series' totals and split when it comes back short)")
 	fl.StringVar(&f.tenant, "tenant", "", "send `ID` as the X-Scope-OrgID tenant header")
 	fl.StringVar(&f.basicUser, "basic-auth-user", "", "HTTP basic auth `USER` (password from --basic-auth-password-file)")
@@ -52,8 +52,8 @@ func (f *serverFlags) checkLocal(cmd *cobra.Command) error {
 
 // client checks the flags and returns a client of the server.
 func (f *serverFlags) client() (*query.Client, error) {
-	if f.kind != "cpu" && f.kind != "time" {
-		return nil, cli.Usagef("--profile %q: use cpu or time", f.kind)
+	if f.kind != "cpu" && f.kind != "time" && f.kind != "off-cpu" {
+		return nil, cli.Usagef("--profile %q: use cpu, time or off-cpu", f.kind)
 	}
 	slice, err := time.ParseDuration(f.slice)
 	if err != nil || slice < time.Second {
@@ -115,17 +115,15 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 }
 
 // fetch reads the merged windows of selector between from and until: the
-// CPU windows (the profile whose series hold samples/count) or the time
-// windows (ticks/count), every sample type joined, those that need their
-// numeric labels left out (the server drops them).
+// CPU windows (the profile whose series hold samples/count), the time
+// windows (ticks/count) or the off-CPU windows (off_cpu/nanoseconds), every
+// sample type joined, those that need their numeric labels left out (the
+// server drops them).
 func (f *serverFlags) fetch(ctx context.Context, c *query.Client, selector string, from, until time.Time) (*profile.Profile, error) {
 	if selector == "" || !strings.HasPrefix(selector, "{") {
 		return nil, cli.Usagef("--query %q: give a label selector such as '{service_name=\"nginx\"}'", selector)
 	}
-	key := "samples"
-	if f.kind == "time" {
-		key = "ticks"
-	}
+	key := map[string]string{"cpu": "samples", "time": "ticks", "off-cpu": export.OffCPUType}[f.kind]
 	types, err := c.Types(ctx, selector, from, until)
 	if err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${TICKPROF_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickprof/kernels}
 kernels=${TICKPROF_KERNELS:-"linux-image-amd64 linux-image-6.12-amd64"}
-pkgs=${TICKPROF_KERNEL_PKGS:-"./internal/features ./internal/loader ./sampler:TestKernelFrames ./cmd/tickprof:Doctor|Kernel|Syscall"}
+pkgs=${TICKPROF_KERNEL_PKGS:-"./internal/features ./internal/loader ./sampler:TestKernelFrames|TestOffCPUKernel ./cmd/tickprof:Doctor|Kernel|Syscall"}
 # Windows under an overhead budget on kernel functions (a timing run).
 [ -n "${TICKPROF_KERNEL_PKGS:-}" ] || pkgs="$pkgs ./timing:BudgetedKernelFunc"
 guest_cpu=${TICKPROF_KERNEL_TIMEOUT:-900}
