@@ -36,8 +36,8 @@ import (
 // the three uprobes a park, ready and execute trap into, and per sampled
 // park the stack walk, two records and their handling.
 const (
-	goParkBaseNs    = 3000
-	goParkSampledNs = 6000
+	goParkBaseNs    = 9000
+	goParkSampledNs = 9000
 )
 
 // goTargets are the target executables that are Go programs (the

@@ -5,15 +5,18 @@ package sampler_test
 import (
 	"context"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/export"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/symtab"
 	"github.com/tickprof/tickprof/internal/testtarget"
 	"github.com/tickprof/tickprof/sampler"
 )
@@ -147,6 +150,17 @@ func goOffRun(t *testing.T, rounds int, p float64, typ string, conf float64) (*e
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build gooff: %v\n%s", err, b)
 	}
+	// The preemption probe reads g.sched at the offsets the binary's
+	// DWARF gives: those of the toolchain's runtime (go1.24 and later).
+	tab0, err := symtab.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := tab0.GoSchedOffsets()
+	tab0.Close()
+	if want := (symtab.GoSched{SP: 56, PC: 64, BP: 96}); err != nil || off != want {
+		t.Errorf("g.sched offsets %+v (%v), want %+v", off, err, want)
+	}
 	kv := filepath.Join(t.TempDir(), "kv")
 	tab, st := offCPUTable(t, []string{bin, kv, "10ms", "7ms", "3ms", strconv.Itoa(rounds)}, p, typ, conf)
 	return tab, testtarget.ReadKV(t, kv), st
@@ -165,8 +179,12 @@ func goOffRun(t *testing.T, rounds int, p float64, typ string, conf float64) (*e
 // runtime.findRunnable).
 func TestOffCPUGo(t *testing.T) {
 	tab, own, st := goOffRun(t, 200, 0.5, export.WallType, 0.999)
-	if len(st.OffCPU.GoExes) != 1 || st.OffCPU.GoSampled == 0 || st.OffCPU.GoEnded == 0 {
+	if len(st.OffCPU.GoExes) != 1 || st.OffCPU.GoSampled == 0 || st.OffCPU.GoEnded == 0 || len(st.OffCPU.GoNoPreempt) > 0 {
 		t.Fatalf("goroutine probes not attached or silent: %+v", st.OffCPU)
+	}
+	// The park-time stacks run through the runtime's channel receive.
+	if r := offRow(t, tab, "runtime.chanrecv1"); r.Cum.Mean < 0.5*own["chan_blocked_ns"] {
+		t.Errorf("runtime.chanrecv1 %.4g ns, under half the channel wait %.4g", r.Cum.Mean, own["chan_blocked_ns"])
 	}
 	for _, c := range []struct{ fn, key string }{
 		{"main.waitChan", "chan_blocked_ns"},
@@ -181,4 +199,56 @@ func TestOffCPUGo(t *testing.T) {
 		}
 	}
 	t.Logf("%+v", st.OffCPU)
+}
+
+// TestOffCPUGoCoverage is the measurement behind docs/coverage.md
+// ("Goroutines off CPU"; make coverage-offcpu-go): TICKPROF_GO_COVERAGE_RUNS
+// runs of gooff at p = 0.5, each checking whether the 95% interval of the
+// off-CPU time through main.waitChan and main.waitMutex holds the
+// goroutine's own measurement. It fails when either holds it in fewer runs
+// than the binomial tolerance allows (at least 8 of 10: a calibrated
+// interval falls below it with probability 0.012 per function). Skipped
+// unless the variable is set: it takes about 5 s a run.
+func TestOffCPUGoCoverage(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("TICKPROF_GO_COVERAGE_RUNS"))
+	if runs <= 0 {
+		t.Skip("set TICKPROF_GO_COVERAGE_RUNS to run the coverage measurement")
+	}
+	held := map[string]int{}
+	for i := 0; i < runs; i++ {
+		tab, own, st := goOffRun(t, 200, 0.5, export.OffCPUType, 0.95)
+		for _, c := range []struct{ fn, key string }{{"main.waitChan", "chan_blocked_ns"}, {"main.waitMutex", "mutex_blocked_ns"}} {
+			r, truth := offRow(t, tab, c.fn), own[c.key]
+			ok := r.Cum.Low <= truth && truth <= r.Cum.High
+			if ok {
+				held[c.fn]++
+			}
+			t.Logf("run %d %s: %.4g [%.4g, %.4g] ms, own %.4g ms (%.1f%% of the run), longest wait %.4g ms, held %v; go parks %d sampled %d lost %d",
+				i, c.fn, r.Cum.Mean/1e6, r.Cum.Low/1e6, r.Cum.High/1e6, truth/1e6, 100*truth/own["wall_ns"],
+				own[strings.TrimSuffix(c.key, "blocked_ns")+"max_ns"]/1e6, ok, st.OffCPU.GoParks, st.OffCPU.GoSampled,
+				st.OffCPU.GoMapFull+st.OffCPU.GoRingStart+st.OffCPU.GoRingEnd+st.OffCPU.GoUnseen)
+		}
+	}
+	// The least count k with P(X < k) <= 0.015 for X ~ Binomial(runs,
+	// 0.95): a calibrated interval falls below it at most that often.
+	least, tail := 0, 0.0
+	for k := 0; k <= runs; k++ {
+		pk := math.Exp(lgamma(runs+1) - lgamma(k+1) - lgamma(runs-k+1) + float64(k)*math.Log(0.95) + float64(runs-k)*math.Log(0.05))
+		if tail+pk > 0.015 {
+			least = k
+			break
+		}
+		tail += pk
+	}
+	for _, fn := range []string{"main.waitChan", "main.waitMutex"} {
+		t.Logf("%s: the interval held the goroutine's own measurement in %d of %d runs", fn, held[fn], runs)
+		if held[fn] < least {
+			t.Errorf("%s: held in %d of %d runs, fewer than %d", fn, held[fn], runs, least)
+		}
+	}
+}
+
+func lgamma(n int) float64 {
+	v, _ := math.Lgamma(float64(n))
+	return v
 }
