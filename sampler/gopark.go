@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
@@ -50,11 +51,22 @@ func (s *Session) goTargets() (exes []string, all bool) {
 	if s.cfg.Exe != "" {
 		paths = append(paths, s.cfg.Exe)
 	}
+	if s.held != nil {
+		// The command, held before its exec: /proc/PID/exe is not yet
+		// its executable.
+		return goOnly(paths)
+	}
 	for _, pid := range s.cfg.PIDs {
 		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil {
 			paths = append(paths, exe)
 		}
 	}
+	return goOnly(paths)
+}
+
+// goOnly are the Go programs among the executables paths, once each,
+// and whether every one is.
+func goOnly(paths []string) (exes []string, all bool) {
 	seen := map[string]bool{}
 	all = len(paths) > 0
 	for _, exe := range paths {
@@ -97,11 +109,11 @@ func isGoExecutable(exe string) bool {
 	return err == nil
 }
 
-// schedIdle are the Go scheduler functions a thread with no goroutine to
+// schedIdleFuncs are the Go scheduler functions a thread with no goroutine to
 // run waits under: schedule and findRunnable (the idle thread's search,
 // netpoll included), mPark (stopm, stoplockedm: the thread parked),
 // sysmon and templateThread (the runtime's own threads).
-var schedIdle = map[string]bool{
+var schedIdleFuncs = map[string]bool{
 	"runtime.schedule":       true,
 	"runtime.findRunnable":   true,
 	"runtime.mPark":          true,
@@ -110,19 +122,41 @@ var schedIdle = map[string]bool{
 }
 
 // schedIdle says whether st is a thread interval of a process whose
-// goroutines are traced, spent idle in the Go scheduler.
+// goroutines are traced, spent idle in the Go scheduler (remembered by
+// stack).
 func (s *Session) schedIdle(st *rawStack) bool {
 	if s.off == nil || len(s.off.goExes) == 0 || st.off == nil || st.tid == 0 || !s.goTraced(st.proc) {
 		return false
 	}
+	if v, ok := s.off.idle[st]; ok {
+		return v
+	}
+	v := false
 	for i, a := range st.user {
 		for _, f := range st.proc.Locate(a, i == 0).Frames {
-			if schedIdle[f.Function] {
-				return true
-			}
+			v = v || schedIdleFuncs[f.Function]
 		}
 	}
-	return false
+	if s.off.idle == nil {
+		s.off.idle = map[*rawStack]bool{}
+	}
+	s.off.idle[st] = v
+	return v
+}
+
+// idleComments name the thread intervals schedIdle left out of the
+// profile.
+func (s *Session) idleComments() []string {
+	var idle estimate.HTSums
+	for _, st := range s.stacks {
+		if s.schedIdle(st) {
+			idle = idle.Plus(st.off.HTSums)
+		}
+	}
+	if idle.N == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("off-CPU: %d sampled intervals (%.4g ms estimated) of threads idle in the Go scheduler left out: the goroutines' own intervals count their waits", idle.N, idle.Est/1e6)}
 }
 
 // goTraced says whether img runs an executable with goroutine probes.

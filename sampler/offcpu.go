@@ -129,8 +129,10 @@ type offState struct {
 	// to (gopark.go); tunedParks the goroutine parks at the last tuning.
 	goExes     []string
 	tunedParks uint64
-	// goNoPreempt says why the preemption probe is missing (gopark.go).
+	// goNoPreempt says why the preemption probe is missing; idle
+	// remembers schedIdle's answer by stack (gopark.go).
 	goNoPreempt []string
+	idle        map[*rawStack]bool
 	// sched caches isSchedule by kernel address; tid is the thread of
 	// the record being handled (offKey).
 	sched map[uint64]bool

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/symbolize"
 	"github.com/tickprof/tickprof/internal/unwind"
 )
@@ -83,15 +82,10 @@ func (s *Session) profile() (*Profile, error) {
 	stops := map[walkStop]int64{}
 	pyLost := map[string]int64{}
 	var total int64
-	var idle estimate.HTSums
 	for _, k := range keys {
 		st := s.stacks[k]
-		if st.count == 0 && st.off == nil {
-			continue // an off-CPU interval not ended yet
-		}
-		if s.schedIdle(st) {
-			idle = idle.Plus(st.off.HTSums)
-			continue
+		if st.count == 0 && st.off == nil || s.schedIdle(st) {
+			continue // an off-CPU interval not ended yet, or a Go thread idle
 		}
 		d.Samples = append(d.Samples, sy.sample(st, s.cfg.All || len(pids) > 1))
 		if st.stop.Reason != "" {
@@ -103,9 +97,7 @@ func (s *Session) profile() (*Profile, error) {
 		total += st.count
 	}
 	d.Comments = append(d.Comments, stopComments(stops, total)...)
-	if idle.N > 0 {
-		d.Comments = append(d.Comments, fmt.Sprintf("off-CPU: %d sampled intervals (%.4g ms estimated) of threads idle in the Go scheduler left out: the goroutines' own intervals count their waits", idle.N, idle.Est/1e6))
-	}
+	d.Comments = append(d.Comments, s.idleComments()...)
 	d.Comments = append(d.Comments, pyComments(pyLost, total)...)
 	calls, err := s.Calls()
 	if err != nil {
