@@ -4,6 +4,7 @@ package sampler_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -71,7 +72,13 @@ func offRow(t *testing.T, tab *export.OffCPUTable, fn string) export.OffCPURow {
 			return r
 		}
 	}
-	t.Fatalf("no row for %s in the off-CPU table", fn)
+	var fns []string
+	for i, r := range tab.Rows {
+		if i < 12 {
+			fns = append(fns, fmt.Sprintf("%s %.4g", r.Function, r.Cum.Mean))
+		}
+	}
+	t.Fatalf("no row for %s in the off-CPU table (total %.4g ns; first rows: %s)", fn, tab.Total.Mean, strings.Join(fns, ", "))
 	return export.OffCPURow{}
 }
 
