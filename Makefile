@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/tickprof
 PKGS    := ./...
 
-.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate bench-usdt bench-jit coverage demo test-kernels clean bench-offcpu coverage-offcpu
+.PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate bench-usdt bench-jit coverage demo test-kernels clean bench-offcpu coverage-offcpu coverage-offcpu-go bench-offcpu-go
 
 all: build
 
@@ -145,6 +145,16 @@ bench-offcpu:
 # prints the section of docs/coverage.md ("Off-CPU time"). OFFCPU_RUNS=N.
 coverage-offcpu: build
 	$(GO) run ./bench/offcpu/agree -tickprof $(BIN) -runs $${OFFCPU_RUNS:-10}
+
+# Goroutines off CPU (root): testdata/sample/gooff blocked on a channel and
+# a sync.Mutex, 10 runs at p = 0.5; does each 95% interval hold the
+# goroutine's own blocked time (docs/coverage.md). About 1 min.
+coverage-offcpu-go:
+	TICKPROF_REQUIRE_BPF=1 TICKPROF_GO_COVERAGE_RUNS=$${OFFCPU_GO_RUNS:-10} $(GO) test -count=1 -v -run 'TestOffCPUGoCoverage$$' ./sampler
+
+# The goroutine probes' cost on a goroutine ping-pong (root).
+bench-offcpu-go:
+	bench/offcpu/gorun.sh $${OFFCPU_ROUNDS:-3}
 
 # A bundled workload timed and sampled, with the known truth beside each
 # interval (root). Writes demo-time.pb.gz and demo-cpu.pb.gz here.

@@ -66,7 +66,9 @@ struct off_hdr {
 	__u64 start_ns;
 	__u64 end_ns;    /* end records */
 	__u32 threshold; /* start records: off_threshold when drawn */
-	__u32 pad;
+	__u32 reason;    /* goroutine start records: gopark's wait reason */
+	__u64 g;         /* goroutine records: the goroutine (its g's address) */
+	__u64 ready_ns;  /* goroutine end records: made runnable (0: not seen) */
 };
 
 struct off_buf {
@@ -91,7 +93,15 @@ enum {
 	OFF_STAT_RING_END = 5,   /* ended but the end record was dropped */
 	OFF_STAT_UNSEEN = 6,     /* open interval of a thread seen running: its
 				  * switch-in was not seen; dropped */
-	OFF_STAT_NR = 7,
+	/* The same for goroutines (go_park, go_execute). */
+	OFF_STAT_GO_PARKS = 7,
+	OFF_STAT_GO_SAMPLED = 8,
+	OFF_STAT_GO_ENDED = 9,
+	OFF_STAT_GO_MAP_FULL = 10,
+	OFF_STAT_GO_RING_START = 11,
+	OFF_STAT_GO_RING_END = 12,
+	OFF_STAT_GO_UNSEEN = 13,
+	OFF_STAT_NR = 14,
 };
 
 struct {
@@ -284,7 +294,9 @@ static __always_inline void off_begin(void *ctx, __u64 id, __u32 state, __u64 no
 	b->off.start_ns = now;
 	b->off.end_ns = 0;
 	b->off.threshold = thr;
-	b->off.pad = 0;
+	b->off.reason = 0;
+	b->off.g = 0;
+	b->off.ready_ns = 0;
 	if (bpf_ringbuf_output(&samples, b, size, 0) < 0) {
 		off_bump(OFF_STAT_RING_START);
 		bpf_map_delete_elem(&off_starts, &tid);
@@ -334,5 +346,264 @@ int off_switch(struct bpf_raw_tracepoint_args *ctx)
 	if (ctx->args[0] || prev_state == 0)
 		state = OFF_RUNNABLE;
 	off_begin(ctx, id, state, now);
+	return 0;
+}
+
+/* Goroutines (Go executables: user space attaches these three uprobes to
+ * the Go runtime of each target executable).
+ *
+ * A goroutine that blocks (channel, mutex, select, sleep, network) does not
+ * block its thread: the runtime parks it and the thread runs other
+ * goroutines or sleeps in the scheduler, so sched_switch sees the
+ * scheduler's stack, not the goroutine's. The goroutine's own interval off
+ * CPU is from runtime.gopark (it parks, with its wait reason) to
+ * runtime.execute (a thread runs it again); runtime.ready, on the way,
+ * makes it runnable: park to ready it is blocked, ready to execute it waits
+ * for a thread. Each park is sampled with off_threshold, as a thread's
+ * interval is; a sampled one writes a REC_GO_START record (struct off_hdr
+ * and a sample record of the goroutine's stack at gopark's entry, by frame
+ * pointers) and keeps its start by goroutine (the process and the g's
+ * address) in go_starts; ready notes its time there, and execute writes
+ * the REC_GO_END record and forgets it. A goroutine preempted (or
+ * yielding) leaves without a park: runtime.goschedImpl makes it runnable,
+ * and go_preempt begins a runnable interval for it, with the stack saved
+ * in its g.sched.
+ *
+ * Go's register ABI (ABIInternal, amd64): at a Go function's entry the
+ * current g is in r14 and the integer arguments are in ax, bx, cx, ...:
+ * gopark(unlockf, lock, reason waitReason, ...) has the reason (a uint8)
+ * in cx; ready(gp, ...) and execute(gp, ...) have gp in ax. These are entry
+ * uprobes only: a uretprobe would corrupt a Go stack that moves. */
+
+/* The offsets in runtime.g of g.sched.sp, .pc and .bp, set by user space
+ * when it attaches go_preempt (from the executable's DWARF; 0: unknown,
+ * go_preempt records nothing). Every traced executable shares them. */
+volatile __u32 go_sched_sp = 0;
+volatile __u32 go_sched_pc = 0;
+volatile __u32 go_sched_bp = 0;
+
+struct go_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 g;
+};
+
+/* An open (sampled) goroutine interval. */
+struct go_start {
+	__u64 start_ns;
+	__u64 ready_ns;
+	__u32 tid;
+	__u32 reason;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct go_key);
+	__type(value, struct go_start);
+} go_starts SEC(".maps");
+
+#define GO_FLAGS_JBE 0x41 /* CF | ZF: JBE jumps */
+
+/* go_skip says whether this firing is one to ignore: on the stack check's
+ * JBE (cookie 1), the one before runtime.morestack. */
+static __always_inline int go_skip(struct sample_pt_regs *regs)
+{
+	return bpf_get_attach_cookie(regs) == 1 && (regs->flags & GO_FLAGS_JBE);
+}
+
+/* go_walk walks the frame pointers of a goroutine that does not run from
+ * its saved frame pointer bp into ips (after its pc), as bpf_get_stack
+ * walks the current stack; returns the number of addresses. */
+static __always_inline long go_walk(__u64 *ips, __u64 pc, __u64 bp, __u32 *flags)
+{
+	__u64 fr[2];
+	long n = 1;
+
+	ips[0] = pc;
+	for (int i = 1; i < OFF_MAX_DEPTH; i++) {
+		if (bp == 0 || bpf_probe_read_user(fr, sizeof(fr), (void *)bp) || fr[1] == 0)
+			return n;
+		ips[i] = fr[1];
+		n = i + 1;
+		if (fr[0] <= bp) /* a caller's frame is above its callee's */
+			return n;
+		bp = fr[0];
+	}
+	*flags |= FLAG_USER_FULL;
+	return n;
+}
+
+/* go_fill fills b's sample record with a goroutine's user stack and
+ * returns its size: from the registers at a Go function's entry (regs),
+ * or, when regs is null, from its saved context pc, sp, bp (g.sched). No
+ * kernel stack and no stack copy: Go keeps frame pointers. At an entry the
+ * function has not pushed its frame yet, and in a context saved by
+ * morestack neither has the function that called it, so the walk skips
+ * that function's caller; sp_word (the return address at sp) gives it
+ * back to user space. */
+static __always_inline __u64 go_fill(struct sample_pt_regs *regs, struct off_buf *b, __u32 tgid,
+				     __u32 tid, __u64 now, __u64 pc, __u64 sp, __u64 bp)
+{
+	__u32 flags = 0;
+	long un;
+
+	b->hdr.kind = REC_SAMPLE;
+	b->hdr.pid = tgid;
+	b->hdr.tid = tid;
+	b->hdr.cpu = bpf_get_smp_processor_id();
+	b->hdr.time_ns = now;
+	b->hdr.kern_len = 0;
+	b->hdr.sp_word = 0;
+	b->hdr.user_ip = pc;
+	b->hdr.user_sp = sp;
+	b->hdr.user_bp = bp;
+	b->hdr.stack_len = 0;
+	b->hdr.go_len = 0;
+	b->hdr.go_frame = 0;
+	b->hdr.go_sp = 0;
+	b->hdr.py_len = 0;
+	b->hdr.py_err = 0;
+	b->hdr.py_pad = 0;
+	if (regs)
+		un = off_frames(bpf_get_stack(regs, &b->data[0], OFF_MAX_DEPTH * 8,
+					      BPF_F_USER_STACK),
+				&flags, FLAG_USER_ERR, FLAG_USER_FULL);
+	else
+		un = go_walk((__u64 *)&b->data[0], pc, bp, &flags);
+	b->hdr.user_len = un;
+	if (un > 0 && bpf_probe_read_user(&b->hdr.sp_word, sizeof(b->hdr.sp_word), (void *)sp) == 0)
+		flags |= FLAG_SP_WORD;
+	b->hdr.flags = flags;
+	return sizeof(struct off_hdr) + sizeof(struct sample_hdr) + un * 8;
+}
+
+/* go_begin samples the interval off CPU goroutine k begins now, in state
+ * (OFF_BLOCKED: parked with reason; OFF_RUNNABLE: preempted), and records
+ * it when sampled; its stack as go_fill takes it. */
+static __always_inline void go_begin(struct sample_pt_regs *regs, struct go_key *k, __u32 state,
+				     __u32 reason, __u64 pc, __u64 sp, __u64 bp)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0, thr;
+	struct go_start st = { .tid = tid, .reason = reason };
+	struct off_buf *b;
+	__u64 size, now;
+
+	off_bump(OFF_STAT_GO_PARKS);
+	/* The goroutine runs: an interval still open for it ended at an
+	 * execute this program did not see (dropped, as off_begin does). */
+	if (bpf_map_lookup_elem(&go_starts, k) && bpf_map_delete_elem(&go_starts, k) == 0)
+		off_bump(OFF_STAT_GO_UNSEEN);
+	thr = off_threshold;
+	if (thr != OFF_EXACT && bpf_get_prandom_u32() >= thr)
+		return;
+	off_bump(OFF_STAT_GO_SAMPLED);
+	b = bpf_map_lookup_elem(&off_scratch, &zero);
+	if (!b)
+		return;
+	size = go_fill(regs, b, k->pid, tid, bpf_ktime_get_ns(), pc, sp, bp);
+	if (size > sizeof(struct off_buf))
+		size = sizeof(struct off_buf);
+	/* As off_begin: the interval starts once the stack is taken. */
+	now = bpf_ktime_get_ns();
+	st.start_ns = now;
+	if (bpf_map_update_elem(&go_starts, k, &st, BPF_ANY) < 0) {
+		off_bump(OFF_STAT_GO_MAP_FULL);
+		return;
+	}
+	b->off.kind = REC_GO_START;
+	b->off.state = state;
+	b->off.pid = k->pid;
+	b->off.tid = tid;
+	b->off.start_ns = now;
+	b->off.end_ns = 0;
+	b->off.threshold = thr;
+	b->off.reason = reason;
+	b->off.g = k->g;
+	b->off.ready_ns = 0;
+	if (bpf_ringbuf_output(&samples, b, size, 0) < 0) {
+		off_bump(OFF_STAT_GO_RING_START);
+		bpf_map_delete_elem(&go_starts, k);
+	}
+}
+
+/* go_park: runtime.gopark's entry, on the goroutine that parks. */
+SEC("uprobe")
+int go_park(struct sample_pt_regs *regs)
+{
+	struct go_key k = { .pid = bpf_get_current_pid_tgid() >> 32, .g = regs->r14 };
+
+	if (!off_target(k.pid) || k.g == 0 || go_skip(regs))
+		return 0;
+	go_begin(regs, &k, OFF_BLOCKED, regs->cx & 0xff, regs->ip, regs->sp, regs->bp);
+	return 0;
+}
+
+/* go_preempt: runtime.goschedImpl's entry (gp preempted, or yielding by
+ * runtime.Gosched), on the system stack: gp leaves the CPU runnable, with
+ * no park, and waits to be run again. Its stack is the context the
+ * scheduler saved in gp.sched. */
+SEC("uprobe")
+int go_preempt(struct sample_pt_regs *regs)
+{
+	struct go_key k = { .pid = bpf_get_current_pid_tgid() >> 32, .g = regs->ax };
+	__u64 sp = 0, pc = 0, bp = 0;
+
+	if (!off_target(k.pid) || k.g == 0 || go_sched_sp == 0 || go_skip(regs))
+		return 0;
+	if (bpf_probe_read_user(&sp, 8, (void *)(k.g + go_sched_sp)) ||
+	    bpf_probe_read_user(&pc, 8, (void *)(k.g + go_sched_pc)) ||
+	    bpf_probe_read_user(&bp, 8, (void *)(k.g + go_sched_bp)) || sp == 0)
+		return 0;
+	go_begin(0, &k, OFF_RUNNABLE, 0, pc, sp, bp);
+	return 0;
+}
+
+/* go_ready: runtime.ready's entry (gp made runnable), on any thread. */
+SEC("uprobe")
+int go_ready(struct sample_pt_regs *regs)
+{
+	struct go_key k = { .pid = bpf_get_current_pid_tgid() >> 32, .g = regs->ax };
+	struct go_start *st;
+
+	if (go_skip(regs))
+		return 0;
+	st = bpf_map_lookup_elem(&go_starts, &k);
+	if (st && st->ready_ns == 0)
+		st->ready_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* go_execute: runtime.execute's entry (a thread runs gp). */
+SEC("uprobe")
+int go_execute(struct sample_pt_regs *regs)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	struct go_key k = { .pid = id >> 32, .g = regs->ax };
+	struct go_start *st;
+	struct off_hdr h = {};
+	__u64 wake = BPF_RB_NO_WAKEUP;
+
+	if (go_skip(regs))
+		return 0;
+	st = bpf_map_lookup_elem(&go_starts, &k);
+	if (!st)
+		return 0;
+	h.kind = REC_GO_END;
+	h.state = OFF_BLOCKED;
+	h.pid = k.pid;
+	h.tid = (__u32)id;
+	h.start_ns = st->start_ns;
+	h.end_ns = now;
+	h.reason = st->reason;
+	h.g = k.g;
+	h.ready_ns = st->ready_ns;
+	bpf_map_delete_elem(&go_starts, &k);
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2 << 20))
+		wake = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&samples, &h, sizeof(h), wake) < 0)
+		off_bump(OFF_STAT_GO_RING_END);
+	else
+		off_bump(OFF_STAT_GO_ENDED);
 	return 0;
 }

@@ -13,6 +13,21 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type OffCPUGoKey struct {
+	_   structs.HostLayout
+	Pid uint32
+	Pad uint32
+	G   uint64
+}
+
+type OffCPUGoStart struct {
+	_       structs.HostLayout
+	StartNs uint64
+	ReadyNs uint64
+	Tid     uint32
+	Reason  uint32
+}
+
 type OffCPUOffBuf struct {
 	_    structs.HostLayout
 	Off  OffCPUOffHdr
@@ -29,7 +44,9 @@ type OffCPUOffHdr struct {
 	StartNs   uint64
 	EndNs     uint64
 	Threshold uint32
-	Pad       uint32
+	Reason    uint32
+	G         uint64
+	ReadyNs   uint64
 }
 
 type OffCPUOffStart struct {
@@ -66,12 +83,20 @@ type OffCPUSampleHdr struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	OffCPUMapGoStarts      = "go_starts"
 	OffCPUMapOffScratch    = "off_scratch"
 	OffCPUMapOffStarts     = "off_starts"
 	OffCPUMapOffStats      = "off_stats"
 	OffCPUMapSamples       = "samples"
 	OffCPUMapTargets       = "targets"
+	OffCPUProgGoExecute    = "go_execute"
+	OffCPUProgGoPark       = "go_park"
+	OffCPUProgGoPreempt    = "go_preempt"
+	OffCPUProgGoReady      = "go_ready"
 	OffCPUProgOffSwitch    = "off_switch"
+	OffCPUVarGoSchedBp     = "go_sched_bp"
+	OffCPUVarGoSchedPc     = "go_sched_pc"
+	OffCPUVarGoSchedSp     = "go_sched_sp"
 	OffCPUVarOffAll        = "off_all"
 	OffCPUVarOffStackBytes = "off_stack_bytes"
 	OffCPUVarOffThreshold  = "off_threshold"
@@ -119,6 +144,10 @@ type OffCPUSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OffCPUProgramSpecs struct {
+	GoExecute *ebpf.ProgramSpec `ebpf:"go_execute"`
+	GoPark    *ebpf.ProgramSpec `ebpf:"go_park"`
+	GoPreempt *ebpf.ProgramSpec `ebpf:"go_preempt"`
+	GoReady   *ebpf.ProgramSpec `ebpf:"go_ready"`
 	OffSwitch *ebpf.ProgramSpec `ebpf:"off_switch"`
 }
 
@@ -126,6 +155,7 @@ type OffCPUProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OffCPUMapSpecs struct {
+	GoStarts   *ebpf.MapSpec `ebpf:"go_starts"`
 	OffScratch *ebpf.MapSpec `ebpf:"off_scratch"`
 	OffStarts  *ebpf.MapSpec `ebpf:"off_starts"`
 	OffStats   *ebpf.MapSpec `ebpf:"off_stats"`
@@ -137,6 +167,9 @@ type OffCPUMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OffCPUVariableSpecs struct {
+	GoSchedBp     *ebpf.VariableSpec `ebpf:"go_sched_bp"`
+	GoSchedPc     *ebpf.VariableSpec `ebpf:"go_sched_pc"`
+	GoSchedSp     *ebpf.VariableSpec `ebpf:"go_sched_sp"`
 	OffAll        *ebpf.VariableSpec `ebpf:"off_all"`
 	OffStackBytes *ebpf.VariableSpec `ebpf:"off_stack_bytes"`
 	OffThreshold  *ebpf.VariableSpec `ebpf:"off_threshold"`
@@ -162,6 +195,7 @@ func (o *OffCPUObjects) Close() error {
 //
 // It can be passed to LoadOffCPUObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OffCPUMaps struct {
+	GoStarts   *ebpf.Map `ebpf:"go_starts"`
 	OffScratch *ebpf.Map `ebpf:"off_scratch"`
 	OffStarts  *ebpf.Map `ebpf:"off_starts"`
 	OffStats   *ebpf.Map `ebpf:"off_stats"`
@@ -171,6 +205,7 @@ type OffCPUMaps struct {
 
 func (m *OffCPUMaps) Close() error {
 	return _OffCPUClose(
+		m.GoStarts,
 		m.OffScratch,
 		m.OffStarts,
 		m.OffStats,
@@ -183,6 +218,9 @@ func (m *OffCPUMaps) Close() error {
 //
 // It can be passed to LoadOffCPUObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OffCPUVariables struct {
+	GoSchedBp     *ebpf.Variable `ebpf:"go_sched_bp"`
+	GoSchedPc     *ebpf.Variable `ebpf:"go_sched_pc"`
+	GoSchedSp     *ebpf.Variable `ebpf:"go_sched_sp"`
 	OffAll        *ebpf.Variable `ebpf:"off_all"`
 	OffStackBytes *ebpf.Variable `ebpf:"off_stack_bytes"`
 	OffThreshold  *ebpf.Variable `ebpf:"off_threshold"`
@@ -192,11 +230,19 @@ type OffCPUVariables struct {
 //
 // It can be passed to LoadOffCPUObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OffCPUPrograms struct {
+	GoExecute *ebpf.Program `ebpf:"go_execute"`
+	GoPark    *ebpf.Program `ebpf:"go_park"`
+	GoPreempt *ebpf.Program `ebpf:"go_preempt"`
+	GoReady   *ebpf.Program `ebpf:"go_ready"`
 	OffSwitch *ebpf.Program `ebpf:"off_switch"`
 }
 
 func (p *OffCPUPrograms) Close() error {
 	return _OffCPUClose(
+		p.GoExecute,
+		p.GoPark,
+		p.GoPreempt,
+		p.GoReady,
 		p.OffSwitch,
 	)
 }

@@ -30,6 +30,8 @@ struct bpf_perf_event_data {
 #define REC_FORK 3 /* pid: the child; tid: the parent process */
 #define REC_OFF_START 4
 #define REC_OFF_END 5
+#define REC_GO_START 6 /* offcpu.bpf.c: a goroutine parked (go_park) */
+#define REC_GO_END 7   /* offcpu.bpf.c: it runs again (go_execute) */
 
 /* Flags of struct sample_hdr. */
 #define FLAG_KERN_FULL 1 /* kernel stack filled MAX_DEPTH: may be cut */

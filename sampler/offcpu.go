@@ -70,7 +70,9 @@ const (
 const (
 	recOffStart = 4
 	recOffEnd   = 5
-	offHdrSize  = 40
+	recGoStart  = 6
+	recGoEnd    = 7
+	offHdrSize  = 56
 )
 
 // OffCPUStats are the off-CPU counters of a run.
@@ -95,6 +97,15 @@ type OffCPUStats struct {
 	// are enabled: kernel.bpf_stats_enabled).
 	Runs    uint64
 	Runtime time.Duration
+	// GoExes are the Go executables whose goroutines were traced
+	// (gopark.go); GoRuns and GoRuntime the goroutine probes' runs and
+	// their total time, as Runs and Runtime.
+	GoExes    []string
+	GoRuns    uint64
+	GoRuntime time.Duration
+	// GoNoPreempt says, for each executable whose preempted goroutines
+	// are not traced, why (its g.sched offsets unknown: no DWARF).
+	GoNoPreempt []string
 }
 
 // offState is a session's off-CPU state.
@@ -111,9 +122,17 @@ type offState struct {
 	budget        float64
 	tunedAt       time.Time
 	tunedSwitches uint64
-	// pending holds each thread's sampled interval whose end was not read
-	// yet (a thread has at most one open).
-	pending map[uint32]*offPending
+	// pending holds each thread's and goroutine's sampled interval whose
+	// end was not read yet (each has at most one open).
+	pending map[pendKey]*offPending
+	// goExes are the Go executables the goroutine probes are attached
+	// to (gopark.go); tunedParks the goroutine parks at the last tuning.
+	goExes     []string
+	tunedParks uint64
+	// goNoPreempt says why the preemption probe is missing; idle
+	// remembers schedIdle's answer by stack (gopark.go).
+	goNoPreempt []string
+	idle        map[*rawStack]bool
 	// sched caches isSchedule by kernel address; tid is the thread of
 	// the record being handled (offKey).
 	sched map[uint64]bool
@@ -130,6 +149,13 @@ type offID struct {
 	start uint64
 }
 
+// pendKey names whose interval is open: a thread (g 0, id its thread ID)
+// or a goroutine (g its address, id its process).
+type pendKey struct {
+	g  uint64
+	id uint32
+}
+
 // offPending is a sampled interval whose end has not been read yet.
 type offPending struct {
 	id    offID
@@ -137,6 +163,9 @@ type offPending struct {
 	prob  float64 // the probability it was drawn with
 	key   string
 	stack *rawStack
+	// goroutine: the interval of a parked goroutine (gopark.go), not of
+	// a thread.
+	goroutine bool
 }
 
 // OffCPU is the off-CPU time estimated for one stack: the number of sampled
@@ -164,7 +193,7 @@ func (s *Session) startOffCPU() error {
 	if !oc.Enabled {
 		return nil
 	}
-	st := &offState{prob: oc.Prob, pending: map[uint32]*offPending{}, sched: map[uint64]bool{}, budget: oc.Budget}
+	st := &offState{prob: oc.Prob, pending: map[pendKey]*offPending{}, sched: map[uint64]bool{}, budget: oc.Budget}
 	if st.budget == 0 {
 		st.budget = DefaultOffCPUBudget
 	}
@@ -185,6 +214,14 @@ func (s *Session) startOffCPU() error {
 	if sb > offCPUStackBytes {
 		sb = offCPUStackBytes
 	}
+	goExes, allGo := s.goTargets()
+	if allGo {
+		// Go keeps frame pointers, and they cross the runtime's switches
+		// to the system stack (runtime.systemstack), which unwinding by
+		// call frame information stops at: a goroutine waking another
+		// thread in a system call from there would lose its frames.
+		sb = 0
+	}
 	prog, err := loader.StartOffCPU(loader.OffCPUOptions{Prob: st.prob, StackBytes: sb, All: s.cfg.All,
 		Targets: s.objs.Targets, Ring: s.objs.Samples})
 	if err != nil {
@@ -192,7 +229,7 @@ func (s *Session) startOffCPU() error {
 	}
 	st.prog = prog
 	s.off = st
-	return nil
+	return s.attachGoroutines(goExes)
 }
 
 // offTuneEvery is how often tuneOffCPU follows the targets' switch rate.
@@ -213,9 +250,13 @@ func (s *Session) tuneOffCPU() {
 		return
 	}
 	now := time.Now()
-	rate := float64(c.Switches-st.tunedSwitches) / now.Sub(st.tunedAt).Seconds()
-	st.tunedAt, st.tunedSwitches = now, c.Switches
-	p := estimate.ChooseOffCPUProb(rate, offCPUBaseNs, offCPUSampledNs, st.budget, offCPUMinProb)
+	secs := now.Sub(st.tunedAt).Seconds()
+	rate := float64(c.Switches-st.tunedSwitches) / secs
+	parks := float64(c.GoParks-st.tunedParks) / secs
+	st.tunedAt, st.tunedSwitches, st.tunedParks = now, c.Switches, c.GoParks
+	// Both kinds of interval share the probability and the budget: per
+	// second, rate (base + p cost) + parks (goBase + p goCost) ns.
+	p := estimate.ChooseOffCPUProb(1, rate*offCPUBaseNs+parks*goParkBaseNs, rate*offCPUSampledNs+parks*goParkSampledNs, st.budget, offCPUMinProb)
 	if math.Abs(p-st.prob) <= 0.1*st.prob {
 		return // within a tenth: leave it
 	}
@@ -274,12 +315,12 @@ func (s *Session) closeOpen() {
 	if s.off == nil || s.off.endNs == 0 {
 		return
 	}
-	for tid, p := range s.off.pending {
+	for k, p := range s.off.pending {
 		if s.off.endNs > p.id.start {
-			s.offEnd(p, s.off.endNs-p.id.start)
+			s.offEnd(p, s.off.endNs-p.id.start, p.state)
 		}
 		s.off.opened++
-		delete(s.off.pending, tid)
+		delete(s.off.pending, k)
 	}
 }
 
@@ -290,34 +331,56 @@ func (s *Session) handleOff(b []byte) bool {
 	}
 	le := binary.LittleEndian
 	kind := le.Uint32(b)
-	if kind != recOffStart && kind != recOffEnd {
+	if kind < recOffStart || kind > recGoEnd {
 		return false
 	}
+	goroutine := kind == recGoStart || kind == recGoEnd
 	id := offID{tid: le.Uint32(b[12:]), start: le.Uint64(b[16:])}
-	if kind == recOffStart {
-		s.off.cur = &offPending{id: id, state: le.Uint32(b[4:]), prob: loader.ThresholdProb(le.Uint32(b[32:]))}
+	pk := pendKey{id: id.tid}
+	if goroutine {
+		pk = pendKey{g: le.Uint64(b[40:]), id: le.Uint32(b[8:])}
+	}
+	if kind == recOffStart || kind == recGoStart {
+		s.off.cur = &offPending{id: id, state: le.Uint32(b[4:]), prob: loader.ThresholdProb(le.Uint32(b[32:])), goroutine: goroutine}
 		s.handle(s.trimSwitchFrames(b[offHdrSize:]))
 		if s.off.cur.stack != nil {
-			if _, ok := s.off.pending[id.tid]; ok {
-				// The thread's previous interval ended unseen (its end
-				// was not recorded): it is lost.
+			if _, ok := s.off.pending[pk]; ok {
+				// The previous interval ended unseen (its end was not
+				// recorded): it is lost.
 				s.off.stale++
 			}
-			s.off.pending[id.tid] = s.off.cur
+			s.off.pending[pk] = s.off.cur
 		}
 		s.off.cur = nil
 		return true
 	}
-	p, ok := s.off.pending[id.tid]
-	if !ok || p.id != id {
+	p, ok := s.off.pending[pk]
+	// A goroutine's interval ends on whichever thread runs it again.
+	if !ok || p.id.start != id.start || !goroutine && p.id != id {
 		s.off.unmatched++
 		return true
 	}
-	delete(s.off.pending, id.tid)
+	delete(s.off.pending, pk)
 	if end := le.Uint64(b[24:]); end > id.start {
-		s.offEnd(p, end-id.start)
+		s.endInterval(p, end, le.Uint64(b[48:]))
 	}
 	return true
+}
+
+// endInterval ends interval p at end (monotonic ns). A goroutine's
+// interval made runnable at ready (0: not seen) is blocked up to ready and
+// runnable after it, each part added to the stack under its state; the
+// two parts of one sampled interval share its draw, so each state's sums
+// stay unbiased.
+func (s *Session) endInterval(p *offPending, end, ready uint64) {
+	start := p.id.start
+
+	if !p.goroutine || ready <= start || ready >= end {
+		s.offEnd(p, end-start, p.state)
+		return
+	}
+	s.offEnd(p, ready-start, offBlockedState)
+	s.offEnd(p, end-ready, offRunnableState)
 }
 
 // trimSwitchFrames returns a start record's sample part without the
@@ -368,24 +431,36 @@ func (s *Session) isSchedule(a uint64) bool {
 	return v
 }
 
-// offEnd adds an ended interval of d ns to its stack, in the current
-// window's stacks (a stack of an earlier window is put back).
-func (s *Session) offEnd(p *offPending, d uint64) {
-	st, ok := s.stacks[p.key]
+// offEnd adds an ended interval (or part of one) of d ns in state to its
+// stack, in the current window's stacks (a stack of an earlier window is
+// put back).
+func (s *Session) offEnd(p *offPending, d uint64, state uint32) {
+	key := p.key
+	if state != p.state {
+		// The stack's key ends with the state (offKey).
+		key = key[:len(key)-1] + string(byte(state))
+	}
+	st, ok := s.stacks[key]
 	if !ok {
 		c := *p.stack
 		c.count, c.off = 0, nil
 		st = &c
-		s.stacks[p.key] = st
+		s.stacks[key] = st
 	}
 	if st.off == nil {
-		st.off = &OffCPU{State: offStateName(p.state)}
+		st.off = &OffCPU{State: offStateName(state)}
 	}
 	st.off.Add(float64(d), p.prob)
 }
 
+// The states of bpf/offcpu.bpf.c (OFF_RUNNABLE, OFF_BLOCKED).
+const (
+	offRunnableState = 0
+	offBlockedState  = 1
+)
+
 func offStateName(state uint32) string {
-	if state == 0 {
+	if state == offRunnableState {
 		return OffRunnable
 	}
 	return OffBlocked
@@ -399,6 +474,12 @@ func (s *Session) offKey(key, rec []byte) []byte {
 		return key
 	}
 	s.off.tid = binary.LittleEndian.Uint32(rec[8:])
+	if s.off.cur != nil && s.off.cur.goroutine {
+		// A goroutine's time belongs to no thread: it moves between
+		// them.
+		s.off.tid = 0
+		key = append(key, 0, 'g')
+	}
 	key = binary.LittleEndian.AppendUint32(append(key, 0, 't'), s.off.tid)
 	if s.off.cur == nil {
 		return key
@@ -424,7 +505,7 @@ func (s *Session) offStats() OffCPUStats {
 	if s.off == nil {
 		return OffCPUStats{}
 	}
-	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened}
+	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened, GoExes: s.off.goExes, GoNoPreempt: s.off.goNoPreempt}
 	if s.off.prog == nil {
 		return st
 	}
@@ -433,6 +514,14 @@ func (s *Session) offStats() OffCPUStats {
 	}
 	if ps, err := s.off.prog.Program().Stats(); err == nil {
 		st.Misses, st.Runs, st.Runtime = ps.RecursionMisses, ps.RunCount, ps.Runtime
+	}
+	if len(s.off.goExes) > 0 {
+		for _, p := range s.off.prog.GoPrograms() {
+			if ps, err := p.Stats(); err == nil {
+				st.GoRuns, st.GoRuntime = st.GoRuns+ps.RunCount, st.GoRuntime+ps.Runtime
+				st.Misses += ps.RecursionMisses
+			}
+		}
 	}
 	return st
 }

@@ -84,8 +84,8 @@ func (s *Session) profile() (*Profile, error) {
 	var total int64
 	for _, k := range keys {
 		st := s.stacks[k]
-		if st.count == 0 && st.off == nil {
-			continue // an off-CPU interval not ended yet
+		if st.count == 0 && st.off == nil || s.schedIdle(st) {
+			continue // an off-CPU interval not ended yet, or a Go thread idle
 		}
 		d.Samples = append(d.Samples, sy.sample(st, s.cfg.All || len(pids) > 1))
 		if st.stop.Reason != "" {
@@ -97,6 +97,7 @@ func (s *Session) profile() (*Profile, error) {
 		total += st.count
 	}
 	d.Comments = append(d.Comments, stopComments(stops, total)...)
+	d.Comments = append(d.Comments, s.idleComments()...)
 	d.Comments = append(d.Comments, pyComments(pyLost, total)...)
 	calls, err := s.Calls()
 	if err != nil {

@@ -119,6 +119,9 @@ func (s *Session) cut(end time.Time) (*Profile, error) {
 	}
 	s.noteWindowProcs()
 	s.stacks = map[string]*rawStack{}
+	if s.off != nil {
+		s.off.idle = nil
+	}
 	s.start = end
 	s.periodBase = s.clockLog.sofar()
 	s.procs.Prune()

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/tickprof/tickprof/bpf"
+	"github.com/tickprof/tickprof/internal/symtab"
 )
 
 // OffCPUOptions configure the off-CPU program (bpf/offcpu.bpf.c).
@@ -39,12 +40,31 @@ type OffCPUStats struct {
 	// Unseen counts open intervals of threads found running: the
 	// switch-in that ended them was not seen, and they were dropped.
 	Unseen uint64
+	// The same for goroutines (AttachGo): parks seen (intervals begun),
+	// sampled, ended, lost by reason, and open intervals of goroutines
+	// found parking again (their execute was not seen).
+	GoParks, GoSampled, GoEnded       uint64
+	GoMapFull, GoRingStart, GoRingEnd uint64
+	GoUnseen                          uint64
 }
+
+// The Go runtime functions the goroutine probes attach to
+// (bpf/offcpu.bpf.c: go_park, go_ready, go_execute).
+const (
+	GoParkSymbol    = "runtime.gopark"
+	GoReadySymbol   = "runtime.ready"
+	GoExecuteSymbol = "runtime.execute"
+	GoPreemptSymbol = "runtime.goschedImpl"
+)
 
 // OffCPU is the off-CPU program attached to sched_switch.
 type OffCPU struct {
 	objs bpf.OffCPUObjects
 	l    link.Link
+	// goLinks are the goroutine probes (AttachGo); sched the g.sched
+	// offsets the preemption probe was given (zero: none yet).
+	goLinks []link.Link
+	sched   symtab.GoSched
 }
 
 // Threshold is the 32-bit threshold the BPF program compares a random
@@ -111,7 +131,8 @@ func b2u8(b bool) uint8 {
 func (c *OffCPU) Stats() (OffCPUStats, error) {
 	var st OffCPUStats
 	var per []uint64
-	for i, dst := range []*uint64{&st.Switches, &st.Sampled, &st.Ended, &st.MapFull, &st.RingStart, &st.RingEnd, &st.Unseen} {
+	for i, dst := range []*uint64{&st.Switches, &st.Sampled, &st.Ended, &st.MapFull, &st.RingStart, &st.RingEnd, &st.Unseen,
+		&st.GoParks, &st.GoSampled, &st.GoEnded, &st.GoMapFull, &st.GoRingStart, &st.GoRingEnd, &st.GoUnseen} {
 		if err := c.objs.OffStats.Lookup(uint32(i), &per); err != nil {
 			return st, fmt.Errorf("read the off-CPU counters: %w", err)
 		}
@@ -138,12 +159,125 @@ func (c *OffCPU) SetProb(p float64) (float64, error) {
 // Program is the attached program (for its run-time statistics).
 func (c *OffCPU) Program() *ebpf.Program { return c.objs.OffSwitch }
 
-// Detach detaches the program; no record is written after it returns.
-func (c *OffCPU) Detach() error {
-	if c.l == nil {
-		return nil
+// GoPrograms are the goroutine probes' programs, park, ready and execute
+// (for their run-time statistics).
+func (c *OffCPU) GoPrograms() []*ebpf.Program {
+	return []*ebpf.Program{c.objs.GoPark, c.objs.GoReady, c.objs.GoExecute, c.objs.GoPreempt}
+}
+
+// AttachGo attaches the goroutine probes to the Go runtime of executable
+// exe, for every process that runs it (the program keeps to the targets):
+// entry uprobes on runtime.execute and runtime.ready first, then
+// runtime.gopark, so that no sampled park misses its end. Each goes on
+// the function's stack-check jump where it has one (symtab.EntrySite),
+// which the kernel emulates, instead of its first instruction, which it
+// would single-step (about 14 us a firing here); the cookie tells the
+// program to ignore the firings where the jump to runtime.morestack is
+// taken (the function runs again from its start). An executable without
+// these functions (not Go, or stripped) is an error.
+//
+// The preemption probe (runtime.goschedImpl) needs the offsets of g.sched
+// from the executable's DWARF, the same for every executable: preempt
+// says whether it was attached, and why not when it was not.
+func (c *OffCPU) AttachGo(exe string) (preempt error, err error) {
+	tab, err := symtab.Open(exe)
+	if err != nil {
+		return nil, fmt.Errorf("read the symbols of %s for the goroutine probes: %w", exe, err)
 	}
-	err := c.l.Close()
+	defer tab.Close()
+	ex, err := link.OpenExecutable(exe)
+	if err != nil {
+		return nil, fmt.Errorf("open %s for the goroutine probes: %w", exe, err)
+	}
+	for _, p := range []struct {
+		sym  string
+		prog *ebpf.Program
+	}{{GoExecuteSymbol, c.objs.GoExecute}, {GoReadySymbol, c.objs.GoReady}, {GoParkSymbol, c.objs.GoPark}} {
+		if err := c.attachGoEntry(ex, tab, p.sym, p.prog); err != nil {
+			return nil, err
+		}
+	}
+	return c.attachPreempt(ex, tab), nil
+}
+
+// attachPreempt attaches the preemption probe to tab's executable when
+// its g.sched offsets are known and agree with those already given.
+func (c *OffCPU) attachPreempt(ex *link.Executable, tab *symtab.Table) error {
+	off, err := tab.GoSchedOffsets()
+	if err != nil {
+		return err
+	}
+	if c.sched != (symtab.GoSched{}) && c.sched != off {
+		return fmt.Errorf("%s: g.sched offsets %+v differ from another executable's %+v", tab.Path, off, c.sched)
+	}
+	for _, v := range []struct {
+		v   *ebpf.Variable
+		off uint64
+	}{{c.objs.GoSchedSp, off.SP}, {c.objs.GoSchedPc, off.PC}, {c.objs.GoSchedBp, off.BP}} {
+		if err := v.v.Set(uint32(v.off)); err != nil {
+			return fmt.Errorf("set the g.sched offsets: %w", err)
+		}
+	}
+	c.sched = off
+	return c.attachGoEntry(ex, tab, GoPreemptSymbol, c.objs.GoPreempt)
+}
+
+// attachGoEntry attaches prog on Go function sym's entry (goEntryProbe).
+func (c *OffCPU) attachGoEntry(ex *link.Executable, tab *symtab.Table, sym string, prog *ebpf.Program) error {
+	opts, err := goEntryProbe(tab, sym)
+	if err != nil {
+		return err
+	}
+	l, err := ex.Uprobe(sym, prog, opts)
+	if err != nil {
+		return fmt.Errorf("attach the goroutine probe to %s in %s: %w", sym, tab.Path, err)
+	}
+	c.goLinks = append(c.goLinks, l)
+	return nil
+}
+
+// goEntryProbe is where to attach an entry probe on Go function sym whose
+// arguments and g the program reads from the registers: the stack check's
+// jump (cookie 1) or the first instruction, where every register holds its
+// value at entry.
+func goEntryProbe(tab *symtab.Table, sym string) (*link.UprobeOptions, error) {
+	syms := tab.Lookup(sym)
+	if len(syms) != 1 {
+		return nil, fmt.Errorf("%s: %d functions named %s (want 1)", tab.Path, len(syms), sym)
+	}
+	addr, check, err := tab.EntrySite(syms[0])
+	if err != nil {
+		return nil, err
+	}
+	if !check {
+		addr = syms[0].Value
+	}
+	off, err := tab.FileOffset(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s in %s: %w", sym, tab.Path, err)
+	}
+	opts := &link.UprobeOptions{Address: off}
+	if check {
+		opts.Cookie = 1
+	}
+	return opts, nil
+}
+
+// Detach detaches the programs; no record is written after it returns.
+func (c *OffCPU) Detach() error {
+	var err error
+	for _, l := range c.goLinks {
+		if e := l.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	c.goLinks = nil
+	if c.l == nil {
+		return err
+	}
+	if e := c.l.Close(); e != nil && err == nil {
+		err = e
+	}
 	c.l = nil
 	return err
 }

@@ -352,3 +352,24 @@ func writesSP(in x86asm.Inst) bool {
 	}
 	return false
 }
+
+// EntrySite is where to put an entry-only probe on Go function s (one
+// that may never return, such as runtime.execute): its virtual address,
+// and check as ProbeSites.EntryCheck (the stack check's JBE: the probe
+// must ignore the firings where the jump to runtime.morestack is taken).
+// At the site every register but the flags holds its value at entry.
+func (t *Table) EntrySite(s Symbol) (addr uint64, check bool, err error) {
+	if t.Machine != elf.EM_X86_64 {
+		return 0, false, fmt.Errorf("%s: probing Go functions on %v is not supported yet (amd64 only)", t.Path, t.Machine)
+	}
+	code, err := t.Code(s)
+	if err != nil {
+		return 0, false, err
+	}
+	insts, err := decodeAMD64(code, s.Value)
+	if err != nil || len(insts) == 0 {
+		return 0, false, fmt.Errorf("disassemble %s in %s: %w", s.Display, t.Path, err)
+	}
+	addr, check, _ = t.entrySite(s, insts)
+	return addr, check, nil
+}

@@ -1,12 +1,11 @@
 // Command gooff is a Go target for tickprof's off-CPU tests: one goroutine
-// blocks on a channel fed every PERIOD, another on a mutex that a third
-// holds for HOLD of every PERIOD; each computes for SPIN after it gets
-// through. Both run locked to their own threads (runtime.LockOSThread), so
-// that a thread is off CPU exactly when its goroutine is parked. Each
-// measures its own blocked time and writes "key value" lines to OUT:
-// chan_blocked_ns, mutex_blocked_ns, mutex_sleep_ns (the second
-// goroutine's sleeps before each lock), locked_parked_ns (the sum of the
-// three: the locked threads' time parked), wall_ns.
+// (chanWorker) blocks on a channel fed every PERIOD, another (mutexWorker)
+// on a sync.Mutex that a third (feeder) holds for HOLD of every PERIOD; each computes for SPIN after it gets
+// through. Each measures its own blocked time and writes "key value" lines
+// to OUT: chan_blocked_ns, mutex_blocked_ns, mutex_sleep_ns (the second
+// goroutine's sleeps before each lock), chan_wall_ns and mutex_wall_ns
+// (each goroutine's whole life), wall_ns, chan_max_ns and mutex_max_ns
+// (the longest single wait of each).
 //
 // Usage: gooff OUT PERIOD HOLD SPIN ROUNDS
 package main
@@ -14,13 +13,15 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
 )
 
 var sink uint64
+
+// chanMax and mutexMax are the longest single waits.
+var chanMax, mutexMax time.Duration
 
 //go:noinline
 func spin(d time.Duration) {
@@ -50,6 +51,56 @@ func waitMutex(mu *sync.Mutex) time.Duration {
 	return d
 }
 
+// feeder holds mu for hold of every period, then sends on ch at the
+// period's end.
+//
+//go:noinline
+func feeder(ch chan<- struct{}, mu *sync.Mutex, period, hold time.Duration, rounds int) {
+	next := time.Now()
+	for i := 0; i < rounds; i++ {
+		next = next.Add(period)
+		mu.Lock()
+		time.Sleep(time.Until(next.Add(-period + hold)))
+		mu.Unlock()
+		time.Sleep(time.Until(next))
+		ch <- struct{}{}
+	}
+}
+
+// chanWorker receives from ch and computes for work, rounds times; it
+// returns its time blocked and its whole life.
+//
+//go:noinline
+func chanWorker(ch <-chan struct{}, work time.Duration, rounds int) (blocked, life time.Duration) {
+	t := time.Now()
+	for i := 0; i < rounds; i++ {
+		d := waitChan(ch)
+		blocked += d
+		chanMax = max(chanMax, d)
+		spin(work)
+	}
+	return blocked, time.Since(t)
+}
+
+// mutexWorker sleeps so as to arrive while mu is held, takes it and
+// computes for work, rounds times; it returns its time blocked, its time
+// asleep and its whole life.
+//
+//go:noinline
+func mutexWorker(mu *sync.Mutex, sleep, work time.Duration, rounds int) (blocked, slept, life time.Duration) {
+	t0 := time.Now()
+	for i := 0; i < rounds; i++ {
+		t := time.Now()
+		time.Sleep(sleep)
+		slept += time.Since(t)
+		d := waitMutex(mu)
+		blocked += d
+		mutexMax = max(mutexMax, d)
+		spin(work)
+	}
+	return blocked, slept, time.Since(t0)
+}
+
 func main() {
 	if len(os.Args) != 6 {
 		fmt.Fprintln(os.Stderr, "usage: gooff OUT PERIOD HOLD SPIN ROUNDS")
@@ -62,45 +113,20 @@ func main() {
 	ch := make(chan struct{})
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	var chanBlocked, mutexBlocked, mutexSleep time.Duration
+	var chanBlocked, chanWall, mutexBlocked, mutexSleep, mutexWall time.Duration
 	start := time.Now()
 	wg.Add(3)
-	go func() { // the feeder and lock holder
-		defer wg.Done()
-		next := time.Now()
-		for i := 0; i < rounds; i++ {
-			next = next.Add(period)
-			mu.Lock()
-			time.Sleep(time.Until(next.Add(-period + hold)))
-			mu.Unlock()
-			time.Sleep(time.Until(next))
-			ch <- struct{}{}
-		}
-	}()
+	go func() { defer wg.Done(); feeder(ch, &mu, period, hold, rounds) }()
+	go func() { defer wg.Done(); chanBlocked, chanWall = chanWorker(ch, work, rounds) }()
 	go func() {
 		defer wg.Done()
-		runtime.LockOSThread()
-		for i := 0; i < rounds; i++ {
-			chanBlocked += waitChan(ch)
-			spin(work)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		runtime.LockOSThread()
-		for i := 0; i < rounds; i++ {
-			t := time.Now()
-			time.Sleep(period - hold) // arrive while the lock is held
-			mutexSleep += time.Since(t)
-			mutexBlocked += waitMutex(&mu)
-			spin(work)
-		}
+		mutexBlocked, mutexSleep, mutexWall = mutexWorker(&mu, period-hold, work, rounds)
 	}()
 	wg.Wait()
 	wall := time.Since(start)
-	out := fmt.Sprintf("chan_blocked_ns %d\nmutex_blocked_ns %d\nmutex_sleep_ns %d\nlocked_parked_ns %d\nwall_ns %d\n",
+	out := fmt.Sprintf("chan_blocked_ns %d\nmutex_blocked_ns %d\nmutex_sleep_ns %d\nchan_wall_ns %d\nmutex_wall_ns %d\nwall_ns %d\nchan_max_ns %d\nmutex_max_ns %d\n",
 		chanBlocked.Nanoseconds(), mutexBlocked.Nanoseconds(), mutexSleep.Nanoseconds(),
-		(chanBlocked + mutexBlocked + mutexSleep).Nanoseconds(), wall.Nanoseconds())
+		chanWall.Nanoseconds(), mutexWall.Nanoseconds(), wall.Nanoseconds(), chanMax.Nanoseconds(), mutexMax.Nanoseconds())
 	if err := os.WriteFile(os.Args[1], []byte(out), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

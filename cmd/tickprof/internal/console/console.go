@@ -15,9 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/google/pprof/profile"
@@ -179,6 +181,13 @@ func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o S
 		oc.Switches, oc.Sampled, oc.Ended, oc.Prob, how, oc.MapFull, oc.RingStart, oc.RingEnd, oc.Unmatched, oc.Stale, oc.Unseen, oc.Misses, oc.Open)
 	if oc.Runtime > 0 && oc.Runs > 0 {
 		fmt.Fprintf(errw, "off-CPU program: %d runs, %.0f ns each on average (kernel BPF statistics)\n", oc.Runs, float64(oc.Runtime.Nanoseconds())/float64(oc.Runs))
+	}
+	if len(oc.GoExes) > 0 {
+		fmt.Fprintf(errw, "goroutines (%s): %d parks, %d sampled, %d ended; lost: %d map full, %d ring full at start, %d at end, %d executes unseen; probes %d runs, %.0f ns each on average\n",
+			strings.Join(oc.GoExes, ", "), oc.GoParks, oc.GoSampled, oc.GoEnded, oc.GoMapFull, oc.GoRingStart, oc.GoRingEnd, oc.GoUnseen, oc.GoRuns, float64(oc.GoRuntime.Nanoseconds())/math.Max(1, float64(oc.GoRuns)))
+		for _, why := range oc.GoNoPreempt {
+			fmt.Fprintf(errw, "goroutines: preempted goroutines' waits not traced: %s\n", why)
+		}
 	}
 	tab, err := export.OffCPUReport(prof, o.OffCPU, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
