@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/tickprof/tickprof/estimate"
 	"github.com/tickprof/tickprof/internal/symbolize"
@@ -40,6 +41,39 @@ const (
 	goParkBaseNs    = 9000
 	goParkSampledNs = 9000
 )
+
+// goOverBudget detaches the goroutine probes when their fixed cost at
+// the targets' park rate (parks a second), which no sampling probability
+// lowers (every park traps into the probes), exceeds the off-CPU budget:
+// at 100,000 parks a second, as a busy Go server may reach, it would be
+// 90% of a CPU. The goroutine intervals still open are dropped (their
+// ends will not be seen) and counted; those that ended stay in the
+// profile, whose comments and the run's counters say from when on the
+// goroutines' waits are missing. The probes' cost is checked every
+// tuning (offTuneEvery), so a run at most exceeds the budget for that
+// long. Only under a chosen probability (a probability given is the
+// caller's choice, the probes' cost with it).
+func (s *Session) goOverBudget(parks float64) {
+	st := s.off
+	if len(st.goExes) == 0 || st.goDetached != "" {
+		return
+	}
+	cost := parks * goParkBaseNs / 1e9
+	if cost <= st.budget {
+		return
+	}
+	if err := st.prog.DetachGo(); err != nil {
+		return // still attached: try again at the next tuning
+	}
+	st.goDetached = fmt.Sprintf("goroutine probes detached %.1f s into the run: %.0f parks a second cost %.1f%% of a CPU at %.0f µs a park, over the %.1f%% budget; goroutine waits after that are not in the profile",
+		time.Since(s.start).Seconds(), parks, 100*cost, goParkBaseNs/1e3, 100*st.budget)
+	for k := range st.pending {
+		if k.g != 0 {
+			delete(st.pending, k)
+			st.goDropped++
+		}
+	}
+}
 
 // goTargets are the target executables that are Go programs (the
 // command's, or each process's), and whether every target's is one.
@@ -153,10 +187,14 @@ func (s *Session) idleComments() []string {
 			idle = idle.Plus(st.off.HTSums)
 		}
 	}
-	if idle.N == 0 {
-		return nil
+	var out []string
+	if s.off.goDetached != "" {
+		out = append(out, "off-CPU: "+s.off.goDetached)
 	}
-	return []string{fmt.Sprintf("off-CPU: %d sampled intervals (%.4g ms estimated) of threads idle in the Go scheduler left out: the goroutines' own intervals count their waits", idle.N, idle.Est/1e6)}
+	if idle.N == 0 {
+		return out
+	}
+	return append(out, fmt.Sprintf("off-CPU: %d sampled intervals (%.4g ms estimated) of threads idle in the Go scheduler left out: the goroutines' own intervals count their waits", idle.N, idle.Est/1e6))
 }
 
 // goTraced says whether img runs an executable with goroutine probes.

@@ -106,6 +106,11 @@ type OffCPUStats struct {
 	// GoNoPreempt says, for each executable whose preempted goroutines
 	// are not traced, why (its g.sched offsets unknown: no DWARF).
 	GoNoPreempt []string
+	// GoDetached says why and when the goroutine probes were detached
+	// for their cost ("" when they were not); GoDropped counts the
+	// goroutine intervals open then, dropped.
+	GoDetached string
+	GoDropped  uint64
 }
 
 // offState is a session's off-CPU state.
@@ -132,7 +137,12 @@ type offState struct {
 	// goNoPreempt says why the preemption probe is missing; idle
 	// remembers schedIdle's answer by stack (gopark.go).
 	goNoPreempt []string
-	idle        map[*rawStack]bool
+	// goDetached says why and when the goroutine probes were detached
+	// (goOverBudget; "" while attached or never), goDropped counts the
+	// goroutine intervals open then, dropped.
+	goDetached string
+	goDropped  uint64
+	idle       map[*rawStack]bool
 	// sched caches isSchedule by kernel address; tid is the thread of
 	// the record being handled (offKey).
 	sched map[uint64]bool
@@ -242,7 +252,7 @@ const offTuneEvery = 100 * time.Millisecond
 // with (their start records carry it), so every estimate stays unbiased.
 func (s *Session) tuneOffCPU() {
 	st := s.off
-	if st == nil || !st.auto || st.prog == nil || time.Since(st.tunedAt) < offTuneEvery {
+	if st == nil || st.prog == nil || time.Since(st.tunedAt) < offTuneEvery {
 		return
 	}
 	c, err := st.prog.Stats()
@@ -254,6 +264,10 @@ func (s *Session) tuneOffCPU() {
 	rate := float64(c.Switches-st.tunedSwitches) / secs
 	parks := float64(c.GoParks-st.tunedParks) / secs
 	st.tunedAt, st.tunedSwitches, st.tunedParks = now, c.Switches, c.GoParks
+	if !st.auto {
+		return // a probability given is the caller's choice, probes included
+	}
+	s.goOverBudget(parks)
 	// Both kinds of interval share the probability and the budget: per
 	// second, rate (base + p cost) + parks (goBase + p goCost) ns.
 	p := estimate.ChooseOffCPUProb(1, rate*offCPUBaseNs+parks*goParkBaseNs, rate*offCPUSampledNs+parks*goParkSampledNs, st.budget, offCPUMinProb)
@@ -505,7 +519,8 @@ func (s *Session) offStats() OffCPUStats {
 	if s.off == nil {
 		return OffCPUStats{}
 	}
-	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened, GoExes: s.off.goExes, GoNoPreempt: s.off.goNoPreempt}
+	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened, GoExes: s.off.goExes, GoNoPreempt: s.off.goNoPreempt,
+		GoDetached: s.off.goDetached, GoDropped: s.off.goDropped}
 	if s.off.prog == nil {
 		return st
 	}

@@ -208,6 +208,33 @@ func TestOffCPUGo(t *testing.T) {
 	t.Logf("%+v", st.OffCPU)
 }
 
+// TestOffCPUGoBudget: a goroutine ping-pong parks about 100,000 times a
+// second, and the goroutine probes' fixed cost (every park traps, whatever
+// the sampling probability) would take most of a CPU: under a chosen
+// probability they are detached within a tuning or two, and the run says
+// so.
+func TestOffCPUGoBudget(t *testing.T) {
+	bpftest.Require(t)
+	bin := filepath.Join(t.TempDir(), "gopingpong")
+	build := exec.Command(goTool(t), "build", "-o", bin, filepath.Join("..", "bench", "offcpu", "gopingpong"))
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gopingpong: %v\n%s", err, b)
+	}
+	_, st := offCPUTable(t, []string{bin, "300000"}, 0, export.OffCPUType, 0.95)
+	oc := st.OffCPU
+	t.Logf("%d parks, detached: %q", oc.GoParks, oc.GoDetached)
+	if len(oc.GoExes) != 1 {
+		t.Fatalf("goroutine probes not attached: %+v", oc)
+	}
+	if !strings.Contains(oc.GoDetached, "goroutine probes detached") {
+		t.Errorf("the goroutine probes were not detached after %d parks: %+v", oc.GoParks, oc)
+	}
+	// 600,000 parks in all: the probes saw a small part of them.
+	if oc.GoParks > 300000 {
+		t.Errorf("the probes saw %d of the 600,000 parks", oc.GoParks)
+	}
+}
+
 // TestOffCPUGoCoverage is the measurement behind docs/coverage.md
 // ("Goroutines off CPU"; make coverage-offcpu-go): TICKPROF_GO_COVERAGE_RUNS
 // runs of gooff at p = 0.5, each checking whether the 95% interval of the

@@ -282,6 +282,19 @@ func (c *OffCPU) Detach() error {
 	return err
 }
 
+// DetachGo detaches the goroutine probes (AttachGo), leaving the
+// sched_switch program attached.
+func (c *OffCPU) DetachGo() error {
+	var err error
+	for _, l := range c.goLinks {
+		if e := l.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	c.goLinks = nil
+	return err
+}
+
 // Close detaches the program and releases its objects.
 func (c *OffCPU) Close() error {
 	c.Detach()

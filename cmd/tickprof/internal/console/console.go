@@ -188,6 +188,9 @@ func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o S
 		for _, why := range oc.GoNoPreempt {
 			fmt.Fprintf(errw, "goroutines: preempted goroutines' waits not traced: %s\n", why)
 		}
+		if oc.GoDetached != "" {
+			fmt.Fprintf(errw, "warning: %s (%d goroutine intervals open then, dropped)\n", oc.GoDetached, oc.GoDropped)
+		}
 	}
 	tab, err := export.OffCPUReport(prof, o.OffCPU, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
