@@ -111,6 +111,12 @@ type OffCPUStats struct {
 	// goroutine intervals open then, dropped.
 	GoDetached string
 	GoDropped  uint64
+	// MeanSampledNs is the mean length of the sampled intervals (a
+	// goroutine's blocked and runnable parts apart) that ended: at tens
+	// of microseconds the sampling lengthens what it samples, and the
+	// estimates are biased upward (docs/statistics.md, "Observer
+	// effect"; ObserverBiasBelowNs).
+	MeanSampledNs float64
 }
 
 // offState is a session's off-CPU state.
@@ -142,7 +148,10 @@ type offState struct {
 	// goroutine intervals open then, dropped.
 	goDetached string
 	goDropped  uint64
-	idle       map[*rawStack]bool
+	// endedNs and endedN sum the sampled intervals (or parts) that
+	// ended, for MeanSampledNs.
+	endedNs, endedN uint64
+	idle            map[*rawStack]bool
 	// sched caches isSchedule by kernel address; tid is the thread of
 	// the record being handled (offKey).
 	sched map[uint64]bool
@@ -241,6 +250,12 @@ func (s *Session) startOffCPU() error {
 	s.off = st
 	return s.attachGoroutines(goExes)
 }
+
+// ObserverBiasBelowNs is the mean sampled interval below which off-CPU
+// estimates are reported as biased upward: on a pipe ping-pong of 10 µs
+// waits the sampled intervals averaged 16.8 µs, while waits of
+// milliseconds showed no bias (docs/statistics.md, "Observer effect").
+const ObserverBiasBelowNs = 100e3
 
 // offTuneEvery is how often tuneOffCPU follows the targets' switch rate.
 const offTuneEvery = 100 * time.Millisecond
@@ -465,6 +480,8 @@ func (s *Session) offEnd(p *offPending, d uint64, state uint32) {
 		st.off = &OffCPU{State: offStateName(state)}
 	}
 	st.off.Add(float64(d), p.prob)
+	s.off.endedNs += d
+	s.off.endedN++
 }
 
 // The states of bpf/offcpu.bpf.c (OFF_RUNNABLE, OFF_BLOCKED).
@@ -521,6 +538,9 @@ func (s *Session) offStats() OffCPUStats {
 	}
 	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened, GoExes: s.off.goExes, GoNoPreempt: s.off.goNoPreempt,
 		GoDetached: s.off.goDetached, GoDropped: s.off.goDropped}
+	if s.off.endedN > 0 {
+		st.MeanSampledNs = float64(s.off.endedNs) / float64(s.off.endedN)
+	}
 	if s.off.prog == nil {
 		return st
 	}

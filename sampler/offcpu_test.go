@@ -103,6 +103,10 @@ func TestOffCPURead(t *testing.T) {
 	if r.Cum.High-r.Cum.Low <= 0 {
 		t.Errorf("sampled estimate with an interval of no width: %+v", r.Cum)
 	}
+	// Waits of milliseconds: no observer-effect warning.
+	if m := st.OffCPU.MeanSampledNs; m < sampler.ObserverBiasBelowNs {
+		t.Errorf("mean sampled interval %.4g ns, under the warning's %.4g ns", m, float64(sampler.ObserverBiasBelowNs))
+	}
 }
 
 // TestOffCPUExactWall: with every interval taken (p = 1) the off-CPU part
