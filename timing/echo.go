@@ -37,13 +37,19 @@ type EchoConfig struct {
 	Model *estimate.OverheadModel
 }
 
-// The echo windows' defaults: a window holds hundreds of calls even at a
-// few hundred calls a second, and 5% of the run costs the calls in windows
-// one more trap each, about 0.07 us per call on average here. Each window
-// also leaves out the calls that overlap its attach and detach (about
-// 150 ms of calls).
+// The echo windows' defaults. 5% of the run costs the calls in windows one
+// more trap each, about 0.07 us per call on average here. The windows are
+// short and many rather than long and few because the overhead drifts
+// while a program runs (under CPU contention the bulk of it moved by
+// several hundred ns between batches 200 ms apart): the echoes must sample
+// as many moments of the run as the duty allows, and the spread between
+// their batches says how far they may still sit from the timed calls'
+// (estimate.OverheadDist). A 100 ms window holds tens of calls at a few
+// hundred calls a second. Each window also leaves out the calls that
+// overlap its attach and detach (about 150 ms of calls), so that 2-3 times
+// as many calls are left out as are echoed.
 const (
-	DefaultEchoWindow = 400 * time.Millisecond
+	DefaultEchoWindow = 100 * time.Millisecond
 	DefaultEchoDuty   = 0.05
 	// firstEchoAfter is when the first window opens: early, so that a
 	// short run has one.
@@ -69,9 +75,11 @@ type EchoResult struct {
 	// calls (estimate.BodyShare of their own length).
 	Model     estimate.OverheadModel
 	BodyShare float64
-	// Hist is the overheads' histogram, MaxNs the largest.
-	Hist  *histogram.Hist
-	MaxNs float64
+	// Hist is the overheads' histogram, MaxNs the largest; Batches split
+	// Hist by polling batch (the polls that read new echoes).
+	Hist    *histogram.Hist
+	MaxNs   float64
+	Batches []*histogram.Hist
 	// Missed counts echoes without their entry; Window the calls in echo
 	// windows and Excluded the calls overlapping an attach or detach:
 	// neither is among the calls timed.
@@ -88,6 +96,7 @@ type echoRunner struct {
 	err     error
 	last    []loader.EchoCounts
 	batches [][]estimate.EchoSums
+	hists   [][]*histogram.Hist
 }
 
 // echoed reports whether targets of kind k have echoes: user and Go
@@ -187,6 +196,7 @@ func (s *Session) pollEchoes() {
 	defer s.echo.mu.Unlock()
 	if s.echo.batches == nil {
 		s.echo.batches = make([][]estimate.EchoSums, len(cur))
+		s.echo.hists = make([][]*histogram.Hist, len(cur))
 	}
 	for i, c := range cur {
 		var prev loader.EchoCounts
@@ -195,9 +205,25 @@ func (s *Session) pollEchoes() {
 		}
 		if inc := echoSums(c).Sub(echoSums(prev)); inc.N > 0 {
 			s.echo.batches[i] = append(s.echo.batches[i], inc)
+			s.echo.hists[i] = append(s.echo.hists[i], histIncrement(c.Hist[:], prev.Hist[:]))
 		}
 	}
 	s.echo.last = cur
+}
+
+// histIncrement is the histogram of the overheads counted in cur and not in
+// prev (the two in the loader's layout, prev all zero before the first read).
+func histIncrement(cur, prev []uint64) *histogram.Hist {
+	h := &histogram.Hist{}
+	for b := range h.Counts {
+		if b < len(cur) {
+			h.Counts[b] = cur[b]
+			if b < len(prev) {
+				h.Counts[b] -= prev[b]
+			}
+		}
+	}
+	return h
 }
 
 // echoSums converts loader counts to the estimator's sums.
@@ -240,7 +266,7 @@ func (s *Session) echoResults(run *Result) []*EchoResult {
 		}
 		var batches []estimate.EchoSums
 		if i < len(s.echo.batches) {
-			batches = s.echo.batches[i]
+			batches, r.Batches = s.echo.batches[i], s.echo.hists[i]
 		}
 		if r.Model.Valid() && i < len(run.Targets) {
 			r.BodyShare = bodyShare(r.Sums, r.Model, run.Targets[i].Estimate.Mean)

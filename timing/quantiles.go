@@ -159,8 +159,12 @@ func correctQuantile(t *TargetResult, q estimate.Quantile, o estimate.Result) (e
 		return t.Hist.Quantile(p, estimate.Options{Confidence: conf})
 	}
 	gbar := e.Sums.G / math.Max(1, e.Sums.N)
-	od := estimate.OverheadDist{Hist: scaledHist{e.Hist, e.Model.A, e.Model.Slope(e.BodyShare) / e.Model.B}, N: uint64(e.Sums.N),
+	k := e.Model.Slope(e.BodyShare) / e.Model.B
+	od := estimate.OverheadDist{Hist: scaledHist{e.Hist, e.Model.A, k}, N: uint64(e.Sums.N),
 		Error: estimate.Z(conf) * e.Model.Spread(gbar)}
+	for _, b := range e.Batches {
+		od.Batches = append(od.Batches, scaledHist{b, e.Model.A, k})
+	}
 	return estimate.CorrectQuantileByDist(q.P, dq, od, o.Mean, conf)
 }
 
