@@ -199,7 +199,9 @@ func driftRun(rng *rand.Rand, k int) (bs, ds []float64, od OverheadDist) {
 			batch[i] = 10 * math.Ceil(overhead(ph)/10)
 		}
 		all = append(all, batch...)
-		od.Batches = append(od.Batches, bucketsOf(batch))
+		if m, ok := BucketMedian(bucketsOf(batch)); ok {
+			od.BatchMedians = append(od.BatchMedians, m)
+		}
 	}
 	od.Hist, od.N = bucketsOf(all), uint64(len(all))
 	return bs, ds, od
@@ -222,7 +224,7 @@ func TestCorrectQuantileByDistDrift(t *testing.T) {
 	for run := 0; run < runs; run++ {
 		bs, ds, od := driftRun(rng, 4)
 		pooled := od
-		pooled.Batches = nil
+		pooled.BatchMedians = nil
 		sort.Float64s(ds)
 		dq := func(p float64) (Quantile, error) {
 			return quantileOf(len(ds), func(r uint64) (float64, float64) { return ds[r-1], ds[r-1] }, ds[0], ds[len(ds)-1], p, Options{}, false)
@@ -373,16 +375,22 @@ func TestSampledMeanSmallBatches(t *testing.T) {
 
 // TestBatchShift checks the drift's half-width: two batches with medians
 // 100 and 200 give t_{0.975;1} (12.706) times the standard error of their
-// mean (50); one batch, or batches with one median, give 0.
+// mean (50); one batch, or equal medians, give 0. And BucketMedian finds
+// the median's bucket.
 func TestBatchShift(t *testing.T) {
-	a, b := bucketsOf([]float64{90, 100, 110}), bucketsOf([]float64{190, 200, 210})
-	if got := batchShift([]Bucketed{a, b}, 0.95); math.Abs(got-12.706*50) > 0.5 {
+	if got := batchShift([]float64{100, 200}, 0.95); math.Abs(got-12.706*50) > 0.5 {
 		t.Errorf("two batches: %v, want about %v", got, 12.706*50)
 	}
-	if got := batchShift([]Bucketed{a}, 0.95); got != 0 {
+	if got := batchShift([]float64{100}, 0.95); got != 0 {
 		t.Errorf("one batch: %v, want 0", got)
 	}
-	if got := batchShift([]Bucketed{a, a, a}, 0.95); got != 0 {
+	if got := batchShift([]float64{100, 100, 100}, 0.95); got != 0 {
 		t.Errorf("equal batches: %v, want 0", got)
+	}
+	if m, ok := BucketMedian(bucketsOf([]float64{90, 100, 100, 110, 300})); !ok || m != 100 {
+		t.Errorf("median %v, %v: want 100", m, ok)
+	}
+	if _, ok := BucketMedian(bucketsOf(nil)); ok {
+		t.Error("an empty histogram has a median")
 	}
 }

@@ -75,9 +75,10 @@ func CorrectQuantile(q Quantile, o Result) (Quantile, error) {
 
 // OverheadDist is the distribution of the per-call overhead: its values'
 // histogram (ns), the number of calls behind it and the model's error
-// (ns, at the confidence level) that widens each value. Batches, when
-// given, split Hist's calls by when they were measured (one histogram per
-// polling batch). The overhead drifts while a program runs
+// (ns, at the confidence level) that widens each value. BatchMedians,
+// when given, are the medians of Hist's calls split by when they were
+// measured (one per polling batch, BucketMedian of its histogram). The
+// overhead drifts while a program runs
 // (which CPU, who shares it: under contention the bulk of the overheads
 // moved by several hundred ns between batches 200 ms apart), and the
 // echoed calls come from a few windows: they are a cluster sample of the
@@ -85,10 +86,10 @@ func CorrectQuantile(q Quantile, o Result) (Quantile, error) {
 // such a drift. The batches' spread measures it (batchShift), and it
 // widens each value as the model's error does.
 type OverheadDist struct {
-	Hist    Bucketed
-	N       uint64
-	Error   float64
-	Batches []Bucketed
+	Hist         Bucketed
+	N            uint64
+	Error        float64
+	BatchMedians []float64
 }
 
 // CorrectQuantileByDist returns the p-quantile of the calls' own durations
@@ -105,7 +106,7 @@ func CorrectQuantileByDist(p float64, dq func(p float64) (Quantile, error), od O
 		return q, inputf("no overhead distribution")
 	}
 	steps := overheadSteps(od)
-	od.Error = math.Hypot(od.Error, batchShift(od.Batches, conf))
+	od.Error = math.Hypot(od.Error, batchShift(od.BatchMedians, conf))
 	band := math.Sqrt(math.Log(2/(1-conf)) / (2 * float64(od.N)))
 	lo, hi := 0.0, math.Inf(1)
 	for _, st := range steps {
@@ -170,16 +171,10 @@ func overheadSteps(od OverheadDist) []overheadStep {
 // batchShift is how far, at confidence conf, the overheads of the run's
 // calls may sit from those of the echoed calls as a whole: the Student t
 // interval's half-width, with k-1 degrees of freedom, of the mean of the k
-// non-empty batches' medians (each batch one draw of the run's drifting
+// batches' medians meds (each batch one draw of the run's drifting
 // conditions, the windows being at random times). 0 with fewer than two
 // batches: the drift is then not measured (docs/overhead.md).
-func batchShift(bs []Bucketed, conf float64) float64 {
-	var meds []float64
-	for _, b := range bs {
-		if m, ok := bucketMedian(b); ok {
-			meds = append(meds, m)
-		}
-	}
+func batchShift(meds []float64, conf float64) float64 {
 	k := float64(len(meds))
 	if k < 2 {
 		return 0
@@ -195,9 +190,9 @@ func batchShift(bs []Bucketed, conf float64) float64 {
 	return tQuantile(conf, k-1) * math.Sqrt(sq/(k-1)/k)
 }
 
-// bucketMedian is the middle of the bucket holding a histogram's median
-// (false for an empty one, or a median in the unbounded last bucket).
-func bucketMedian(b Bucketed) (float64, bool) {
+// BucketMedian is the middle of the bucket holding a histogram's median
+// (false for an empty one, or a median in an unbounded bucket).
+func BucketMedian(b Bucketed) (float64, bool) {
 	var n, cum uint64
 	for i := 0; i < b.Buckets(); i++ {
 		n += b.Count(i)

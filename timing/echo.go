@@ -46,8 +46,8 @@ type EchoConfig struct {
 // their batches says how far they may still sit from the timed calls'
 // (estimate.OverheadDist). A 100 ms window holds tens of calls at a few
 // hundred calls a second. Each window also leaves out the calls that
-// overlap its attach and detach (about 150 ms of calls), so that 2-3 times
-// as many calls are left out as are echoed.
+// overlap its attach and detach (plus loader.EchoSettle): on a loaded
+// machine 2-3 times as many calls as it echoes.
 const (
 	DefaultEchoWindow = 100 * time.Millisecond
 	DefaultEchoDuty   = 0.05
@@ -75,11 +75,12 @@ type EchoResult struct {
 	// calls (estimate.BodyShare of their own length).
 	Model     estimate.OverheadModel
 	BodyShare float64
-	// Hist is the overheads' histogram, MaxNs the largest; Batches split
-	// Hist by polling batch (the polls that read new echoes).
-	Hist    *histogram.Hist
-	MaxNs   float64
-	Batches []*histogram.Hist
+	// Hist is the overheads' histogram, MaxNs the largest; BatchMedians
+	// are the medians of Hist's values by polling batch (the polls that
+	// read new echoes; estimate.BucketMedian).
+	Hist         *histogram.Hist
+	MaxNs        float64
+	BatchMedians []float64
 	// Missed counts echoes without their entry; Window the calls in echo
 	// windows and Excluded the calls overlapping an attach or detach:
 	// neither is among the calls timed.
@@ -96,7 +97,7 @@ type echoRunner struct {
 	err     error
 	last    []loader.EchoCounts
 	batches [][]estimate.EchoSums
-	hists   [][]*histogram.Hist
+	medians [][]float64
 }
 
 // echoed reports whether targets of kind k have echoes: user and Go
@@ -196,7 +197,7 @@ func (s *Session) pollEchoes() {
 	defer s.echo.mu.Unlock()
 	if s.echo.batches == nil {
 		s.echo.batches = make([][]estimate.EchoSums, len(cur))
-		s.echo.hists = make([][]*histogram.Hist, len(cur))
+		s.echo.medians = make([][]float64, len(cur))
 	}
 	for i, c := range cur {
 		var prev loader.EchoCounts
@@ -205,7 +206,9 @@ func (s *Session) pollEchoes() {
 		}
 		if inc := echoSums(c).Sub(echoSums(prev)); inc.N > 0 {
 			s.echo.batches[i] = append(s.echo.batches[i], inc)
-			s.echo.hists[i] = append(s.echo.hists[i], histIncrement(c.Hist[:], prev.Hist[:]))
+			if m, ok := estimate.BucketMedian(histIncrement(c.Hist[:], prev.Hist[:])); ok {
+				s.echo.medians[i] = append(s.echo.medians[i], m)
+			}
 		}
 	}
 	s.echo.last = cur
@@ -266,7 +269,7 @@ func (s *Session) echoResults(run *Result) []*EchoResult {
 		}
 		var batches []estimate.EchoSums
 		if i < len(s.echo.batches) {
-			batches, r.Batches = s.echo.batches[i], s.echo.hists[i]
+			batches, r.BatchMedians = s.echo.batches[i], s.echo.medians[i]
 		}
 		if r.Model.Valid() && i < len(run.Targets) {
 			r.BodyShare = bodyShare(r.Sums, r.Model, run.Targets[i].Estimate.Mean)

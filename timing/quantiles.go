@@ -162,8 +162,8 @@ func correctQuantile(t *TargetResult, q estimate.Quantile, o estimate.Result) (e
 	k := e.Model.Slope(e.BodyShare) / e.Model.B
 	od := estimate.OverheadDist{Hist: scaledHist{e.Hist, e.Model.A, k}, N: uint64(e.Sums.N),
 		Error: estimate.Z(conf) * e.Model.Spread(gbar)}
-	for _, b := range e.Batches {
-		od.Batches = append(od.Batches, scaledHist{b, e.Model.A, k})
+	for _, m := range e.BatchMedians {
+		od.BatchMedians = append(od.BatchMedians, math.Max(0, e.Model.A+k*(m-e.Model.A)))
 	}
 	return estimate.CorrectQuantileByDist(q.P, dq, od, o.Mean, conf)
 }
