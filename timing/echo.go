@@ -37,19 +37,20 @@ type EchoConfig struct {
 	Model *estimate.OverheadModel
 }
 
-// The echo windows' defaults. 5% of the run costs the calls in windows one
-// more trap each, about 0.07 us per call on average here. The windows are
-// short and many rather than long and few because the overhead drifts
-// while a program runs (under CPU contention the bulk of it moved by
-// several hundred ns between batches 200 ms apart): the echoes must sample
-// as many moments of the run as the duty allows, and the spread between
-// their batches says how far they may still sit from the timed calls'
-// (estimate.OverheadDist). A 100 ms window holds tens of calls at a few
-// hundred calls a second. Each window also leaves out the calls that
-// overlap its attach and detach (plus loader.EchoSettle): on a loaded
-// machine 2-3 times as many calls as it echoes.
+// The echo windows' defaults: a window holds hundreds of calls even at a
+// few hundred calls a second, and 5% of the run costs the calls in windows
+// one more trap each, about 0.07 us per call on average here. Each window
+// also leaves out the calls that overlap its attach and detach (about
+// 150 ms of calls). The overhead drifts while a program runs, so that a
+// few windows see a few of its moments: the spread between their polling
+// batches carries that into the quantiles (estimate.OverheadDist). Shorter
+// windows, more of them for the same duty, were tried (100 ms): they left
+// out 2-3 times as many calls as they echoed, and under a load of 8-17 the
+// means of back-to-back calls and of a Go function after a channel wait
+// missed their truth in 3 of 8 runs against 0 of 12 with 400 ms windows
+// (docs/overhead.md).
 const (
-	DefaultEchoWindow = 100 * time.Millisecond
+	DefaultEchoWindow = 400 * time.Millisecond
 	DefaultEchoDuty   = 0.05
 	// firstEchoAfter is when the first window opens: early, so that a
 	// short run has one.
