@@ -78,13 +78,13 @@ func CorrectQuantile(q Quantile, o Result) (Quantile, error) {
 // (ns, at the confidence level) that widens each value. BatchMedians,
 // when given, are the medians of Hist's calls split by when they were
 // measured (one per polling batch, BucketMedian of its histogram). The
-// overhead drifts while a program runs
-// (which CPU, who shares it: under contention the bulk of the overheads
-// moved by several hundred ns between batches 200 ms apart), and the
-// echoed calls come from a few windows: they are a cluster sample of the
-// run's calls, whose distribution can sit apart from the timed calls' by
-// such a drift. The batches' spread measures it (batchShift), and it
-// widens each value as the model's error does.
+// overhead drifts while a program runs (which CPU, who shares it: under
+// contention the bulk of the overheads moved by several hundred ns between
+// batches 200 ms apart), and the echoed calls come from a few windows:
+// they are a cluster sample of the run's calls, whose distribution can sit
+// apart from the timed calls' by such a drift. The batches' spread
+// measures it (batchShift), and it widens each value as the model's error
+// does.
 type OverheadDist struct {
 	Hist         Bucketed
 	N            uint64
