@@ -75,11 +75,21 @@ func CorrectQuantile(q Quantile, o Result) (Quantile, error) {
 
 // OverheadDist is the distribution of the per-call overhead: its values'
 // histogram (ns), the number of calls behind it and the model's error
-// (ns, at the confidence level) that widens each value.
+// (ns, at the confidence level) that widens each value. BatchMedians,
+// when given, are the medians of Hist's calls split by when they were
+// measured (one per polling batch, BucketMedian of its histogram). The
+// overhead drifts while a program runs (which CPU, who shares it: under
+// contention the bulk of the overheads moved by several hundred ns between
+// batches 200 ms apart), and the echoed calls come from a few windows:
+// they are a cluster sample of the run's calls, whose distribution can sit
+// apart from the timed calls' by such a drift. The batches' spread
+// measures it (batchShift), and it widens each value as the model's error
+// does.
 type OverheadDist struct {
-	Hist  Bucketed
-	N     uint64
-	Error float64
+	Hist         Bucketed
+	N            uint64
+	Error        float64
+	BatchMedians []float64
 }
 
 // CorrectQuantileByDist returns the p-quantile of the calls' own durations
@@ -96,6 +106,7 @@ func CorrectQuantileByDist(p float64, dq func(p float64) (Quantile, error), od O
 		return q, inputf("no overhead distribution")
 	}
 	steps := overheadSteps(od)
+	od.Error = math.Hypot(od.Error, batchShift(od.BatchMedians, conf))
 	band := math.Sqrt(math.Log(2/(1-conf)) / (2 * float64(od.N)))
 	lo, hi := 0.0, math.Inf(1)
 	for _, st := range steps {
@@ -155,4 +166,45 @@ func overheadSteps(od OverheadDist) []overheadStep {
 		cum += n
 	}
 	return out
+}
+
+// batchShift is how far, at confidence conf, the overheads of the run's
+// calls may sit from those of the echoed calls as a whole: the Student t
+// interval's half-width, with k-1 degrees of freedom, of the mean of the k
+// batches' medians meds (each batch one draw of the run's drifting
+// conditions, the windows being at random times). 0 with fewer than two
+// batches: the drift is then not measured (docs/overhead.md).
+func batchShift(meds []float64, conf float64) float64 {
+	k := float64(len(meds))
+	if k < 2 {
+		return 0
+	}
+	var sum, sq float64
+	for _, m := range meds {
+		sum += m
+	}
+	mean := sum / k
+	for _, m := range meds {
+		sq += (m - mean) * (m - mean)
+	}
+	return tQuantile(conf, k-1) * math.Sqrt(sq/(k-1)/k)
+}
+
+// BucketMedian is the middle of the bucket holding a histogram's median
+// (false for an empty one, or a median in an unbounded bucket).
+func BucketMedian(b Bucketed) (float64, bool) {
+	var n, cum uint64
+	for i := 0; i < b.Buckets(); i++ {
+		n += b.Count(i)
+	}
+	if n == 0 {
+		return 0, false
+	}
+	for i := 0; i < b.Buckets(); i++ {
+		if cum += b.Count(i); 2*cum >= n {
+			lo, hi := b.Bounds(i)
+			return (lo + hi) / 2, !math.IsInf(hi, 1)
+		}
+	}
+	return 0, false
 }

@@ -41,7 +41,14 @@ type EchoConfig struct {
 // few hundred calls a second, and 5% of the run costs the calls in windows
 // one more trap each, about 0.07 us per call on average here. Each window
 // also leaves out the calls that overlap its attach and detach (about
-// 150 ms of calls).
+// 150 ms of calls). The overhead drifts while a program runs, so that a
+// few windows see a few of its moments: the spread between their polling
+// batches carries that into the quantiles (estimate.OverheadDist). Shorter
+// windows, more of them for the same duty, were tried (100 ms): they left
+// out 2-3 times as many calls as they echoed, and under a load of 8-17 the
+// means of back-to-back calls and of a Go function after a channel wait
+// missed their truth in 3 of 8 runs against 0 of 12 with 400 ms windows
+// (docs/overhead.md).
 const (
 	DefaultEchoWindow = 400 * time.Millisecond
 	DefaultEchoDuty   = 0.05
@@ -69,9 +76,12 @@ type EchoResult struct {
 	// calls (estimate.BodyShare of their own length).
 	Model     estimate.OverheadModel
 	BodyShare float64
-	// Hist is the overheads' histogram, MaxNs the largest.
-	Hist  *histogram.Hist
-	MaxNs float64
+	// Hist is the overheads' histogram, MaxNs the largest; BatchMedians
+	// are the medians of Hist's values by polling batch (the polls that
+	// read new echoes; estimate.BucketMedian).
+	Hist         *histogram.Hist
+	MaxNs        float64
+	BatchMedians []float64
 	// Missed counts echoes without their entry; Window the calls in echo
 	// windows and Excluded the calls overlapping an attach or detach:
 	// neither is among the calls timed.
@@ -88,6 +98,7 @@ type echoRunner struct {
 	err     error
 	last    []loader.EchoCounts
 	batches [][]estimate.EchoSums
+	medians [][]float64
 }
 
 // echoed reports whether targets of kind k have echoes: user and Go
@@ -187,6 +198,7 @@ func (s *Session) pollEchoes() {
 	defer s.echo.mu.Unlock()
 	if s.echo.batches == nil {
 		s.echo.batches = make([][]estimate.EchoSums, len(cur))
+		s.echo.medians = make([][]float64, len(cur))
 	}
 	for i, c := range cur {
 		var prev loader.EchoCounts
@@ -195,9 +207,27 @@ func (s *Session) pollEchoes() {
 		}
 		if inc := echoSums(c).Sub(echoSums(prev)); inc.N > 0 {
 			s.echo.batches[i] = append(s.echo.batches[i], inc)
+			if m, ok := estimate.BucketMedian(histIncrement(c.Hist[:], prev.Hist[:])); ok {
+				s.echo.medians[i] = append(s.echo.medians[i], m)
+			}
 		}
 	}
 	s.echo.last = cur
+}
+
+// histIncrement is the histogram of the overheads counted in cur and not in
+// prev (the two in the loader's layout, prev all zero before the first read).
+func histIncrement(cur, prev []uint64) *histogram.Hist {
+	h := &histogram.Hist{}
+	for b := range h.Counts {
+		if b < len(cur) {
+			h.Counts[b] = cur[b]
+			if b < len(prev) {
+				h.Counts[b] -= prev[b]
+			}
+		}
+	}
+	return h
 }
 
 // echoSums converts loader counts to the estimator's sums.
@@ -240,7 +270,7 @@ func (s *Session) echoResults(run *Result) []*EchoResult {
 		}
 		var batches []estimate.EchoSums
 		if i < len(s.echo.batches) {
-			batches = s.echo.batches[i]
+			batches, r.BatchMedians = s.echo.batches[i], s.echo.medians[i]
 		}
 		if r.Model.Valid() && i < len(run.Targets) {
 			r.BodyShare = bodyShare(r.Sums, r.Model, run.Targets[i].Estimate.Mean)

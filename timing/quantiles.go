@@ -159,8 +159,12 @@ func correctQuantile(t *TargetResult, q estimate.Quantile, o estimate.Result) (e
 		return t.Hist.Quantile(p, estimate.Options{Confidence: conf})
 	}
 	gbar := e.Sums.G / math.Max(1, e.Sums.N)
-	od := estimate.OverheadDist{Hist: scaledHist{e.Hist, e.Model.A, e.Model.Slope(e.BodyShare) / e.Model.B}, N: uint64(e.Sums.N),
+	k := e.Model.Slope(e.BodyShare) / e.Model.B
+	od := estimate.OverheadDist{Hist: scaledHist{e.Hist, e.Model.A, k}, N: uint64(e.Sums.N),
 		Error: estimate.Z(conf) * e.Model.Spread(gbar)}
+	for _, m := range e.BatchMedians {
+		od.BatchMedians = append(od.BatchMedians, math.Max(0, e.Model.A+k*(m-e.Model.A)))
+	}
 	return estimate.CorrectQuantileByDist(q.P, dq, od, o.Mean, conf)
 }
 
