@@ -179,7 +179,7 @@ func (s *Session) schedIdle(st *rawStack) bool {
 }
 
 // idleComments name the thread intervals schedIdle left out of the
-// profile.
+// profile, and the goroutine probes' detach (goOverBudget).
 func (s *Session) idleComments() []string {
 	var idle estimate.HTSums
 	for _, st := range s.stacks {
@@ -188,7 +188,7 @@ func (s *Session) idleComments() []string {
 		}
 	}
 	var out []string
-	if s.off.goDetached != "" {
+	if s.off != nil && s.off.goDetached != "" {
 		out = append(out, "off-CPU: "+s.off.goDetached)
 	}
 	if idle.N == 0 {
