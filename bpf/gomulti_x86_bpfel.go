@@ -179,49 +179,50 @@ type GomultiTpUrecord struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	GomultiMapGoStats       = "go_stats"
-	GomultiMapTpCheck       = "tp_check"
-	GomultiMapTpCounters    = "tp_counters"
-	GomultiMapTpEcho        = "tp_echo"
-	GomultiMapTpEchoModels  = "tp_echo_models"
-	GomultiMapTpEchoes      = "tp_echoes"
-	GomultiMapTpEntries     = "tp_entries"
-	GomultiMapTpFrames      = "tp_frames"
-	GomultiMapTpInflight    = "tp_inflight"
-	GomultiMapTpQhist       = "tp_qhist"
-	GomultiMapTpQrCfg       = "tp_qr_cfg"
-	GomultiMapTpQrPool      = "tp_qr_pool"
-	GomultiMapTpRecords     = "tp_records"
-	GomultiMapTpRng         = "tp_rng"
-	GomultiMapTpRunstats    = "tp_runstats"
-	GomultiMapTpStacks      = "tp_stacks"
-	GomultiMapTpTasks       = "tp_tasks"
-	GomultiMapTpUstack      = "tp_ustack"
-	GomultiMapTpWindow      = "tp_window"
-	GomultiMapTpZero        = "tp_zero"
-	GomultiProgGoEcho       = "go_echo"
-	GomultiProgGoEchoMulti  = "go_echo_multi"
-	GomultiProgGoEntry      = "go_entry"
-	GomultiProgGoEntryMulti = "go_entry_multi"
-	GomultiProgGoExit       = "go_exit"
-	GomultiProgGoExitMulti  = "go_exit_multi"
-	GomultiVarGoGoidOff     = "go_goid_off"
-	GomultiVarGoStackhiOff  = "go_stackhi_off"
-	GomultiVarGoUnusedStats = "go_unused_stats"
-	GomultiVarTpCheckEvery  = "tp_check_every"
-	GomultiVarTpClock       = "tp_clock"
-	GomultiVarTpEchoOn      = "tp_echo_on"
-	GomultiVarTpExact       = "tp_exact"
-	GomultiVarTpFilterTgid  = "tp_filter_tgid"
-	GomultiVarTpOneTarget   = "tp_one_target"
-	GomultiVarTpQrefine     = "tp_qrefine"
-	GomultiVarTpQuantiles   = "tp_quantiles"
-	GomultiVarTpRecordNs    = "tp_record_ns"
-	GomultiVarTpRecordShift = "tp_record_shift"
-	GomultiVarTpStackBytes  = "tp_stack_bytes"
-	GomultiVarTpTickNs      = "tp_tick_ns"
-	GomultiVarTpWantRecords = "tp_want_records"
-	GomultiVarTpWindowed    = "tp_windowed"
+	GomultiMapGoStats        = "go_stats"
+	GomultiMapTpCheck        = "tp_check"
+	GomultiMapTpCounters     = "tp_counters"
+	GomultiMapTpEcho         = "tp_echo"
+	GomultiMapTpEchoModels   = "tp_echo_models"
+	GomultiMapTpEchoes       = "tp_echoes"
+	GomultiMapTpEntries      = "tp_entries"
+	GomultiMapTpFrames       = "tp_frames"
+	GomultiMapTpInflight     = "tp_inflight"
+	GomultiMapTpQhist        = "tp_qhist"
+	GomultiMapTpQrCfg        = "tp_qr_cfg"
+	GomultiMapTpQrPool       = "tp_qr_pool"
+	GomultiMapTpRecords      = "tp_records"
+	GomultiMapTpRng          = "tp_rng"
+	GomultiMapTpRunstats     = "tp_runstats"
+	GomultiMapTpStacks       = "tp_stacks"
+	GomultiMapTpTasks        = "tp_tasks"
+	GomultiMapTpUstack       = "tp_ustack"
+	GomultiMapTpWindow       = "tp_window"
+	GomultiMapTpZero         = "tp_zero"
+	GomultiProgGoEcho        = "go_echo"
+	GomultiProgGoEchoMulti   = "go_echo_multi"
+	GomultiProgGoEntry       = "go_entry"
+	GomultiProgGoEntryMulti  = "go_entry_multi"
+	GomultiProgGoExit        = "go_exit"
+	GomultiProgGoExitMulti   = "go_exit_multi"
+	GomultiVarGoGoidOff      = "go_goid_off"
+	GomultiVarGoStackhiOff   = "go_stackhi_off"
+	GomultiVarGoUnusedStats  = "go_unused_stats"
+	GomultiVarTpCheckEvery   = "tp_check_every"
+	GomultiVarTpClock        = "tp_clock"
+	GomultiVarTpEchoOn       = "tp_echo_on"
+	GomultiVarTpExact        = "tp_exact"
+	GomultiVarTpFilterTgid   = "tp_filter_tgid"
+	GomultiVarTpOneTarget    = "tp_one_target"
+	GomultiVarTpQrefine      = "tp_qrefine"
+	GomultiVarTpQuantiles    = "tp_quantiles"
+	GomultiVarTpRecordNs     = "tp_record_ns"
+	GomultiVarTpRecordShift  = "tp_record_shift"
+	GomultiVarTpRecordsWoken = "tp_records_woken"
+	GomultiVarTpStackBytes   = "tp_stack_bytes"
+	GomultiVarTpTickNs       = "tp_tick_ns"
+	GomultiVarTpWantRecords  = "tp_want_records"
+	GomultiVarTpWindowed     = "tp_windowed"
 )
 
 // LoadGomulti returns the embedded CollectionSpec for Gomulti.
@@ -304,23 +305,24 @@ type GomultiMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GomultiVariableSpecs struct {
-	GoGoidOff     *ebpf.VariableSpec `ebpf:"go_goid_off"`
-	GoStackhiOff  *ebpf.VariableSpec `ebpf:"go_stackhi_off"`
-	GoUnusedStats *ebpf.VariableSpec `ebpf:"go_unused_stats"`
-	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
-	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
+	GoGoidOff      *ebpf.VariableSpec `ebpf:"go_goid_off"`
+	GoStackhiOff   *ebpf.VariableSpec `ebpf:"go_stackhi_off"`
+	GoUnusedStats  *ebpf.VariableSpec `ebpf:"go_unused_stats"`
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.VariableSpec `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // GomultiObjects contains all objects after they have been loaded into the kernel.
@@ -394,23 +396,24 @@ func (m *GomultiMaps) Close() error {
 //
 // It can be passed to LoadGomultiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GomultiVariables struct {
-	GoGoidOff     *ebpf.Variable `ebpf:"go_goid_off"`
-	GoStackhiOff  *ebpf.Variable `ebpf:"go_stackhi_off"`
-	GoUnusedStats *ebpf.Variable `ebpf:"go_unused_stats"`
-	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
-	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
+	GoGoidOff      *ebpf.Variable `ebpf:"go_goid_off"`
+	GoStackhiOff   *ebpf.Variable `ebpf:"go_stackhi_off"`
+	GoUnusedStats  *ebpf.Variable `ebpf:"go_unused_stats"`
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.Variable `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // GomultiPrograms contains all programs after they have been loaded into the kernel.

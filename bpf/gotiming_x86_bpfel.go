@@ -179,46 +179,47 @@ type GoTimingTpUrecord struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	GoTimingMapGoStats       = "go_stats"
-	GoTimingMapTpCheck       = "tp_check"
-	GoTimingMapTpCounters    = "tp_counters"
-	GoTimingMapTpEcho        = "tp_echo"
-	GoTimingMapTpEchoModels  = "tp_echo_models"
-	GoTimingMapTpEchoes      = "tp_echoes"
-	GoTimingMapTpEntries     = "tp_entries"
-	GoTimingMapTpFrames      = "tp_frames"
-	GoTimingMapTpInflight    = "tp_inflight"
-	GoTimingMapTpQhist       = "tp_qhist"
-	GoTimingMapTpQrCfg       = "tp_qr_cfg"
-	GoTimingMapTpQrPool      = "tp_qr_pool"
-	GoTimingMapTpRecords     = "tp_records"
-	GoTimingMapTpRng         = "tp_rng"
-	GoTimingMapTpRunstats    = "tp_runstats"
-	GoTimingMapTpStacks      = "tp_stacks"
-	GoTimingMapTpTasks       = "tp_tasks"
-	GoTimingMapTpUstack      = "tp_ustack"
-	GoTimingMapTpWindow      = "tp_window"
-	GoTimingMapTpZero        = "tp_zero"
-	GoTimingProgGoEcho       = "go_echo"
-	GoTimingProgGoEntry      = "go_entry"
-	GoTimingProgGoExit       = "go_exit"
-	GoTimingVarGoGoidOff     = "go_goid_off"
-	GoTimingVarGoStackhiOff  = "go_stackhi_off"
-	GoTimingVarGoUnusedStats = "go_unused_stats"
-	GoTimingVarTpCheckEvery  = "tp_check_every"
-	GoTimingVarTpClock       = "tp_clock"
-	GoTimingVarTpEchoOn      = "tp_echo_on"
-	GoTimingVarTpExact       = "tp_exact"
-	GoTimingVarTpFilterTgid  = "tp_filter_tgid"
-	GoTimingVarTpOneTarget   = "tp_one_target"
-	GoTimingVarTpQrefine     = "tp_qrefine"
-	GoTimingVarTpQuantiles   = "tp_quantiles"
-	GoTimingVarTpRecordNs    = "tp_record_ns"
-	GoTimingVarTpRecordShift = "tp_record_shift"
-	GoTimingVarTpStackBytes  = "tp_stack_bytes"
-	GoTimingVarTpTickNs      = "tp_tick_ns"
-	GoTimingVarTpWantRecords = "tp_want_records"
-	GoTimingVarTpWindowed    = "tp_windowed"
+	GoTimingMapGoStats        = "go_stats"
+	GoTimingMapTpCheck        = "tp_check"
+	GoTimingMapTpCounters     = "tp_counters"
+	GoTimingMapTpEcho         = "tp_echo"
+	GoTimingMapTpEchoModels   = "tp_echo_models"
+	GoTimingMapTpEchoes       = "tp_echoes"
+	GoTimingMapTpEntries      = "tp_entries"
+	GoTimingMapTpFrames       = "tp_frames"
+	GoTimingMapTpInflight     = "tp_inflight"
+	GoTimingMapTpQhist        = "tp_qhist"
+	GoTimingMapTpQrCfg        = "tp_qr_cfg"
+	GoTimingMapTpQrPool       = "tp_qr_pool"
+	GoTimingMapTpRecords      = "tp_records"
+	GoTimingMapTpRng          = "tp_rng"
+	GoTimingMapTpRunstats     = "tp_runstats"
+	GoTimingMapTpStacks       = "tp_stacks"
+	GoTimingMapTpTasks        = "tp_tasks"
+	GoTimingMapTpUstack       = "tp_ustack"
+	GoTimingMapTpWindow       = "tp_window"
+	GoTimingMapTpZero         = "tp_zero"
+	GoTimingProgGoEcho        = "go_echo"
+	GoTimingProgGoEntry       = "go_entry"
+	GoTimingProgGoExit        = "go_exit"
+	GoTimingVarGoGoidOff      = "go_goid_off"
+	GoTimingVarGoStackhiOff   = "go_stackhi_off"
+	GoTimingVarGoUnusedStats  = "go_unused_stats"
+	GoTimingVarTpCheckEvery   = "tp_check_every"
+	GoTimingVarTpClock        = "tp_clock"
+	GoTimingVarTpEchoOn       = "tp_echo_on"
+	GoTimingVarTpExact        = "tp_exact"
+	GoTimingVarTpFilterTgid   = "tp_filter_tgid"
+	GoTimingVarTpOneTarget    = "tp_one_target"
+	GoTimingVarTpQrefine      = "tp_qrefine"
+	GoTimingVarTpQuantiles    = "tp_quantiles"
+	GoTimingVarTpRecordNs     = "tp_record_ns"
+	GoTimingVarTpRecordShift  = "tp_record_shift"
+	GoTimingVarTpRecordsWoken = "tp_records_woken"
+	GoTimingVarTpStackBytes   = "tp_stack_bytes"
+	GoTimingVarTpTickNs       = "tp_tick_ns"
+	GoTimingVarTpWantRecords  = "tp_want_records"
+	GoTimingVarTpWindowed     = "tp_windowed"
 )
 
 // LoadGoTiming returns the embedded CollectionSpec for GoTiming.
@@ -298,23 +299,24 @@ type GoTimingMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GoTimingVariableSpecs struct {
-	GoGoidOff     *ebpf.VariableSpec `ebpf:"go_goid_off"`
-	GoStackhiOff  *ebpf.VariableSpec `ebpf:"go_stackhi_off"`
-	GoUnusedStats *ebpf.VariableSpec `ebpf:"go_unused_stats"`
-	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
-	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
+	GoGoidOff      *ebpf.VariableSpec `ebpf:"go_goid_off"`
+	GoStackhiOff   *ebpf.VariableSpec `ebpf:"go_stackhi_off"`
+	GoUnusedStats  *ebpf.VariableSpec `ebpf:"go_unused_stats"`
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.VariableSpec `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // GoTimingObjects contains all objects after they have been loaded into the kernel.
@@ -388,23 +390,24 @@ func (m *GoTimingMaps) Close() error {
 //
 // It can be passed to LoadGoTimingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GoTimingVariables struct {
-	GoGoidOff     *ebpf.Variable `ebpf:"go_goid_off"`
-	GoStackhiOff  *ebpf.Variable `ebpf:"go_stackhi_off"`
-	GoUnusedStats *ebpf.Variable `ebpf:"go_unused_stats"`
-	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
-	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
+	GoGoidOff      *ebpf.Variable `ebpf:"go_goid_off"`
+	GoStackhiOff   *ebpf.Variable `ebpf:"go_stackhi_off"`
+	GoUnusedStats  *ebpf.Variable `ebpf:"go_unused_stats"`
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.Variable `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // GoTimingPrograms contains all programs after they have been loaded into the kernel.

@@ -206,6 +206,7 @@ const (
 	KfuncVarTpQuantiles    = "tp_quantiles"
 	KfuncVarTpRecordNs     = "tp_record_ns"
 	KfuncVarTpRecordShift  = "tp_record_shift"
+	KfuncVarTpRecordsWoken = "tp_records_woken"
 	KfuncVarTpStackBytes   = "tp_stack_bytes"
 	KfuncVarTpTickNs       = "tp_tick_ns"
 	KfuncVarTpWantRecords  = "tp_want_records"
@@ -289,21 +290,22 @@ type KfuncMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type KfuncVariableSpecs struct {
-	KfTarget      *ebpf.VariableSpec `ebpf:"kf_target"`
-	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
-	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
+	KfTarget       *ebpf.VariableSpec `ebpf:"kf_target"`
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.VariableSpec `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // KfuncObjects contains all objects after they have been loaded into the kernel.
@@ -375,21 +377,22 @@ func (m *KfuncMaps) Close() error {
 //
 // It can be passed to LoadKfuncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type KfuncVariables struct {
-	KfTarget      *ebpf.Variable `ebpf:"kf_target"`
-	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
-	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
+	KfTarget       *ebpf.Variable `ebpf:"kf_target"`
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.Variable `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // KfuncPrograms contains all programs after they have been loaded into the kernel.

@@ -181,48 +181,49 @@ type SyscallTpUrecord struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	SyscallMapScSlots       = "sc_slots"
-	SyscallMapScTargets     = "sc_targets"
-	SyscallMapTpCheck       = "tp_check"
-	SyscallMapTpCounters    = "tp_counters"
-	SyscallMapTpEcho        = "tp_echo"
-	SyscallMapTpEchoModels  = "tp_echo_models"
-	SyscallMapTpEchoes      = "tp_echoes"
-	SyscallMapTpEntries     = "tp_entries"
-	SyscallMapTpFrames      = "tp_frames"
-	SyscallMapTpInflight    = "tp_inflight"
-	SyscallMapTpQhist       = "tp_qhist"
-	SyscallMapTpQrCfg       = "tp_qr_cfg"
-	SyscallMapTpQrPool      = "tp_qr_pool"
-	SyscallMapTpRecords     = "tp_records"
-	SyscallMapTpRng         = "tp_rng"
-	SyscallMapTpRunstats    = "tp_runstats"
-	SyscallMapTpStacks      = "tp_stacks"
-	SyscallMapTpTasks       = "tp_tasks"
-	SyscallMapTpUstack      = "tp_ustack"
-	SyscallMapTpWindow      = "tp_window"
-	SyscallMapTpZero        = "tp_zero"
-	SyscallProgScEmptyEnter = "sc_empty_enter"
-	SyscallProgScEmptyExit  = "sc_empty_exit"
-	SyscallProgScRawEnter   = "sc_raw_enter"
-	SyscallProgScRawExit    = "sc_raw_exit"
-	SyscallProgScTpEnter    = "sc_tp_enter"
-	SyscallProgScTpExit     = "sc_tp_exit"
-	SyscallVarScSlotMask    = "sc_slot_mask"
-	SyscallVarTpCheckEvery  = "tp_check_every"
-	SyscallVarTpClock       = "tp_clock"
-	SyscallVarTpEchoOn      = "tp_echo_on"
-	SyscallVarTpExact       = "tp_exact"
-	SyscallVarTpFilterTgid  = "tp_filter_tgid"
-	SyscallVarTpOneTarget   = "tp_one_target"
-	SyscallVarTpQrefine     = "tp_qrefine"
-	SyscallVarTpQuantiles   = "tp_quantiles"
-	SyscallVarTpRecordNs    = "tp_record_ns"
-	SyscallVarTpRecordShift = "tp_record_shift"
-	SyscallVarTpStackBytes  = "tp_stack_bytes"
-	SyscallVarTpTickNs      = "tp_tick_ns"
-	SyscallVarTpWantRecords = "tp_want_records"
-	SyscallVarTpWindowed    = "tp_windowed"
+	SyscallMapScSlots        = "sc_slots"
+	SyscallMapScTargets      = "sc_targets"
+	SyscallMapTpCheck        = "tp_check"
+	SyscallMapTpCounters     = "tp_counters"
+	SyscallMapTpEcho         = "tp_echo"
+	SyscallMapTpEchoModels   = "tp_echo_models"
+	SyscallMapTpEchoes       = "tp_echoes"
+	SyscallMapTpEntries      = "tp_entries"
+	SyscallMapTpFrames       = "tp_frames"
+	SyscallMapTpInflight     = "tp_inflight"
+	SyscallMapTpQhist        = "tp_qhist"
+	SyscallMapTpQrCfg        = "tp_qr_cfg"
+	SyscallMapTpQrPool       = "tp_qr_pool"
+	SyscallMapTpRecords      = "tp_records"
+	SyscallMapTpRng          = "tp_rng"
+	SyscallMapTpRunstats     = "tp_runstats"
+	SyscallMapTpStacks       = "tp_stacks"
+	SyscallMapTpTasks        = "tp_tasks"
+	SyscallMapTpUstack       = "tp_ustack"
+	SyscallMapTpWindow       = "tp_window"
+	SyscallMapTpZero         = "tp_zero"
+	SyscallProgScEmptyEnter  = "sc_empty_enter"
+	SyscallProgScEmptyExit   = "sc_empty_exit"
+	SyscallProgScRawEnter    = "sc_raw_enter"
+	SyscallProgScRawExit     = "sc_raw_exit"
+	SyscallProgScTpEnter     = "sc_tp_enter"
+	SyscallProgScTpExit      = "sc_tp_exit"
+	SyscallVarScSlotMask     = "sc_slot_mask"
+	SyscallVarTpCheckEvery   = "tp_check_every"
+	SyscallVarTpClock        = "tp_clock"
+	SyscallVarTpEchoOn       = "tp_echo_on"
+	SyscallVarTpExact        = "tp_exact"
+	SyscallVarTpFilterTgid   = "tp_filter_tgid"
+	SyscallVarTpOneTarget    = "tp_one_target"
+	SyscallVarTpQrefine      = "tp_qrefine"
+	SyscallVarTpQuantiles    = "tp_quantiles"
+	SyscallVarTpRecordNs     = "tp_record_ns"
+	SyscallVarTpRecordShift  = "tp_record_shift"
+	SyscallVarTpRecordsWoken = "tp_records_woken"
+	SyscallVarTpStackBytes   = "tp_stack_bytes"
+	SyscallVarTpTickNs       = "tp_tick_ns"
+	SyscallVarTpWantRecords  = "tp_want_records"
+	SyscallVarTpWindowed     = "tp_windowed"
 )
 
 // LoadSyscall returns the embedded CollectionSpec for Syscall.
@@ -306,21 +307,22 @@ type SyscallMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SyscallVariableSpecs struct {
-	ScSlotMask    *ebpf.VariableSpec `ebpf:"sc_slot_mask"`
-	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
-	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
+	ScSlotMask     *ebpf.VariableSpec `ebpf:"sc_slot_mask"`
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.VariableSpec `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // SyscallObjects contains all objects after they have been loaded into the kernel.
@@ -396,21 +398,22 @@ func (m *SyscallMaps) Close() error {
 //
 // It can be passed to LoadSyscallObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SyscallVariables struct {
-	ScSlotMask    *ebpf.Variable `ebpf:"sc_slot_mask"`
-	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
-	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
+	ScSlotMask     *ebpf.Variable `ebpf:"sc_slot_mask"`
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.Variable `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // SyscallPrograms contains all programs after they have been loaded into the kernel.

@@ -583,6 +583,23 @@ static __always_inline int tp_enter(__u64 id, __u32 target)
 	return 0;
 }
 
+/* tp_records_woken is set by the run's first crossing record, which wakes
+ * the reader (the others are written without a wakeup and read on its
+ * polls): a command the session started has mapped its libraries by its
+ * first timed call, and the reader rereads its maps from that record at
+ * once, while the process surely lives; read at the next poll, a short
+ * command under load had exited, and every caller stack ended at main. */
+__u32 tp_records_woken = 0;
+
+/* tp_record_wake is the wakeup flag of a crossing record (above). */
+static __always_inline __u64 tp_record_wake(void)
+{
+	if (tp_records_woken)
+		return BPF_RB_NO_WAKEUP;
+	tp_records_woken = 1;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
 /* tp_urecord_out writes the crossing record of a uretprobe (ctx) with its
  * user registers and stack copy; it returns nonzero when there is no copy
  * (the caller then writes a record with a frame-pointer stack). */
@@ -611,7 +628,7 @@ static __always_inline int tp_urecord_out(struct pt_regs *ctx, __u32 target, __u
 	size = sizeof(*u) - TP_MAX_STACK + u->stack_len;
 	if (size > sizeof(*u))
 		size = sizeof(*u);
-	if (bpf_ringbuf_output(&tp_records, u, size, BPF_RB_NO_WAKEUP) < 0) {
+	if (bpf_ringbuf_output(&tp_records, u, size, tp_record_wake()) < 0) {
 		struct tp_stats *s = tp_stats_get();
 		if (s)
 			s->ring_drops++;
@@ -694,7 +711,7 @@ static __always_inline void tp_account(void *ctx, struct tp_counts *c, __u32 tar
 		if (s)
 			s->stack_fails++;
 	}
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(r, tp_record_wake());
 }
 
 /* tp_record_ticks is the rt of tp_account for a call from entry ns e to

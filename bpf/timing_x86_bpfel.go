@@ -208,6 +208,7 @@ const (
 	TimingVarTpQuantiles    = "tp_quantiles"
 	TimingVarTpRecordNs     = "tp_record_ns"
 	TimingVarTpRecordShift  = "tp_record_shift"
+	TimingVarTpRecordsWoken = "tp_records_woken"
 	TimingVarTpStackBytes   = "tp_stack_bytes"
 	TimingVarTpTickNs       = "tp_tick_ns"
 	TimingVarTpUnusedRecord = "tp_unused_record"
@@ -303,6 +304,7 @@ type TimingVariableSpecs struct {
 	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.VariableSpec `ebpf:"tp_records_woken"`
 	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
 	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.VariableSpec `ebpf:"tp_unused_record"`
@@ -389,6 +391,7 @@ type TimingVariables struct {
 	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.Variable `ebpf:"tp_records_woken"`
 	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
 	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpUnusedRecord *ebpf.Variable `ebpf:"tp_unused_record"`

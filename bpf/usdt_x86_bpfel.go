@@ -244,6 +244,7 @@ const (
 	UsdtVarTpQuantiles      = "tp_quantiles"
 	UsdtVarTpRecordNs       = "tp_record_ns"
 	UsdtVarTpRecordShift    = "tp_record_shift"
+	UsdtVarTpRecordsWoken   = "tp_records_woken"
 	UsdtVarTpStackBytes     = "tp_stack_bytes"
 	UsdtVarTpTickNs         = "tp_tick_ns"
 	UsdtVarTpWantRecords    = "tp_want_records"
@@ -344,6 +345,7 @@ type UsdtVariableSpecs struct {
 	TpQuantiles      *ebpf.VariableSpec `ebpf:"tp_quantiles"`
 	TpRecordNs       *ebpf.VariableSpec `ebpf:"tp_record_ns"`
 	TpRecordShift    *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken   *ebpf.VariableSpec `ebpf:"tp_records_woken"`
 	TpStackBytes     *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
 	TpTickNs         *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
 	TpWantRecords    *ebpf.VariableSpec `ebpf:"tp_want_records"`
@@ -437,6 +439,7 @@ type UsdtVariables struct {
 	TpQuantiles      *ebpf.Variable `ebpf:"tp_quantiles"`
 	TpRecordNs       *ebpf.Variable `ebpf:"tp_record_ns"`
 	TpRecordShift    *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken   *ebpf.Variable `ebpf:"tp_records_woken"`
 	TpStackBytes     *ebpf.Variable `ebpf:"tp_stack_bytes"`
 	TpTickNs         *ebpf.Variable `ebpf:"tp_tick_ns"`
 	TpWantRecords    *ebpf.Variable `ebpf:"tp_want_records"`

@@ -172,59 +172,60 @@ type CostTpUrecord struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	CostMapTpCheck       = "tp_check"
-	CostMapTpCounters    = "tp_counters"
-	CostMapTpEcho        = "tp_echo"
-	CostMapTpEchoModels  = "tp_echo_models"
-	CostMapTpEchoes      = "tp_echoes"
-	CostMapTpEntries     = "tp_entries"
-	CostMapTpFrames      = "tp_frames"
-	CostMapTpInflight    = "tp_inflight"
-	CostMapTpQhist       = "tp_qhist"
-	CostMapTpQrCfg       = "tp_qr_cfg"
-	CostMapTpQrPool      = "tp_qr_pool"
-	CostMapTpRecords     = "tp_records"
-	CostMapTpRng         = "tp_rng"
-	CostMapTpRunstats    = "tp_runstats"
-	CostMapTpStacks      = "tp_stacks"
-	CostMapTpTasks       = "tp_tasks"
-	CostMapTpUstack      = "tp_ustack"
-	CostMapTpWindow      = "tp_window"
-	CostMapTpZero        = "tp_zero"
-	CostProgCostE0       = "cost_e0"
-	CostProgCostE1       = "cost_e1"
-	CostProgCostE2       = "cost_e2"
-	CostProgCostE3       = "cost_e3"
-	CostProgCostE4       = "cost_e4"
-	CostProgCostE5       = "cost_e5"
-	CostProgCostE6       = "cost_e6"
-	CostProgCostEm       = "cost_em"
-	CostProgCostEt       = "cost_et"
-	CostProgCostS        = "cost_s"
-	CostProgCostX0       = "cost_x0"
-	CostProgCostX1       = "cost_x1"
-	CostProgCostX2       = "cost_x2"
-	CostProgCostX3       = "cost_x3"
-	CostProgCostX4       = "cost_x4"
-	CostProgCostX5       = "cost_x5"
-	CostProgCostX6       = "cost_x6"
-	CostProgCostXm       = "cost_xm"
-	CostProgCostXt       = "cost_xt"
-	CostVarCostSink      = "cost_sink"
-	CostVarTpCheckEvery  = "tp_check_every"
-	CostVarTpClock       = "tp_clock"
-	CostVarTpEchoOn      = "tp_echo_on"
-	CostVarTpExact       = "tp_exact"
-	CostVarTpFilterTgid  = "tp_filter_tgid"
-	CostVarTpOneTarget   = "tp_one_target"
-	CostVarTpQrefine     = "tp_qrefine"
-	CostVarTpQuantiles   = "tp_quantiles"
-	CostVarTpRecordNs    = "tp_record_ns"
-	CostVarTpRecordShift = "tp_record_shift"
-	CostVarTpStackBytes  = "tp_stack_bytes"
-	CostVarTpTickNs      = "tp_tick_ns"
-	CostVarTpWantRecords = "tp_want_records"
-	CostVarTpWindowed    = "tp_windowed"
+	CostMapTpCheck        = "tp_check"
+	CostMapTpCounters     = "tp_counters"
+	CostMapTpEcho         = "tp_echo"
+	CostMapTpEchoModels   = "tp_echo_models"
+	CostMapTpEchoes       = "tp_echoes"
+	CostMapTpEntries      = "tp_entries"
+	CostMapTpFrames       = "tp_frames"
+	CostMapTpInflight     = "tp_inflight"
+	CostMapTpQhist        = "tp_qhist"
+	CostMapTpQrCfg        = "tp_qr_cfg"
+	CostMapTpQrPool       = "tp_qr_pool"
+	CostMapTpRecords      = "tp_records"
+	CostMapTpRng          = "tp_rng"
+	CostMapTpRunstats     = "tp_runstats"
+	CostMapTpStacks       = "tp_stacks"
+	CostMapTpTasks        = "tp_tasks"
+	CostMapTpUstack       = "tp_ustack"
+	CostMapTpWindow       = "tp_window"
+	CostMapTpZero         = "tp_zero"
+	CostProgCostE0        = "cost_e0"
+	CostProgCostE1        = "cost_e1"
+	CostProgCostE2        = "cost_e2"
+	CostProgCostE3        = "cost_e3"
+	CostProgCostE4        = "cost_e4"
+	CostProgCostE5        = "cost_e5"
+	CostProgCostE6        = "cost_e6"
+	CostProgCostEm        = "cost_em"
+	CostProgCostEt        = "cost_et"
+	CostProgCostS         = "cost_s"
+	CostProgCostX0        = "cost_x0"
+	CostProgCostX1        = "cost_x1"
+	CostProgCostX2        = "cost_x2"
+	CostProgCostX3        = "cost_x3"
+	CostProgCostX4        = "cost_x4"
+	CostProgCostX5        = "cost_x5"
+	CostProgCostX6        = "cost_x6"
+	CostProgCostXm        = "cost_xm"
+	CostProgCostXt        = "cost_xt"
+	CostVarCostSink       = "cost_sink"
+	CostVarTpCheckEvery   = "tp_check_every"
+	CostVarTpClock        = "tp_clock"
+	CostVarTpEchoOn       = "tp_echo_on"
+	CostVarTpExact        = "tp_exact"
+	CostVarTpFilterTgid   = "tp_filter_tgid"
+	CostVarTpOneTarget    = "tp_one_target"
+	CostVarTpQrefine      = "tp_qrefine"
+	CostVarTpQuantiles    = "tp_quantiles"
+	CostVarTpRecordNs     = "tp_record_ns"
+	CostVarTpRecordShift  = "tp_record_shift"
+	CostVarTpRecordsWoken = "tp_records_woken"
+	CostVarTpStackBytes   = "tp_stack_bytes"
+	CostVarTpTickNs       = "tp_tick_ns"
+	CostVarTpWantRecords  = "tp_want_records"
+	CostVarTpWindowed     = "tp_windowed"
 )
 
 // LoadCost returns the embedded CollectionSpec for Cost.
@@ -319,21 +320,22 @@ type CostMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type CostVariableSpecs struct {
-	CostSink      *ebpf.VariableSpec `ebpf:"cost_sink"`
-	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
-	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
+	CostSink       *ebpf.VariableSpec `ebpf:"cost_sink"`
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.VariableSpec `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // CostObjects contains all objects after they have been loaded into the kernel.
@@ -405,21 +407,22 @@ func (m *CostMaps) Close() error {
 //
 // It can be passed to LoadCostObjects or ebpf.CollectionSpec.LoadAndAssign.
 type CostVariables struct {
-	CostSink      *ebpf.Variable `ebpf:"cost_sink"`
-	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
-	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
+	CostSink       *ebpf.Variable `ebpf:"cost_sink"`
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.Variable `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // CostPrograms contains all programs after they have been loaded into the kernel.

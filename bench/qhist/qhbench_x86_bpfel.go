@@ -172,47 +172,48 @@ type QhbenchTpUrecord struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	QhbenchMapTpCheck       = "tp_check"
-	QhbenchMapTpCounters    = "tp_counters"
-	QhbenchMapTpEcho        = "tp_echo"
-	QhbenchMapTpEchoModels  = "tp_echo_models"
-	QhbenchMapTpEchoes      = "tp_echoes"
-	QhbenchMapTpEntries     = "tp_entries"
-	QhbenchMapTpFrames      = "tp_frames"
-	QhbenchMapTpInflight    = "tp_inflight"
-	QhbenchMapTpQhist       = "tp_qhist"
-	QhbenchMapTpQrCfg       = "tp_qr_cfg"
-	QhbenchMapTpQrPool      = "tp_qr_pool"
-	QhbenchMapTpRecords     = "tp_records"
-	QhbenchMapTpRng         = "tp_rng"
-	QhbenchMapTpRunstats    = "tp_runstats"
-	QhbenchMapTpStacks      = "tp_stacks"
-	QhbenchMapTpTasks       = "tp_tasks"
-	QhbenchMapTpUstack      = "tp_ustack"
-	QhbenchMapTpWindow      = "tp_window"
-	QhbenchMapTpZero        = "tp_zero"
-	QhbenchProgNsAcct       = "ns_acct"
-	QhbenchProgNsAcctQ      = "ns_acct_q"
-	QhbenchProgNsAcctQr     = "ns_acct_qr"
-	QhbenchProgQhAdd        = "qh_add"
-	QhbenchProgQhAddLinear  = "qh_add_linear"
-	QhbenchProgQhAddRefine  = "qh_add_refine"
-	QhbenchProgQhNone       = "qh_none"
-	QhbenchVarQhSink        = "qh_sink"
-	QhbenchVarTpCheckEvery  = "tp_check_every"
-	QhbenchVarTpClock       = "tp_clock"
-	QhbenchVarTpEchoOn      = "tp_echo_on"
-	QhbenchVarTpExact       = "tp_exact"
-	QhbenchVarTpFilterTgid  = "tp_filter_tgid"
-	QhbenchVarTpOneTarget   = "tp_one_target"
-	QhbenchVarTpQrefine     = "tp_qrefine"
-	QhbenchVarTpQuantiles   = "tp_quantiles"
-	QhbenchVarTpRecordNs    = "tp_record_ns"
-	QhbenchVarTpRecordShift = "tp_record_shift"
-	QhbenchVarTpStackBytes  = "tp_stack_bytes"
-	QhbenchVarTpTickNs      = "tp_tick_ns"
-	QhbenchVarTpWantRecords = "tp_want_records"
-	QhbenchVarTpWindowed    = "tp_windowed"
+	QhbenchMapTpCheck        = "tp_check"
+	QhbenchMapTpCounters     = "tp_counters"
+	QhbenchMapTpEcho         = "tp_echo"
+	QhbenchMapTpEchoModels   = "tp_echo_models"
+	QhbenchMapTpEchoes       = "tp_echoes"
+	QhbenchMapTpEntries      = "tp_entries"
+	QhbenchMapTpFrames       = "tp_frames"
+	QhbenchMapTpInflight     = "tp_inflight"
+	QhbenchMapTpQhist        = "tp_qhist"
+	QhbenchMapTpQrCfg        = "tp_qr_cfg"
+	QhbenchMapTpQrPool       = "tp_qr_pool"
+	QhbenchMapTpRecords      = "tp_records"
+	QhbenchMapTpRng          = "tp_rng"
+	QhbenchMapTpRunstats     = "tp_runstats"
+	QhbenchMapTpStacks       = "tp_stacks"
+	QhbenchMapTpTasks        = "tp_tasks"
+	QhbenchMapTpUstack       = "tp_ustack"
+	QhbenchMapTpWindow       = "tp_window"
+	QhbenchMapTpZero         = "tp_zero"
+	QhbenchProgNsAcct        = "ns_acct"
+	QhbenchProgNsAcctQ       = "ns_acct_q"
+	QhbenchProgNsAcctQr      = "ns_acct_qr"
+	QhbenchProgQhAdd         = "qh_add"
+	QhbenchProgQhAddLinear   = "qh_add_linear"
+	QhbenchProgQhAddRefine   = "qh_add_refine"
+	QhbenchProgQhNone        = "qh_none"
+	QhbenchVarQhSink         = "qh_sink"
+	QhbenchVarTpCheckEvery   = "tp_check_every"
+	QhbenchVarTpClock        = "tp_clock"
+	QhbenchVarTpEchoOn       = "tp_echo_on"
+	QhbenchVarTpExact        = "tp_exact"
+	QhbenchVarTpFilterTgid   = "tp_filter_tgid"
+	QhbenchVarTpOneTarget    = "tp_one_target"
+	QhbenchVarTpQrefine      = "tp_qrefine"
+	QhbenchVarTpQuantiles    = "tp_quantiles"
+	QhbenchVarTpRecordNs     = "tp_record_ns"
+	QhbenchVarTpRecordShift  = "tp_record_shift"
+	QhbenchVarTpRecordsWoken = "tp_records_woken"
+	QhbenchVarTpStackBytes   = "tp_stack_bytes"
+	QhbenchVarTpTickNs       = "tp_tick_ns"
+	QhbenchVarTpWantRecords  = "tp_want_records"
+	QhbenchVarTpWindowed     = "tp_windowed"
 )
 
 // LoadQhbench returns the embedded CollectionSpec for Qhbench.
@@ -295,21 +296,22 @@ type QhbenchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type QhbenchVariableSpecs struct {
-	QhSink        *ebpf.VariableSpec `ebpf:"qh_sink"`
-	TpCheckEvery  *ebpf.VariableSpec `ebpf:"tp_check_every"`
-	TpClock       *ebpf.VariableSpec `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.VariableSpec `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.VariableSpec `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.VariableSpec `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.VariableSpec `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.VariableSpec `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.VariableSpec `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.VariableSpec `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.VariableSpec `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.VariableSpec `ebpf:"tp_windowed"`
+	QhSink         *ebpf.VariableSpec `ebpf:"qh_sink"`
+	TpCheckEvery   *ebpf.VariableSpec `ebpf:"tp_check_every"`
+	TpClock        *ebpf.VariableSpec `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.VariableSpec `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.VariableSpec `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.VariableSpec `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.VariableSpec `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.VariableSpec `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.VariableSpec `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.VariableSpec `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.VariableSpec `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.VariableSpec `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.VariableSpec `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.VariableSpec `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.VariableSpec `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.VariableSpec `ebpf:"tp_windowed"`
 }
 
 // QhbenchObjects contains all objects after they have been loaded into the kernel.
@@ -381,21 +383,22 @@ func (m *QhbenchMaps) Close() error {
 //
 // It can be passed to LoadQhbenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type QhbenchVariables struct {
-	QhSink        *ebpf.Variable `ebpf:"qh_sink"`
-	TpCheckEvery  *ebpf.Variable `ebpf:"tp_check_every"`
-	TpClock       *ebpf.Variable `ebpf:"tp_clock"`
-	TpEchoOn      *ebpf.Variable `ebpf:"tp_echo_on"`
-	TpExact       *ebpf.Variable `ebpf:"tp_exact"`
-	TpFilterTgid  *ebpf.Variable `ebpf:"tp_filter_tgid"`
-	TpOneTarget   *ebpf.Variable `ebpf:"tp_one_target"`
-	TpQrefine     *ebpf.Variable `ebpf:"tp_qrefine"`
-	TpQuantiles   *ebpf.Variable `ebpf:"tp_quantiles"`
-	TpRecordNs    *ebpf.Variable `ebpf:"tp_record_ns"`
-	TpRecordShift *ebpf.Variable `ebpf:"tp_record_shift"`
-	TpStackBytes  *ebpf.Variable `ebpf:"tp_stack_bytes"`
-	TpTickNs      *ebpf.Variable `ebpf:"tp_tick_ns"`
-	TpWantRecords *ebpf.Variable `ebpf:"tp_want_records"`
-	TpWindowed    *ebpf.Variable `ebpf:"tp_windowed"`
+	QhSink         *ebpf.Variable `ebpf:"qh_sink"`
+	TpCheckEvery   *ebpf.Variable `ebpf:"tp_check_every"`
+	TpClock        *ebpf.Variable `ebpf:"tp_clock"`
+	TpEchoOn       *ebpf.Variable `ebpf:"tp_echo_on"`
+	TpExact        *ebpf.Variable `ebpf:"tp_exact"`
+	TpFilterTgid   *ebpf.Variable `ebpf:"tp_filter_tgid"`
+	TpOneTarget    *ebpf.Variable `ebpf:"tp_one_target"`
+	TpQrefine      *ebpf.Variable `ebpf:"tp_qrefine"`
+	TpQuantiles    *ebpf.Variable `ebpf:"tp_quantiles"`
+	TpRecordNs     *ebpf.Variable `ebpf:"tp_record_ns"`
+	TpRecordShift  *ebpf.Variable `ebpf:"tp_record_shift"`
+	TpRecordsWoken *ebpf.Variable `ebpf:"tp_records_woken"`
+	TpStackBytes   *ebpf.Variable `ebpf:"tp_stack_bytes"`
+	TpTickNs       *ebpf.Variable `ebpf:"tp_tick_ns"`
+	TpWantRecords  *ebpf.Variable `ebpf:"tp_want_records"`
+	TpWindowed     *ebpf.Variable `ebpf:"tp_windowed"`
 }
 
 // QhbenchPrograms contains all programs after they have been loaded into the kernel.
