@@ -987,9 +987,10 @@ func (s *Session) Close() error {
 }
 
 // drainLoop reads crossing records until Stop, or until the reader is
-// closed. The BPF side submits with BPF_RB_NO_WAKEUP, so the loop wakes
-// on a short deadline and reads whatever accumulated: every 50 ms, but
-// every 2 ms in the first 200 ms. A command the session started maps its
+// closed. The BPF side submits the run's first record with a wakeup and
+// the others without (bpf/timing.h, tp_record_wake), so the loop wakes
+// at that first record and otherwise on a short deadline, reading
+// whatever accumulated: every 50 ms, but every 2 ms in the first 200 ms. A command the session started maps its
 // libraries after exec, so the maps read at the start lack them and a
 // caller stack through them must reread the maps (callerStack) while the
 // process lives: a command running for 20 ms would otherwise have exited
