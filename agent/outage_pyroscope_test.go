@@ -59,27 +59,19 @@ func TestPyroscopeOutage(t *testing.T) {
 	}
 
 	// Graceful shutdown, then a restart on the same data.
-	termAt := time.Now()
 	srv.Signal(syscall.SIGTERM)
 	if !srv.Wait(150 * time.Second) {
 		t.Fatal("the server did not stop within 150 s of SIGTERM")
 	}
-	shutdown := time.Since(termAt)
-	t.Logf("server stopped in %v; agent %+v", shutdown.Round(time.Millisecond), a.Stats().Push[sink])
+	t.Logf("server stopped; agent %+v", a.Stats().Push[sink])
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if !waitFor(60*time.Second, func() bool { return quiet(a, sink) }) {
 		t.Fatalf("the backlog was not delivered within 60 s of the restart: %+v", a.Stats().Push[sink])
 	}
-	// The shutdown answers 422 while it lasts, which may be a minute or
-	// under a second: a push falls in it for sure only when it lasts
-	// longer than two windows.
-	switch n := logs.count("422"); {
-	case n == 0 && shutdown > 2*2*time.Second:
-		t.Errorf("no push was answered 422 in a shutdown of %v (the shutdown's and start's answer)", shutdown.Round(time.Millisecond))
-	case n == 0:
-		t.Logf("the shutdown took %v, under two windows, and no push fell in it: its 422 was not exercised this run", shutdown.Round(time.Millisecond))
+	if n := logs.count("422"); n == 0 {
+		t.Errorf("no push was answered 422 (the shutdown's and start's answer): the case was not exercised")
 	}
 
 	// Hold the pushes, read back what this data directory holds, then
