@@ -19,11 +19,7 @@ import (
 // reader ends a pump that waits.
 func TestPumpWakes(t *testing.T) {
 	bpftest.Require(t)
-	ring, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
-	if err != nil {
-		t.Fatalf("ring buffer map: %v", err)
-	}
-	defer ring.Close()
+	ring := bpftest.RingBuffer(t)
 	quiet, loud := bpftest.RingWriter(t, ring, bpftest.RingNoWakeup), bpftest.RingWriter(t, ring, bpftest.RingForceWakeup)
 	run := func(p *ebpf.Program) { bpftest.RunOnce(t, p) }
 	count := func(c []byte) (n int) {

@@ -70,6 +70,18 @@ const (
 	RingForceWakeup = 2 // BPF_RB_FORCE_WAKEUP
 )
 
+// RingBuffer creates a ring buffer map of 64 KiB, closed when the test
+// ends.
+func RingBuffer(t testing.TB) *ebpf.Map {
+	t.Helper()
+	ring, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
+	if err != nil {
+		t.Fatalf("ring buffer map: %v", err)
+	}
+	t.Cleanup(func() { ring.Close() })
+	return ring
+}
+
 // RingWriter loads a socket filter that writes one 8-byte record to the
 // ring buffer map ring, with the wake-up flags given, each time it runs
 // (ebpf.Program.Run); the program is closed when the test ends.

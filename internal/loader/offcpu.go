@@ -265,13 +265,7 @@ func goEntryProbe(tab *symtab.Table, sym string) (*link.UprobeOptions, error) {
 
 // Detach detaches the programs; no record is written after it returns.
 func (c *OffCPU) Detach() error {
-	var err error
-	for _, l := range c.goLinks {
-		if e := l.Close(); e != nil && err == nil {
-			err = e
-		}
-	}
-	c.goLinks = nil
+	err := c.DetachGo()
 	if c.l == nil {
 		return err
 	}

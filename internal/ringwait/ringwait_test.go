@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-
 	"github.com/tickprof/tickprof/internal/bpftest"
 	"github.com/tickprof/tickprof/internal/ringwait"
 )
@@ -45,11 +43,7 @@ func waitReturns(w *ringwait.Waiter, d, limit time.Duration) bool {
 // not end it.
 func TestWaiter(t *testing.T) {
 	bpftest.Require(t)
-	ring, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
-	if err != nil {
-		t.Fatalf("ring buffer map: %v", err)
-	}
-	defer ring.Close()
+	ring := bpftest.RingBuffer(t)
 	quiet, loud := bpftest.RingWriter(t, ring, bpftest.RingNoWakeup), bpftest.RingWriter(t, ring, bpftest.RingForceWakeup)
 	w, err := ringwait.New(ring.FD())
 	if err != nil {

@@ -193,7 +193,7 @@ func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o S
 		}
 	}
 	if m := oc.MeanSampledNs; m > 0 && m < sampler.ObserverBiasBelowNs {
-		fmt.Fprintf(errw, "warning: the sampled intervals off CPU last %.3g µs on average: at this scale taking a sample lengthens the interval it samples (16.8 µs for waits of 10 µs, measured), so the off-CPU times below are biased upward (docs/statistics.md, \"Observer effect\")\n", m/1e3)
+		fmt.Fprintf(errw, "warning: the sampled intervals off CPU lasted %.3g µs on average (the exact mean of those seen, not an estimate): at this scale taking a sample lengthens the interval it samples (16.8 µs for waits of 10 µs, measured), so the off-CPU times below are biased upward (docs/statistics.md, \"Observer effect\")\n", m/1e3)
 	}
 	tab, err := export.OffCPUReport(prof, o.OffCPU, estimate.Options{Confidence: o.Confidence})
 	if err != nil {
