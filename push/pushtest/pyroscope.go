@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,15 +76,6 @@ func StartPyroscope(script string, httpPort, grpcPort int, dir string) (*Pyrosco
 func (p *Pyroscope) Start() error {
 	if p.pid != 0 && p.alive() {
 		return fmt.Errorf("pyroscope %d is still running", p.pid)
-	}
-	// A server left running by an interrupted run holds the ports: the
-	// new one would die at once while the tests talked to the old.
-	for _, port := range []int{p.http, p.grpc} {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			return fmt.Errorf("start pyroscope: port %d is taken (a server left by an earlier run?): %w", port, err)
-		}
-		l.Close()
 	}
 	cmd := exec.Command(p.script, strconv.Itoa(p.http), strconv.Itoa(p.grpc))
 	cmd.Env = append(os.Environ(), "PYROSCOPE_DATA="+p.Data)
