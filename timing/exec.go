@@ -57,7 +57,6 @@ func (s *Session) followExecs(stop <-chan struct{}) <-chan struct{} {
 				return
 			case <-hup:
 			}
-			s.awaitExec(stop)
 			if s.checkExec() {
 				s.lost.Store(true)
 			}
@@ -67,29 +66,6 @@ func (s *Session) followExecs(stop <-chan struct{}) <-chan struct{} {
 		}
 	}()
 	return done
-}
-
-// awaitExec waits, after the main thread went, for the exec to complete
-// (the process's layout to change: the kernel drops the old main thread
-// before it maps the new program), at most a second, or until stop.
-func (s *Session) awaitExec(stop <-chan struct{}) {
-	s.execMu.Lock()
-	before, err := proc.ReadLayout(s.pid)
-	s.execMu.Unlock()
-	if err != nil {
-		return
-	}
-	for end := time.Now().Add(time.Second); time.Now().Before(end); {
-		select {
-		case <-stop:
-			return
-		case <-time.After(2 * time.Millisecond):
-		}
-		l, err := proc.ReadLayout(s.pid)
-		if err != nil || l.Code() != before.Code() {
-			return
-		}
-	}
 }
 
 // accessLost checks for an exec since the last poll and the caller's

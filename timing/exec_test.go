@@ -107,6 +107,10 @@ func TestTimesAcrossExec(t *testing.T) {
 		if made == 0 || got < made*70/100 || got > made {
 			t.Errorf("exec by a thread %s: %d calls counted of %d made", byThread, got, made)
 		}
+		// One exec by a thread, probed again; the exit is no exec.
+		if n := len(warnings); byThread == "1" && (n != 1 || !strings.Contains(warnings[0], "attached again")) || byThread == "0" && n != 0 {
+			t.Errorf("exec by a thread %s: warnings %q", byThread, warnings)
+		}
 		if res.StopReason != StopExited {
 			t.Errorf("stop reason %q", res.StopReason)
 		}

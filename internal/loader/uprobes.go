@@ -161,7 +161,7 @@ func (s *Session) attachUprobes(ctx context.Context, reqs []uprobeReq, ret, entr
 			l, err = ex.Uprobe(r.t.Spec.Symbol, prog, opts)
 		}
 		if err != nil {
-			return uprobeError(r.t, r.offset, err)
+			return uprobeError(r.t, r.offset, s.opts.PID, err)
 		}
 		s.addRoleLink(l, entry)
 	}
@@ -194,7 +194,7 @@ func (s *Session) attachMulti(ctx context.Context, bin string, all []uprobeReq, 
 		}
 		if err != nil {
 			if len(rs) == 1 {
-				return uprobeError(rs[0].t, rs[0].offset, err)
+				return uprobeError(rs[0].t, rs[0].offset, s.opts.PID, err)
 			}
 			return fmt.Errorf("attach %d uprobes to %s in one multi-uprobe link: %w", len(rs), bin, linkErr(err))
 		}

@@ -333,7 +333,7 @@ func (s *Session) attachUSDTProbe(t *Target, ret bool, objs *bpf.UsdtObjects) er
 		l, err = ex.Uprobe(p.String(), prog, opts)
 	}
 	if err != nil {
-		return uprobeError(t, p.Offset, err)
+		return uprobeError(t, p.Offset, s.opts.PID, err)
 	}
 	s.addRoleLink(l, !ret)
 	return nil

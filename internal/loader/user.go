@@ -206,7 +206,16 @@ func attachUser(s *Session, ts []*Target) error {
 	})
 }
 
-func uprobeError(t *Target, off uint64, err error) error {
+// uprobeError explains why a uprobe on t (at off, bound to process pid
+// when not 0) could not be attached: a process gone is said so (the
+// kernel's ESRCH reads as "does not exist", as a kernel without uprobes
+// does).
+func uprobeError(t *Target, off uint64, pid int, err error) error {
+	if pid != 0 {
+		if cerr := proc.CheckProcess(pid); cerr != nil {
+			return fmt.Errorf("attach to %s: %w", t.Name, cerr)
+		}
+	}
 	if errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("attach to %s: %w", t.Name, ErrNoUprobes)
 	}

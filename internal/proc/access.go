@@ -57,7 +57,9 @@ type Target struct {
 	UIDs, GIDs [4]int
 	// Kthread is set for a kernel thread.
 	Kthread bool
-	// Zombie is set for a process that has exited and not been reaped.
+	// Zombie is set for a process that has exited and not been reaped
+	// (not for one whose main thread alone exited, by pthread_exit or
+	// while another thread execs: the others run on).
 	Zombie bool
 	// OwnerUID is the owner of /proc/PID: the process's effective uid
 	// when it is dumpable, root when it is not (the kernel's
@@ -76,16 +78,19 @@ func ReadTarget(pid int) (Target, error) {
 		return t, fmt.Errorf("process %d: %w (check the PID with ps)", pid, ErrNoProcess)
 	}
 	// The fields after the parenthesized command name: state is field 3,
-	// flags field 9.
+	// flags field 9, num_threads field 20.
 	i := strings.LastIndexByte(string(stat), ')')
 	if i < 0 {
 		return t, fmt.Errorf("process %d: unreadable /proc/%d/stat", pid, pid)
 	}
 	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 7 {
+	if len(f) < 18 {
 		return t, fmt.Errorf("process %d: unreadable /proc/%d/stat", pid, pid)
 	}
-	t.Zombie = f[0] == "Z" || f[0] == "X"
+	// num_threads (field 20) counts a dead main thread until the last
+	// thread is gone.
+	threads, _ := strconv.Atoi(f[17])
+	t.Zombie = (f[0] == "Z" || f[0] == "X") && threads <= 1
 	flags, err := strconv.ParseUint(f[6], 10, 64)
 	if err != nil {
 		return t, fmt.Errorf("process %d: unreadable /proc/%d/stat flags %q", pid, pid, f[6])

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,4 +156,45 @@ func TestCheckAccessDroppedCredentials(t *testing.T) {
 	check("user with ambient CAP_BPF+CAP_PERFMON", as("--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon"), "notpermitted ok notpermitted")
 	check("user with ambient CAP_SYS_PTRACE", as("--inh-caps=+sys_ptrace", "--ambient-caps=+sys_ptrace"), "ok ok ok")
 	check("root", nil, "ok ok ok")
+}
+
+// TestReadTargetMainThreadGone: a process whose main thread alone exited
+// (pthread_exit; so too mid-exec by another thread) lives on; one that
+// exited and was not reaped is a zombie.
+func TestReadTargetMainThreadGone(t *testing.T) {
+	testtarget.NeedGCC(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "pe.c")
+	os.WriteFile(src, []byte(`#include <pthread.h>
+#include <unistd.h>
+static void *thr(void *a) { sleep(30); return 0; }
+int main(int argc, char **argv) { if (argc > 1) return 0; pthread_t t; pthread_create(&t, 0, thr, 0); pthread_exit(0); }
+`), 0o644)
+	bin := filepath.Join(dir, "pe")
+	if out, err := exec.Command("gcc", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, exits := range []bool{false, true} {
+		args := []string{}
+		if exits {
+			args = append(args, "exit")
+		}
+		cmd := exec.Command(bin, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // not reaped: no Wait yet
+		tg, err := ReadTarget(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.Zombie != exits {
+			t.Errorf("exited %v: Zombie %v", exits, tg.Zombie)
+		}
+		if err := CheckProcess(cmd.Process.Pid); (err != nil) != exits {
+			t.Errorf("exited %v: CheckProcess %v", exits, err)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +41,9 @@ type ExecWatch struct {
 type Layout struct {
 	StartCode, EndCode, StartStack, ArgStart uint64
 	ExeDev, ExeIno                           uint64
+	// Settled: the main thread lives (mid-exec by another thread, the
+	// dead one still holds the PID and shows no layout).
+	Settled bool
 }
 
 // ReadLayout reads process pid's Layout.
@@ -58,6 +62,7 @@ func ReadLayout(pid int) (Layout, error) {
 	if len(f) < 46 {
 		return l, fmt.Errorf("process %d: short /proc/%d/stat", pid, pid)
 	}
+	l.Settled = f[0] != "Z" && f[0] != "X"
 	for j, dst := range []*uint64{&l.StartCode, &l.EndCode, &l.StartStack, &l.ArgStart} {
 		idx := []int{23, 24, 25, 45}[j]
 		*dst, _ = strconv.ParseUint(f[idx], 10, 64)
@@ -146,18 +151,26 @@ type ExecEvent struct {
 	ExeChanged bool
 }
 
+// execSettle bounds the wait for an exec by a thread to complete.
+const execSettle = time.Second
+
 // Check reports whether the process exec'd since the last Check, and how.
-// After an exec by a thread it binds the watch to the new main thread.
+// After an exec by a thread it waits for the exec to complete (the layout
+// to differ from the one the last Check saw, at most a second: the old
+// main thread is gone before the PID passes to the exec'ing thread and
+// the new program is mapped, and a probe attached in between would bind
+// to the dead thread), then binds the watch to the new main thread.
 func (w *ExecWatch) Check() (ExecEvent, error) {
 	var ev ExecEvent
 	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
 	if w.fd >= 0 {
 		if n, err := unix.Poll(fds, 0); err == nil && n > 0 && fds[0].Revents&unix.POLLHUP != 0 {
+			w.release()
+			w.settle()
 			if err := CheckProcess(w.pid); err != nil {
 				return ev, err // the process is gone
 			}
 			ev.Exec, ev.ByThread = true, true
-			w.release()
 		}
 	}
 	if w.fd < 0 {
@@ -169,6 +182,9 @@ func (w *ExecWatch) Check() (ExecEvent, error) {
 	l, err := ReadLayout(w.pid)
 	if err != nil {
 		return ev, err
+	}
+	if !l.Settled || l.StartCode == 0 {
+		return ev, nil // mid-exec or exiting: the next Check sees it
 	}
 	if l.Code() != w.last.Code() {
 		ev.Exec = true
@@ -183,6 +199,19 @@ func (w *ExecWatch) Check() (ExecEvent, error) {
 	}
 	w.last = l
 	return ev, nil
+}
+
+// settle waits until the process's layout differs from w.last (the exec
+// completed: the main thread lives and has a program mapped), it is gone,
+// or execSettle passed. A process exiting has no program mapped either
+// and is a zombie a moment later.
+func (w *ExecWatch) settle() {
+	for end := time.Now().Add(execSettle); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		l, err := ReadLayout(w.pid)
+		if err != nil || CheckProcess(w.pid) != nil || l.Settled && l.StartCode != 0 && l.Code() != w.last.Code() {
+			return
+		}
+	}
 }
 
 // Code is the part of a Layout an exec changes: where the code, the stack

@@ -55,6 +55,59 @@ func TestExecWatch(t *testing.T) {
 	}
 }
 
+// TestExecWatchSettles: Check, called the moment the old main thread is
+// gone, returns once the exec completed (the new program is mapped: a
+// probe attached earlier would bind to the dead thread); called long after
+// the exec, it returns at once.
+func TestExecWatchSettles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (perf events on another process)")
+	}
+	testtarget.NeedGCC(t)
+	src := filepath.Join(t.TempDir(), "ex.c")
+	os.WriteFile(src, []byte(execSrc), 0o644)
+	bin := filepath.Join(t.TempDir(), "ex")
+	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, late := range []bool{false, true} {
+		cmd := exec.Command(bin, "1", "1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		w, err := WatchExec(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := w.last
+		select {
+		case <-w.HungUp():
+		case <-time.After(5 * time.Second):
+			t.Fatal("no hang-up in 5 s")
+		}
+		if late {
+			time.Sleep(300 * time.Millisecond)
+		}
+		t0 := time.Now()
+		ev, err := w.Check()
+		took := time.Since(t0)
+		if err != nil || !ev.ByThread {
+			t.Fatalf("late %v: Check %+v, %v", late, ev, err)
+		}
+		l, err := ReadLayout(cmd.Process.Pid)
+		if err != nil || l.Code() == before.Code() {
+			t.Errorf("late %v: Check returned with the layout of before the exec (%v)", late, err)
+		}
+		if took >= execSettle/2 {
+			t.Errorf("late %v: Check took %v", late, took)
+		}
+		w.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+}
+
 // execSrc execs itself (argv[2] times) after 0.5 s, from the main thread
 // (argv[1] 0) or from a second one (1), then sleeps.
 const execSrc = `#include <pthread.h>
