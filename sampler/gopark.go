@@ -117,11 +117,14 @@ func goOnly(paths []string) (exes []string, all bool) {
 }
 
 // attachGoroutines attaches the goroutine probes to the Go executables.
-func (s *Session) attachGoroutines(exes []string) error {
+// An executable they cannot be attached to is left to thread intervals,
+// and the stats say why (GoRefused).
+func (s *Session) attachGoroutines(exes []string) {
 	for _, exe := range exes {
 		preempt, err := s.off.prog.AttachGo(exe)
 		if err != nil {
-			return fmt.Errorf("goroutine off-CPU time: %w", err)
+			s.off.goRefused = append(s.off.goRefused, err.Error())
+			continue
 		}
 		if preempt != nil {
 			s.off.goNoPreempt = append(s.off.goNoPreempt, preempt.Error())
@@ -134,7 +137,6 @@ func (s *Session) attachGoroutines(exes []string) error {
 		}
 		s.off.goExes = append(s.off.goExes, exe)
 	}
-	return nil
 }
 
 // isGoExecutable says whether exe was built by the Go toolchain.

@@ -106,6 +106,9 @@ type OffCPUStats struct {
 	// GoNoPreempt says, for each executable whose preempted goroutines
 	// are not traced, why (its g.sched offsets unknown: no DWARF).
 	GoNoPreempt []string
+	// GoRefused says, for each Go executable the goroutine probes could
+	// not be attached to, why: its off-CPU time is by thread.
+	GoRefused []string
 	// GoDetached says why and when the goroutine probes were detached
 	// for their cost ("" when they were not); GoDropped counts the
 	// goroutine intervals open then, dropped.
@@ -143,6 +146,9 @@ type offState struct {
 	// goNoPreempt says why the preemption probe is missing; idle
 	// remembers schedIdle's answer by stack (gopark.go).
 	goNoPreempt []string
+	// goRefused says why the goroutine probes could not be attached to
+	// an executable (its off-CPU time is then by thread).
+	goRefused []string
 	// goDetached says why and when the goroutine probes were detached
 	// (goOverBudget; "" while attached or never), goDropped counts the
 	// goroutine intervals open then, dropped.
@@ -248,7 +254,8 @@ func (s *Session) startOffCPU() error {
 	}
 	st.prog = prog
 	s.off = st
-	return s.attachGoroutines(goExes)
+	s.attachGoroutines(goExes)
+	return nil
 }
 
 // ObserverBiasBelowNs is the mean sampled interval below which off-CPU
@@ -536,7 +543,7 @@ func (s *Session) offStats() OffCPUStats {
 	if s.off == nil {
 		return OffCPUStats{}
 	}
-	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened, GoExes: s.off.goExes, GoNoPreempt: s.off.goNoPreempt,
+	st := OffCPUStats{Prob: s.off.prob, MinProb: s.off.minProb, MaxProb: s.off.maxProb, SwitchRate: s.off.rate, Unmatched: s.off.unmatched, Stale: s.off.stale, Open: s.off.opened, GoExes: s.off.goExes, GoNoPreempt: s.off.goNoPreempt, GoRefused: s.off.goRefused,
 		GoDetached: s.off.goDetached, GoDropped: s.off.goDropped}
 	if s.off.endedN > 0 {
 		st.MeanSampledNs = float64(s.off.endedNs) / float64(s.off.endedN)

@@ -174,7 +174,8 @@ func (c *OffCPU) GoPrograms() []*ebpf.Program {
 // would single-step (about 14 us a firing here); the cookie tells the
 // program to ignore the firings where the jump to runtime.morestack is
 // taken (the function runs again from its start). An executable without
-// these functions (not Go, or stripped) is an error.
+// these functions (not Go, or stripped) is an error, and then none of
+// the three is attached to it.
 //
 // The preemption probe (runtime.goschedImpl) needs the offsets of g.sched
 // from the executable's DWARF, the same for every executable: preempt
@@ -189,11 +190,18 @@ func (c *OffCPU) AttachGo(exe string) (preempt error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s for the goroutine probes: %w", exe, err)
 	}
+	n := len(c.goLinks)
 	for _, p := range []struct {
 		sym  string
 		prog *ebpf.Program
 	}{{GoExecuteSymbol, c.objs.GoExecute}, {GoReadySymbol, c.objs.GoReady}, {GoParkSymbol, c.objs.GoPark}} {
 		if err := c.attachGoEntry(ex, tab, p.sym, p.prog); err != nil {
+			// All three or none: an execute probe without the park
+			// probe would end intervals that never began.
+			for _, l := range c.goLinks[n:] {
+				l.Close()
+			}
+			c.goLinks = c.goLinks[:n]
 			return nil, err
 		}
 	}

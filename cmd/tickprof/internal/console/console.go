@@ -182,6 +182,9 @@ func offCPUTable(w, errw io.Writer, prof *profile.Profile, st sampler.Stats, o S
 	if oc.Runtime > 0 && oc.Runs > 0 {
 		fmt.Fprintf(errw, "off-CPU program: %d runs, %.0f ns each on average (kernel BPF statistics)\n", oc.Runs, float64(oc.Runtime.Nanoseconds())/float64(oc.Runs))
 	}
+	for _, why := range oc.GoRefused {
+		fmt.Fprintf(errw, "warning: goroutine probes not attached (%s): that program's off-CPU time is by thread, a goroutine's waits shown under the thread that waited\n", why)
+	}
 	if len(oc.GoExes) > 0 {
 		fmt.Fprintf(errw, "goroutines (%s): %d parks, %d sampled, %d ended; lost: %d map full, %d ring full at start, %d at end, %d executes unseen; probes %d runs, %.0f ns each on average\n",
 			strings.Join(oc.GoExes, ", "), oc.GoParks, oc.GoSampled, oc.GoEnded, oc.GoMapFull, oc.GoRingStart, oc.GoRingEnd, oc.GoUnseen, oc.GoRuns, float64(oc.GoRuntime.Nanoseconds())/math.Max(1, float64(oc.GoRuns)))
