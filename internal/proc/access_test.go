@@ -159,8 +159,8 @@ func TestCheckAccessDroppedCredentials(t *testing.T) {
 }
 
 // TestReadTargetMainThreadGone: a process whose main thread alone exited
-// (pthread_exit; so too mid-exec by another thread) lives on; one that
-// exited and was not reaped is a zombie.
+// (pthread_exit; so too mid-exec by another thread) lives on, and its map
+// is read; one that exited and was not reaped is a zombie.
 func TestReadTargetMainThreadGone(t *testing.T) {
 	testtarget.NeedGCC(t)
 	dir := t.TempDir()
@@ -193,6 +193,17 @@ int main(int argc, char **argv) { if (argc > 1) return 0; pthread_t t; pthread_c
 		}
 		if err := CheckProcess(cmd.Process.Pid); (err != nil) != exits {
 			t.Errorf("exited %v: CheckProcess %v", exits, err)
+		}
+		if !exits {
+			// Its map is read through its live thread.
+			ms, err := ReadMaps(cmd.Process.Pid)
+			found := false
+			for _, m := range ms {
+				found = found || m.Path == bin
+			}
+			if err != nil || !found {
+				t.Errorf("map of a process whose main thread exited: %d mappings, %v; want %s among them", len(ms), err, bin)
+			}
 		}
 		cmd.Process.Kill()
 		cmd.Wait()

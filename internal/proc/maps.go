@@ -99,11 +99,34 @@ func parseMapsLine(line string) (Mapping, bool, error) {
 }
 
 // ReadMaps reads the executable mappings of a live process, sorted by
-// start address.
+// start address. A process whose main thread alone exited (pthread_exit)
+// shows an empty map under its PID: the map of one of its live threads is
+// read then.
 func ReadMaps(pid int) ([]Mapping, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	ms, err := readMapsFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, fmt.Errorf("read memory map of process %d: %w", pid, err)
+	}
+	if len(ms) > 0 {
+		return ms, nil
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		if t.Name() == strconv.Itoa(pid) {
+			continue
+		}
+		if tm, err := readMapsFile(fmt.Sprintf("/proc/%d/task/%s/maps", pid, t.Name())); err == nil && len(tm) > 0 {
+			return tm, nil
+		}
+	}
+	return ms, nil
+}
+
+// readMapsFile parses the memory map file at path.
+func readMapsFile(path string) ([]Mapping, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	return ParseMaps(f)
