@@ -80,6 +80,17 @@ func (s *Session) profile(final bool) (*Profile, error) {
 		pids[st.proc.Pid()] = true
 	}
 	sort.Strings(keys) // deterministic output
+	if final {
+		// Lines and inlined calls are read for these addresses only.
+		for _, st := range s.stacks {
+			for i, a := range st.user {
+				st.proc.Expect(a, i == 0 && len(st.kern) == 0)
+				if i == 0 && len(st.kern) > 0 {
+					st.proc.Expect(a, true) // as schedIdle locates it
+				}
+			}
+		}
+	}
 	stops := map[walkStop]int64{}
 	pyLost := map[string]int64{}
 	var total int64
