@@ -52,6 +52,7 @@ type sparseInfo struct {
 	f     *elf.File
 	file  io.ReaderAt
 	sec   *elf.Section
+	line  *elf.Section // .debug_line, nil when there is none
 	buf   []byte
 	units []infoUnit // every unit, by offset (from the first pass)
 	pad   uint64     // offset of the padding units' abbreviation table
@@ -66,15 +67,15 @@ func loadSparseDWARF(f *elf.File, file io.ReaderAt, pcs []uint64) (*dwarf.Data, 
 	if file == nil || f.Type == elf.ET_REL || hasDebugRelocations(f) {
 		return nil, fmt.Errorf("%w: relocations", errNotSparse)
 	}
-	dat, err := readDWARFSections(f, file, "info")
+	dat, err := readDWARFSections(f, file, "info", "line")
 	if err != nil {
 		return nil, err
 	}
-	want, err := arangesUnits(dat["aranges"], f.ByteOrder, pcs)
+	want, listed, uncovered, err := arangesUnits(dat["aranges"], f.ByteOrder, pcs)
 	if err != nil {
 		return nil, err
 	}
-	s := &sparseInfo{f: f, file: file, sec: debugSection(f, "info")}
+	s := &sparseInfo{f: f, file: file, sec: debugSection(f, "info"), line: debugSection(f, "line")}
 	if s.sec == nil {
 		return nil, fmt.Errorf("%w: no .debug_info", errNotSparse)
 	}
@@ -82,24 +83,34 @@ func loadSparseDWARF(f *elf.File, file io.ReaderAt, pcs []uint64) (*dwarf.Data, 
 	// The padding units' table: code 1, DW_TAG_partial_unit, with
 	// children, no attributes; then the table's end.
 	dat["abbrev"] = append(dat["abbrev"], 1, byte(dwarf.TagPartialUnit), 1, 0, 0, 0)
+	if err := s.lineBuffer(dat); err != nil {
+		return nil, err
+	}
+	// An address in no range listed may be start-up code without DWARF
+	// (_start), or in a unit .debug_aranges leaves out (a cgo binary's
+	// Go units): then every unit it leaves out is read too.
+	need := func(off uint64) bool { return want[off] || uncovered && !listed[off] }
 	for range maxSparseRounds {
-		if err := s.read(want); err != nil {
+		if err := s.read(need); err != nil {
 			return nil, err
 		}
 		d, err := s.data(dat)
 		if err != nil {
 			return nil, err
 		}
-		if want, err = s.missing(dat["abbrev"]); err != nil || len(want) == 0 {
-			return d, err
+		if want, err = s.missing(dat["abbrev"]); err != nil {
+			return nil, err
+		}
+		if len(want) == 0 {
+			return d, s.readLines(d, dat["line"])
 		}
 	}
 	return nil, fmt.Errorf("%w: references beyond %d rounds", errNotSparse, maxSparseRounds)
 }
 
 // readDWARFSections reads the sections of dwarfSections and
-// .debug_aranges, but for skip, by suffix.
-func readDWARFSections(f *elf.File, file io.ReaderAt, skip string) (map[string][]byte, error) {
+// .debug_aranges, but for those of skip, by suffix.
+func readDWARFSections(f *elf.File, file io.ReaderAt, skip ...string) (map[string][]byte, error) {
 	dat := map[string][]byte{}
 	for _, s := range f.Sections {
 		suffix, ok := strings.CutPrefix(s.Name, ".debug_")
@@ -108,7 +119,7 @@ func readDWARFSections(f *elf.File, file io.ReaderAt, skip string) (map[string][
 				continue
 			}
 		}
-		if suffix == skip || !slices.Contains(dwarfSections, suffix) && suffix != "aranges" || dat[suffix] != nil || s.Type == elf.SHT_NOBITS {
+		if slices.Contains(skip, suffix) || !slices.Contains(dwarfSections, suffix) && suffix != "aranges" || dat[suffix] != nil || s.Type == elf.SHT_NOBITS {
 			continue
 		}
 		b, err := sectionBytes(f, s, file)
@@ -132,25 +143,27 @@ func debugSection(f *elf.File, name string) *elf.Section {
 
 // arangesUnits returns the offsets of the units whose address ranges in
 // .debug_aranges hold each of pcs (every such unit, when ranges overlap).
-func arangesUnits(ar []byte, bo binary.ByteOrder, pcs []uint64) (map[uint64]bool, error) {
+func arangesUnits(ar []byte, bo binary.ByteOrder, pcs []uint64) (want, listed map[uint64]bool, uncovered bool, err error) {
 	if len(ar) == 0 {
-		return nil, fmt.Errorf("%w: no .debug_aranges", errNotSparse)
+		return nil, nil, false, fmt.Errorf("%w: no .debug_aranges", errNotSparse)
 	}
+	listed = map[uint64]bool{}
 	type arange struct{ lo, hi, unit uint64 }
 	var rs []arange
 	for len(ar) > 0 {
 		if len(ar) < 16 {
-			return nil, fmt.Errorf("%w: short .debug_aranges header", errNotSparse)
+			return nil, nil, false, fmt.Errorf("%w: short .debug_aranges header", errNotSparse)
 		}
 		n := uint64(bo.Uint32(ar))
 		if n == 0xffffffff || n+4 > uint64(len(ar)) || n < 12 {
-			return nil, fmt.Errorf("%w: .debug_aranges set of %d bytes", errNotSparse, n)
+			return nil, nil, false, fmt.Errorf("%w: .debug_aranges set of %d bytes", errNotSparse, n)
 		}
 		set := ar[:4+n]
 		unit, asize, ssize := uint64(bo.Uint32(set[6:])), int(set[10]), set[11]
 		if asize != 8 && asize != 4 || ssize != 0 {
-			return nil, fmt.Errorf("%w: .debug_aranges address size %d, segment size %d", errNotSparse, asize, ssize)
+			return nil, nil, false, fmt.Errorf("%w: .debug_aranges address size %d, segment size %d", errNotSparse, asize, ssize)
 		}
+		listed[unit] = true
 		// The tuples start at a multiple of their size from the set's start.
 		for p := (12 + 2*asize - 1) / (2 * asize) * (2 * asize); p+2*asize <= len(set); p += 2 * asize {
 			lo, l := word(bo, set[p:], asize), word(bo, set[p+asize:], asize)
@@ -162,12 +175,10 @@ func arangesUnits(ar []byte, bo binary.ByteOrder, pcs []uint64) (map[uint64]bool
 		ar = ar[4+n:]
 	}
 	slices.SortFunc(rs, func(a, b arange) int { return cmp.Compare(a.lo, b.lo) })
-	want := map[uint64]bool{}
+	want = map[uint64]bool{}
 	for _, pc := range pcs {
 		// Every range starting at or below pc that holds it (ranges of
-		// two units overlap rarely, and then close together). An address
-		// no range holds is in no unit (start-up code without DWARF, as
-		// _start): it has no line either way.
+		// two units overlap rarely, and then close together).
 		found := -1
 		for i := sort.Search(len(rs), func(i int) bool { return rs[i].lo > pc }) - 1; i >= 0 && (found < 0 || found-i < 64); i-- {
 			if pc < rs[i].hi {
@@ -177,8 +188,9 @@ func arangesUnits(ar []byte, bo binary.ByteOrder, pcs []uint64) (map[uint64]bool
 				}
 			}
 		}
+		uncovered = uncovered || found < 0
 	}
-	return want, nil
+	return want, listed, uncovered, nil
 }
 
 // word reads an address of size bytes.
@@ -189,10 +201,9 @@ func word(bo binary.ByteOrder, b []byte, size int) uint64 {
 	return bo.Uint64(b)
 }
 
-// infoReader streams .debug_info from the start, inflating it when
+// sectionStream streams section sec from the start, inflating it when
 // compressed, with its inflated size.
-func (s *sparseInfo) infoReader() (io.Reader, func(), uint64, error) {
-	sec := s.sec
+func (s *sparseInfo) sectionStream(sec *elf.Section) (io.Reader, func(), uint64, error) {
 	if sec.FileSize > maxDWARFSection {
 		return nil, nil, 0, fmt.Errorf("%s: %d bytes: more than %d", sec.Name, sec.FileSize, maxDWARFSection)
 	}
@@ -227,10 +238,10 @@ func (s *sparseInfo) infoReader() (io.Reader, func(), uint64, error) {
 	return z, func() { z.Close() }, size, nil
 }
 
-// read streams .debug_info once, copying the units at the offsets in
-// want into the buffer (the first pass also lists every unit).
-func (s *sparseInfo) read(want map[uint64]bool) error {
-	r, done, size, err := s.infoReader()
+// read streams .debug_info once, copying the units whose offsets need
+// holds into the buffer (the first pass also lists every unit).
+func (s *sparseInfo) read(need func(uint64) bool) error {
+	r, done, size, err := s.sectionStream(s.sec)
 	if err != nil {
 		return err
 	}
@@ -253,7 +264,7 @@ func (s *sparseInfo) read(want map[uint64]bool) error {
 		if first {
 			s.units = append(s.units, u)
 		}
-		if want[off] && !s.units[k].read {
+		if need(off) && !s.units[k].read {
 			s.units[k].read = true
 			copy(s.buf[off:], hdr[:])
 			_, err = io.ReadFull(r, s.buf[off+4:u.end])
@@ -355,4 +366,73 @@ func (s *sparseInfo) missing(ab []byte) (map[uint64]bool, error) {
 		}
 	}
 	return want, nil
+}
+
+// lineBuffer puts a buffer as long as .debug_line in dat, written by
+// readLines only where the units read have their line programs.
+func (s *sparseInfo) lineBuffer(dat map[string][]byte) error {
+	if s.line == nil {
+		return nil
+	}
+	_, done, size, err := s.sectionStream(s.line)
+	if err != nil {
+		return err
+	}
+	done()
+	dat["line"] = make([]byte, size)
+	return nil
+}
+
+// readLines copies the line programs of d's compile units from
+// .debug_line into its buffer, in one pass.
+func (s *sparseInfo) readLines(d *dwarf.Data, line []byte) error {
+	if line == nil {
+		return nil
+	}
+	var offs []uint64
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			break
+		}
+		r.SkipChildren()
+		if off, ok := e.Val(dwarf.AttrStmtList).(int64); ok && off >= 0 {
+			offs = append(offs, uint64(off))
+		}
+	}
+	slices.Sort(offs)
+	offs = slices.Compact(offs)
+	if len(offs) == 0 {
+		return nil
+	}
+	lr, done, size, err := s.sectionStream(s.line)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var at uint64
+	for _, off := range offs {
+		if off < at || off+4 > size {
+			return fmt.Errorf("%w: line program at %#x", errNotSparse, off)
+		}
+		if _, err := io.CopyN(io.Discard, lr, int64(off-at)); err != nil {
+			return fmt.Errorf("read %s at %#x: %w", s.line.Name, off, err)
+		}
+		if _, err := io.ReadFull(lr, line[off:off+4]); err != nil {
+			return fmt.Errorf("read %s at %#x: %w", s.line.Name, off, err)
+		}
+		n := uint64(s.f.ByteOrder.Uint32(line[off:]))
+		if n >= 0xfffffff0 || off+4+n > size {
+			return fmt.Errorf("%w: line program length %#x at %#x", errNotSparse, n, off)
+		}
+		if _, err := io.ReadFull(lr, line[off+4:off+4+n]); err != nil {
+			return fmt.Errorf("read %s at %#x: %w", s.line.Name, off, err)
+		}
+		at = off + 4 + n
+	}
+	return nil
 }
