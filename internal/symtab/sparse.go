@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/klauspost/compress/zlib"
+	"golang.org/x/sys/unix"
 )
 
 // A sparse read of a file's DWARF holds the compile units that hold a
@@ -49,11 +51,15 @@ type infoUnit struct {
 
 // sparseInfo is a sparse read of .debug_info in progress.
 type sparseInfo struct {
-	f     *elf.File
-	file  io.ReaderAt
-	sec   *elf.Section
-	line  *elf.Section // .debug_line, nil when there is none
-	buf   []byte
+	f    *elf.File
+	file io.ReaderAt
+	sec  *elf.Section
+	line *elf.Section // .debug_line, nil when there is none
+	buf  []byte
+	// maps are the buffers mapped (buf, the line programs'), outside the
+	// Go heap: their pages never written stay out of memory whatever the
+	// heap reused, and they do not raise the collector's goal.
+	maps  [][]byte
 	units []infoUnit // every unit, by offset (from the first pass)
 	pad   uint64     // offset of the padding units' abbreviation table
 }
@@ -67,6 +73,22 @@ func loadSparseDWARF(f *elf.File, file io.ReaderAt, pcs []uint64) (*dwarf.Data, 
 	if file == nil || f.Type == elf.ET_REL || hasDebugRelocations(f) {
 		return nil, fmt.Errorf("%w: relocations", errNotSparse)
 	}
+	s := &sparseInfo{f: f, file: file, sec: debugSection(f, "info"), line: debugSection(f, "line")}
+	d, err := s.load(pcs)
+	if err != nil {
+		unmapAll(s.maps)
+		return nil, err
+	}
+	// The buffers are unmapped once the data is unreachable: nothing else
+	// holds them (the entries' strings are copies; tickprof keeps no
+	// entry's block value).
+	runtime.AddCleanup(d, unmapAll, s.maps)
+	return d, nil
+}
+
+// load is loadSparseDWARF's read.
+func (s *sparseInfo) load(pcs []uint64) (*dwarf.Data, error) {
+	f, file := s.f, s.file
 	dat, err := readDWARFSections(f, file, "info", "line")
 	if err != nil {
 		return nil, err
@@ -75,7 +97,6 @@ func loadSparseDWARF(f *elf.File, file io.ReaderAt, pcs []uint64) (*dwarf.Data, 
 	if err != nil {
 		return nil, err
 	}
-	s := &sparseInfo{f: f, file: file, sec: debugSection(f, "info"), line: debugSection(f, "line")}
 	if s.sec == nil {
 		return nil, fmt.Errorf("%w: no .debug_info", errNotSparse)
 	}
@@ -248,7 +269,9 @@ func (s *sparseInfo) read(need func(uint64) bool) error {
 	defer done()
 	first := s.buf == nil
 	if first {
-		s.buf = make([]byte, size+padUnitSize+1) // written only where units are read
+		if s.buf, err = s.alloc(size + padUnitSize + 1); err != nil { // written only where units are read
+			return err
+		}
 	}
 	var off uint64
 	for k := 0; off < size; k++ {
@@ -379,8 +402,8 @@ func (s *sparseInfo) lineBuffer(dat map[string][]byte) error {
 		return err
 	}
 	done()
-	dat["line"] = make([]byte, size)
-	return nil
+	dat["line"], err = s.alloc(size)
+	return err
 }
 
 // readLines copies the line programs of d's compile units from
@@ -435,4 +458,24 @@ func (s *sparseInfo) readLines(d *dwarf.Data, line []byte) error {
 		at = off + 4 + n
 	}
 	return nil
+}
+
+// alloc maps n bytes of zeroed memory (memory written only).
+func (s *sparseInfo) alloc(n uint64) ([]byte, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	b, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("map %d bytes for DWARF: %w", n, err)
+	}
+	s.maps = append(s.maps, b)
+	return b, nil
+}
+
+// unmapAll unmaps the buffers of a sparse read.
+func unmapAll(maps [][]byte) {
+	for _, b := range maps {
+		unix.Munmap(b)
+	}
 }
