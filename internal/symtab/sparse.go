@@ -23,9 +23,9 @@ import (
 // A sparse read of a file's DWARF holds the compile units that hold a
 // given set of addresses, and the units their inlined calls' names are
 // in, instead of every unit. debug/dwarf parses the abbreviation table of
-// every unit when it opens the data: glibc's debug file has 2,063 units
-// and 4,126 tables, 12 MiB parsed, and its .debug_info is 5.5 MiB
-// inflated; a sampled C program touches a few dozen of its units.
+// every unit when it opens the data: glibc's debug file has 2,063 units,
+// each with a table of its own (12 MiB parsed), and its .debug_info is
+// 5.5 MiB inflated; a sampled C program touches a few dozen of its units.
 //
 // The units read keep their offsets in a buffer as long as the whole
 // .debug_info, so that references between units stay valid; every run
