@@ -36,7 +36,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	runErr := s.sample(ctx, exited)
-	prof, err := s.profile()
+	prof, err := s.profile(true)
 	if err != nil {
 		return nil, err
 	}

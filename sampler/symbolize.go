@@ -53,8 +53,9 @@ type locKey struct {
 	pid     int // for addresses outside every mapping
 }
 
-// profile symbolizes everything gathered so far into a CPU profile.
-func (s *Session) profile() (*Profile, error) {
+// profile symbolizes everything gathered so far into a CPU profile; final
+// says the session symbolizes once only (Run, not a window).
+func (s *Session) profile(final bool) (*Profile, error) {
 	c0 := selfCPU()
 	defer func() { s.symCPU += selfCPU() - c0 }()
 	start, dur := s.Span()
@@ -66,7 +67,7 @@ func (s *Session) profile() (*Profile, error) {
 	dl, cancel := context.WithTimeout(s.downloads(), downloadBudget)
 	defer cancel()
 	sy := &symbolizer{d: d, kernMap: -1, py: &s.py, maps: map[string]int{}, locs: map[locKey]int{}, pyTramp: map[int]bool{}, dl: dl}
-	ks, kerr := s.kernelSyms()
+	ks, kerr := s.kernelSymsFor(final)
 	if kerr == nil {
 		sy.kallsyms = ks
 	} else {
@@ -79,6 +80,17 @@ func (s *Session) profile() (*Profile, error) {
 		pids[st.proc.Pid()] = true
 	}
 	sort.Strings(keys) // deterministic output
+	if final {
+		// Lines and inlined calls are read for these addresses only.
+		for _, st := range s.stacks {
+			for i, a := range st.user {
+				st.proc.Expect(a, i == 0 && len(st.kern) == 0)
+				if i == 0 && len(st.kern) > 0 {
+					st.proc.Expect(a, true) // as schedIdle locates it
+				}
+			}
+		}
+	}
 	stops := map[walkStop]int64{}
 	pyLost := map[string]int64{}
 	var total int64
@@ -109,6 +121,25 @@ func (s *Session) profile() (*Profile, error) {
 	sy.mainFirst(s.mainExe())
 	d.Comments = append(d.Comments, s.runComments(len(pids))...)
 	return d, nil
+}
+
+// kernelSymsFor returns the kernel's symbols for the stacks gathered:
+// when the session symbolizes once (final) and has not read them for
+// itself already, only those the stacks' addresses need.
+func (s *Session) kernelSymsFor(final bool) (*symbolize.Kallsyms, error) {
+	if !final || s.ksyms != nil {
+		return s.kernelSyms()
+	}
+	var addrs []uint64
+	for _, st := range s.stacks {
+		for i, a := range st.kern {
+			if i > 0 {
+				a-- // a return address (kernel, below)
+			}
+			addrs = append(addrs, a)
+		}
+	}
+	return symbolize.ReadKallsymsFor(addrs)
 }
 
 // sample symbolizes one distinct stack (with its process ID when withPid).

@@ -53,7 +53,7 @@ func TestSymbolizeSelf(t *testing.T) {
 	s.handle(record(pid, flagUserFull, nil, []uint64{pc}))
 	s.handle(record(pid, 0, nil, []uint64{0x10}))
 	s.handle([]byte{1, 2, 3}) // short record: ignored
-	d, err := s.profile()
+	d, err := s.profile(false)
 	if err != nil {
 		t.Fatal(err)
 	}

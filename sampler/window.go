@@ -101,7 +101,7 @@ func (s *Session) lastWindow(emit func(*Profile) error) error {
 func (s *Session) cut(end time.Time) (*Profile, error) {
 	saved := s.end
 	s.end = end
-	d, err := s.profile()
+	d, err := s.profile(false)
 	s.end = saved
 	// Result labels samples with their PID only when it saw several
 	// processes; a window always says whose samples it holds.

@@ -33,6 +33,10 @@ type binFile struct {
 	// of the file itself (nil when neither has any).
 	inl     *inliner
 	inlDone bool
+	// expect are the file's virtual addresses Image.Expect was told of,
+	// handed to its tables when first located (limitDWARF).
+	expect  []uint64
+	limited bool
 	// cfi is the file's call frame information (read on first use).
 	cfi     *unwind.Table
 	cfiErr  error
@@ -115,6 +119,22 @@ func (b *binFile) localDebugPath(fd *debuginfo.Finder) string {
 		return ""
 	}
 	return p
+}
+
+// limitDWARF hands the addresses expected (Image.Expect) to the tables
+// whose DWARF is read for lines and inlined calls, once, before it is
+// read.
+func (b *binFile) limitDWARF() {
+	if b.limited || b.expect == nil {
+		return
+	}
+	b.limited = true
+	for _, t := range []*symtab.Table{b.dbg, b.table} {
+		if t != nil {
+			t.LimitDWARF(b.expect)
+		}
+	}
+	b.expect = nil
 }
 
 // inliner returns the reader of the inlined calls: from the separate debug

@@ -32,6 +32,9 @@ type Kallsyms struct {
 	off     []uint32
 	mod     []uint16
 	modules []string
+	// lo and hi are the lowest and highest text symbol addresses (of
+	// all the kernel's, in a table read for some addresses only).
+	lo, hi uint64
 }
 
 // ReadKallsyms reads /proc/kallsyms. It fails when the addresses are hidden
@@ -55,9 +58,52 @@ func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
 	var raw Kallsyms
 	raw.modules = []string{""}
 	modIndex := map[string]uint16{"": 0}
+	err := eachTextSym(r, func(addr uint64, name, mod []byte) error {
+		m, err := raw.module(modIndex, mod)
+		if err != nil {
+			return err
+		}
+		if len(raw.names)+len(name) > math.MaxUint32 {
+			return fmt.Errorf("kallsyms names exceed 4 GiB")
+		}
+		raw.addrs = append(raw.addrs, addr)
+		raw.off = append(raw.off, uint32(len(raw.names)))
+		raw.names = append(raw.names, name...)
+		raw.mod = append(raw.mod, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw.off = append(raw.off, uint32(len(raw.names)))
+	return raw.sorted(), nil
+}
+
+// module is the index of module mod in k.modules, added on first use.
+func (k *Kallsyms) module(index map[string]uint16, mod []byte) (uint16, error) {
+	if len(mod) == 0 {
+		return 0, nil
+	}
+	if i, ok := index[string(mod)]; ok {
+		return i, nil
+	}
+	if len(k.modules) > math.MaxUint16 {
+		return 0, fmt.Errorf("kallsyms names more than %d modules", math.MaxUint16)
+	}
+	i := uint16(len(k.modules))
+	k.modules = append(k.modules, string(mod))
+	index[string(mod)] = i
+	return i, nil
+}
+
+// eachTextSym calls fn with each text symbol of kallsyms text (types t,
+// T, w, W; name and mod are valid during the call only). It fails on an
+// address it cannot parse, on no text symbols, and when every address is
+// zero (hidden).
+func eachTextSym(r io.Reader, fn func(addr uint64, name, mod []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	nonzero := false
+	nonzero, any := false, false
 	for sc.Scan() {
 		addr, addrOK, typ, name, mod, ok := kallsymsLine(sc.Bytes())
 		if !ok {
@@ -69,43 +115,24 @@ func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
 			continue
 		}
 		if !addrOK {
-			return nil, fmt.Errorf("parse kallsyms address in %q", sc.Bytes())
+			return fmt.Errorf("parse kallsyms address in %q", sc.Bytes())
 		}
-		if addr != 0 {
-			nonzero = true
+		nonzero = nonzero || addr != 0
+		any = true
+		if err := fn(addr, name, mod); err != nil {
+			return err
 		}
-		m := uint16(0)
-		if len(mod) > 0 {
-			i, ok := modIndex[string(mod)]
-			if !ok {
-				if len(raw.modules) > math.MaxUint16 {
-					return nil, fmt.Errorf("kallsyms names more than %d modules", math.MaxUint16)
-				}
-				i = uint16(len(raw.modules))
-				raw.modules = append(raw.modules, string(mod))
-				modIndex[string(mod)] = i
-			}
-			m = i
-		}
-		if len(raw.names)+len(name) > math.MaxUint32 {
-			return nil, fmt.Errorf("kallsyms names exceed 4 GiB")
-		}
-		raw.addrs = append(raw.addrs, addr)
-		raw.off = append(raw.off, uint32(len(raw.names)))
-		raw.names = append(raw.names, name...)
-		raw.mod = append(raw.mod, m)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read kallsyms: %w", err)
+		return fmt.Errorf("read kallsyms: %w", err)
 	}
-	if len(raw.addrs) == 0 {
-		return nil, fmt.Errorf("kallsyms holds no text symbols")
+	if !any {
+		return fmt.Errorf("kallsyms holds no text symbols")
 	}
 	if !nonzero {
-		return nil, fmt.Errorf("kernel symbol addresses are hidden (run as root, or set kernel.kptr_restrict=0)")
+		return fmt.Errorf("kernel symbol addresses are hidden (run as root, or set kernel.kptr_restrict=0)")
 	}
-	raw.off = append(raw.off, uint32(len(raw.names)))
-	return raw.sorted(), nil
+	return nil
 }
 
 // kallsymsLine splits a kallsyms line ("addr type name [module]", fields
@@ -178,6 +205,7 @@ func (k *Kallsyms) sorted() *Kallsyms {
 		out.names = append(out.names, k.names[k.off[j]:k.off[j+1]]...)
 	}
 	out.off[n] = uint32(len(out.names))
+	out.lo, out.hi = out.addrs[0], out.addrs[n-1]
 	return out
 }
 
@@ -198,7 +226,7 @@ func (k *Kallsyms) Lookup(addr uint64) (KernelSym, bool) {
 
 // Range returns the lowest and highest symbol addresses.
 func (k *Kallsyms) Range() (lo, hi uint64) {
-	return k.addrs[0], k.addrs[len(k.addrs)-1]
+	return k.lo, k.hi
 }
 
 // EachKallsym calls fn with the fields of each line of /proc/kallsyms

@@ -126,6 +126,9 @@ type Table struct {
 	dwOnce sync.Once
 	dw     *dwarf.Data
 	dwErr  error
+	// dwPCs, when not nil, are the only addresses whose lines and DWARF
+	// entries are asked for (LimitDWARF).
+	dwPCs []uint64
 }
 
 // PIE reports whether the file is position independent (ET_DYN): a PIE
@@ -802,9 +805,27 @@ func (t *Table) DWARF() (*dwarf.Data, error) {
 		if t.file != nil {
 			file = t.file
 		}
+		if t.dwPCs != nil {
+			if d, err := loadSparseDWARF(t.f, file, t.dwPCs); err == nil {
+				t.dw = d
+				return
+			}
+			// Whatever stopped the sparse read, the whole DWARF serves.
+		}
 		t.dw, t.dwErr = loadDWARF(t.f, file)
 	})
 	return t.dw, t.dwErr
+}
+
+// LimitDWARF says that only the virtual addresses pcs will be asked about
+// (Line, and the entries of DWARF's data): the DWARF is then read for the
+// compile units that hold them (and those their entries name as abstract
+// origins) when .debug_aranges says which, not for every unit. Lines and
+// entries of other addresses may then be missing. It has no effect once
+// the DWARF is read, and must not be called while another goroutine uses
+// the table.
+func (t *Table) LimitDWARF(pcs []uint64) {
+	t.dwPCs = slices.Clone(pcs)
 }
 
 // LineErr reports why line information is unavailable, after Line was called.
