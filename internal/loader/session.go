@@ -175,6 +175,10 @@ type Session struct {
 	noMulti  bool
 	linkKind string
 	skipped  []Skipped
+
+	// umultiSpec is umulti.bpf.c's object, read once for the probe-site
+	// screen and the programs.
+	umultiSpec *umultiSpec
 	// singleLinks counts the single uprobe links planned (MaxSingleLinks).
 	singleLinks int
 	// relinks attach each kind's probes again from the programs already
@@ -264,7 +268,8 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 	if err != nil {
 		return nil, err
 	}
-	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil)
+	um := &umultiSpec{}
+	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil, um)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted while checking the probe sites, before timing: %w", ctx.Err())
@@ -278,7 +283,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 	if err := checkSingleLinkCap(opts, specs); err != nil {
 		return nil, err
 	}
-	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}, ctx: ctx, skipped: skipped}
+	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}, ctx: ctx, skipped: skipped, umultiSpec: um}
 	for i, sp := range specs {
 		name := sp.Name
 		if name == "" {
