@@ -922,6 +922,53 @@ static __always_inline int tp_task_enter(__u32 target)
 	return tp_task_enter_frame(target, 0);
 }
 
+/* tp_task_unwind looks for target's entry below the top of the current
+ * thread's stack, whose top entry belongs to another target. Found: the
+ * entries above it lost their exits (longjmp, a thread unwound); they are
+ * counted as orphans and dropped, so that target's entry is on top, and it
+ * returns 1. Else target's entry was never seen (the exit probe was
+ * attached first): it returns 0 and leaves the stack alone. A global
+ * function, so that the verifier checks its loops once: inlined, it walked
+ * them, and every exit program after them, once for each depth the search
+ * can stop at (most of the exit programs' verification, and of a short
+ * run's start). */
+__attribute__((noinline)) int tp_task_unwind(__u32 target)
+{
+	struct tp_tstack *st = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, 0);
+	__u32 depth, i, d, n;
+
+	if (!st)
+		return 0;
+	depth = st->depth;
+	for (i = 2; i <= TP_MAX_DEPTH; i++) {
+		if (depth - i < st->floor || depth < i)
+			break;
+		if (st->target[(depth - i) & (TP_MAX_DEPTH - 1)] == target)
+			break;
+	}
+	if (i > TP_MAX_DEPTH || depth < i || depth - i < st->floor)
+		return 0;
+	/* The i-1 entries above target's lost their exits. The loop reads
+	 * the depths back from memory (volatile), so that the verifier knows
+	 * neither i nor the range the search gave depth, and walks the loop
+	 * once rather than once for each i. */
+	d = *(volatile __u32 *)&st->depth;
+	st->depth = depth - (i - 1);
+	n = d - *(volatile __u32 *)&st->depth;
+	for (__u32 k = 1; k < TP_MAX_DEPTH; k++) {
+		__u32 lost = (d - k) & (TP_MAX_DEPTH - 1);
+
+		if (k > n)
+			break;
+		if (st->frame[lost] & TP_FRAME_UNCOUNTED)
+			continue;
+		tp_orphan(st->target[lost]);
+		if (tp_windowed)
+			tp_inflight_add(st->target[lost], -1);
+	}
+	return 1;
+}
+
 /* tp_task_exit pops target's entry from the current thread's stack and
  * accounts the call. When the top entry belongs to another target, either
  * exits were missed (longjmp, a thread unwound) and target's entry lies
@@ -933,7 +980,7 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 {
 	struct tp_tstack *st;
 	struct tp_counts *c;
-	__u32 slot, depth, i;
+	__u32 slot, depth;
 
 	c = bpf_map_lookup_elem(&tp_counters, &target);
 	if (!c)
@@ -958,14 +1005,8 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 	depth = st->depth;
 	slot = (depth - 1) & (TP_MAX_DEPTH - 1);
 	if (st->target[slot] != target) {
-		/* Rare: look for target's entry below the top. */
-		for (i = 2; i <= TP_MAX_DEPTH; i++) {
-			if (depth - i < st->floor || depth < i)
-				break;
-			if (st->target[(depth - i) & (TP_MAX_DEPTH - 1)] == target)
-				break;
-		}
-		if (i > TP_MAX_DEPTH || depth < i || depth - i < st->floor) {
+		/* Rare: target's entry lies below the top, or nowhere. */
+		if (!tp_task_unwind(target)) {
 			if (tp_other_process())
 				return 0;
 			if (!tp_windowed)
@@ -973,17 +1014,7 @@ static __always_inline int tp_task_exit_at(void *ctx, __u32 target, __u64 stack_
 			tp_stat_no_entry();
 			return 0;
 		}
-		/* The i-1 entries above target's lost their exits. */
-		for (__u32 k = 1; k < TP_MAX_DEPTH && k < i; k++) {
-			__u32 lost = (depth - k) & (TP_MAX_DEPTH - 1);
-
-			if (st->frame[lost] & TP_FRAME_UNCOUNTED)
-				continue;
-			tp_orphan(st->target[lost]);
-			if (tp_windowed)
-				tp_inflight_add(st->target[lost], -1);
-		}
-		depth -= i - 1;
+		depth = st->depth;
 		slot = (depth - 1) & (TP_MAX_DEPTH - 1);
 	}
 	st->depth = depth - 1;

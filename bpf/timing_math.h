@@ -38,21 +38,34 @@ static __always_inline void tp_add_sq(__u64 *lo, __u64 *hi, __u64 v)
 	*hi += h;
 }
 
-/* tp_log2 is floor(log2(v)) for v > 0, 0 for v == 0. */
+/* tp_nonzero is 1 when x (below 2^63) is not 0, else 0, without a
+ * branch: 0 - x then has its top bit set. The empty asm keeps the compiler
+ * from turning it back into a comparison, which BPF has only as a jump. */
+static __always_inline __u64 tp_nonzero(__u64 x)
+{
+	asm volatile("" : "+r"(x));
+	return (0 - x) >> 63;
+}
+
+/* tp_log2 is floor(log2(v)) for v > 0, 0 for v == 0. Without a branch:
+ * with one a halving step, the verifier followed every one of the 64
+ * results, as a known constant, through the rest of the program (the
+ * histogram updates after it), which multiplied the work of verifying
+ * every program that times a call. */
 static __always_inline __u32 tp_log2(__u64 v)
 {
-	__u32 r = 0, s;
+	__u64 r = 0, s;
 
 	/* One halving step a line, as a table. */
 	/* clang-format off */
-	s = (v > 0xffffffffULL) << 5; v >>= s; r |= s;
-	s = (v > 0xffffULL) << 4;     v >>= s; r |= s;
-	s = (v > 0xffULL) << 3;       v >>= s; r |= s;
-	s = (v > 0xfULL) << 2;        v >>= s; r |= s;
-	s = (v > 0x3ULL) << 1;        v >>= s; r |= s;
+	s = tp_nonzero(v >> 32) << 5; v >>= s; r |= s;
+	s = tp_nonzero(v >> 16) << 4; v >>= s; r |= s;
+	s = tp_nonzero(v >> 8) << 3;  v >>= s; r |= s;
+	s = tp_nonzero(v >> 4) << 2;  v >>= s; r |= s;
+	s = tp_nonzero(v >> 2) << 1;  v >>= s; r |= s;
 	/* clang-format on */
 	r |= (v >> 1);
-	return r;
+	return (__u32)r;
 }
 
 #endif /* TICKPROF_TIMING_MATH_H */

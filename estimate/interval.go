@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -132,7 +132,7 @@ func tQuantile(conf, df float64) float64 {
 		return zQuantile(conf)
 	}
 	if conf == DefaultConfidence && df >= 1 && df <= tTableSize && df == math.Trunc(df) {
-		return t95()[int(df)-1]
+		return t95At(int(df))
 	}
 	return studentsT(conf, df)
 }
@@ -144,16 +144,24 @@ func studentsT(conf, df float64) float64 {
 // tTableSize is the largest degrees of freedom kept in t95.
 const tTableSize = 512
 
-// t95 holds t_{0.975; df} for df = 1..tTableSize, computed once on first use
-// and never changed: the batch-means interval asks for it on every estimate,
-// and each evaluation inverts an incomplete beta function (about 20 us).
-var t95 = sync.OnceValue(func() []float64 {
-	t := make([]float64, tTableSize)
-	for i := range t {
-		t[i] = studentsT(DefaultConfidence, float64(i+1))
+// t95 holds t_{0.975; df} for df = 1..tTableSize (as float64 bits; 0: not
+// computed yet), each computed on its first use and never changed: the
+// batch-means interval asks for it on every estimate, and each evaluation
+// inverts an incomplete beta function (about 20 us; the whole table at
+// once was 10 ms of a short run, which uses a few entries).
+var t95 [tTableSize]atomic.Uint64
+
+// t95At is t_{0.975; df} for df in 1..tTableSize, from t95. Two goroutines
+// may both compute an entry: they store the same value.
+func t95At(df int) float64 {
+	e := &t95[df-1]
+	if b := e.Load(); b != 0 {
+		return math.Float64frombits(b)
 	}
+	t := studentsT(DefaultConfidence, float64(df))
+	e.Store(math.Float64bits(t))
 	return t
-})
+}
 
 // resolve turns IntervalAuto into a concrete construction for x hits out of n.
 func resolve(iv Interval, x, n uint64) Interval {

@@ -69,7 +69,11 @@ type binom struct {
 	n      uint64
 	p      float64
 	lo, hi uint64
-	cdf    []float64
+	// cum holds the sums of the probabilities from lo on, and sum their
+	// total: F(k) is cum[k-lo]/sum (normalized where it is read: F reads a
+	// few dozen of the thousands of entries).
+	cum []float64
+	sum float64
 }
 
 func newBinom(n uint64, p float64) binom {
@@ -93,29 +97,47 @@ func newBinom(n uint64, p float64) binom {
 	lb, _ := math.Lgamma(nf - mf + 1)
 	pmf := make([]float64, hi-lo+1)
 	pmf[mode-lo] = math.Exp(lg - la - lb + mf*math.Log(p) + (nf-mf)*math.Log1p(-p))
-	odds := p / (1 - p)
-	for k := mode; k < hi; k++ {
-		kf := float64(k)
-		pmf[k+1-lo] = pmf[k-lo] * (nf - kf) / (kf + 1) * odds
-	}
-	for k := mode; k > lo; k-- {
-		kf := float64(k)
-		pmf[k-1-lo] = pmf[k-lo] * kf / (nf - kf + 1) / odds
-	}
-	cdf := pmf
+	binomTails(pmf, n, p, lo, mode)
 	s := 0.0
 	for i, v := range pmf {
 		s += v
-		cdf[i] = s
+		pmf[i] = s
 	}
-	// Normalize away the rounding of the lgamma sums (a few 1e-12).
-	for i := range cdf {
-		cdf[i] = math.Min(1, cdf[i]/s)
-	}
-	return binom{n: n, p: p, lo: lo, hi: hi, cdf: cdf}
+	return binom{n: n, p: p, lo: lo, hi: hi, cum: pmf, sum: s}
 }
 
-// F is P(B <= k); k = -1 gives 0.
+// binomTails fills pmf (pmf[k-lo] = P(B = k)) above and below the mode
+// from pmf[mode-lo] by the ratio of neighbours. Each side is a chain of
+// dependent divisions; one loop runs both, so that the processor overlaps
+// them: the same operations in the same order, so the same values to the
+// bit as one side after the other, in about half the time.
+func binomTails(pmf []float64, n uint64, p float64, lo, mode uint64) {
+	nf, odds := float64(n), p/(1-p)
+	hi := lo + uint64(len(pmf)) - 1
+	up, down := mode, mode
+	xu, xd := pmf[mode-lo], pmf[mode-lo]
+	for up < hi && down > lo {
+		uf, df := float64(up), float64(down)
+		xu = xu * (nf - uf) / (uf + 1) * odds
+		xd = xd * df / (nf - df + 1) / odds
+		up++
+		down--
+		pmf[up-lo], pmf[down-lo] = xu, xd
+	}
+	for ; up < hi; up++ {
+		uf := float64(up)
+		xu = xu * (nf - uf) / (uf + 1) * odds
+		pmf[up+1-lo] = xu
+	}
+	for ; down > lo; down-- {
+		df := float64(down)
+		xd = xd * df / (nf - df + 1) / odds
+		pmf[down-1-lo] = xd
+	}
+}
+
+// F is P(B <= k); k = -1 gives 0. The division by the sum normalizes away
+// the rounding of the lgamma sums (a few 1e-12).
 func (b binom) F(k int64) float64 {
 	if k < int64(b.lo) {
 		return 0
@@ -124,9 +146,9 @@ func (b binom) F(k int64) float64 {
 		if k >= int64(b.n) {
 			return 1
 		}
-		return b.cdf[len(b.cdf)-1]
+		return math.Min(1, b.cum[len(b.cum)-1]/b.sum)
 	}
-	return b.cdf[uint64(k)-b.lo]
+	return math.Min(1, b.cum[uint64(k)-b.lo]/b.sum)
 }
 
 // lowerTail is P(B <= r-1): the chance that X_(r) lies above ξ_p.

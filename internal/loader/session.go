@@ -151,8 +151,8 @@ type Target struct {
 type Session struct {
 	opts Options
 	objs bpf.TimingObjects
-	// timingSpec is timing.bpf.c's spec as loadTiming set it up, for the
-	// programs loaded on first use.
+	// timingSpec is timing.bpf.c's spec, for the programs loaded on
+	// first use (timingPrograms).
 	timingSpec *ebpf.CollectionSpec
 	targets    []*Target
 	echo       echoState
@@ -175,6 +175,10 @@ type Session struct {
 	noMulti  bool
 	linkKind string
 	skipped  []Skipped
+
+	// umultiSpec is umulti.bpf.c's object, read once for the probe-site
+	// screen and the programs.
+	umultiSpec *umultiSpec
 	// singleLinks counts the single uprobe links planned (MaxSingleLinks).
 	singleLinks int
 	// relinks attach each kind's probes again from the programs already
@@ -264,7 +268,8 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 	if err != nil {
 		return nil, err
 	}
-	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil)
+	um := &umultiSpec{}
+	kept, skipped, err := screenUprobes(ctx, specs, !opts.SingleLinks && HaveUprobeMulti() == nil, um)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted while checking the probe sites, before timing: %w", ctx.Err())
@@ -278,7 +283,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 	if err := checkSingleLinkCap(opts, specs); err != nil {
 		return nil, err
 	}
-	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}, ctx: ctx, skipped: skipped}
+	s := &Session{opts: opts, callers: map[callerKey]*callerAgg{}, ctx: ctx, skipped: skipped, umultiSpec: um}
 	for i, sp := range specs {
 		name := sp.Name
 		if name == "" {
@@ -519,7 +524,7 @@ func (s *Session) load() error {
 // links, and verifying them was most of a one-function run's start (1 s
 // of a 1.7 s start on a loaded 2-CPU machine).
 func (s *Session) loadTiming() error {
-	spec, err := bpf.LoadTiming()
+	spec, timing, err := s.timingMapsSpec()
 	if err != nil {
 		return fmt.Errorf("read the timing BPF object: %w", err)
 	}
@@ -554,8 +559,39 @@ func (s *Session) loadTiming() error {
 		}
 		return loadError(err)
 	}
-	s.timingSpec = spec
+	if timing {
+		s.timingSpec = spec
+	}
 	return nil
+}
+
+// timingMapsSpec returns the object whose maps loadTiming creates, and
+// whether it is timing.bpf.c's. Every object that includes timing.h
+// declares them: where the probe-site screen read umulti.bpf.c's object
+// (user functions on multi-uprobe links, whose programs come from it), a
+// copy of it serves, and timing.bpf.c's object is read only if its
+// single-link programs are wanted after all (reading it was about 14 ms
+// of a one-function run's start).
+func (s *Session) timingMapsSpec() (*ebpf.CollectionSpec, bool, error) {
+	if u := s.umultiSpec; u != nil && u.read && u.err == nil {
+		return u.spec.Copy(), false, nil
+	}
+	spec, err := bpf.LoadTiming()
+	return spec, true, err
+}
+
+// timingPrograms returns timing.bpf.c's object for its single-link
+// programs, read on first use when loadTiming did not (LoadShared sets its
+// constants and sizes its maps like the session's).
+func (s *Session) timingPrograms() (*ebpf.CollectionSpec, error) {
+	if s.timingSpec == nil {
+		spec, err := bpf.LoadTiming()
+		if err != nil {
+			return nil, fmt.Errorf("read the timing BPF object: %w", err)
+		}
+		s.timingSpec = spec
+	}
+	return s.timingSpec.Copy(), nil
 }
 
 // singlePrograms loads the single-link user entry and exit programs into
@@ -568,7 +604,11 @@ func (s *Session) singlePrograms() error {
 		Entry *ebpf.Program `ebpf:"tp_uentry"`
 		Exit  *ebpf.Program `ebpf:"tp_uexit"`
 	}
-	if err := s.LoadShared(s.timingSpec.Copy(), &p); err != nil {
+	spec, err := s.timingPrograms()
+	if err != nil {
+		return err
+	}
+	if err := s.LoadShared(spec, &p); err != nil {
 		return err
 	}
 	s.objs.TpUentry, s.objs.TpUexit = p.Entry, p.Exit
@@ -582,7 +622,11 @@ func (s *Session) echoProgram() (*ebpf.Program, error) {
 		var p struct {
 			Echo *ebpf.Program `ebpf:"tp_uecho"`
 		}
-		if err := s.LoadShared(s.timingSpec.Copy(), &p); err != nil {
+		spec, err := s.timingPrograms()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.LoadShared(spec, &p); err != nil {
 			return nil, err
 		}
 		s.objs.TpUecho = p.Echo

@@ -100,7 +100,10 @@ func (s *Session) multiObjects() *bpf.UmultiObjects {
 		s.noMulti = true
 		return nil
 	}
-	spec, err := bpf.LoadUmulti()
+	if s.umultiSpec == nil {
+		s.umultiSpec = &umultiSpec{}
+	}
+	spec, err := s.umultiSpec.get()
 	if err != nil {
 		s.noMulti = true
 		return nil
@@ -327,7 +330,7 @@ func closeParallel(ctx context.Context, ls []link.Link) ([]link.Link, error) {
 //
 // Targets from a glob that cannot be probed are returned as skipped; a
 // function named by itself is an error.
-func screenUprobes(ctx context.Context, specs []Spec, useKernel bool) (kept []Spec, skipped []Skipped, err error) {
+func screenUprobes(ctx context.Context, specs []Spec, useKernel bool, um *umultiSpec) (kept []Spec, skipped []Skipped, err error) {
 	var user []int
 	for i, sp := range specs {
 		if sp.Kind == KindUser {
@@ -338,7 +341,7 @@ func screenUprobes(ctx context.Context, specs []Spec, useKernel bool) (kept []Sp
 	reason := make(map[int]string)
 	var checker *ebpf.Program
 	if useKernel && len(bins) > 0 {
-		checker, err = loadChecker()
+		checker, err = loadChecker(um)
 		if err != nil {
 			checker = nil // fall back to the static check
 		} else {
@@ -407,11 +410,30 @@ func staticScreen(bin string, specs []Spec, idx []int) (map[int]string, error) {
 	return out, nil
 }
 
+// umultiSpec reads umulti.bpf.c's object on first use and keeps it: the
+// kernel screen's checker and the session's programs come from the same
+// read (each read parses the object's ELF and BTF: several ms).
+type umultiSpec struct {
+	spec *ebpf.CollectionSpec
+	err  error
+	read bool
+}
+
+// get returns the object, read on the first call. Loading a program from
+// it leaves it as read (ebpf.NewProgram copies the instructions).
+func (u *umultiSpec) get() (*ebpf.CollectionSpec, error) {
+	if !u.read {
+		u.spec, u.err = bpf.LoadUmulti()
+		u.read = true
+	}
+	return u.spec, u.err
+}
+
 // loadChecker loads the program the kernel screen attaches: an empty
 // uprobe.multi program (never run: the probes sit in this process's own
 // mapping of the binary, which it never executes).
-func loadChecker() (*ebpf.Program, error) {
-	spec, err := bpf.LoadUmulti()
+func loadChecker(um *umultiSpec) (*ebpf.Program, error) {
+	spec, err := um.get()
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +505,7 @@ type siteScreen struct {
 	refused map[int]string
 }
 
-// try attaches one link at the sites set and closes it.
+// try attaches one link at the sites set and closes it (in the background).
 func (sc *siteScreen) try(set []int) error {
 	opts := &link.UprobeMultiOptions{PID: sc.pid}
 	for _, i := range set {
@@ -493,7 +515,11 @@ func (sc *siteScreen) try(set []int) error {
 	if err != nil {
 		return err
 	}
-	return l.Close()
+	// The kernel took every site: that is the answer. Closing the link
+	// waits for a grace period (0.2 s on a loaded machine, most of a
+	// one-function run's start), which nothing here needs to wait for.
+	go func() { _ = l.Close() }()
+	return nil
 }
 
 // bisect finds the refused sites of set by halving the sets the kernel
