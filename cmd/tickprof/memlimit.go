@@ -10,35 +10,41 @@ import (
 	"runtime/metrics"
 )
 
-// agentMemoryLimit is the least soft limit on the Go heap of a long-running
-// agent, unless GOMEMLIMIT says otherwise. Left to GOGC alone, the heap
-// grows to twice its live size (22 MB with 20 watched processes, 40 MB at
-// the first window's symbolization), and the agent's RSS sat at 90-100 MB.
+// agentMemoryLimit is the soft limit on a long-running agent's memory
+// until its first collection, unless GOMEMLIMIT says otherwise. Left to
+// GOGC alone, the heap grows to twice its live size (22 MB with 20
+// watched processes, 40 MB at the first window's symbolization), and the
+// agent's RSS sat at 90-100 MB.
 const agentMemoryLimit = 48 << 20
 
-// agentHeapRoom is the least room above the live heap the limit leaves. A
-// fixed limit close to the live heap makes the collector run without end:
-// with libc's separate debug file installed, one process's symbol and line
-// tables were 39-44 MB live, and under a fixed 48 MiB limit the agent
-// collected every 50 ms and spent 20% of a core on it (perf:
-// runtime.scanObject and gcDrain were 80% of its samples).
-const agentHeapRoom = 16 << 20
+// agentLeastLimit is the least limit set after a collection.
+const agentLeastLimit = 32 << 20
 
-// limitAgentMemory keeps the Go heap near its live size unless the user
-// set GOMEMLIMIT: a soft limit of the live heap plus a quarter (at least
-// agentHeapRoom, at least agentMemoryLimit in all), set again after every
-// collection (the live heap grows by tens of MB in a second when a
-// process's symbol tables are first read) until ctx is done.
+// agentHeapRoom is the least room for new objects the limit leaves above
+// what the runtime needs once garbage is gone. A fixed limit close to the
+// live heap makes the collector run without end: with libc's separate
+// debug file installed, one process's symbol and line tables were 39-44
+// MB live, and under a fixed 48 MiB limit the agent collected every 50
+// ms and spent 20% of a core on it (perf: runtime.scanObject and gcDrain
+// were 80% of its samples). A limit that follows the live heap does not:
+// at steady state the agent allocates about 60 KB/s with one process
+// watched, so 4 MiB of room is a collection a minute, of about 10 ms.
+const agentHeapRoom = 4 << 20
+
+// limitAgentMemory keeps the agent's memory near what it needs unless
+// the user set GOMEMLIMIT: a soft limit of the live heap, the runtime's
+// own memory and agentHeapRoom (or an eighth of the live heap, when
+// more), set again after every collection (the live heap grows by tens
+// of MB in a second when a process's symbol tables are first read) until
+// ctx is done.
 func limitAgentMemory(ctx context.Context) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	debug.SetMemoryLimit(agentMemoryLimit)
 	afterEachGC(ctx, func() {
-		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		metrics.Read(s)
-		if s[0].Value.Kind() == metrics.KindUint64 {
-			debug.SetMemoryLimit(heapLimit(int64(s[0].Value.Uint64())))
+		if l, ok := heapLimit(); ok {
+			debug.SetMemoryLimit(l)
 		}
 	})
 }
@@ -60,9 +66,35 @@ func afterEachGC(ctx context.Context, f func()) {
 	})
 }
 
-// heapLimit is the soft limit for a live heap of live bytes.
-func heapLimit(live int64) int64 {
-	return max(int64(agentMemoryLimit), live+max(int64(agentHeapRoom), live/4))
+// heapLimitMetrics are what heapLimit reads.
+var heapLimitMetrics = []string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/objects:bytes",
+}
+
+// heapLimit is the soft limit after a collection: the memory the runtime
+// holds (what the limit counts: all but the heap's released pages), less
+// its free pages and the objects allocated since the collection's mark
+// (objects beyond the live heap), plus the room.
+func heapLimit() (int64, bool) {
+	s := make([]metrics.Sample, len(heapLimitMetrics))
+	for i, n := range heapLimitMetrics {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	var v [5]int64
+	for i := range s {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0, false
+		}
+		v[i] = int64(s[i].Value.Uint64())
+	}
+	live, total, released, free, objects := v[0], v[1], v[2], v[3], v[4]
+	need := total - released - free - max(0, objects-live)
+	return max(int64(agentLeastLimit), need+max(int64(agentHeapRoom), live/8)), true
 }
 
 // sampleGCPercent is the Go collector's target for `sample` unless GOGC
