@@ -33,25 +33,35 @@ const agentLeastLimit = 32 << 20
 // watched, so 4 MiB of room is a collection a minute, of about 10 ms.
 const agentHeapRoom = 4 << 20
 
+// agentGCInterval is the least time between the collections the limit
+// causes: the room is at least what the agent allocated in that time, at
+// the rate measured between the last two collections. At high rates (a
+// test at 100 kHz) 4 MiB of room made it collect several times a second
+// and take 3.5-5 s instead of 2-2.5 s to stop.
+const agentGCInterval = 10 * time.Second
+
 // limitAgentMemory keeps the agent's memory near what it needs unless
 // the user set GOMEMLIMIT: a soft limit of the live heap, the runtime's
-// own memory and agentHeapRoom (or an eighth of the live heap, when
-// more), set again after every collection (the live heap grows by tens
-// of MB in a second when a process's symbol tables are first read) until
-// ctx is done; after a collection that raised it, it collects once more
-// agentRecheck later.
+// own memory and agentHeapRoom (or an eighth of the live heap, or
+// agentGCInterval of allocation, when more), set again after every
+// collection (the live heap grows by tens of MB in a second when a
+// process's symbol tables are first read) until ctx is done; after a
+// collection that raised it, it collects once more agentRecheck later.
 func limitAgentMemory(ctx context.Context) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	debug.SetMemoryLimit(agentMemoryLimit)
 	last := int64(agentMemoryLimit)
+	var prev gcSample
 	var pending atomic.Bool
 	afterEachGC(ctx, func() {
-		l, ok := heapLimit()
+		cur, ok := readGCSample()
 		if !ok {
 			return
 		}
+		l := heapLimit(cur, prev)
+		prev = cur
 		debug.SetMemoryLimit(l)
 		if l > last+agentHeapRoom/2 && pending.CompareAndSwap(false, true) {
 			time.AfterFunc(agentRecheck, func() {
@@ -91,35 +101,59 @@ func afterEachGC(ctx context.Context, f func()) {
 	})
 }
 
-// heapLimitMetrics are what heapLimit reads.
-var heapLimitMetrics = []string{
+// gcSample is what the runtime says after a collection.
+type gcSample struct {
+	at     time.Time
+	live   int64 // the live heap
+	need   int64 // memory the runtime holds, less free pages and objects newer than the mark
+	allocs int64 // bytes allocated since the start
+}
+
+// gcSampleMetrics are what readGCSample reads.
+var gcSampleMetrics = []string{
 	"/gc/heap/live:bytes",
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/released:bytes",
 	"/memory/classes/heap/free:bytes",
 	"/memory/classes/heap/objects:bytes",
+	"/gc/heap/allocs:bytes",
 }
 
-// heapLimit is the soft limit after a collection: the memory the runtime
-// holds (what the limit counts: all but the heap's released pages), less
-// its free pages and the objects allocated since the collection's mark
-// (objects beyond the live heap), plus the room.
-func heapLimit() (int64, bool) {
-	s := make([]metrics.Sample, len(heapLimitMetrics))
-	for i, n := range heapLimitMetrics {
+// readGCSample reads the runtime's metrics: need is all the memory the
+// limit counts (all but the heap's released pages), less its free pages
+// and the objects allocated since the collection's mark (objects beyond
+// the live heap).
+func readGCSample() (gcSample, bool) {
+	s := make([]metrics.Sample, len(gcSampleMetrics))
+	for i, n := range gcSampleMetrics {
 		s[i].Name = n
 	}
 	metrics.Read(s)
-	var v [5]int64
+	var v [6]int64
 	for i := range s {
 		if s[i].Value.Kind() != metrics.KindUint64 {
-			return 0, false
+			return gcSample{}, false
 		}
 		v[i] = int64(s[i].Value.Uint64())
 	}
 	live, total, released, free, objects := v[0], v[1], v[2], v[3], v[4]
-	need := total - released - free - max(0, objects-live)
-	return max(int64(agentLeastLimit), need+max(int64(agentHeapRoom), live/8)), true
+	return gcSample{
+		at:     time.Now(),
+		live:   live,
+		need:   total - released - free - max(0, objects-live),
+		allocs: v[5],
+	}, true
+}
+
+// heapLimit is the soft limit after the collection of cur, prev being
+// the one before (zero at the first).
+func heapLimit(cur, prev gcSample) int64 {
+	room := max(int64(agentHeapRoom), cur.live/8)
+	if dt := cur.at.Sub(prev.at); !prev.at.IsZero() && dt > 0 {
+		rate := float64(cur.allocs-prev.allocs) / dt.Seconds()
+		room = max(room, int64(min(rate*agentGCInterval.Seconds(), 1<<40)))
+	}
+	return max(int64(agentLeastLimit), cur.need+room)
 }
 
 // sampleGCPercent is the Go collector's target for `sample` unless GOGC

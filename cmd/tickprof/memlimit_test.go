@@ -5,6 +5,7 @@ package main
 import (
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestHeapLimit holds 64 MiB live: the limit after a collection leaves
@@ -17,16 +18,22 @@ func TestHeapLimit(t *testing.T) {
 		held[i][0] = 1 // resident
 	}
 	runtime.GC()
-	l, ok := heapLimit()
+	cur, ok := readGCSample()
 	if !ok {
-		t.Fatal("runtime/metrics lacks a value heapLimit reads")
+		t.Fatal("runtime/metrics lacks a value readGCSample reads")
 	}
+	l := heapLimit(cur, gcSample{})
 	t.Logf("limit %.1f MiB with %d MiB held", float64(l)/(1<<20), live>>20)
 	if l < live+live/8 {
 		t.Errorf("limit %d B: under the live heap and its room (%d B)", l, live+live/8)
 	}
 	if l > 2*live {
 		t.Errorf("limit %d B: twice the live heap or more", l)
+	}
+	// 100 MiB allocated in the second before: room for 10 s of it.
+	prev := gcSample{at: cur.at.Add(-time.Second), allocs: cur.allocs - 100<<20}
+	if l := heapLimit(cur, prev); l < cur.need+1000<<20 {
+		t.Errorf("limit %d B after 100 MiB/s: under 10 s of allocation above %d B", l, cur.need)
 	}
 	runtime.KeepAlive(held)
 }
