@@ -209,6 +209,7 @@ func (s *Session) kernelSyms() (*symbolize.Kallsyms, error) {
 	if s.ksyms != nil && time.Since(s.ksymsAt) < kallsymsMaxAge {
 		return s.ksyms, nil
 	}
+	s.ksyms = nil // not live while the new table is read
 	ks, err := symbolize.ReadKallsyms()
 	if err != nil {
 		return nil, err

@@ -9,6 +9,9 @@
 # symbolization and the line tables it loads; default 25) and reads CPU
 # (utime+stime) over FP_SECS s (default 60), then RSS (VmRSS, VmHWM; with
 # RssAnon and RssFile, the file pages being the binary's text).
+# With FP_BUILDS="NAME=BINARY ...", other tickprof binaries (builds before
+# a change) are measured too, as tools NAME, in the same random order (A/B
+# comparisons).
 # Usage: bench/agent/footprint.sh [REPS] (default 3). Prints a Markdown
 # section; the raw measurements go to bench/results/agent/footprint-*.tsv.
 set -euo pipefail
@@ -17,6 +20,8 @@ REPS=${1:-3}
 SECS=${FP_SECS:-60}
 SKIP=${FP_SKIP:-25}
 . bench/agent/lib.sh
+declare -A builds=([agent]="$tmp/tickprof")
+for b in ${FP_BUILDS:-}; do builds[${b%%=*}]=${b#*=}; done
 
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
 go build -o "$tmp/tickprof" ./cmd/tickprof
@@ -30,13 +35,13 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 measure() {
 	local tool=$1 list=$2 p
 	case $tool in
-	agent)
-		local args=()
-		for t in ${list//,/ }; do args+=(-p "$t"); done
-		"$tmp/tickprof" agent "${args[@]}" -F 49 --window 10s --dir "$tmp/out-agent" 2>"$tmp/agent.log" &
-		;;
 	perf)
 		perf record -F 49 -g -p "$list" -o "$tmp/perf.data" 2>"$tmp/perf.log" >/dev/null &
+		;;
+	*)
+		local args=()
+		for t in ${list//,/ }; do args+=(-p "$t"); done
+		"${builds[$tool]}" agent "${args[@]}" -F 49 --window 10s --dir "$tmp/out-agent" 2>"$tmp/agent.log" &
 		;;
 	esac
 	p=$!
@@ -54,7 +59,7 @@ measure() {
 
 echo "## Agent footprint against perf record"
 echo
-echo "bench/agent/footprint.sh $REPS, $(date -u +%FT%TZ), $(nproc) CPUs, kernel $(uname -r), $(perf --version), load average at start $(cut -d' ' -f1-3 /proc/loadavg); CPU over ${SECS} s after the first ${SKIP} s."
+echo "${FP_BUILDS:+FP_BUILDS=\"$FP_BUILDS\" }bench/agent/footprint.sh $REPS, $(date -u +%FT%TZ), $(nproc) CPUs, kernel $(uname -r), $(perf --version), load average at start $(cut -d' ' -f1-3 /proc/loadavg); CPU over ${SECS} s after the first ${SKIP} s."
 echo
 for r in $(seq "$REPS"); do
 	for n in 1 20; do
@@ -65,8 +70,7 @@ for r in $(seq "$REPS"); do
 			pids+=("$!")
 		done
 		list=$(IFS=,; echo "${tp[*]}")
-		order="agent perf"
-		[ $((RANDOM % 2)) -eq 0 ] && order="perf agent"
+		order=$(printf '%s\n' perf "${!builds[@]}" | shuf | tr '\n' ' ')
 		for tool in $order; do
 			read -r c m h an fi < <(measure "$tool" "$list")
 			echo -e "$r\t$n\t$tool\t$c\t$m\t$h\t$an\t$fi" >>"$raw"

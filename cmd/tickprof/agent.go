@@ -123,6 +123,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		return err
 	}
 	c.Logf = agent.Logger(cmd.ErrOrStderr())
+	releaseStartupPages(memCtx, max(agentStartupPages, 2*c.Window), c.Logf)
 	ctx, abort, stop := agentSignals(c.Logf)
 	defer stop()
 	c.Abort = abort
