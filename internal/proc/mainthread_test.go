@@ -19,13 +19,7 @@ func TestExecWatch(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (perf events on another process)")
 	}
-	testtarget.NeedGCC(t)
-	src := filepath.Join(t.TempDir(), "ex.c")
-	os.WriteFile(src, []byte(execSrc), 0o644)
-	bin := filepath.Join(t.TempDir(), "ex")
-	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := execBinary(t)
 	for _, byThread := range []bool{false, true} {
 		mode := "0"
 		if byThread {
@@ -63,13 +57,7 @@ func TestExecWatchSettles(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (perf events on another process)")
 	}
-	testtarget.NeedGCC(t)
-	src := filepath.Join(t.TempDir(), "ex.c")
-	os.WriteFile(src, []byte(execSrc), 0o644)
-	bin := filepath.Join(t.TempDir(), "ex")
-	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := execBinary(t)
 	for _, late := range []bool{false, true} {
 		cmd := exec.Command(bin, "1", "1")
 		if err := cmd.Start(); err != nil {
@@ -106,6 +94,19 @@ func TestExecWatchSettles(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}
+}
+
+// execBinary builds execSrc.
+func execBinary(t *testing.T) string {
+	t.Helper()
+	testtarget.NeedGCC(t)
+	src := filepath.Join(t.TempDir(), "ex.c")
+	os.WriteFile(src, []byte(execSrc), 0o644)
+	bin := filepath.Join(t.TempDir(), "ex")
+	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // execSrc execs itself (argv[2] times) after 0.5 s, from the main thread

@@ -53,7 +53,13 @@ func loadDWARF(f *elf.File, file io.ReaderAt) (*dwarf.Data, error) {
 		}
 		dat[suffix] = b
 	}
-	d, err := dwarf.New(dat["abbrev"], nil, nil, dat["info"], dat["line"], nil, dat["ranges"], dat["str"])
+	return newDWARF(dat, dat["info"])
+}
+
+// newDWARF makes the DWARF data of the sections dat (by name without
+// ".debug_"), with info as .debug_info.
+func newDWARF(dat map[string][]byte, info []byte) (*dwarf.Data, error) {
+	d, err := dwarf.New(dat["abbrev"], nil, nil, info, dat["line"], nil, dat["ranges"], dat["str"])
 	if err != nil {
 		return nil, err
 	}

@@ -342,18 +342,7 @@ func (s *sparseInfo) data(dat map[string][]byte) (*dwarf.Data, error) {
 		pad(lo, hi)
 		i = j
 	}
-	d, err := dwarf.New(dat["abbrev"], nil, nil, s.buf, dat["line"], nil, dat["ranges"], dat["str"])
-	if err != nil {
-		return nil, err
-	}
-	for _, suffix := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
-		if b := dat[suffix]; b != nil {
-			if err := d.AddSection(".debug_"+suffix, b); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return d, nil
+	return newDWARF(dat, s.buf)
 }
 
 // unitAt is the index of the unit holding offset off, or -1.
