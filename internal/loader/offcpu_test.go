@@ -3,9 +3,6 @@
 package loader
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -15,40 +12,15 @@ import (
 	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
-// goRuntimeSrc has C functions under the Go runtime's names: all three
-// the goroutine probes need, or (with -DNOPARK) all but runtime.gopark.
-const goRuntimeSrc = `void execute(void) __asm__("runtime.execute");
-void ready(void) __asm__("runtime.ready");
-void execute(void) {}
-void ready(void) {}
-#ifndef NOPARK
-void gopark(void) __asm__("runtime.gopark");
-void gopark(void) {}
-#endif
-int main(void) { return 0; }
-`
-
 // TestAttachGoAllOrNone: the goroutine probes go on an executable all
 // three or none (an execute probe without the park probe would end
 // intervals that never began): attaching to one without runtime.gopark
 // fails and leaves no probe; one with all three gets them.
 func TestAttachGoAllOrNone(t *testing.T) {
 	bpftest.Require(t)
-	testtarget.NeedGCC(t)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "rt.c")
-	os.WriteFile(src, []byte(goRuntimeSrc), 0o644)
-	bins := map[bool]string{}
-	for _, park := range []bool{false, true} {
-		bin, args := filepath.Join(dir, "nopark"), []string{"-DNOPARK"}
-		if park {
-			bin, args = filepath.Join(dir, "park"), nil
-		}
-		if out, err := exec.Command("gcc", append(args, "-O0", "-o", bin, src)...).CombinedOutput(); err != nil {
-			t.Fatalf("gcc: %v\n%s", err, out)
-		}
-		bins[park] = bin
-	}
+	// C functions under the runtime's names: all three, and all but
+	// runtime.gopark.
+	bins := map[bool]string{true: testtarget.C(t, "c/goruntime.c", "goruntime"), false: testtarget.C(t, "c/goruntime_nopark.c", "goruntime_nopark")}
 	spec, err := bpf.LoadOffCPU()
 	if err != nil {
 		t.Fatal(err)
