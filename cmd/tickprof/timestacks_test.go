@@ -74,7 +74,7 @@ func TestTimeCommandCallerStacks(t *testing.T) {
 		case stacks == 0:
 			t.Errorf("--user-stack %d: no caller stacks", tc.userStack)
 		case tc.wantMain && (withMain != stacks || truncated != 0):
-			t.Errorf("--user-stack %d: %d of %d calls' stacks reach main, %d truncated; want all, none", tc.userStack, withMain, stacks, truncated)
+			t.Errorf("--user-stack %d: %d of %d calls' stacks reach main, %d truncated; want all, none; comments:\n%s", tc.userStack, withMain, stacks, truncated, comments)
 		case !tc.wantMain && (withMain != 0 || truncated != stacks || !strings.Contains(comments, "caller stacks that ended before their outermost frame")):
 			t.Errorf("--user-stack %d: %d of %d reach main, %d truncated, comments:\n%s", tc.userStack, withMain, stacks, truncated, comments)
 		}
