@@ -138,6 +138,8 @@ type Agent struct {
 	warned  time.Time
 	probes  int
 	timers  *timers // of the current session; nil when nothing is timed
+	// offSaid holds the off-CPU warnings already logged (offCPUWarnings).
+	offSaid map[string]bool
 
 	windows, samples, ringDrops, processes atomic.Uint64
 	// unmade counts per-process windows that could not be made (encoding
@@ -170,7 +172,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	cfg.Sinks = append(append([]push.Sink(nil), cfg.Sinks...), sinks...)
-	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks, timerCfg: tc}
+	a := &Agent{cfg: cfg, watch: newWatcher(cfg.PIDs, cfg.Exes, 2*cfg.Window), host: cfg.Host, created: time.Now(), closeSinks: closeSinks, timerCfg: tc, offSaid: map[string]bool{}}
 	a.watch.logf = a.logf
 	if a.host == "" {
 		a.host, _ = os.Hostname()
@@ -482,6 +484,9 @@ func (a *Agent) startTimers(set map[int]procInfo) (*timers, error) {
 // the time windows.
 func (a *Agent) window(sess *sampler.Session, tm *timers, d *sampler.Profile) {
 	st := sess.Stats()
+	for _, w := range offCPUWarnings(st.OffCPU, a.offSaid) {
+		a.logf("%s", w)
+	}
 	a.ringDrops.Store(a.ringBase + st.Dropped + st.Unread)
 	a.samples.Store(a.sampleBase + st.Kept)
 	if err := a.emit(sess, d); err != nil {
@@ -493,6 +498,31 @@ func (a *Agent) window(sess *sampler.Session, tm *timers, d *sampler.Profile) {
 	}
 	a.windows.Add(1)
 	a.markDone()
+}
+
+// offCPUWarnings returns the off-CPU warnings of st not yet in said, and
+// adds them to it: that goroutine probes could not be attached to an
+// executable (its off-CPU time is then by thread), that preempted
+// goroutines' waits are not traced, that the goroutine probes were
+// detached for their cost. Each is said once per run, not every window.
+func offCPUWarnings(st sampler.OffCPUStats, said map[string]bool) []string {
+	var out []string
+	add := func(w string) {
+		if !said[w] {
+			said[w] = true
+			out = append(out, w)
+		}
+	}
+	for _, why := range st.GoRefused {
+		add("warning: goroutine probes not attached (" + why + "): that program's off-CPU time is by thread")
+	}
+	for _, why := range st.GoNoPreempt {
+		add("goroutines: preempted goroutines' waits not traced: " + why)
+	}
+	if st.GoDetached != "" {
+		add("warning: " + st.GoDetached)
+	}
+	return out
 }
 
 // follow rescans the watch set and updates the session's targets and the
