@@ -1,6 +1,9 @@
 # tickprof — see README.md.
 GO      ?= go
 BIN     := bin/tickprof
+# The fleet build (go build -tags fleet): every command, the agent's and the
+# Pyroscope reads' in-process; BIN hands those to it (cmd/tickprof/fleet.go).
+FLEET   := bin/tickprof-fleet
 PKGS    := ./...
 
 .PHONY: all build test unit lint lint-c format-c generate check-generate bench bench-agent bench-cost bench-python bench-unwind bench-unwind-rate bench-usdt bench-jit coverage demo test-kernels clean bench-offcpu coverage-offcpu coverage-offcpu-go bench-offcpu-go
@@ -9,6 +12,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tickprof
+	$(GO) build -tags fleet -o $(FLEET) ./cmd/tickprof
 
 # The full suite: lint (formatting, vet, staticcheck, layering), committed
 # BPF objects current, unit and integration tests (BPF tests need root), and
@@ -20,6 +24,11 @@ test: lint check-generate unit test-kernels
 # (on 2 cores that skewed a sampled CPU share outside its interval).
 unit:
 	$(GO) test -p 1 -count=1 -timeout 20m $(PKGS)
+	$(GO) test -tags fleet -count=1 -timeout 10m -run '^($(FLEET_TESTS))$$' ./cmd/tickprof
+
+# The tests of cmd/tickprof that run only in the fleet build (files marked
+# //go:build fleet: the agent's command in-process).
+FLEET_TESTS = $(shell grep -h '^func Test' $$(grep -l '^//go:build fleet' cmd/tickprof/*_test.go) | sed 's/^func \(Test[A-Za-z0-9_]*\).*/\1/' | paste -sd'|')
 
 # staticcheck, pinned; `go run` fetches it through the module proxy on a
 # fresh machine and keeps it out of go.mod.
@@ -31,7 +40,9 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags fleet ./cmd/tickprof
 	$(STATICCHECK) $(PKGS)
+	$(STATICCHECK) -tags fleet ./cmd/tickprof
 	$(GO) test -count=1 ./internal/layers
 
 # The BPF C, formatted by .clang-format (clang-format from apt).

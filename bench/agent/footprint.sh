@@ -24,7 +24,7 @@ declare -A builds=([agent]="$tmp/tickprof")
 for b in ${FP_BUILDS:-}; do builds[${b%%=*}]=${b#*=}; done
 
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
-go build -o "$tmp/tickprof" ./cmd/tickprof
+go build -tags fleet -o "$tmp/tickprof" ./cmd/tickprof
 mkdir -p bench/results/agent
 raw=bench/results/agent/footprint-$(date -u +%Y%m%dT%H%M%SZ).tsv
 echo -e "rep\ttargets\ttool\tcpu_pct\trss_kb\thwm_kb\tanon_kb\tfile_kb" >"$raw"

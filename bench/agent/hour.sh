@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 MIN=${1:-65}
 . bench/agent/lib.sh
 gcc -O1 -fno-omit-frame-pointer -o "$tmp/dutyproc" bench/agent/duty.c
-go build -o "$tmp/tickprof" ./cmd/tickprof
+go build -tags fleet -o "$tmp/tickprof" ./cmd/tickprof
 for _ in $(seq 20); do
 	"$tmp/dutyproc" &
 	pids+=("$!")

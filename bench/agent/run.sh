@@ -15,7 +15,7 @@ RATES=${RATES:-"19 49 99"}
 . bench/agent/lib.sh
 
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
-go build -o "$tmp/tickprof" ./cmd/tickprof
+go build -tags fleet -o "$tmp/tickprof" ./cmd/tickprof
 
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 

@@ -27,7 +27,7 @@ CONF=${CONF:-0.95}
 . bench/agent/lib.sh
 command -v perf >/dev/null || { echo "bench/agent: perf not installed (apt-get install linux-perf)" >&2; exit 1; }
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpwork" bench/agent/work.c
-go build -o "$tmp/tickprof" ./cmd/tickprof
+go build -tags fleet -o "$tmp/tickprof" ./cmd/tickprof
 
 run_A() {
 	held "$tmp/tpwork" "$WORK"

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build fleet
+
 package main
 
 import (
@@ -30,7 +32,7 @@ type agentFlags struct {
 
 func newAgentCmd() *cobra.Command {
 	f := &agentFlags{}
-	cmd := command("agent", "agent (-p PID... | --exe NAME|PATH... | --all) [--pyroscope URL] [--otlp HOST:PORT] [--dir DIR]", "Sample continuously and push each window to Pyroscope, OTLP or a directory", func(cmd *cobra.Command, args []string) error { return runAgent(cmd, f) })
+	cmd := command("agent", agentUse, agentShort, func(cmd *cobra.Command, args []string) error { return runAgent(cmd, f) })
 	f.register(cmd)
 	return cmd
 }

@@ -3,9 +3,7 @@
 package main
 
 import (
-	"context"
 	"io"
-	"time"
 
 	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
@@ -82,36 +80,5 @@ func readBoth(baseFile, newFile string) (*profile.Profile, *profile.Profile, err
 		return nil, nil, err
 	}
 	newp, err := export.ReadProfileFile(newFile)
-	return base, newp, err
-}
-
-// fetchBoth reads the base's and the new merged windows from the server.
-func (d *diffServer) fetchBoth() (*profile.Profile, *profile.Profile, error) {
-	c, err := d.client()
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	from, until, err := span("--from", d.from, "--until", d.until, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	bf, bu := d.baseFrom, d.baseUntil
-	if bf == "" {
-		bf = d.from
-	}
-	if bu == "" {
-		bu = d.until
-	}
-	bfrom, buntil, err := span("--base-from", bf, "--base-until", bu, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx := context.Background()
-	base, err := d.fetch(ctx, c, d.baseQuery, bfrom, buntil)
-	if err != nil {
-		return nil, nil, err
-	}
-	newp, err := d.fetch(ctx, c, d.newQuery, from, until)
 	return base, newp, err
 }

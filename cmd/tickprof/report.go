@@ -3,10 +3,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
@@ -61,32 +59,6 @@ func newReportCmd() *cobra.Command {
 	fl.StringVar(&selector, "query", "", "with --pyroscope: the label `SELECTOR` of the windows to merge, such as '{service_name=\"nginx\"}'")
 	fl.StringVarP(&outFile, "output", "o", "", "with --pyroscope: also write the merged profile to `FILE` (pprof, gzipped)")
 	return cmd
-}
-
-// reportFromServer reads the merged windows of --query from the server,
-// writing them to outFile when set; name says where they came from.
-func reportFromServer(cmd *cobra.Command, srv *serverFlags, selector, outFile string) (*profile.Profile, string, error) {
-	if err := checkOutput("-o", outFile); err != nil {
-		return nil, "", err
-	}
-	c, err := srv.client()
-	if err != nil {
-		return nil, "", err
-	}
-	from, until, err := span("--from", srv.from, "--until", srv.until, time.Now())
-	if err != nil {
-		return nil, "", err
-	}
-	p, err := srv.fetch(context.Background(), c, selector, from, until)
-	if err != nil {
-		return nil, "", err
-	}
-	if outFile != "" {
-		if err := export.WriteProfileFile(outFile, p); err != nil {
-			return nil, "", err
-		}
-	}
-	return p, fmt.Sprintf("%s %s", srv.url, selector), nil
 }
 
 // writeReport prints the table of p (read from name).

@@ -32,6 +32,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickprof/tickprof/internal/testtarget"
 )
 
 var (
@@ -54,11 +56,8 @@ func run(m *testing.M) int {
 	os.Chmod(tmp, 0o755)
 	bin = os.Getenv("TICKPROF_AGENT_BIN")
 	if bin == "" {
-		bin = filepath.Join(tmp, "tickprof")
-		build := exec.Command("go", "build", "-o", bin, "github.com/tickprof/tickprof/cmd/tickprof")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build tickprof:", err)
+		if bin, err = testtarget.BuildTickprof(tmp); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}

@@ -47,11 +47,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	bin = filepath.Join(tmp, "tickprof")
-	build := exec.Command("go", "build", "-o", bin, "github.com/tickprof/tickprof/cmd/tickprof")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build tickprof:", err)
+	if bin, err = testtarget.BuildTickprof(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	fix = filepath.Join(tmp, "fixtures")

@@ -13,8 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/tickprof/tickprof/internal/testtarget"
@@ -45,11 +43,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(tmp, "tickprof")
-	build := exec.Command("go", "build", "-o", bin, "github.com/tickprof/tickprof/cmd/tickprof")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build tickprof:", err)
+	if bin, err = testtarget.BuildTickprof(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		stop()
 		os.Exit(1)
 	}
