@@ -14,7 +14,6 @@ package main
 //     (docs/architecture.md, "Two builds").
 //   - bin/tickprof-fleet (`go build -tags fleet`) holds every command,
 //     the fleet's in-process.
-const fleetBinary = "tickprof-fleet"
 
 // The agent command's synopsis, the same in both builds.
 const (

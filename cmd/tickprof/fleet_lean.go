@@ -16,6 +16,10 @@ import (
 	"github.com/tickprof/tickprof/internal/safefile"
 )
 
+// fleetBinary is the fleet build's file name, looked for beside this
+// executable (fleet.go).
+const fleetBinary = "tickprof-fleet"
+
 // newAgentCmd is `tickprof agent` in the lean build: the command line,
 // --help included, goes whole to the fleet build.
 func newAgentCmd() *cobra.Command {
