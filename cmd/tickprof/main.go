@@ -7,7 +7,9 @@
 // It holds flags, validation and wiring only: each command fills a library
 // configuration (timing.Config, sampler.Config, ...), runs it, and hands
 // the result to export. The commands' long help and examples are text
-// files under help/ (see help.go).
+// files under help/ (see help.go). It is built twice, the default build
+// handing the agent and the Pyroscope reads to the fleet build beside it
+// (fleet.go).
 package main
 
 import (
