@@ -767,7 +767,7 @@ func (s *Session) LoadShared(spec *ebpf.CollectionSpec, to any) error {
 		}
 	}
 	bpf.SetKernelVersion(spec)
-	if err := spec.LoadAndAssign(to, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+	if err := loadKernelTypes(spec, to, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
 		return loadError(err)
 	}
 	return nil
