@@ -5,6 +5,7 @@ package loader
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tickprof/tickprof/bpf"
 	"github.com/tickprof/tickprof/internal/bpftest"
+	"github.com/tickprof/tickprof/internal/symbolize"
 )
 
 // TestKernelTypesAgree checks the kernel types read for the timing
@@ -67,24 +69,65 @@ func TestKernelTypesAgree(t *testing.T) {
 	}
 }
 
-// TestKernelTypesLoad loads the user-function programs with the kernel
-// types read for them alone: loadKernelTypes would otherwise fall back to
-// the whole kernel BTF unseen.
+// TestKernelTypesLoad loads the user-function programs, with the stack
+// copy and the echoes on (the code that reads kernel structs), once with
+// the kernel types read for them and once with the whole kernel BTF: the
+// kernel's translation of every program is the same instructions (a map's
+// address aside). loadKernelTypes would otherwise fall back to the whole
+// BTF unseen.
 func TestKernelTypesLoad(t *testing.T) {
 	bpftest.Require(t)
+	whole := translated(t, false)
+	read := translated(t, true)
+	for name, w := range whole {
+		r := read[name]
+		if !slices.Equal(r, w) {
+			t.Errorf("%s: %d instructions with the kernel types read, %d with the whole BTF, not the same", name, len(r), len(w))
+		}
+	}
+}
+
+// translated loads umulti.bpf.c's programs (the kernel types read, or the
+// whole BTF) and returns each one's instructions as the kernel translated
+// them, loads of a map's address as "map".
+func translated(t *testing.T, read bool) map[string][]string {
 	spec, err := bpf.LoadUmulti()
 	if err != nil {
 		t.Fatal(err)
 	}
-	kt, err := kernelTypesFor(spec)
-	if err != nil || kt == nil {
-		t.Fatalf("kernel types: %v (spec %v)", err, kt)
+	if err := setConstants(spec, map[string]any{"tp_stack_bytes": uint32(symbolize.MaxStackBytes), "tp_echo_on": uint32(1), "tp_exact": uint32(1)}); err != nil {
+		t.Fatal(err)
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kt}})
+	var o ebpf.CollectionOptions
+	if read {
+		if o.Programs.KernelTypes, err = kernelTypesFor(spec); err != nil || o.Programs.KernelTypes == nil {
+			t.Fatalf("kernel types: %v", err)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, o)
 	if err != nil {
-		t.Fatalf("load umulti.bpf.c with the kernel types read: %v", err)
+		t.Fatalf("load umulti.bpf.c (kernel types read: %v): %v", read, err)
 	}
-	coll.Close()
+	defer coll.Close()
+	out := map[string][]string{}
+	for name, p := range coll.Programs {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		insns, err := info.Instructions()
+		if err != nil {
+			t.Skipf("the kernel does not give translated instructions: %v", err)
+		}
+		for _, ins := range insns {
+			if ins.OpCode.IsDWordLoad() {
+				out[name] = append(out[name], "map")
+				continue
+			}
+			out[name] = append(out[name], fmt.Sprint(ins))
+		}
+	}
+	return out
 }
 
 // sameKind is full's struct or union named as t, of t's kind.
