@@ -46,3 +46,19 @@ func HistogramBound(h Bucketed, lowest, highest float64, o Options) *QuantileBou
 		},
 	}
 }
+
+// HistogramQuantileValue is QuantileOfHistogram(h, lowest, highest, p,
+// o).Value without the interval's rank tables where HistogramBound shows
+// that the interval holds the point estimate, which is then not moved
+// into it; elsewhere the quantile is estimated whole.
+func HistogramQuantileValue(h Bucketed, lowest, highest, p float64, o Options) (float64, error) {
+	if b := HistogramBound(h, lowest, highest, o); b != nil && checkP(p) == nil {
+		n, at := histRanks(h, lowest, highest)
+		vlo, vhi := at(pointRank(n, p))
+		if v := (vlo + vhi) / 2; b.LowMax(p) <= v && v <= b.HighMin(p) {
+			return v, nil
+		}
+	}
+	q, err := QuantileOfHistogram(h, lowest, highest, p, o)
+	return q.Value, err
+}

@@ -107,3 +107,22 @@ func randomOverheads(rng *rand.Rand) OverheadDist {
 	}
 	return od
 }
+
+// TestHistogramQuantileValueSame: the point estimate without the rank
+// tables is QuantileOfHistogram's, to the bit, on random histograms and
+// levels (refined ones among them), and its errors are the same.
+func TestHistogramQuantileValueSame(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 25))
+	for run := 0; run < 60; run++ {
+		h := randomDurations(rng)
+		lowest, highest := h.edges[0]+rng.Float64(), h.edges[len(h.edges)-1]-rng.Float64()
+		o := Options{Confidence: []float64{0, 0.8, 0.95, 0.99}[rng.IntN(4)]}
+		for _, p := range []float64{0.5, 0.9, 0.99, 0.999, 0.9999, rng.Float64(), 0, 1} {
+			q, werr := QuantileOfHistogram(h, lowest, highest, p, o)
+			v, err := HistogramQuantileValue(h, lowest, highest, p, o)
+			if (err == nil) != (werr == nil) || (err == nil && v != q.Value) {
+				t.Fatalf("run %d, n %d, p %v: %v (%v), want %v (%v)", run, h.total(), p, v, err, q.Value, werr)
+			}
+		}
+	}
+}
