@@ -13,7 +13,8 @@ type QuantileBound struct {
 }
 
 // HistogramBound is the QuantileBound of QuantileOfHistogram(h, lowest,
-// highest, p, o) over p, or nil (no bound) when the confidence is not above 0.51.
+// highest, p, o) over p, or nil (no bound) when the confidence is not
+// above 0.51 or h is empty.
 //
 // At a confidence above one half, the lower rank r of the interval
 // (QuantileRanks, its lower-only rank too) has P(B <= r-1) <= 1 - conf <
@@ -26,14 +27,24 @@ type QuantileBound struct {
 // ceil(np)+1 and its upper end at least the upper bound of rank floor(np)
 // (a rank to spare on each side for the rounding of np).
 func HistogramBound(h Bucketed, lowest, highest float64, o Options) *QuantileBound {
-	conf, err := o.confidence()
-	if err != nil || conf <= 0.51 || !(lowest <= highest) {
+	if !boundable(lowest, highest, o) {
 		return nil
 	}
 	n, at := histRanks(h, lowest, highest)
 	if n == 0 {
 		return nil
 	}
+	return rankBound(n, at)
+}
+
+// boundable says whether HistogramBound bounds at these options.
+func boundable(lowest, highest float64, o Options) bool {
+	conf, err := o.confidence()
+	return err == nil && conf > 0.51 && lowest <= highest
+}
+
+// rankBound is the QuantileBound of n order statistics bounded by at.
+func rankBound(n uint64, at func(r uint64) (float64, float64)) *QuantileBound {
 	nf := float64(n)
 	return &QuantileBound{
 		LowMax: func(p float64) float64 {
@@ -52,11 +63,13 @@ func HistogramBound(h Bucketed, lowest, highest float64, o Options) *QuantileBou
 // that the interval holds the point estimate, which is then not moved
 // into it; elsewhere the quantile is estimated whole.
 func HistogramQuantileValue(h Bucketed, lowest, highest, p float64, o Options) (float64, error) {
-	if b := HistogramBound(h, lowest, highest, o); b != nil && checkP(p) == nil {
-		n, at := histRanks(h, lowest, highest)
-		vlo, vhi := at(pointRank(n, p))
-		if v := (vlo + vhi) / 2; b.LowMax(p) <= v && v <= b.HighMin(p) {
-			return v, nil
+	if boundable(lowest, highest, o) && checkP(p) == nil {
+		if n, at := histRanks(h, lowest, highest); n > 0 {
+			b := rankBound(n, at)
+			vlo, vhi := at(pointRank(n, p))
+			if v := (vlo + vhi) / 2; b.LowMax(p) <= v && v <= b.HighMin(p) {
+				return v, nil
+			}
 		}
 	}
 	q, err := QuantileOfHistogram(h, lowest, highest, p, o)
