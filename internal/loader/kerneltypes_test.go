@@ -25,6 +25,10 @@ func TestKernelTypesAgree(t *testing.T) {
 	if _, err := os.Stat(vmlinuxBTF); err != nil {
 		t.Skipf("no kernel BTF: %v", err)
 	}
+	full, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, load := range map[string]func() (*ebpf.CollectionSpec, error){
 		"umulti": bpf.LoadUmulti, "gomulti": bpf.LoadGomulti, "timing": bpf.LoadTiming,
 	} {
@@ -35,10 +39,6 @@ func TestKernelTypesAgree(t *testing.T) {
 		kt, err := kernelTypesFor(spec)
 		if err != nil || kt == nil {
 			t.Fatalf("%s: kernel types: %v (spec %v)", name, err, kt)
-		}
-		full, err := btf.LoadKernelSpec()
-		if err != nil {
-			t.Fatal(err)
 		}
 		n := 0
 		for typ, err := range kt.All() {
