@@ -110,9 +110,10 @@ type Options struct {
 	// caller stacks are then the kernel's frame-pointer walks. Only with
 	// PID set.
 	StackBytes int
-	// NoStacks counts crossing records per target without reading the
-	// process's memory map or unwinding their caller stacks (Callers then
-	// has no stacks; CallerRecords counts as ever): for a caller that shows
+	// NoStacks counts crossing records without reading the process's
+	// memory map or unwinding their caller stacks (CallerRecords counts as
+	// ever; Callers then symbolizes nothing: a copied stack is left out, a
+	// frame-pointer walk keeps its bare addresses): for a caller that shows
 	// no caller stacks, since reading the map's files and unwinding every
 	// record was a fifth of a one-function run's CPU.
 	NoStacks bool
