@@ -48,7 +48,8 @@ type Config struct {
 	// not show them, since symbolizing them reads the line tables and
 	// inline information of every file they pass through (the DWARF of
 	// libc's debug file: a third of a one-function run's CPU). The probes
-	// record as they would.
+	// record as they would; the records are counted, their stacks neither
+	// unwound nor the process's memory map read (loader.Options.NoStacks).
 	SkipCallers bool
 	// StackBytes is the user stack a crossing record of a user function
 	// copies for its caller stack, unwound with call frame information

@@ -21,19 +21,27 @@ import (
 // why, with what was timed before.
 
 // watchExecs starts following the timed process's execs (none under every
-// process); a process that cannot be watched is timed as before, with a
-// warning.
-func (s *Session) watchExecs() {
+// process) on its own goroutine, while the probes are loaded and attached:
+// the perf event it opens on a running process took up to 15 ms of the
+// start. The returned function waits for it; a process that cannot be
+// watched is then timed as before, with a warning.
+func (s *Session) watchExecs() (wait func()) {
 	if s.pid == 0 {
-		return
+		return func() {}
 	}
-	s.recheck = !proc.Self().Ptrace
-	w, err := proc.WatchExec(s.pid)
-	if err != nil {
-		s.cfg.warn("%v: an exec by one of its threads would end the timing of its functions unseen", err)
-		return
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.recheck = !proc.Self().Ptrace
+		s.execs, err = proc.WatchExec(s.pid)
+	}()
+	return func() {
+		<-done
+		if err != nil {
+			s.cfg.warn("%v: an exec by one of its threads would end the timing of its functions unseen", err)
+		}
 	}
-	s.execs = w
 }
 
 // followExecs attaches the function probes again as soon as a thread other

@@ -165,7 +165,8 @@ func correctQuantile(t *TargetResult, q estimate.Quantile, o estimate.Result) (e
 	for _, m := range e.BatchMedians {
 		od.BatchMedians = append(od.BatchMedians, math.Max(0, e.Model.A+k*(m-e.Model.A)))
 	}
-	return estimate.CorrectQuantileByDist(q.P, dq, od, o.Mean, conf)
+	bound := estimate.HistogramBound(t.Hist, float64(t.Hist.Min), float64(t.Hist.Max), estimate.Options{Confidence: conf})
+	return estimate.CorrectQuantileBounded(q.P, dq, bound, od, o.Mean, conf)
 }
 
 // refine plans the refined buckets around the quantiles asked for

@@ -104,10 +104,12 @@ func (s *Session) open(ctx context.Context) error {
 			return err
 		}
 	}
+	watched := s.watchExecs()
 	ls, err := loader.OpenContext(ctx, loader.Options{Clock: s.cfg.Clock.loader(), Exact: s.cfg.Exact, PID: s.pid, NoRecords: s.cfg.NoRecords, Windowed: windowed,
-		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes, NoRefine: s.cfg.NoRefine || s.cfg.Overhead > 0,
+		Quantiles: len(s.cfg.Quantiles) > 0, StackBytes: s.cfg.StackBytes, NoStacks: s.cfg.SkipCallers, NoRefine: s.cfg.NoRefine || s.cfg.Overhead > 0,
 		Echo: s.echoModels()}, specs)
 	if err != nil {
+		watched()
 		return err
 	}
 	s.ls = ls
@@ -128,7 +130,7 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	s.watch = loader.NewNoCallsWatch(s.pid)
 	s.inlined = s.goInlined()
-	s.watchExecs()
+	watched()
 	s.warnOthers()
 	return nil
 }

@@ -86,10 +86,6 @@ func limitAgentMemory(ctx context.Context) {
 // process's symbol tables) keeps the limit up after the second look.
 const agentRecheck = 10 * time.Second
 
-// gcSentinel is an object whose finalizer runs after the collection that
-// finds it unreachable.
-type gcSentinel struct{ _ [16]byte }
-
 // afterEachGC calls f after every collection until ctx is done, from the
 // finalizer goroutine: a fresh unreachable sentinel is finalized by each
 // cycle.

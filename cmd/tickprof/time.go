@@ -90,6 +90,7 @@ func runTime(ctx context.Context, out, errOut io.Writer, f timeFlags, argv []str
 	if err := loader.CheckPrivileges(); err != nil {
 		return err
 	}
+	deferTimeGC()
 	cfg.Corrector, cfg.Correction, err = calibrate.Correction(f.calDir, f.noCorrect)
 	if err != nil {
 		fmt.Fprintf(errOut, "tickprof: warning: %v; means are not corrected for the probe overhead\n", err)

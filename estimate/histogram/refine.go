@@ -215,11 +215,11 @@ func (r Refiner) Windows(h *Hist) []Window {
 			continue
 		}
 		a, b := uint64(math.Max(0, lo)), uint64(math.Min(hi, 1<<(MaxLog2+1)))
-		q, err := h.Quantile(p, r.Estimate)
+		v, err := estimate.HistogramQuantileValue(h, float64(h.Min), float64(h.Max), p, r.Estimate)
 		if b <= a || err != nil {
 			continue
 		}
-		mid := min(max(uint64(q.Value), a), b-1)
+		mid := min(max(uint64(v), a), b-1)
 		regs = append(regs, region{lo: a, hi: b, mid: mid, w: float64(b-a) / float64(RefineBins/max(1, share))})
 	}
 	return planWindows(regs, RefineSlots/max(1, share))
