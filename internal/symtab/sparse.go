@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -66,9 +67,12 @@ type sparseInfo struct {
 	size  uint64 // .debug_info's inflated size
 	pad   uint64 // offset of the padding units' abbreviation table
 	// targets are entries whose abstract origins and specifications are
-	// still to follow (missing); followed, those followed.
-	targets  []uint64
-	followed map[uint64]bool
+	// to follow (missing), waiting those in units not read yet, seen
+	// every entry queued; cache holds the abbreviation tables parsed.
+	targets []uint64
+	waiting map[uint64]bool
+	seen    map[uint64]bool
+	cache   map[uint64]map[uint64]abbrev
 	// tail is where the padding unit over the units not met was written
 	// last (0: none): cleared when it falls inside a longer padding unit.
 	tail uint64
@@ -155,21 +159,18 @@ func (s *sparseInfo) load(pcs []uint64) (*dwarf.Data, error) {
 	}
 	need := func(u infoUnit) bool { return want[u.off] || uncovered && !listed[u.off] }
 	for range maxSparseRounds {
-		if err := s.read(need, limit); err != nil {
+		if err := s.read(need, limit, dat["abbrev"]); err != nil {
 			return nil, err
 		}
 		d, err := s.data(dat)
 		if err != nil {
 			return nil, err
 		}
-		units, refs, err := s.missing(dat["abbrev"])
-		if err != nil {
-			return nil, err
-		}
-		if len(units) == 0 && len(refs) == 0 {
+		if len(s.waiting) == 0 {
 			return d, s.readLines(d, dat["line"])
 		}
-		need, limit = refsNeed(units, refs)
+		// Another pass, for the origins in units passed over.
+		need, limit = func(infoUnit) bool { return false }, 0
 	}
 	return nil, fmt.Errorf("%w: references beyond %d rounds", errNotSparse, maxSparseRounds)
 }
@@ -304,30 +305,13 @@ func (s *sparseInfo) sectionStream(sec *elf.Section) (io.Reader, func(), uint64,
 	return z, func() { z.Close() }, size, nil
 }
 
-// refsNeed is what the next pass reads for references to units met
-// (units, by offset) and to offsets past the units met (refs, sorted):
-// the units that hold them, up to the last.
-func refsNeed(units map[uint64]bool, refs []uint64) (func(infoUnit) bool, uint64) {
-	limit := uint64(0)
-	for off := range units {
-		limit = max(limit, off)
-	}
-	for _, off := range refs {
-		limit = max(limit, off)
-	}
-	return func(u infoUnit) bool {
-		if units[u.off] {
-			return true
-		}
-		i := sort.Search(len(refs), func(i int) bool { return refs[i] >= u.off })
-		return i < len(refs) && refs[i] < u.end
-	}, limit
-}
-
 // read streams .debug_info from its start, copying the units need holds
-// into the buffer, and stops after the unit that holds offset limit
-// (listing the units it meets).
-func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64) error {
+// into the buffer, up to the unit that holds offset limit, and lists the
+// units it meets. The origins of each unit's inlined calls are followed
+// as it is read (follow): the units ahead that hold them are read in the
+// same pass, and those passed over already are left in s.waiting for
+// another.
+func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64, ab []byte) error {
 	r, done, size, err := s.sectionStream(s.sec)
 	if err != nil {
 		return err
@@ -338,6 +322,12 @@ func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64) error {
 		if s.buf, err = s.alloc(size + padUnitSize + 1); err != nil { // written only where units are read
 			return err
 		}
+	}
+	// pend holds the origins waiting, sorted: each unit that holds one is
+	// read.
+	pend := slices.Sorted(maps.Keys(s.waiting))
+	if len(pend) > 0 {
+		limit = max(limit, pend[len(pend)-1])
 	}
 	var off uint64
 	for k := 0; off < size && off <= limit; k++ {
@@ -353,17 +343,32 @@ func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64) error {
 		if k == len(s.units) {
 			s.units = append(s.units, u)
 		}
-		if need(u) && !s.units[k].read {
-			s.units[k].read = true
-			copy(s.buf[off:], hdr[:])
-			_, err = io.ReadFull(r, s.buf[off+4:u.end])
-		} else {
-			_, err = io.CopyN(io.Discard, r, int64(n))
+		in := 0 // origins waiting in u
+		for in < len(pend) && pend[in] < u.end {
+			in++
 		}
-		if err != nil {
+		if s.units[k].read || !need(u) && in == 0 {
+			if _, err := io.CopyN(io.Discard, r, int64(n)); err != nil {
+				return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
+			}
+			off = u.end
+			continue
+		}
+		s.units[k].read = true
+		copy(s.buf[off:], hdr[:])
+		if _, err := io.ReadFull(r, s.buf[off+4:u.end]); err != nil {
 			return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
 		}
 		off = u.end
+		ahead, err := s.follow(ab, pend[:in])
+		if err != nil {
+			return err
+		}
+		pend = pend[in:]
+		if len(ahead) > 0 {
+			pend = slices.Compact(slices.Sorted(slices.Values(append(pend, ahead...))))
+			limit = max(limit, pend[len(pend)-1])
+		}
 	}
 	return nil
 }
@@ -435,67 +440,67 @@ func (s *sparseInfo) unitAt(off uint64) int {
 	return k
 }
 
-// missing returns the units not read, by offset, and the offsets past
-// the units met (refs), that hold entries an inlined call's name is read
-// through: the abstract origins and specifications of the inlined calls
-// in the units read, and theirs in turn, by any form of reference.
-// scanned marks the units whose inlined calls were followed already;
-// the entries followed are in s.followed, and those in units not read
-// yet wait in s.targets for the next round.
-func (s *sparseInfo) missing(ab []byte) (want map[uint64]bool, refs []uint64, err error) {
+// follow follows the abstract origins and specifications of the inlined
+// calls in the units read and not scanned yet, and theirs in turn, by any
+// form of reference: the entries an inlined call's name is read through.
+// ready are origins waiting (s.waiting) in units now read. An origin in a
+// unit not read waits in s.waiting; those past the units met are
+// returned. scanned marks the units followed; each entry is followed once.
+func (s *sparseInfo) follow(ab []byte, ready []uint64) (ahead []uint64, err error) {
 	bo := s.f.ByteOrder
-	cache := map[uint64]map[uint64]abbrev{}
-	add := func(off uint64) { s.targets = append(s.targets, off) }
+	if s.seen == nil {
+		s.seen, s.waiting, s.cache = map[uint64]bool{}, map[uint64]bool{}, map[uint64]map[uint64]abbrev{}
+	}
 	for k := range s.units {
 		u := s.units[k]
 		if !u.read || u.scanned {
 			continue
 		}
 		s.units[k].scanned = true
-		if err := unitRefs(s.buf, ab, u, bo, cache, add); err != nil {
-			return nil, nil, fmt.Errorf("%w: unit at %#x: %v", errNotSparse, u.off, err)
+		if err := unitRefs(s.buf, ab, u, bo, s.cache, s.queue); err != nil {
+			return nil, fmt.Errorf("%w: unit at %#x: %v", errNotSparse, u.off, err)
 		}
 	}
-	if s.followed == nil {
-		s.followed = map[uint64]bool{}
+	for _, off := range ready {
+		delete(s.waiting, off)
+		s.targets = append(s.targets, off)
 	}
-	want = map[uint64]bool{}
 	end := s.listedEnd()
-	var wait []uint64
 	for len(s.targets) > 0 {
 		off := s.targets[len(s.targets)-1]
 		s.targets = s.targets[:len(s.targets)-1]
-		if s.followed[off] {
-			continue
-		}
 		k := s.unitAt(off)
 		switch {
 		case k >= 0 && s.units[k].read:
-			s.followed[off] = true
-			if err := s.entryRefs(ab, k, off, cache); err != nil {
-				return nil, nil, err
+			if err := s.entryRefs(ab, k, off); err != nil {
+				return nil, err
 			}
 		case k >= 0:
-			want[s.units[k].off] = true
-			wait = append(wait, off)
+			s.waiting[off] = true
 		case off >= end && off < s.size:
-			refs = append(refs, off)
-			wait = append(wait, off)
+			s.waiting[off] = true
+			ahead = append(ahead, off)
 		}
 	}
-	s.targets = wait
-	slices.Sort(refs)
-	return want, slices.Compact(refs), nil
+	return ahead, nil
 }
 
-// entryRefs adds the abstract origin and specification of the entry at
-// off, in unit k (read), to s.targets.
-func (s *sparseInfo) entryRefs(ab []byte, k int, off uint64, cache map[uint64]map[uint64]abbrev) error {
+// queue adds the entry at off to those to follow, unless it was already.
+func (s *sparseInfo) queue(off uint64) {
+	if !s.seen[off] {
+		s.seen[off] = true
+		s.targets = append(s.targets, off)
+	}
+}
+
+// entryRefs queues the abstract origin and specification of the entry
+// at off, in unit k (read).
+func (s *sparseInfo) entryRefs(ab []byte, k int, off uint64) error {
 	u := s.units[k]
-	h, err := head(s.buf, ab, u, s.f.ByteOrder, cache)
+	h, err := head(s.buf, ab, u, s.f.ByteOrder, s.cache)
 	if err == nil && off >= uint64(h.first) {
 		r := &rawReader{b: s.buf[:u.end], p: int(off), bo: s.f.ByteOrder}
-		err = entryRefs(r, h, u, 0, func(o uint64) { s.targets = append(s.targets, o) })
+		err = entryRefs(r, h, u, 0, s.queue)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: entry at %#x: %v", errNotSparse, off, err)
