@@ -162,10 +162,7 @@ func heapLimit(cur, prev gcSample) int64 {
 // symbolized (the DWARF of separate debug files, unwind and symbol
 // tables); at 25 its peak RSS fell from 103-107 MiB to 86-88 MiB on
 // sqlite3 at 999 Hz, for 0.05-0.1 s more CPU (docs/performance.md, "Own
-// cost"). It is set once the sampling programs are loaded: the start
-// (the kernel's BTF decoded for relocation, the programs' specs) makes
-// garbage on a heap of a few MiB, which at 25 the collector swept every
-// megabyte.
+// cost").
 const sampleGCPercent = 25
 
 // tightenSampleGC sets sampleGCPercent unless the user set GOGC.

@@ -90,6 +90,7 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	); err != nil {
 		return err
 	}
+	tightenSampleGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := sampler.Config{Frequency: f.freq, All: f.all, Count: f.count, StackBytes: f.userStack, FramePointersOnly: f.userStack == 0,
@@ -99,7 +100,7 @@ func runSample(cmd *cobra.Command, f *sampleFlags, args []string) error {
 	if f.pid != 0 {
 		cfg.PIDs = []int{f.pid}
 	}
-	out := console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json, Opened: tightenSampleGC}
+	out := console.SampleOutput{File: f.out, Top: f.top, Confidence: conf, JSON: f.json}
 	if f.offCPU || f.wall {
 		cfg.OffCPU = sampler.OffCPUConfig{Enabled: true, Prob: f.offProb}
 		out.OffCPU = export.OffCPUType

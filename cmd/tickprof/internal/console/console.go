@@ -99,9 +99,6 @@ type SampleOutput struct {
 	// OffCPU is export.OffCPUType or export.WallType when the run sampled
 	// time off CPU (cfg.OffCPU): the profile's default type and the table's.
 	OffCPU string
-	// Opened, when set, is called once the sampling programs are loaded,
-	// before the run.
-	Opened func()
 }
 
 // ErrNoSamples is returned by Sample when no sample fell in the target.
@@ -116,9 +113,6 @@ func Sample(ctx context.Context, w, errw io.Writer, cfg sampler.Config, o Sample
 		return err
 	}
 	defer s.Close()
-	if o.Opened != nil {
-		o.Opened()
-	}
 	res, runErr := s.Run(ctx)
 	if res == nil {
 		return runErr
