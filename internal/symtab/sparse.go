@@ -331,15 +331,11 @@ func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64, ab []byte) err
 	}
 	var off uint64
 	for k := 0; off < size && off <= limit; k++ {
-		var hdr [4]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
+		u, hdr, err := s.unitHeader(r, off, size)
+		if err != nil {
+			return err
 		}
-		n := uint64(s.f.ByteOrder.Uint32(hdr[:]))
-		if n >= 0xfffffff0 || off+4+n > size {
-			return fmt.Errorf("%w: unit length %#x at %#x", errNotSparse, n, off)
-		}
-		u := infoUnit{off: off, end: off + 4 + n}
+		n := u.end - off - 4
 		if k == len(s.units) {
 			s.units = append(s.units, u)
 		}
@@ -371,6 +367,20 @@ func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64, ab []byte) err
 		}
 	}
 	return nil
+}
+
+// unitHeader reads the length of the unit at off from r: the unit, and
+// the length's bytes.
+func (s *sparseInfo) unitHeader(r io.Reader, off, size uint64) (infoUnit, [4]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return infoUnit{}, hdr, fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
+	}
+	n := uint64(s.f.ByteOrder.Uint32(hdr[:]))
+	if n >= 0xfffffff0 || off+4+n > size {
+		return infoUnit{}, hdr, fmt.Errorf("%w: unit length %#x at %#x", errNotSparse, n, off)
+	}
+	return infoUnit{off: off, end: off + 4 + n}, hdr, nil
 }
 
 // padUnitSize is a padding unit's header (DWARF 4, 32-bit) and its entry.
