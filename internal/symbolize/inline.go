@@ -23,6 +23,12 @@ type inliner struct {
 	d     *dwarf.Data
 	units map[dwarf.Offset]*unitIndex
 	names map[dwarf.Offset]string
+	// cus finds the compile unit of an address (cuIndex), built on the
+	// first lookup.
+	cus *cuIndex
+	// trees holds the inlined calls of the subprograms met, by the
+	// subprogram's offset (inlTree).
+	trees map[dwarf.Offset]*inlTree
 }
 
 // unitIndex holds a compile unit's subprograms sorted by start address and
@@ -39,42 +45,7 @@ type subRange struct {
 
 // newInliner reads the inlined calls of DWARF data d.
 func newInliner(d *dwarf.Data) *inliner {
-	return &inliner{d: d, units: map[dwarf.Offset]*unitIndex{}, names: map[dwarf.Offset]string{}}
-}
-
-// inlinedAt walks the tree of the subprogram whose children r reads next,
-// descending into the inlined subroutines and lexical blocks that hold pc,
-// and returns the inlined subroutines, outermost first.
-func (in *inliner) inlinedAt(r *dwarf.Reader, pc uint64) []*dwarf.Entry {
-	var chain []*dwarf.Entry
-	depth := 1
-	for depth > 0 {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			break
-		}
-		if e.Tag == 0 {
-			depth--
-			continue
-		}
-		if e.Tag == dwarf.TagInlinedSubroutine || e.Tag == dwarf.TagLexDwarfBlock {
-			// A lexical block without addresses of its own (GCC
-			// emits those) may still hold inlined calls.
-			if in.contains(e, pc) || e.Tag == dwarf.TagLexDwarfBlock && !hasRanges(e) {
-				if e.Tag == dwarf.TagInlinedSubroutine {
-					chain = append(chain, e)
-				}
-				if e.Children {
-					depth++
-				}
-				continue
-			}
-		}
-		if e.Children {
-			r.SkipChildren()
-		}
-	}
-	return chain
+	return &inliner{d: d, units: map[dwarf.Offset]*unitIndex{}, names: map[dwarf.Offset]string{}, trees: map[dwarf.Offset]*inlTree{}}
 }
 
 // frames returns the inlined bodies pc lies in, innermost first: each with
@@ -83,7 +54,7 @@ func (in *inliner) inlinedAt(r *dwarf.Reader, pc uint64) []*dwarf.Entry {
 // that holds pc.
 func (in *inliner) frames(pc uint64) []inlineFrame {
 	r := in.d.Reader()
-	cu, err := r.SeekPC(pc)
+	cu, err := in.seekPC(r, pc)
 	if err != nil || cu == nil {
 		return nil
 	}
@@ -95,15 +66,14 @@ func (in *inliner) frames(pc uint64) []inlineFrame {
 	if i < 0 || pc >= u.subs[i].hi {
 		return nil
 	}
-	r.Seek(u.subs[i].off)
-	sub, err := r.Next()
-	if err != nil || sub == nil || !sub.Children {
-		return nil
-	}
-	chain := in.inlinedAt(r, pc)
+	chain := in.tree(r, u.subs[i].off).chain(pc)
 	out := make([]inlineFrame, 0, len(chain))
 	for k := len(chain) - 1; k >= 0; k-- {
-		e := chain[k]
+		r.Seek(chain[k])
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return nil
+		}
 		fr := inlineFrame{Function: in.name(e)}
 		if fi, ok := e.Val(dwarf.AttrCallFile).(int64); ok && fi >= 0 && int(fi) < len(u.files) && u.files[fi] != nil {
 			fr.File = u.files[fi].Name
@@ -114,19 +84,6 @@ func (in *inliner) frames(pc uint64) []inlineFrame {
 		out = append(out, fr)
 	}
 	return out
-}
-
-func (in *inliner) contains(e *dwarf.Entry, pc uint64) bool {
-	rs, err := in.d.Ranges(e)
-	if err != nil {
-		return false
-	}
-	for _, r := range rs {
-		if pc >= r[0] && pc < r[1] {
-			return true
-		}
-	}
-	return false
 }
 
 // hasRanges reports whether e has addresses of its own.

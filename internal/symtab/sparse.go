@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -59,9 +60,30 @@ type sparseInfo struct {
 	// maps are the buffers mapped (buf, the line programs'), outside the
 	// Go heap: their pages never written stay out of memory whatever the
 	// heap reused, and they do not raise the collector's goal.
-	maps  [][]byte
-	units []infoUnit // every unit, by offset (from the first pass)
-	pad   uint64     // offset of the padding units' abbreviation table
+	maps [][]byte
+	// units are the units met so far, by offset: a pass stops after the
+	// last unit it needs, and the ones after it are one padding unit.
+	units []infoUnit
+	size  uint64 // .debug_info's inflated size
+	pad   uint64 // offset of the padding units' abbreviation table
+	// targets are entries whose abstract origins and specifications are
+	// to follow (missing), waiting those in units not read yet, seen
+	// every entry queued; cache holds the abbreviation tables parsed.
+	targets []uint64
+	waiting map[uint64]bool
+	seen    map[uint64]bool
+	cache   map[uint64]map[uint64]abbrev
+	// tail is where the padding unit over the units not met was written
+	// last (0: none): cleared when it falls inside a longer padding unit.
+	tail uint64
+}
+
+// listedEnd is the end of the units met so far.
+func (s *sparseInfo) listedEnd() uint64 {
+	if len(s.units) == 0 {
+		return 0
+	}
+	return s.units[len(s.units)-1].end
 }
 
 // loadSparseDWARF reads f's DWARF for the compile units that hold pcs
@@ -84,6 +106,22 @@ func loadSparseDWARF(f *elf.File, file io.ReaderAt, pcs []uint64) (*dwarf.Data, 
 	// entry's block value).
 	runtime.AddCleanup(d, unmapAll, s.maps)
 	return d, nil
+}
+
+// withoutStart is pcs without the addresses in _start, the C run-time's
+// entry (every C program's outermost frame): distributions build it
+// without DWARF, and an address in no unit .debug_aranges lists has every
+// unit it leaves out read, and .debug_info inflated to its end, on the
+// chance that one of them holds it (a Python interpreter's: 195 of its
+// 253 units, where its sampled addresses were in 20-30).
+func (t *Table) withoutStart(pcs []uint64) []uint64 {
+	out := pcs[:0:0]
+	for _, pc := range pcs {
+		if name, _, ok := t.Func(pc); !ok || name != "_start" {
+			out = append(out, pc)
+		}
+	}
+	return out
 }
 
 // load is loadSparseDWARF's read.
@@ -110,21 +148,29 @@ func (s *sparseInfo) load(pcs []uint64) (*dwarf.Data, error) {
 	// An address in no range listed may be start-up code without DWARF
 	// (_start), or in a unit .debug_aranges leaves out (a cgo binary's
 	// Go units): then every unit it leaves out is read too.
-	need := func(off uint64) bool { return want[off] || uncovered && !listed[off] }
+	// A pass reads up to the last unit it needs (every unit when an
+	// address is in no listed range).
+	limit := uint64(0)
+	for off := range want {
+		limit = max(limit, off)
+	}
+	if uncovered {
+		limit = ^uint64(0)
+	}
+	need := func(u infoUnit) bool { return want[u.off] || uncovered && !listed[u.off] }
 	for range maxSparseRounds {
-		if err := s.read(need); err != nil {
+		if err := s.read(need, limit, dat["abbrev"]); err != nil {
 			return nil, err
 		}
 		d, err := s.data(dat)
 		if err != nil {
 			return nil, err
 		}
-		if want, err = s.missing(dat["abbrev"]); err != nil {
-			return nil, err
-		}
-		if len(want) == 0 {
+		if len(s.waiting) == 0 {
 			return d, s.readLines(d, dat["line"])
 		}
+		// Another pass, for the origins in units passed over.
+		need, limit = func(infoUnit) bool { return false }, 0
 	}
 	return nil, fmt.Errorf("%w: references beyond %d rounds", errNotSparse, maxSparseRounds)
 }
@@ -259,47 +305,82 @@ func (s *sparseInfo) sectionStream(sec *elf.Section) (io.Reader, func(), uint64,
 	return z, func() { z.Close() }, size, nil
 }
 
-// read streams .debug_info once, copying the units whose offsets need
-// holds into the buffer (the first pass also lists every unit).
-func (s *sparseInfo) read(need func(uint64) bool) error {
+// read streams .debug_info from its start, copying the units need holds
+// into the buffer, up to the unit that holds offset limit, and lists the
+// units it meets. The origins of each unit's inlined calls are followed
+// as it is read (follow): the units ahead that hold them are read in the
+// same pass, and those passed over already are left in s.waiting for
+// another.
+func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64, ab []byte) error {
 	r, done, size, err := s.sectionStream(s.sec)
 	if err != nil {
 		return err
 	}
 	defer done()
-	first := s.buf == nil
-	if first {
+	if s.buf == nil {
+		s.size = size
 		if s.buf, err = s.alloc(size + padUnitSize + 1); err != nil { // written only where units are read
 			return err
 		}
 	}
+	// pend holds the origins waiting, sorted: each unit that holds one is
+	// read.
+	pend := slices.Sorted(maps.Keys(s.waiting))
+	if len(pend) > 0 {
+		limit = max(limit, pend[len(pend)-1])
+	}
 	var off uint64
-	for k := 0; off < size; k++ {
-		var hdr [4]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
+	for k := 0; off < size && off <= limit; k++ {
+		u, hdr, err := s.unitHeader(r, off, size)
+		if err != nil {
+			return err
 		}
-		n := uint64(s.f.ByteOrder.Uint32(hdr[:]))
-		if n >= 0xfffffff0 || off+4+n > size {
-			return fmt.Errorf("%w: unit length %#x at %#x", errNotSparse, n, off)
-		}
-		u := infoUnit{off: off, end: off + 4 + n}
-		if first {
+		n := u.end - off - 4
+		if k == len(s.units) {
 			s.units = append(s.units, u)
 		}
-		if need(off) && !s.units[k].read {
-			s.units[k].read = true
-			copy(s.buf[off:], hdr[:])
-			_, err = io.ReadFull(r, s.buf[off+4:u.end])
-		} else {
-			_, err = io.CopyN(io.Discard, r, int64(n))
+		in := 0 // origins waiting in u
+		for in < len(pend) && pend[in] < u.end {
+			in++
 		}
-		if err != nil {
+		if s.units[k].read || !need(u) && in == 0 {
+			if _, err := io.CopyN(io.Discard, r, int64(n)); err != nil {
+				return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
+			}
+			off = u.end
+			continue
+		}
+		s.units[k].read = true
+		copy(s.buf[off:], hdr[:])
+		if _, err := io.ReadFull(r, s.buf[off+4:u.end]); err != nil {
 			return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
 		}
 		off = u.end
+		ahead, err := s.follow(ab, pend[:in])
+		if err != nil {
+			return err
+		}
+		pend = pend[in:]
+		if len(ahead) > 0 {
+			pend = slices.Compact(slices.Sorted(slices.Values(append(pend, ahead...))))
+			limit = max(limit, pend[len(pend)-1])
+		}
 	}
 	return nil
+}
+
+// unitHeader reads the length of the unit at off from r: the unit, and
+// the length's bytes.
+func (s *sparseInfo) unitHeader(r io.Reader, off, size uint64) (infoUnit, [4]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return infoUnit{}, hdr, fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
+	}
+	n := uint64(s.f.ByteOrder.Uint32(hdr[:]))
+	if n >= 0xfffffff0 || off+4+n > size {
+		return infoUnit{}, hdr, fmt.Errorf("%w: unit length %#x at %#x", errNotSparse, n, off)
+	}
+	return infoUnit{off: off, end: off + 4 + n}, hdr, nil
 }
 
 // padUnitSize is a padding unit's header (DWARF 4, 32-bit) and its entry.
@@ -326,6 +407,10 @@ func (s *sparseInfo) data(dat map[string][]byte) (*dwarf.Data, error) {
 	}
 	end := uint64(len(s.buf))
 	pad(end-padUnitSize-1, end)
+	if k := s.unitAt(s.tail); s.tail != 0 && (k < 0 || !s.units[k].read) {
+		clear(s.buf[s.tail : s.tail+padUnitSize])
+	}
+	s.tail = 0
 	for i := 0; i < len(s.units); {
 		if s.units[i].read {
 			i++
@@ -336,11 +421,22 @@ func (s *sparseInfo) data(dat map[string][]byte) (*dwarf.Data, error) {
 			j++
 		}
 		lo, hi := s.units[i].off, s.units[j-1].end
+		if j == len(s.units) && hi < s.size {
+			hi, s.tail = s.size, lo // with the units not met
+		}
 		if hi-lo < padUnitSize || hi-lo-4 >= 0xfffffff0 {
 			return nil, fmt.Errorf("%w: a gap of %d bytes", errNotSparse, hi-lo)
 		}
 		pad(lo, hi)
 		i = j
+	}
+	if n := len(s.units); n > 0 && s.units[n-1].read && s.units[n-1].end < s.size {
+		lo := s.units[n-1].end
+		if s.size-lo < padUnitSize || s.size-lo-4 >= 0xfffffff0 {
+			return nil, fmt.Errorf("%w: a gap of %d bytes", errNotSparse, s.size-lo)
+		}
+		pad(lo, s.size)
+		s.tail = lo
 	}
 	return newDWARF(dat, s.buf)
 }
@@ -354,30 +450,72 @@ func (s *sparseInfo) unitAt(off uint64) int {
 	return k
 }
 
-// missing returns the units not read that entries of the units read
-// name as their abstract origin or specification (what the names of
-// inlined functions are read through) by a DW_FORM_ref_addr; references
-// inside a unit are to the unit itself. scanned marks the units whose
-// references were followed already.
-func (s *sparseInfo) missing(ab []byte) (map[uint64]bool, error) {
-	want := map[uint64]bool{}
-	cache := map[uint64]map[uint64][]attrSpec{}
+// follow follows the abstract origins and specifications of the inlined
+// calls in the units read and not scanned yet, and theirs in turn, by any
+// form of reference: the entries an inlined call's name is read through.
+// ready are origins waiting (s.waiting) in units now read. An origin in a
+// unit not read waits in s.waiting; those past the units met are
+// returned. scanned marks the units followed; each entry is followed once.
+func (s *sparseInfo) follow(ab []byte, ready []uint64) (ahead []uint64, err error) {
+	bo := s.f.ByteOrder
+	if s.seen == nil {
+		s.seen, s.waiting, s.cache = map[uint64]bool{}, map[uint64]bool{}, map[uint64]map[uint64]abbrev{}
+	}
 	for k := range s.units {
 		u := s.units[k]
 		if !u.read || u.scanned {
 			continue
 		}
 		s.units[k].scanned = true
-		err := unitRefs(s.buf, ab, u, s.f.ByteOrder, cache, func(off uint64) {
-			if k := s.unitAt(off); k >= 0 && !s.units[k].read {
-				want[s.units[k].off] = true
-			}
-		})
-		if err != nil {
+		if err := unitRefs(s.buf, ab, u, bo, s.cache, s.queue); err != nil {
 			return nil, fmt.Errorf("%w: unit at %#x: %v", errNotSparse, u.off, err)
 		}
 	}
-	return want, nil
+	for _, off := range ready {
+		delete(s.waiting, off)
+		s.targets = append(s.targets, off)
+	}
+	end := s.listedEnd()
+	for len(s.targets) > 0 {
+		off := s.targets[len(s.targets)-1]
+		s.targets = s.targets[:len(s.targets)-1]
+		k := s.unitAt(off)
+		switch {
+		case k >= 0 && s.units[k].read:
+			if err := s.entryRefs(ab, k, off); err != nil {
+				return nil, err
+			}
+		case k >= 0:
+			s.waiting[off] = true
+		case off >= end && off < s.size:
+			s.waiting[off] = true
+			ahead = append(ahead, off)
+		}
+	}
+	return ahead, nil
+}
+
+// queue adds the entry at off to those to follow, unless it was already.
+func (s *sparseInfo) queue(off uint64) {
+	if !s.seen[off] {
+		s.seen[off] = true
+		s.targets = append(s.targets, off)
+	}
+}
+
+// entryRefs queues the abstract origin and specification of the entry
+// at off, in unit k (read).
+func (s *sparseInfo) entryRefs(ab []byte, k int, off uint64) error {
+	u := s.units[k]
+	h, err := head(s.buf, ab, u, s.f.ByteOrder, s.cache)
+	if err == nil && off >= uint64(h.first) {
+		r := &rawReader{b: s.buf[:u.end], p: int(off), bo: s.f.ByteOrder}
+		err = entryRefs(r, h, u, 0, s.queue)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: entry at %#x: %v", errNotSparse, off, err)
+	}
+	return nil
 }
 
 // lineBuffer puts a buffer as long as .debug_line in dat, written by

@@ -806,7 +806,7 @@ func (t *Table) DWARF() (*dwarf.Data, error) {
 			file = t.file
 		}
 		if t.dwPCs != nil {
-			if d, err := loadSparseDWARF(t.f, file, t.dwPCs); err == nil {
+			if d, err := loadSparseDWARF(t.f, file, t.withoutStart(t.dwPCs)); err == nil {
 				t.dw = d
 				return
 			}
