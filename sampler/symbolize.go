@@ -17,7 +17,7 @@ import (
 // symbolizer turns raw stacks into profile locations and mappings.
 type symbolizer struct {
 	d        *Profile
-	kallsyms *symbolize.Kallsyms
+	kallsyms kernelTable
 	kernMap  int
 	py       *pyState
 	maps     map[string]int
@@ -44,6 +44,13 @@ func (s *Session) downloads() context.Context {
 		return s.dlCtx
 	}
 	return context.Background()
+}
+
+// kernelTable names kernel addresses: the whole kallsyms table, one read
+// for a profile's addresses, or one that grows with the windows'.
+type kernelTable interface {
+	Lookup(addr uint64) (symbolize.KernelSym, bool)
+	Range() (lo, hi uint64)
 }
 
 type locKey struct {
@@ -80,16 +87,22 @@ func (s *Session) profile(final bool) (*Profile, error) {
 		pids[st.proc.Pid()] = true
 	}
 	sort.Strings(keys) // deterministic output
-	if final {
-		// Lines and inlined calls are read for these addresses only.
-		for _, st := range s.stacks {
-			for i, a := range st.user {
-				st.proc.Expect(a, i == 0 && len(st.kern) == 0)
-				if i == 0 && len(st.kern) > 0 {
-					st.proc.Expect(a, true) // as schedIdle locates it
-				}
+	// Lines and inlined calls are read for these addresses only: once,
+	// or growing with the windows.
+	tell := (*symbolize.Image).Expect
+	if !final {
+		tell = (*symbolize.Image).Meet
+	}
+	for _, st := range s.stacks {
+		for i, a := range st.user {
+			tell(st.proc, a, i == 0 && len(st.kern) == 0)
+			if i == 0 && len(st.kern) > 0 {
+				tell(st.proc, a, true) // as schedIdle locates it
 			}
 		}
+	}
+	if !final {
+		s.procs.GrowTables(dl)
 	}
 	stops := map[walkStop]int64{}
 	pyLost := map[string]int64{}
@@ -125,11 +138,21 @@ func (s *Session) profile(final bool) (*Profile, error) {
 
 // kernelSymsFor returns the kernel's symbols for the stacks gathered:
 // when the session symbolizes once (final) and has not read them for
-// itself already, only those the stacks' addresses need.
-func (s *Session) kernelSymsFor(final bool) (*symbolize.Kallsyms, error) {
-	if !final || s.ksyms != nil {
+// itself already, only those the stacks' addresses need; for a window,
+// the session's growing table, grown to hold them.
+func (s *Session) kernelSymsFor(final bool) (kernelTable, error) {
+	if !final {
+		return s.windowKernelSyms()
+	}
+	if s.ksyms != nil {
 		return s.kernelSyms()
 	}
+	return symbolize.ReadKallsymsFor(s.kernelLooks())
+}
+
+// kernelLooks are the addresses of the stacks' kernel frames as kernel
+// symbols are looked up: a return address's call is the byte before it.
+func (s *Session) kernelLooks() []uint64 {
 	var addrs []uint64
 	for _, st := range s.stacks {
 		for i, a := range st.kern {
@@ -139,7 +162,7 @@ func (s *Session) kernelSymsFor(final bool) (*symbolize.Kallsyms, error) {
 			addrs = append(addrs, a)
 		}
 	}
-	return symbolize.ReadKallsymsFor(addrs)
+	return addrs
 }
 
 // sample symbolizes one distinct stack (with its process ID when withPid).
