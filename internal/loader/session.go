@@ -548,6 +548,11 @@ func (s *Session) loadTiming() error {
 	}
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
+	} else if s.opts.NoRecords {
+		// Nothing is written to it: the least ring, one page. Its pages
+		// are resident for the session's life, and the 1 MiB default
+		// (mapped twice) was 2 MiB of an agent's RSS per timed process.
+		spec.Maps["tp_records"].MaxEntries = uint32(os.Getpagesize())
 	} else if s.opts.stackBytes() > 0 {
 		spec.Maps["tp_records"].MaxEntries = stackRingBytes
 	}
