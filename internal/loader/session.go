@@ -295,7 +295,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 	if err := s.load(); err != nil {
 		return nil, err
 	}
-	if opts.PID != 0 {
+	if opts.PID != 0 && !opts.NoRecords {
 		// The map is read now, while the process lives; records that
 		// meet a library mapped since reread it (callerStack).
 		s.procs = symbolize.NewProcs(debuginfo.FromEnv())
@@ -309,6 +309,11 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		s.Close()
 		return nil, err
 	}
+	// The objects' specs are read again should more be loaded: a session
+	// that runs for days (an agent's, one per timed process) held about
+	// 1 MB of parsed ELF and BTF each.
+	s.umultiSpec.release()
+	s.timingSpec = nil
 	return s, nil
 }
 
