@@ -212,6 +212,8 @@ type Session struct {
 	// ksyms is /proc/kallsyms as read at ksymsAt (see kernelSyms).
 	ksyms   *symbolize.Kallsyms
 	ksymsAt time.Time
+	// kgrow holds the kernel symbols the windows met (windowKernelSyms).
+	kgrow *symbolize.GrowingKallsyms
 	// windowProcs are the processes of the last window cut (window.go).
 	windowProcs map[int]ProcessImage
 	// unread counts the samples discard threw away.

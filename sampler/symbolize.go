@@ -17,11 +17,15 @@ import (
 // symbolizer turns raw stacks into profile locations and mappings.
 type symbolizer struct {
 	d        *Profile
-	kallsyms *symbolize.Kallsyms
+	kallsyms kernelTable
 	kernMap  int
 	py       *pyState
 	maps     map[string]int
-	locs     map[locKey]int
+	// imgMaps caches maps by image and mapping index: the key of maps
+	// was formatted for every address (8% of a window's CPU with 20
+	// processes watched).
+	imgMaps map[imgMapping]int
+	locs    map[locKey]int
 	// pyTramp marks the locations of CPython's -X perf trampolines (named
 	// from the perf map): a sample whose Python frames were read from the
 	// interpreter names each function once, at its eval-loop frame.
@@ -46,6 +50,13 @@ func (s *Session) downloads() context.Context {
 	return context.Background()
 }
 
+// kernelTable names kernel addresses: the whole kallsyms table, one read
+// for a profile's addresses, or one that grows with the windows'.
+type kernelTable interface {
+	Lookup(addr uint64) (symbolize.KernelSym, bool)
+	Range() (lo, hi uint64)
+}
+
 type locKey struct {
 	mapping int
 	addr    uint64
@@ -66,7 +77,7 @@ func (s *Session) profile(final bool) (*Profile, error) {
 	}
 	dl, cancel := context.WithTimeout(s.downloads(), downloadBudget)
 	defer cancel()
-	sy := &symbolizer{d: d, kernMap: -1, py: &s.py, maps: map[string]int{}, locs: map[locKey]int{}, pyTramp: map[int]bool{}, dl: dl}
+	sy := &symbolizer{d: d, kernMap: -1, py: &s.py, maps: map[string]int{}, imgMaps: map[imgMapping]int{}, locs: map[locKey]int{}, pyTramp: map[int]bool{}, dl: dl}
 	ks, kerr := s.kernelSymsFor(final)
 	if kerr == nil {
 		sy.kallsyms = ks
@@ -80,16 +91,22 @@ func (s *Session) profile(final bool) (*Profile, error) {
 		pids[st.proc.Pid()] = true
 	}
 	sort.Strings(keys) // deterministic output
-	if final {
-		// Lines and inlined calls are read for these addresses only.
-		for _, st := range s.stacks {
-			for i, a := range st.user {
-				st.proc.Expect(a, i == 0 && len(st.kern) == 0)
-				if i == 0 && len(st.kern) > 0 {
-					st.proc.Expect(a, true) // as schedIdle locates it
-				}
+	// Lines and inlined calls are read for these addresses only: once,
+	// or growing with the windows.
+	tell := (*symbolize.Image).Expect
+	if !final {
+		tell = (*symbolize.Image).Meet
+	}
+	for _, st := range s.stacks {
+		for i, a := range st.user {
+			tell(st.proc, a, i == 0 && len(st.kern) == 0)
+			if i == 0 && len(st.kern) > 0 {
+				tell(st.proc, a, true) // as schedIdle locates it
 			}
 		}
+	}
+	if !final {
+		s.procs.GrowTables(dl)
 	}
 	stops := map[walkStop]int64{}
 	pyLost := map[string]int64{}
@@ -125,11 +142,21 @@ func (s *Session) profile(final bool) (*Profile, error) {
 
 // kernelSymsFor returns the kernel's symbols for the stacks gathered:
 // when the session symbolizes once (final) and has not read them for
-// itself already, only those the stacks' addresses need.
-func (s *Session) kernelSymsFor(final bool) (*symbolize.Kallsyms, error) {
-	if !final || s.ksyms != nil {
+// itself already, only those the stacks' addresses need; for a window,
+// the session's growing table, grown to hold them.
+func (s *Session) kernelSymsFor(final bool) (kernelTable, error) {
+	if !final {
+		return s.windowKernelSyms()
+	}
+	if s.ksyms != nil {
 		return s.kernelSyms()
 	}
+	return symbolize.ReadKallsymsFor(s.kernelLooks())
+}
+
+// kernelLooks are the addresses of the stacks' kernel frames as kernel
+// symbols are looked up: a return address's call is the byte before it.
+func (s *Session) kernelLooks() []uint64 {
 	var addrs []uint64
 	for _, st := range s.stacks {
 		for i, a := range st.kern {
@@ -139,7 +166,7 @@ func (s *Session) kernelSymsFor(final bool) (*symbolize.Kallsyms, error) {
 			addrs = append(addrs, a)
 		}
 	}
-	return symbolize.ReadKallsymsFor(addrs)
+	return addrs
 }
 
 // sample symbolizes one distinct stack (with its process ID when withPid).
@@ -267,7 +294,7 @@ func (sy *symbolizer) user(img *symbolize.Image, addr uint64, leaf bool) (int, s
 		}
 		return sy.add(k, Location{Address: addr, Mapping: -1}), ""
 	}
-	pm := sy.mapping(img.Mapping(mi))
+	pm := sy.mappingOf(img, mi)
 	k := locKey{mapping: pm, addr: addr, leaf: leaf}
 	if i, ok := sy.locs[k]; ok {
 		return i, sy.d.Locations[i].Function
@@ -292,6 +319,23 @@ func (sy *symbolizer) user(img *symbolize.Image, addr uint64, leaf bool) (int, s
 		sy.pyTramp[i] = true // "py::FUNC:FILE.py"
 	}
 	return i, loc.Function
+}
+
+// imgMapping is mapping i of an image.
+type imgMapping struct {
+	img *symbolize.Image
+	i   int
+}
+
+// mappingOf returns the profile mapping of mapping mi of img (mapping).
+func (sy *symbolizer) mappingOf(img *symbolize.Image, mi int) int {
+	k := imgMapping{img, mi}
+	if pm, ok := sy.imgMaps[k]; ok {
+		return pm
+	}
+	pm := sy.mapping(img.Mapping(mi))
+	sy.imgMaps[k] = pm
+	return pm
 }
 
 // mapping returns the profile mapping of an executable mapping, adding it

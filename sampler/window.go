@@ -203,6 +203,21 @@ func (s *Session) Unwatch(pid int) error {
 // up to this long).
 const kallsymsMaxAge = 10 * time.Minute
 
+// windowKernelSyms returns the session's growing table of kernel
+// symbols, grown to hold those of the stacks gathered: after the first
+// windows, a window's kernel frames are mostly in functions met before,
+// and kallsyms is read only for the others (and afresh every
+// kallsymsMaxAge, for the symbols met since and the window's).
+func (s *Session) windowKernelSyms() (kernelTable, error) {
+	if s.kgrow == nil {
+		s.kgrow = symbolize.NewGrowingKallsyms()
+	}
+	if err := s.kgrow.Place(s.kernelLooks(), kallsymsMaxAge); err != nil {
+		return nil, err
+	}
+	return s.kgrow, nil
+}
+
 // kernelSyms returns the kernel's symbols, read at most every
 // kallsymsMaxAge.
 func (s *Session) kernelSyms() (*symbolize.Kallsyms, error) {

@@ -100,6 +100,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	memCtx, memStop := context.WithCancel(context.Background())
 	defer memStop()
 	limitAgentMemory(memCtx)
+	fixAgentProcs()
 	c := &f.cfg
 	var err error
 	for _, s := range []struct {

@@ -302,7 +302,7 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 	if err := s.load(); err != nil {
 		return nil, err
 	}
-	if opts.PID != 0 && !opts.NoStacks {
+	if opts.PID != 0 && !opts.NoStacks && !opts.NoRecords {
 		// The map is read now, while the process lives; records that
 		// meet a library mapped since reread it (callerStack).
 		s.procs = symbolize.NewProcs(debuginfo.FromEnv())
@@ -316,6 +316,11 @@ func OpenContext(ctx context.Context, opts Options, specs []Spec) (*Session, err
 		s.Close()
 		return nil, err
 	}
+	// The objects' specs are read again should more be loaded: a session
+	// that runs for days (an agent's, one per timed process) held about
+	// 1 MB of parsed ELF and BTF each.
+	s.umultiSpec.release()
+	s.timingSpec = nil
 	return s, nil
 }
 
@@ -555,6 +560,11 @@ func (s *Session) loadTiming() error {
 	}
 	if s.opts.RingSize > 0 {
 		spec.Maps["tp_records"].MaxEntries = uint32(s.opts.RingSize)
+	} else if s.opts.NoRecords {
+		// Nothing is written to it: the least ring, one page. Its pages
+		// are resident for the session's life, and the 1 MiB default
+		// (mapped twice) was 2 MiB of an agent's RSS per timed process.
+		spec.Maps["tp_records"].MaxEntries = uint32(os.Getpagesize())
 	} else if s.opts.stackBytes() > 0 {
 		spec.Maps["tp_records"].MaxEntries = stackRingBytes
 	}

@@ -429,6 +429,13 @@ func (u *umultiSpec) get() (*ebpf.CollectionSpec, error) {
 	return u.spec, u.err
 }
 
+// release drops the object read: the next get reads it again.
+func (u *umultiSpec) release() {
+	if u != nil {
+		u.spec, u.err, u.read = nil, nil, false
+	}
+}
+
 // loadChecker loads the program the kernel screen attaches: an empty
 // uprobe.multi program (never run: the probes sit in this process's own
 // mapping of the binary, which it never executes).

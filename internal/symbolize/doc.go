@@ -26,7 +26,12 @@
 //   - the unwinding of user stacks with the mapped files' call frame
 //     information (Image.Unwind, through internal/unwind), and what a Go
 //     program's cgo calls need (gocgo.go);
-//   - the kernel's symbols from /proc/kallsyms (kallsyms.go).
+//   - the kernel's symbols from /proc/kallsyms (kallsyms.go): the whole
+//     table, one read for a profile's addresses (kallsymsfor.go), or a
+//     table that grows with the addresses of window after window
+//     (GrowingKallsyms, kallsymsgrow.go);
+//   - for a run that symbolizes window after window, the DWARF read as
+//     the windows meet addresses (Image.Meet, Procs.GrowTables; grow.go).
 //
 // symbolize may import the standard library, x/sys, internal/debuginfo,
 // internal/proc, internal/symtab and internal/unwind; it must not import

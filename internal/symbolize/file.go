@@ -33,6 +33,10 @@ type binFile struct {
 	// of the file itself (nil when neither has any).
 	inl     *inliner
 	inlDone bool
+	inlTab  *symtab.Table // whose DWARF inl reads
+	// met are the file's virtual addresses Image.Meet was told of since
+	// the last Procs.GrowTables.
+	met []uint64
 	// expect are the file's virtual addresses Image.Expect was told of,
 	// handed to its tables when first located (limitDWARF).
 	expect  []uint64
@@ -152,7 +156,7 @@ func (b *binFile) inliner() *inliner {
 			continue
 		}
 		if d, err := t.DWARF(); err == nil {
-			b.inl = newInliner(d)
+			b.inl, b.inlTab = newInliner(d), t
 			return b.inl
 		}
 	}

@@ -343,20 +343,28 @@ func (s *sparseInfo) read(need func(infoUnit) bool, limit uint64, ab []byte) err
 		for in < len(pend) && pend[in] < u.end {
 			in++
 		}
-		if s.units[k].read || !need(u) && in == 0 {
+		var ready []uint64
+		switch {
+		case s.units[k].read || !need(u) && in == 0:
 			if _, err := io.CopyN(io.Discard, r, int64(n)); err != nil {
 				return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
 			}
 			off = u.end
-			continue
+			if !s.units[k].read || in == 0 {
+				continue
+			}
+			// Origins waiting in a unit read since they were queued.
+			ready = pend[:in]
+		default:
+			s.units[k].read = true
+			copy(s.buf[off:], hdr[:])
+			if _, err := io.ReadFull(r, s.buf[off+4:u.end]); err != nil {
+				return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
+			}
+			off = u.end
+			ready = s.waitingIn(u, pend[:in])
 		}
-		s.units[k].read = true
-		copy(s.buf[off:], hdr[:])
-		if _, err := io.ReadFull(r, s.buf[off+4:u.end]); err != nil {
-			return fmt.Errorf("read %s at %#x: %w", s.sec.Name, off, err)
-		}
-		off = u.end
-		ahead, err := s.follow(ab, pend[:in])
+		ahead, err := s.follow(ab, ready, off)
 		if err != nil {
 			return err
 		}
@@ -450,13 +458,28 @@ func (s *sparseInfo) unitAt(off uint64) int {
 	return k
 }
 
+// waitingIn is the origins waiting in u (just read): those of pend, and
+// those queued in this pass after pend was taken (in a unit met in an
+// earlier pass, not read then).
+func (s *sparseInfo) waitingIn(u infoUnit, pend []uint64) []uint64 {
+	ready := slices.Clone(pend)
+	for off := range s.waiting {
+		if off >= u.off && off < u.end && !slices.Contains(pend, off) {
+			ready = append(ready, off)
+		}
+	}
+	return ready
+}
+
 // follow follows the abstract origins and specifications of the inlined
 // calls in the units read and not scanned yet, and theirs in turn, by any
 // form of reference: the entries an inlined call's name is read through.
-// ready are origins waiting (s.waiting) in units now read. An origin in a
-// unit not read waits in s.waiting; those past the units met are
-// returned. scanned marks the units followed; each entry is followed once.
-func (s *sparseInfo) follow(ab []byte, ready []uint64) (ahead []uint64, err error) {
+// ready are origins waiting (s.waiting) in units now read; pos is where
+// the pass reading .debug_info stands. An origin in a unit not read waits
+// in s.waiting; those at or past pos are returned, for the pass to read
+// their units. scanned marks the units followed; each entry is followed
+// once.
+func (s *sparseInfo) follow(ab []byte, ready []uint64, pos uint64) (ahead []uint64, err error) {
 	bo := s.f.ByteOrder
 	if s.seen == nil {
 		s.seen, s.waiting, s.cache = map[uint64]bool{}, map[uint64]bool{}, map[uint64]map[uint64]abbrev{}
@@ -487,6 +510,9 @@ func (s *sparseInfo) follow(ab []byte, ready []uint64) (ahead []uint64, err erro
 			}
 		case k >= 0:
 			s.waiting[off] = true
+			if off >= pos {
+				ahead = append(ahead, off)
+			}
 		case off >= end && off < s.size:
 			s.waiting[off] = true
 			ahead = append(ahead, off)

@@ -129,6 +129,8 @@ type Table struct {
 	// dwPCs, when not nil, are the only addresses whose lines and DWARF
 	// entries are asked for (LimitDWARF).
 	dwPCs []uint64
+	// grow, when not nil, is the DWARF's growing read (GrowDWARF).
+	grow *dwarfGrowth
 }
 
 // PIE reports whether the file is position independent (ET_DYN): a PIE
@@ -804,6 +806,12 @@ func (t *Table) DWARF() (*dwarf.Data, error) {
 		var file io.ReaderAt // nil: a table not read from a file of its own
 		if t.file != nil {
 			file = t.file
+		}
+		if t.grow != nil {
+			if d, err := t.grow.load(t.f, file); err == nil {
+				t.dw = d
+				return
+			}
 		}
 		if t.dwPCs != nil {
 			if d, err := loadSparseDWARF(t.f, file, t.withoutStart(t.dwPCs)); err == nil {

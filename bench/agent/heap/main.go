@@ -29,14 +29,15 @@ func main() {
 	d := flag.Duration("d", 60*time.Second, "how long to run")
 	out := flag.String("o", "heap.pb.gz", "heap profile to write")
 	hz := flag.Int("F", agent.DefaultFrequency, "sampling rate")
+	user := flag.String("u", "", "a function to time in each process, as PATH:FUNCTION")
 	flag.Parse()
-	if err := run(*pids, *exe, *d, *out, *hz); err != nil {
+	if err := run(*pids, *exe, *user, *d, *out, *hz); err != nil {
 		fmt.Fprintln(os.Stderr, "heap:", err)
 		os.Exit(1)
 	}
 }
 
-func run(pids, exe string, d time.Duration, out string, hz int) error {
+func run(pids, exe, user string, d time.Duration, out string, hz int) error {
 	dir, err := os.MkdirTemp("", "tickprof-heap-")
 	if err != nil {
 		return err
@@ -45,6 +46,9 @@ func run(pids, exe string, d time.Duration, out string, hz int) error {
 	cfg := agent.Config{Frequency: hz, Window: 10 * time.Second, Destinations: agent.Destinations{Dir: dir}}
 	if exe != "" {
 		cfg.Exes = []string{exe}
+	}
+	if user != "" {
+		cfg.Users = []string{user}
 	}
 	for _, p := range strings.Split(pids, ",") {
 		if p == "" {
