@@ -64,7 +64,7 @@ func (b *binFile) grow(ctx context.Context, t *Procs) {
 				b.inl = nil // the DWARF could not be read again
 				continue
 			}
-			b.inl.d = d
+			b.inl.regrown(d)
 		}
 	}
 	b.met = b.met[:0]

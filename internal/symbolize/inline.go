@@ -48,6 +48,16 @@ func newInliner(d *dwarf.Data) *inliner {
 	return &inliner{d: d, units: map[dwarf.Offset]*unitIndex{}, names: map[dwarf.Offset]string{}, trees: map[dwarf.Offset]*inlTree{}}
 }
 
+// regrown takes up d, the same file's DWARF with more units read
+// (symtab.Table.GrowDWARF): the units read before keep their offsets, so
+// their indexes, names and trees hold; the index of the units' ranges is
+// built again, on the next lookup, to hold the units read since.
+func (in *inliner) regrown(d *dwarf.Data) {
+	if d != in.d {
+		in.d, in.cus = d, nil
+	}
+}
+
 // frames returns the inlined bodies pc lies in, innermost first: each with
 // its function name and the call site (file, line) in the function it was
 // inlined into, which is frames[i+1] or, for the last, the real function
