@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 MIN=${1:-30}
 . bench/agent/lib.sh
 gcc -O1 -fno-omit-frame-pointer -fno-inline -o "$tmp/tpbench" bench/sample/target.c
-go build -o "$tmp/tickprof" ./cmd/tickprof
+go build -tags fleet -o "$tmp/tickprof" ./cmd/tickprof
 declare -A builds=([agent]="$tmp/tickprof") apid=() port=()
 for b in ${RSS_BUILDS:-}; do builds[${b%%=*}]=${b#*=}; done
 names=$(printf '%s\n' "${!builds[@]}" | sort | tr '\n' ' ')
