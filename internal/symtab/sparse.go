@@ -4,7 +4,6 @@ package symtab
 
 import (
 	"bufio"
-	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -211,37 +210,10 @@ func debugSection(f *elf.File, name string) *elf.Section {
 // arangesUnits returns the offsets of the units whose address ranges in
 // .debug_aranges hold each of pcs (every such unit, when ranges overlap).
 func arangesUnits(ar []byte, bo binary.ByteOrder, pcs []uint64) (want, listed map[uint64]bool, uncovered bool, err error) {
-	if len(ar) == 0 {
-		return nil, nil, false, fmt.Errorf("%w: no .debug_aranges", errNotSparse)
+	rs, listed, err := parseAranges(ar, bo)
+	if err != nil {
+		return nil, nil, false, err
 	}
-	listed = map[uint64]bool{}
-	type arange struct{ lo, hi, unit uint64 }
-	var rs []arange
-	for len(ar) > 0 {
-		if len(ar) < 16 {
-			return nil, nil, false, fmt.Errorf("%w: short .debug_aranges header", errNotSparse)
-		}
-		n := uint64(bo.Uint32(ar))
-		if n == 0xffffffff || n+4 > uint64(len(ar)) || n < 12 {
-			return nil, nil, false, fmt.Errorf("%w: .debug_aranges set of %d bytes", errNotSparse, n)
-		}
-		set := ar[:4+n]
-		unit, asize, ssize := uint64(bo.Uint32(set[6:])), int(set[10]), set[11]
-		if asize != 8 && asize != 4 || ssize != 0 {
-			return nil, nil, false, fmt.Errorf("%w: .debug_aranges address size %d, segment size %d", errNotSparse, asize, ssize)
-		}
-		listed[unit] = true
-		// The tuples start at a multiple of their size from the set's start.
-		for p := (12 + 2*asize - 1) / (2 * asize) * (2 * asize); p+2*asize <= len(set); p += 2 * asize {
-			lo, l := word(bo, set[p:], asize), word(bo, set[p+asize:], asize)
-			if lo == 0 && l == 0 {
-				break
-			}
-			rs = append(rs, arange{lo, lo + l, unit})
-		}
-		ar = ar[4+n:]
-	}
-	slices.SortFunc(rs, func(a, b arange) int { return cmp.Compare(a.lo, b.lo) })
 	want = map[uint64]bool{}
 	for _, pc := range pcs {
 		// Every range starting at or below pc that holds it (ranges of
